@@ -46,7 +46,9 @@ struct Plan {
 // builds its plan through one of these.
 class PlanRecorder {
  public:
-  explicit PlanRecorder(std::vector<Load> initial);
+  // With keep_transfers false only loads and metrics are kept (for very
+  // large simulated systems, where the transfer list is N log N long).
+  explicit PlanRecorder(std::vector<Load> initial, bool keep_transfers = true);
 
   // Moves `count` tasks from `from` to `to` in `step`. A zero count is
   // ignored; a negative count is a move in the other direction. CHECK-fails
@@ -67,6 +69,8 @@ class PlanRecorder {
 
  private:
   Plan plan_;
+  bool keep_transfers_ = true;
+  int64_t transfer_count_ = 0;
 };
 
 // Sum of loads over nodes where alive[i] (all nodes if alive is empty).
