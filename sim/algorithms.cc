@@ -2,6 +2,7 @@
 
 #include "absl/strings/str_join.h"
 #include "daemon/balance/dem.h"
+#include "daemon/balance/unit_flow.h"
 
 namespace hyperfed::sim {
 namespace {
@@ -31,6 +32,10 @@ std::vector<AlgorithmInfo>* Build() {
   v->push_back({"improved-dem", "Chau and Fu's improved DEM, capacity-weighted when capacities differ (seed 003)",
                 true, true, true, Wrap([](const AlgorithmInput& in) {
                   return balance::ImprovedDemPlan(in.topology, in.loads, in.capacities, in.keep_transfers);
+                })});
+  v->push_back({"unit-flow", "integer balancing flow from unit flows on a spanning tree, any connected graph (seed 001)",
+                false, true, true, Wrap([](const AlgorithmInput& in) {
+                  return balance::UnitFlowPlan(in.topology, in.loads, in.capacities);
                 })});
   return v;
 }
