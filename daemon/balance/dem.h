@@ -34,6 +34,9 @@ Load ImprovedDemShare(NodeId u, int k, int n, Load w_u, Load w_v);
 // the last dimension, the side with the higher load per capacity).
 // Capacities must be > 0.
 Load WeightedImprovedDemShare(NodeId u, int k, int n, Load w_u, Load w_v, double p_u, double p_v);
+// The same for integer capacities (processing units), in exact integer
+// arithmetic; WeightedImprovedDemShare calls it when capacities are whole.
+Load IntegerWeightedImprovedDemShare(NodeId u, int k, int n, Load w_u, Load w_v, int64_t p_u, int64_t p_v);
 
 // Whole-system drivers over a hypercube. A node whose dimension-k partner is
 // faulty skips that dimension (seed 004 section 6). Steps: 3 per dimension

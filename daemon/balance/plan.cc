@@ -34,6 +34,16 @@ void PlanRecorder::Move(int step, NodeId from, NodeId to, Load count, int hops) 
   plan_.metrics.task_hops += count * hops;
 }
 
+void PlanRecorder::RecordPairTransfer(int step, NodeId u, NodeId v, Load d) {
+  plan_.transfers.push_back(d > 0 ? Transfer{step, v, u, d, 1} : Transfer{step, u, v, -d, 1});
+}
+
+void PlanRecorder::BrokenInvariant(int step, NodeId u, NodeId v, Load d) {
+  std::cerr << "balance invariant broken: step " << step << " pair " << u << "/" << v << " exchange of " << d
+            << " makes a load negative\n";
+  std::abort();
+}
+
 Plan PlanRecorder::Finish() && {
   plan_.metrics.messages += transfer_count_;
   std::stable_sort(plan_.transfers.begin(), plan_.transfers.end(),
