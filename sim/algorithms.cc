@@ -1,7 +1,11 @@
 #include "sim/algorithms.h"
 
 #include "absl/strings/str_join.h"
+#include "daemon/balance/dde.h"
 #include "daemon/balance/dem.h"
+#include "daemon/balance/diffusion.h"
+#include "daemon/balance/exact.h"
+#include "daemon/balance/gde.h"
 #include "daemon/balance/unit_flow.h"
 
 namespace hyperfed::sim {
@@ -33,6 +37,43 @@ std::vector<AlgorithmInfo>* Build() {
                 true, true, true, Wrap([](const AlgorithmInput& in) {
                   return balance::ImprovedDemPlan(in.topology, in.loads, in.capacities, in.keep_transfers);
                 })});
+  v->push_back({"exact", "hyperfed's default round: gathered table, exact weighted quotas, each job moved once, near first",
+                true, true, true, Wrap([](const AlgorithmInput& in) {
+                  return balance::ExactPlan(in.topology, in.loads, in.capacities);
+                })});
+  for (bool sbr : {false, true}) {
+    v->push_back({sbr ? "dde-sbr" : "dde",
+                  sbr ? "direct dimension exchange, send-before-receive task exchange (seed 000 Fig. 6)"
+                      : "direct dimension exchange on chain, ring, torus, mesh; receive-before-send (seed 000)",
+                  false, false, false, Wrap([sbr](const AlgorithmInput& in) {
+                    balance::DdeOptions o;
+                    o.schedule = sbr ? balance::ExchangeSchedule::kSendBeforeReceive
+                                     : balance::ExchangeSchedule::kReceiveBeforeSend;
+                    return balance::DdePlan(in.topology, in.loads, o);
+                  })});
+  }
+  struct Iter {
+    const char* name;
+    const char* summary;
+    bool gde;
+    balance::ExchangeParameter parameter;
+  };
+  for (const Iter& it : {Iter{"ade", "generalized dimension exchange, lambda = 1/2 (seed 002)", true,
+                              balance::ExchangeParameter::kAverage},
+                         Iter{"ode", "generalized dimension exchange, optimal lambda (seed 002)", true,
+                              balance::ExchangeParameter::kOptimal},
+                         Iter{"adf", "diffusion, alpha = 1/(1+d) (seed 002)", false, balance::ExchangeParameter::kAverage},
+                         Iter{"odf", "diffusion, optimal alpha (seed 002)", false, balance::ExchangeParameter::kOptimal}}) {
+    v->push_back({it.name, it.summary, false, false, true, Wrap([it](const AlgorithmInput& in) {
+                    balance::IterativeOptions o;
+                    o.parameter = it.parameter;
+                    // Listing every iteration's transfers is only worth it for
+                    // a single detailed run; otherwise net them per 2^30 steps.
+                    o.merge_block = in.keep_transfers ? 1 : (int64_t{1} << 30);
+                    return it.gde ? balance::GdePlan(in.topology, in.loads, o)
+                                  : balance::DiffusionPlan(in.topology, in.loads, o);
+                  })});
+  }
   v->push_back({"unit-flow", "integer balancing flow from unit flows on a spanning tree, any connected graph (seed 001)",
                 false, true, true, Wrap([](const AlgorithmInput& in) {
                   return balance::UnitFlowPlan(in.topology, in.loads, in.capacities);

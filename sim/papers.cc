@@ -1,11 +1,15 @@
 #include "sim/paper.h"
 #include "sim/paper_chau_fu.h"
+#include "sim/paper_wu_shu.h"
+#include "sim/paper_xu.h"
 
 namespace hyperfed::sim {
 
 const std::vector<PaperEntry>& Papers() {
   static const std::vector<PaperEntry>* papers = new std::vector<PaperEntry>{
       {"chau-fu", "003", "improved DEM Tables 1 and 2, the weighted 640/960 example", PaperChauFu},
+      {"wu-shu", "000", "DDE: Example 1, ring 19 -> 17, 4x4 torus, DDE vs GDE (Table I, Figs. 12-16)", PaperWuShu},
+      {"xu", "002", "GDE and diffusion: ring of 64 (ODE 98, ADE/ODF ~1305, ADF 1684), Figs. 4-6", PaperXu},
   };
   return *papers;
 }

@@ -143,7 +143,11 @@ std::string SummaryText(const RunSummary& s) {
   absl::StrAppendFormat(&t, "  max difference    mean %.4f  max %g\n", s.max_diff.mean, s.max_diff.max);
   std::vector<std::string> hist;
   for (auto [k, v] : s.max_diff_histogram) hist.push_back(absl::StrCat(k, ":", v));
-  absl::StrAppendFormat(&t, "  histogram         %s\n", absl::StrJoin(hist, " "));
+  if (hist.size() <= 16) {
+    absl::StrAppendFormat(&t, "  histogram         %s\n", absl::StrJoin(hist, " "));
+  } else {
+    absl::StrAppendFormat(&t, "  histogram         %d distinct values (--json lists them)\n", hist.size());
+  }
   absl::StrAppendFormat(&t, "  max share error   mean %.4f  max %.4f\n", s.max_share_error.mean, s.max_share_error.max);
   absl::StrAppendFormat(&t, "  tasks moved       mean %.2f  (minimum that must move: %.2f)\n", s.tasks_moved.mean,
                         s.minimum_moves.mean);
