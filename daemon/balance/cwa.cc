@@ -36,6 +36,12 @@ void CwaSetQuotas(CwaNodeState& s, std::vector<Load> q) {
 
 CwaTheta CwaComputeTheta(const CwaNodeState& s, int k) {
   CwaTheta t;
+  CwaComputeTheta(s, k, &t);
+  return t;
+}
+
+void CwaComputeTheta(const CwaNodeState& s, int k, CwaTheta* out) {
+  CwaTheta& t = *out;
   t.theta.assign(k + 1, 0);
   t.gamma.assign(k + 1, 0);
   t.theta[k] = std::max<Load>(s.delta[k], 0);
@@ -54,7 +60,6 @@ CwaTheta CwaComputeTheta(const CwaNodeState& s, int k) {
     }
     t.gamma[j] = s.delta[j] - t.theta[j];
   }
-  return t;
 }
 
 void CwaAfterSend(CwaNodeState& s, int k, absl::Span<const Load> theta) {
@@ -84,12 +89,13 @@ void CwaMigrate(PlanRecorder& rec, NodeId base, absl::Span<const int> dims,
   const int count = 1 << dim;
   std::vector<NodeId> label(count);
   for (int c = 0; c < count; ++c) label[c] = WalkedLabel(base, dims, c);
+  CwaTheta t;
   for (int k = dim - 1; k >= 0; --k) {
     const int step = first_step + (dim - 1 - k);
     for (int c = 0; c < count; ++c) {
       if (!CwaIsSender(states[c], k)) continue;
       const int partner = c ^ (1 << k);
-      CwaTheta t = CwaComputeTheta(states[c], k);
+      CwaComputeTheta(states[c], k, &t);
       if (t.theta[0] > 0) {
         rec.Move(step, label[c], label[partner], t.theta[0]);
       } else {

@@ -70,6 +70,8 @@ struct CwaTheta {
   std::vector<Load> gamma;
 };
 CwaTheta CwaComputeTheta(const CwaNodeState& s, int k);
+// The same into *out, reusing its storage (drivers call it for every node).
+void CwaComputeTheta(const CwaNodeState& s, int k, CwaTheta* out);
 
 // Line 20 at the sender (after sending theta^0 tasks and the theta vector)
 // and line 22 at the receiver (after receiving them), for j = 0..k.
