@@ -1,1 +1,181 @@
-int main() { return 0; }
+// hyperfed-sim: runs hyperfed's balancing algorithms offline and reproduces
+// the papers the project is built on.
+
+#include <unistd.h>
+
+#include <cstdio>
+#include <iostream>
+#include <map>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "absl/strings/match.h"
+#include "sim/algorithms.h"
+#include "sim/paper.h"
+#include "sim/runner.h"
+
+namespace {
+
+using hyperfed::sim::Papers;
+
+constexpr int kUsageError = 2;
+
+const char kUsage[] =
+    "usage:\n"
+    "  hyperfed-sim run --algorithm A --topology T [--loads L] [--capacities C] [--faults F]\n"
+    "                   [--trials N] [--seed S] [--json]\n"
+    "  hyperfed-sim paper NAME|all [--seed S] [--scale X] [--plot DIR]\n"
+    "  hyperfed-sim list\n"
+    "T: hypercube:N, torus:4x4, mesh:8x8, ring:64, chain:8, graph:FILE\n"
+    "L: uniform:LO:HI (default uniform:0:1000) or list:a,b,...\n"
+    "C: equal (default), uniform:LO:HI or list:a,b,...   F: list:5,6,8,10 or random:K\n";
+
+int UsageError(const std::string& msg) {
+  std::cerr << "hyperfed-sim: " << msg << "\n";
+  return kUsageError;
+}
+
+// Parses "--name value" and "--name=value"; `bools` take no value.
+bool ParseFlags(const std::vector<std::string>& args, const std::set<std::string>& valued,
+                const std::set<std::string>& bools, std::map<std::string, std::string>* flags,
+                std::vector<std::string>* positional, std::string* error) {
+  for (size_t i = 0; i < args.size(); ++i) {
+    const std::string& a = args[i];
+    if (!absl::StartsWith(a, "--")) {
+      positional->push_back(a);
+      continue;
+    }
+    std::string name = a.substr(2), value;
+    bool has_value = false;
+    if (auto eq = name.find('='); eq != std::string::npos) {
+      value = name.substr(eq + 1);
+      name = name.substr(0, eq);
+      has_value = true;
+    }
+    if (bools.count(name)) {
+      if (has_value) {
+        *error = absl::StrCat("flag --", name, " takes no value");
+        return false;
+      }
+      (*flags)[name] = "true";
+    } else if (valued.count(name)) {
+      if (!has_value) {
+        if (i + 1 >= args.size()) {
+          *error = absl::StrCat("flag --", name, " needs a value");
+          return false;
+        }
+        value = args[++i];
+      }
+      (*flags)[name] = value;
+    } else {
+      *error = absl::StrCat("unknown flag --", name);
+      return false;
+    }
+  }
+  return true;
+}
+
+bool StderrIsTerminal() { return isatty(fileno(stderr)); }
+
+int Run(const std::vector<std::string>& args) {
+  std::map<std::string, std::string> f;
+  std::vector<std::string> pos;
+  std::string err;
+  if (!ParseFlags(args, {"algorithm", "topology", "loads", "capacities", "faults", "trials", "seed"}, {"json"}, &f,
+                  &pos, &err))
+    return UsageError(err);
+  if (!pos.empty()) return UsageError(absl::StrCat("unexpected argument '", pos[0], "'"));
+  if (!f.count("algorithm")) return UsageError("run needs --algorithm");
+  if (!f.count("topology")) return UsageError("run needs --topology");
+  hyperfed::sim::RunConfig c;
+  c.algorithm = f["algorithm"];
+  c.topology = f["topology"];
+  if (f.count("loads")) c.loads = f["loads"];
+  if (f.count("capacities")) c.capacities = f["capacities"];
+  if (f.count("faults")) c.faults = f["faults"];
+  if (f.count("trials") && (!absl::SimpleAtoi(f["trials"], &c.trials) || c.trials < 1))
+    return UsageError(absl::StrCat("bad --trials '", f["trials"], "': expected an integer >= 1"));
+  if (f.count("seed") && !absl::SimpleAtoi(f["seed"], &c.seed))
+    return UsageError(absl::StrCat("bad --seed '", f["seed"], "': expected a non-negative integer"));
+  std::function<void(int64_t, int64_t)> progress;
+  if (StderrIsTerminal() && c.trials >= 1000)
+    progress = [](int64_t done, int64_t total) {
+      std::fprintf(stderr, "\rtrial %lld/%lld", static_cast<long long>(done), static_cast<long long>(total));
+      if (done == total) std::fprintf(stderr, "\n");
+    };
+  auto s = hyperfed::sim::RunTrials(c, progress);
+  if (!s.ok()) {
+    if (s.status().code() == absl::StatusCode::kInvalidArgument) return UsageError(std::string(s.status().message()));
+    std::cerr << "hyperfed-sim: " << s.status().message() << "\n";
+    return 1;
+  }
+  std::cout << (f.count("json") ? hyperfed::sim::SummaryJson(*s) : hyperfed::sim::SummaryText(*s));
+  return 0;
+}
+
+int Paper(const std::vector<std::string>& args) {
+  std::map<std::string, std::string> f;
+  std::vector<std::string> pos;
+  std::string err;
+  if (!ParseFlags(args, {"seed", "scale", "plot"}, {}, &f, &pos, &err)) return UsageError(err);
+  std::vector<std::string> names;
+  for (const auto& p : Papers()) names.push_back(p.name);
+  if (pos.size() != 1)
+    return UsageError(absl::StrCat("paper needs one NAME: all, ", absl::StrJoin(names, ", ")));
+  hyperfed::sim::PaperOptions o;
+  if (f.count("seed") && !absl::SimpleAtoi(f["seed"], &o.seed))
+    return UsageError(absl::StrCat("bad --seed '", f["seed"], "': expected a non-negative integer"));
+  if (f.count("scale") && (!absl::SimpleAtod(f["scale"], &o.scale) || !(o.scale > 0) || o.scale > 100))
+    return UsageError(absl::StrCat("bad --scale '", f["scale"], "': expected a number in (0, 100]"));
+  if (f.count("plot")) o.plot_dir = f["plot"];
+  if (StderrIsTerminal()) o.progress = [](const std::string& line) { std::fprintf(stderr, "\r\033[K%s", line.c_str()); };
+  bool found = false;
+  for (const auto& p : Papers()) {
+    if (pos[0] != "all" && pos[0] != p.name) continue;
+    found = true;
+    std::cout << "=== " << p.name << " (seed " << p.seed << "): " << p.summary << "\n" << std::flush;
+    auto r = p.run(o);
+    if (o.progress) std::fprintf(stderr, "\r\033[K");
+    if (!r.ok()) {
+      std::cerr << "hyperfed-sim: paper " << p.name << ": " << r.status().message() << "\n";
+      return 1;
+    }
+    std::cout << r->text << "\n";
+    for (const auto& png : r->plots) std::cout << "wrote " << png << "\n";
+    std::cout << std::flush;
+  }
+  if (!found) return UsageError(absl::StrCat("bad paper name '", pos[0], "': expected all, ", absl::StrJoin(names, ", ")));
+  return 0;
+}
+
+int List() {
+  std::cout << "algorithms:\n";
+  for (const auto& a : hyperfed::sim::Algorithms()) std::cout << "  " << a.name << "  " << a.summary << "\n";
+  std::cout << "papers:\n";
+  for (const auto& p : Papers()) std::cout << "  " << p.name << "  (seed " << p.seed << ") " << p.summary << "\n";
+  return 0;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  std::vector<std::string> args(argv + 1, argv + argc);
+  if (args.empty()) {
+    std::cerr << kUsage;
+    return kUsageError;
+  }
+  const std::string cmd = args[0];
+  args.erase(args.begin());
+  if (cmd == "run") return Run(args);
+  if (cmd == "paper") return Paper(args);
+  if (cmd == "list") return List();
+  if (cmd == "help" || cmd == "--help" || cmd == "-h") {
+    std::cout << kUsage;
+    return 0;
+  }
+  return UsageError(absl::StrCat("unknown command '", cmd, "'\n", kUsage));
+}

@@ -8,7 +8,8 @@
 
 namespace hyperfed::balance {
 
-PlanRecorder::PlanRecorder(std::vector<Load> initial) {
+PlanRecorder::PlanRecorder(std::vector<Load> initial, bool keep_transfers)
+    : keep_transfers_(keep_transfers) {
   plan_.initial_loads = initial;
   plan_.final_loads = std::move(initial);
 }
@@ -27,13 +28,24 @@ void PlanRecorder::Move(int step, NodeId from, NodeId to, Load count, int hops) 
   }
   src -= count;
   plan_.final_loads[to] += count;
-  plan_.transfers.push_back({step, from, to, count, hops});
+  if (keep_transfers_) plan_.transfers.push_back({step, from, to, count, hops});
+  ++transfer_count_;
   plan_.metrics.tasks_moved += count;
   plan_.metrics.task_hops += count * hops;
 }
 
+void PlanRecorder::RecordPairTransfer(int step, NodeId u, NodeId v, Load d) {
+  plan_.transfers.push_back(d > 0 ? Transfer{step, v, u, d, 1} : Transfer{step, u, v, -d, 1});
+}
+
+void PlanRecorder::BrokenInvariant(int step, NodeId u, NodeId v, Load d) {
+  std::cerr << "balance invariant broken: step " << step << " pair " << u << "/" << v << " exchange of " << d
+            << " makes a load negative\n";
+  std::abort();
+}
+
 Plan PlanRecorder::Finish() && {
-  plan_.metrics.messages += static_cast<int64_t>(plan_.transfers.size());
+  plan_.metrics.messages += transfer_count_;
   std::stable_sort(plan_.transfers.begin(), plan_.transfers.end(),
                    [](const Transfer& a, const Transfer& b) { return a.step < b.step; });
   return std::move(plan_);

@@ -1,0 +1,18 @@
+#pragma once
+
+// Seed 002 (Xu, Monien, Lueling, Lau): nearest-neighbour load balancing,
+// section 6, static synchronous balancing in the all-port model.
+
+#include "absl/status/statusor.h"
+#include "sim/paper.h"
+
+namespace hyperfed::sim {
+
+// Ring of 64 with loads uniform in [0, 1000]: communication steps until the
+// workload variance is <= 1 for ODE, ADE, ODF, ADF (paper: 98, 1305, 1305,
+// 1684), the 64x64 torus ODE figure (about 196), the ring-size curve (Fig.
+// 4), the 2-D mesh curve (Fig. 5) and the variance decay in a ring of 32
+// (Fig. 6).
+absl::StatusOr<PaperReport> PaperXu(const PaperOptions& opts);
+
+}  // namespace hyperfed::sim
