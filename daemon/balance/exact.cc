@@ -4,6 +4,7 @@
 #include <tuple>
 
 #include "absl/strings/str_cat.h"
+#include "daemon/balance/mcwa.h"
 #include "daemon/balance/quota.h"
 
 namespace hyperfed::balance {
@@ -143,48 +144,123 @@ std::vector<Transfer> OutgoingTransfers(const DirectPlan& plan, NodeId self) {
   return out;
 }
 
-absl::StatusOr<Plan> ExactPlan(const Topology& topo, absl::Span<const Load> loads, absl::Span<const double> capacities,
-                               const ExactOptions& opts) {
-  if (topo.kind() != TopologyKind::kHypercube)
-    return absl::InvalidArgumentError(absl::StrCat("exact runs on a hypercube, not ", topo.Name()));
-  const int n = topo.dimensions();
-  const NodeId size = topo.size();
-  if (loads.size() != static_cast<size_t>(size) || (!capacities.empty() && capacities.size() != loads.size()))
-    return absl::InvalidArgumentError("one load and one capacity per node");
-  if (!topo.faults().empty())
-    return absl::InvalidArgumentError("exact on a cube with faults runs over the MCWA topology: use ExactFaultyPlan");
+namespace {
 
-  // Gather: after dimension k all nodes of a (k+1)-subcube hold the same
-  // table, so the simulator keeps one table per subcube and merges blocks.
+struct Gathered {
+  LoadTable table;        // every row of the component
+  int64_t messages = 0;   // gather messages (rows up, exchanges, rows down)
+  int64_t steps = 0;      // sequential gather steps
+};
+
+LoadRow RowOf(NodeId u, absl::Span<const Load> loads, absl::Span<const double> capacities) {
+  return LoadRow{u, loads[u], capacities.empty() ? 1.0 : capacities[u]};
+}
+
+// Full cube: the butterfly all-gather. After dimension k all nodes of a
+// (k+1)-subcube hold the same table, so the simulator keeps one table per
+// subcube and merges blocks with the per-node step.
+absl::StatusOr<Gathered> GatherFullCube(const Topology& topo, absl::Span<const Load> loads,
+                                        absl::Span<const double> capacities) {
+  const NodeId size = topo.size();
   std::vector<LoadTable> tables(size);
-  for (NodeId u = 0; u < size; ++u) {
-    const double p = capacities.empty() ? 1.0 : capacities[u];
-    if (loads[u] < 0 || !(p > 0)) return absl::InvalidArgumentError("loads must be >= 0 and capacities > 0");
-    tables[u] = {LoadRow{u, loads[u], p}};
-  }
-  int64_t messages = 0;
-  for (int k = 0; k < n; ++k) {
-    const NodeId width = NodeId{1} << k;  // current tables cover `width` labels
+  for (NodeId u = 0; u < size; ++u) tables[u] = {RowOf(u, loads, capacities)};
+  Gathered g;
+  for (int k = 0; k < topo.dimensions(); ++k) {
     std::vector<LoadTable> next(size >> (k + 1));
-    for (NodeId b = 0; b < static_cast<NodeId>(next.size()); ++b) {
+    for (size_t b = 0; b < next.size(); ++b) {
       auto merged = MergeLoadTables(tables[2 * b], tables[2 * b + 1]);
       if (!merged.ok()) return merged.status();
       next[b] = *std::move(merged);
     }
-    messages += 2 * static_cast<int64_t>(size / 2);  // every pair, both ways
-    (void)width;
+    g.messages += static_cast<int64_t>(size);  // every pair, both ways
     tables = std::move(next);
   }
-  const LoadTable& all = tables.front();
+  g.table = std::move(tables.front());
+  g.steps = topo.dimensions();
+  return g;
+}
 
-  // Every node holds `all`; the plan is the same at every node, so the
-  // simulator derives it once and lets each node pick its own transfers.
-  DirectPlan direct = PlanDirectTransfers(all, opts.cost);
-  PlanRecorder rec(std::vector<Load>(loads.begin(), loads.end()));
-  rec.AddMessages(messages);
+// Faulty cube: rows go up the MCWA trees, the balancing subcube all-gathers
+// along its free dimensions, and the table goes back down the trees.
+absl::StatusOr<Gathered> GatherOverSubcube(const BalancingSubcube& bs, absl::Span<const Load> loads,
+                                           absl::Span<const double> capacities) {
+  Gathered g;
+  std::vector<LoadTable> subtree(bs.level.size());
+  int64_t tree_edges = 0;
+  for (auto it = bs.order.rbegin(); it != bs.order.rend(); ++it) {  // deepest first
+    const NodeId u = *it;
+    LoadTable t{RowOf(u, loads, capacities)};
+    for (NodeId c : bs.Children(u)) {
+      auto merged = MergeLoadTables(t, subtree[c]);
+      if (!merged.ok()) return merged.status();
+      t = *std::move(merged);
+      LoadTable().swap(subtree[c]);
+      ++tree_edges;
+    }
+    subtree[u] = std::move(t);
+  }
+  // Walked dimension j: subcube nodes whose walked index agrees above bit j
+  // hold the same table afterwards; keep one per group.
+  const int k = bs.dim;
+  std::vector<LoadTable> groups(size_t{1} << k);
+  for (int i = 0; i < (1 << k); ++i) groups[i] = std::move(subtree[bs.Label(i)]);
+  for (int j = 0; j < k; ++j) {
+    std::vector<LoadTable> next(groups.size() / 2);
+    for (size_t b = 0; b < next.size(); ++b) {
+      auto merged = MergeLoadTables(groups[2 * b], groups[2 * b + 1]);
+      if (!merged.ok()) return merged.status();
+      next[b] = *std::move(merged);
+    }
+    groups = std::move(next);
+  }
+  g.table = std::move(groups.front());
+  g.messages = 2 * tree_edges + static_cast<int64_t>(k) * (int64_t{1} << k);
+  g.steps = 2 * static_cast<int64_t>(bs.tree_depth) + k;
+  return g;
+}
+
+}  // namespace
+
+absl::StatusOr<Plan> ExactPlan(const Topology& topo, absl::Span<const Load> loads, absl::Span<const double> capacities,
+                               const ExactOptions& opts) {
+  if (topo.kind() != TopologyKind::kHypercube)
+    return absl::InvalidArgumentError(absl::StrCat("exact runs on a hypercube, not ", topo.Name()));
+  const NodeId size = topo.size();
+  if (loads.size() != static_cast<size_t>(size) || (!capacities.empty() && capacities.size() != loads.size()))
+    return absl::InvalidArgumentError("one load and one capacity per node");
   for (NodeId u = 0; u < size; ++u)
-    for (const Transfer& t : OutgoingTransfers(direct, u)) rec.Move(t.step, t.from, t.to, t.count, t.hops);
-  rec.SetSteps(n + 1);
+    if (loads[u] < 0 || (!capacities.empty() && !(capacities[u] > 0)))
+      return absl::InvalidArgumentError("loads must be >= 0 and capacities > 0");
+
+  std::vector<Gathered> components;
+  std::vector<BalancingSubcube> subcubes;
+  if (topo.faults().empty()) {
+    auto g = GatherFullCube(topo, loads, capacities);
+    if (!g.ok()) return g.status();
+    components.push_back(*std::move(g));
+  } else {
+    auto chosen = SelectBalancingSubcubes(topo);
+    if (!chosen.ok()) return chosen.status();
+    for (const BalancingSubcube& bs : *chosen) {
+      auto g = GatherOverSubcube(bs, loads, capacities);
+      if (!g.ok()) return g.status();
+      components.push_back(*std::move(g));
+    }
+  }
+
+  // Every node of a component holds the same table, so every node derives
+  // the same plan: the simulator derives it once per component and lets each
+  // node pick its own transfers.
+  PlanRecorder rec(std::vector<Load>(loads.begin(), loads.end()));
+  int64_t steps = 0;
+  for (const Gathered& g : components) {
+    rec.AddMessages(g.messages);
+    steps = std::max(steps, g.steps + 1);
+    DirectPlan direct = PlanDirectTransfers(g.table, opts.cost);
+    for (const LoadRow& row : g.table)
+      for (const Transfer& t : OutgoingTransfers(direct, row.label)) rec.Move(t.step, t.from, t.to, t.count, t.hops);
+  }
+  rec.SetSteps(steps);
   return std::move(rec).Finish();
 }
 

@@ -77,8 +77,13 @@ struct ExactOptions {
   PairCost cost;  // empty: the subcube nearness above
 };
 
-// Whole-system driver on a full hypercube. Steps: n exchanges + 1 migration.
-// Messages: n * N gather messages (2 per pair per dimension) + transfers.
+// Whole-system driver on a hypercube. Full cube: steps n exchanges + 1
+// migration; messages n * N gather messages (2 per pair per dimension) plus
+// transfers. With faults, per component of healthy nodes (MCWA's balancing
+// subcube of dimension k with trees of depth T): steps T up + k + T down + 1;
+// messages 2 per tree edge + k 2^k + transfers. Faulty nodes keep their load.
+// The largest gather message carries the component's rows (16 bytes each):
+// N/2 rows in the exchange, N down the trees.
 absl::StatusOr<Plan> ExactPlan(const Topology& topo, absl::Span<const Load> loads,
                                absl::Span<const double> capacities, const ExactOptions& opts = {});
 

@@ -90,5 +90,67 @@ TEST_P(ExactPropertyTest, ExactShareMinimumMovesOneStepDirect) {
 
 INSTANTIATE_TEST_SUITE_P(Dimensions, ExactPropertyTest, ::testing::Values(0, 1, 2, 3, 5, 7));
 
+TEST(ExactFaultsTest, BalancesAroundFaultsExactlyWithMinimumMoves) {
+  std::mt19937_64 rng(77);
+  int checked = 0;
+  for (int trial = 0; trial < 400; ++trial) {
+    const int n = 2 + rng() % 6;
+    const int nf = 1 + rng() % n;
+    std::vector<NodeId> faults;
+    while (static_cast<int>(faults.size()) < nf) {
+      NodeId f = rng() % (1 << n);
+      if (std::find(faults.begin(), faults.end(), f) == faults.end()) faults.push_back(f);
+    }
+    auto topo = Topology::Hypercube(n, faults);
+    ASSERT_TRUE(topo.ok());
+    if (!topo->Connected()) continue;  // partitions: covered below
+    ++checked;
+    std::vector<Load> w(1 << n);
+    std::vector<double> p(1 << n);
+    for (NodeId u = 0; u < (1 << n); ++u) {
+      w[u] = rng() % 501;  // faulty nodes keep whatever they hold
+      p[u] = 1 + rng() % 16;
+    }
+    auto plan = ExactPlan(*topo, w, p);
+    ASSERT_TRUE(plan.ok()) << plan.status();
+    const auto& alive = topo->alive_mask();
+    auto quotas = Apportion(TotalLoad(w, alive), p, alive);
+    for (NodeId u = 0; u < (1 << n); ++u) {
+      if (topo->alive(u)) EXPECT_EQ(plan->final_loads[u], quotas[u]);
+      else EXPECT_EQ(plan->final_loads[u], w[u]) << "a failed site's jobs are out of reach";
+    }
+    Load minimum = 0;
+    for (NodeId u = 0; u < (1 << n); ++u)
+      if (topo->alive(u)) minimum += std::max<Load>(0, w[u] - quotas[u]);
+    EXPECT_EQ(plan->metrics.tasks_moved, minimum);
+    EXPECT_LT(MaxShareError(plan->final_loads, p, alive), 1.0);
+    for (const Transfer& t : plan->transfers) EXPECT_TRUE(topo->alive(t.from) && topo->alive(t.to));
+  }
+  EXPECT_GT(checked, 300);
+}
+
+TEST(ExactFaultsTest, PartitionedRemainderBalancesOnItsOwnSide) {
+  // 2-cube with 1 and 2 failed: 0 and 3 cannot reach each other.
+  auto topo = Topology::Hypercube(2, {1, 2});
+  std::vector<Load> w{10, 4, 4, 0};
+  auto plan = ExactPlan(*topo, w, {});
+  ASSERT_TRUE(plan.ok()) << plan.status();
+  EXPECT_EQ(plan->final_loads, w) << "nothing crosses a partition";
+}
+
+TEST(ExactFaultsTest, ExampleTwoFaultsUseSubcubeAndTreeSteps) {
+  // Seed 004 Example 2: balancing subcube X0X1 (k = 2), tree depth 2:
+  // 2 up + 2 exchanges + 2 down + 1 migration.
+  auto topo = Topology::Hypercube(4, {0b0101, 0b0110, 0b1000, 0b1010});
+  std::vector<Load> w(16, 10);
+  w[0b0001] = 0;
+  w[0b1111] = 40;
+  for (NodeId f : topo->faults()) w[f] = 0;
+  auto plan = ExactPlan(*topo, w, {});
+  ASSERT_TRUE(plan.ok()) << plan.status();
+  EXPECT_EQ(plan->metrics.steps, 7);
+  EXPECT_LE(MaxDiff(plan->final_loads, topo->alive_mask()), 1);
+}
+
 }  // namespace
 }  // namespace hyperfed::balance
