@@ -1,11 +1,14 @@
 #include "sim/algorithms.h"
 
 #include "absl/strings/str_join.h"
+#include "daemon/balance/cwa.h"
 #include "daemon/balance/dde.h"
 #include "daemon/balance/dem.h"
 #include "daemon/balance/diffusion.h"
 #include "daemon/balance/exact.h"
 #include "daemon/balance/gde.h"
+#include "daemon/balance/mcwa.h"
+#include "daemon/balance/rid.h"
 #include "daemon/balance/unit_flow.h"
 
 namespace hyperfed::sim {
@@ -36,6 +39,29 @@ std::vector<AlgorithmInfo>* Build() {
   v->push_back({"improved-dem", "Chau and Fu's improved DEM, capacity-weighted when capacities differ (seed 003)",
                 true, true, true, Wrap([](const AlgorithmInput& in) {
                   return balance::ImprovedDemPlan(in.topology, in.loads, in.capacities, in.keep_transfers);
+                })});
+  v->push_back({"cwa", "cube walking algorithm, capacity-weighted quotas, full cube (seed 004 Algorithm 2)", true, true,
+                false, Wrap([](const AlgorithmInput& in) {
+                  return balance::CwaPlan(in.topology, in.loads, in.capacities);
+                })});
+  v->push_back({"mcwa", "modified cube walking algorithm around faults, capacity-weighted (seed 004 Algorithm 3)", true,
+                true, true, [](const AlgorithmInput& in) -> absl::StatusOr<AlgorithmResult> {
+                  std::vector<balance::BalancingSubcube> chosen;
+                  auto plan = balance::McwaPlan(in.topology, in.loads, in.capacities, &chosen);
+                  if (!plan.ok()) return plan.status();
+                  AlgorithmResult r{*std::move(plan), std::nullopt};
+                  if (!chosen.empty())
+                    r.subcube = SubcubeSummary{chosen[0].dim, chosen[0].base, chosen[0].mask, chosen[0].tree_depth};
+                  return r;
+                }});
+  v->push_back({"rid", "receiver initiated diffusion: nodes below the mean load ask their neighbours (seed 004 3.1)",
+                true, true, true, Wrap([](const AlgorithmInput& in) {
+                  balance::RidOptions o;
+                  // The prespecified threshold: the federation's mean load.
+                  const auto& alive = in.topology.alive_mask();
+                  const int live = in.topology.alive_count();
+                  o.threshold = live ? (balance::TotalLoad(in.loads, alive) + live - 1) / live : 0;
+                  return balance::RidPlan(in.topology, in.loads, in.capacities, o);
                 })});
   v->push_back({"exact", "hyperfed's default round: gathered table, exact weighted quotas, each job moved once, near first",
                 true, true, true, Wrap([](const AlgorithmInput& in) {
