@@ -13,8 +13,10 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "absl/strings/str_split.h"
 #include "absl/strings/match.h"
 #include "sim/algorithms.h"
+#include "sim/compare.h"
 #include "sim/paper.h"
 #include "sim/runner.h"
 
@@ -29,6 +31,7 @@ const char kUsage[] =
     "  hyperfed-sim run --algorithm A --topology T [--loads L] [--capacities C] [--faults F]\n"
     "                   [--trials N] [--seed S] [--json]\n"
     "  hyperfed-sim paper NAME|all [--seed S] [--scale X] [--plot DIR]\n"
+    "  hyperfed-sim compare [--dims LO:HI] [--trials N] [--seed S] [--json]\n"
     "  hyperfed-sim list\n"
     "T: hypercube:N, torus:4x4, mesh:8x8, ring:64, chain:8, graph:FILE\n"
     "L: uniform:LO:HI (default uniform:0:1000) or list:a,b,...\n"
@@ -152,6 +155,35 @@ int Paper(const std::vector<std::string>& args) {
   return 0;
 }
 
+int CompareCmd(const std::vector<std::string>& args) {
+  std::map<std::string, std::string> f;
+  std::vector<std::string> pos;
+  std::string err;
+  if (!ParseFlags(args, {"dims", "trials", "seed"}, {"json"}, &f, &pos, &err)) return UsageError(err);
+  if (!pos.empty()) return UsageError(absl::StrCat("unexpected argument '", pos[0], "'"));
+  hyperfed::sim::CompareConfig c;
+  if (f.count("dims")) {
+    std::vector<std::string> p = absl::StrSplit(f["dims"], ':');
+    if (p.size() != 2 || !absl::SimpleAtoi(p[0], &c.min_dim) || !absl::SimpleAtoi(p[1], &c.max_dim) ||
+        c.min_dim < 1 || c.max_dim < c.min_dim || c.max_dim > 16)
+      return UsageError(absl::StrCat("bad --dims '", f["dims"], "': expected LO:HI with 1 <= LO <= HI <= 16"));
+  }
+  if (f.count("trials") && (!absl::SimpleAtoi(f["trials"], &c.trials) || c.trials < 1))
+    return UsageError(absl::StrCat("bad --trials '", f["trials"], "': expected an integer >= 1"));
+  if (f.count("seed") && !absl::SimpleAtoi(f["seed"], &c.seed))
+    return UsageError(absl::StrCat("bad --seed '", f["seed"], "': expected a non-negative integer"));
+  std::function<void(const std::string&)> progress;
+  if (StderrIsTerminal()) progress = [](const std::string& line) { std::fprintf(stderr, "\r\033[K%s", line.c_str()); };
+  auto rows = hyperfed::sim::Compare(c, progress);
+  if (progress) std::fprintf(stderr, "\r\033[K");
+  if (!rows.ok()) {
+    std::cerr << "hyperfed-sim: " << rows.status().message() << "\n";
+    return 1;
+  }
+  std::cout << (f.count("json") ? hyperfed::sim::CompareJson(c, *rows) : hyperfed::sim::CompareText(c, *rows));
+  return 0;
+}
+
 int List() {
   std::cout << "algorithms:\n";
   for (const auto& a : hyperfed::sim::Algorithms()) std::cout << "  " << a.name << "  " << a.summary << "\n";
@@ -173,6 +205,7 @@ int main(int argc, char** argv) {
   if (cmd == "run") return Run(args);
   if (cmd == "paper") return Paper(args);
   if (cmd == "list") return List();
+  if (cmd == "compare") return CompareCmd(args);
   if (cmd == "help" || cmd == "--help" || cmd == "-h") {
     std::cout << kUsage;
     return 0;

@@ -53,6 +53,9 @@ absl::StatusOr<Plan> UnitFlowPlan(const Topology& topo, absl::Span<const Load> l
   if (static_cast<int>(caps.size()) != n) return absl::InvalidArgumentError("one capacity per node");
   for (double p : caps)
     if (!(p > 0)) return absl::InvalidArgumentError("capacities must be > 0");
+  if (root == -1)
+    for (NodeId u = topo.size() - 1; u >= 0; --u)
+      if (topo.alive(u)) root = u;
   auto tree = BreadthFirstTree(topo, root);
   if (!tree.ok()) return tree.status();
 

@@ -38,7 +38,8 @@ Load UnitFlowToParent(Load own_excess, absl::Span<const Load> child_flows);
 // the transfers in phases: in each phase every node sends, along each edge
 // with flow still owed, as much of it as it holds. Steps: the tree depth up
 // for the excess sums, the depth down for the quotas, plus the phases.
+// root -1: the lowest-numbered alive node.
 absl::StatusOr<Plan> UnitFlowPlan(const Topology& topo, absl::Span<const Load> loads,
-                                  absl::Span<const double> capacities = {}, NodeId root = 0);
+                                  absl::Span<const double> capacities = {}, NodeId root = -1);
 
 }  // namespace hyperfed::balance
