@@ -1,0 +1,224 @@
+#include "sim/speedup.h"
+
+#include <algorithm>
+#include <deque>
+#include <queue>
+#include <random>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "daemon/balance/dem.h"
+#include "daemon/balance/mcwa.h"
+#include "daemon/balance/rid.h"
+#include "daemon/balance/topology.h"
+
+namespace hyperfed::sim {
+
+using balance::Load;
+using balance::NodeId;
+
+const char* SpeedupAlgorithmName(SpeedupAlgorithm a) {
+  switch (a) {
+    case SpeedupAlgorithm::kMcwa: return "MCWA";
+    case SpeedupAlgorithm::kDem: return "DEM";
+    case SpeedupAlgorithm::kRid: return "RID";
+  }
+  return "?";
+}
+
+namespace {
+
+// Event-driven run of one algorithm on one instance.
+class Machine {
+ public:
+  Machine(const balance::Topology& topo, const std::vector<std::deque<double>>& tasks,
+          const SpeedupConfig& cfg, SpeedupAlgorithm algo, const std::vector<balance::BalancingSubcube>& subcubes)
+      : topo_(topo), cfg_(cfg), algo_(algo), subcubes_(subcubes), queue_(tasks),
+        busy_until_(tasks.size(), 0), busy_(tasks.size(), false), armed_(tasks.size(), true),
+        version_(tasks.size(), 0) {
+    healthy_ = topo.alive_count();
+  }
+
+  absl::Status Run() {
+    const int size = topo_.size();
+    for (int u = 0; u < size; ++u)
+      if (topo_.alive(u)) StartNext(u, 0);
+    while (!events_.empty()) {
+      auto [neg_t, u, ver] = events_.top();
+      events_.pop();
+      if (ver != version_[u]) continue;
+      const double t = -neg_t;
+      end_ = std::max(end_, t);
+      busy_[u] = false;
+      const bool was_idle_now = queue_[u].empty();
+      StartNext(u, t);
+      const Load waiting = static_cast<Load>(queue_[u].size());
+      if (waiting < cfg_.threshold && (armed_[u] || was_idle_now)) {
+        armed_[u] = false;
+        if (auto s = Balance(u, t); !s.ok()) return s;
+      }
+      if (waiting >= cfg_.threshold) armed_[u] = true;
+    }
+    return absl::OkStatus();
+  }
+
+  double end() const { return end_; }
+  Load hops() const { return hops_; }
+  int64_t rounds() const { return rounds_; }
+  int healthy() const { return healthy_; }
+
+ private:
+  void Push(NodeId u) {
+    ++version_[u];
+    events_.push({-busy_until_[u], u, version_[u]});
+  }
+  void StartNext(NodeId u, double t) {
+    if (queue_[u].empty()) return;
+    busy_until_[u] = t + queue_[u].front();
+    queue_[u].pop_front();
+    busy_[u] = true;
+    Push(u);
+  }
+  // The node stops for `d` from time t (its running task resumes after).
+  void Pause(NodeId u, double t, double d) {
+    if (busy_[u]) {
+      busy_until_[u] += d;
+      Push(u);
+    } else {
+      StartNext(u, t + d);
+    }
+  }
+  void MoveTasks(NodeId from, NodeId to, Load count) {
+    for (Load i = 0; i < count; ++i) {
+      queue_[to].push_back(queue_[from].back());
+      queue_[from].pop_back();
+    }
+  }
+  std::vector<Load> Loads() const {
+    std::vector<Load> l(queue_.size(), 0);
+    for (size_t u = 0; u < queue_.size(); ++u) l[u] = static_cast<Load>(queue_[u].size());
+    return l;
+  }
+
+  absl::Status Balance(NodeId u, double t) {
+    ++rounds_;
+    if (algo_ == SpeedupAlgorithm::kRid) return RidRequest(u, t);
+    const std::vector<Load> loads = Loads();
+    absl::StatusOr<balance::Plan> plan;
+    int phases = 0;
+    if (algo_ == SpeedupAlgorithm::kDem) {
+      plan = balance::DemPlan(topo_, loads);
+      phases = topo_.dimensions();
+    } else {
+      plan = balance::McwaPlanOn(topo_, loads, {}, subcubes_);
+      for (const auto& bs : subcubes_) phases = std::max(phases, 2 * bs.tree_depth + bs.dim);
+    }
+    if (!plan.ok()) return plan.status();
+    // Every healthy node spends the information steps; a node's own sends
+    // and receives cost it migration_cost each (relaying nodes pay twice).
+    const double info = static_cast<double>(plan->metrics.steps - phases) * cfg_.info_cost;
+    std::vector<Load> handled(topo_.size(), 0);
+    for (const auto& tr : plan->transfers) {
+      MoveTasks(tr.from, tr.to, tr.count);
+      handled[tr.from] += tr.count;
+      handled[tr.to] += tr.count;
+      hops_ += tr.count * tr.hops;
+    }
+    for (int v = 0; v < topo_.size(); ++v) {
+      if (!topo_.alive(v)) continue;
+      Pause(v, t, info + static_cast<double>(handled[v]) * cfg_.migration_cost);
+      if (static_cast<Load>(queue_[v].size()) >= cfg_.threshold) armed_[v] = true;
+    }
+    return absl::OkStatus();
+  }
+
+  absl::Status RidRequest(NodeId u, double t) {
+    const std::vector<NodeId> nbrs = topo_.Neighbors(u);
+    if (nbrs.empty()) return absl::OkStatus();
+    std::vector<Load> nl;
+    for (NodeId k : nbrs) nl.push_back(static_cast<Load>(queue_[k].size()));
+    const std::vector<Load> req = balance::RidRequests(static_cast<Load>(queue_[u].size()), nl);
+    Load got = 0;
+    for (size_t j = 0; j < nbrs.size(); ++j) {
+      const Load g = balance::RidGrant(nl[j], {req[j]})[0];
+      MoveTasks(nbrs[j], u, g);
+      got += g;
+      Pause(nbrs[j], t, cfg_.info_cost + static_cast<double>(g) * cfg_.migration_cost);
+    }
+    hops_ += got;
+    Pause(u, t, 2 * cfg_.info_cost + static_cast<double>(got) * cfg_.migration_cost);
+    if (static_cast<Load>(queue_[u].size()) >= cfg_.threshold) armed_[u] = true;
+    return absl::OkStatus();
+  }
+
+  const balance::Topology& topo_;
+  const SpeedupConfig& cfg_;
+  SpeedupAlgorithm algo_;
+  const std::vector<balance::BalancingSubcube>& subcubes_;
+  std::vector<std::deque<double>> queue_;
+  std::vector<double> busy_until_;
+  std::vector<bool> busy_, armed_;
+  std::vector<uint64_t> version_;
+  std::priority_queue<std::tuple<double, NodeId, uint64_t>> events_;
+  double end_ = 0;
+  Load hops_ = 0;
+  int64_t rounds_ = 0;
+  int healthy_ = 0;
+};
+
+}  // namespace
+
+absl::StatusOr<SpeedupRun> RunSpeedup(const SpeedupConfig& cfg) {
+  if (cfg.n < 1 || cfg.n > 16) return absl::InvalidArgumentError("speedup: n must be in 1..16");
+  const int size = 1 << cfg.n;
+  if (cfg.faults < 0 || cfg.faults >= size) return absl::InvalidArgumentError("speedup: bad fault count");
+  std::mt19937_64 rng(cfg.seed);
+  std::vector<NodeId> labels(size);
+  for (int u = 0; u < size; ++u) labels[u] = u;
+  std::shuffle(labels.begin(), labels.end(), rng);
+  std::vector<NodeId> faults(labels.begin(), labels.begin() + cfg.faults);
+  auto topo = balance::Topology::Hypercube(cfg.n, faults);
+  if (!topo.ok()) return topo.status();
+
+  // Task times (E[tau] = 1), then the faulty nodes' tasks dealt round robin
+  // over the healthy nodes in random order.
+  std::uniform_real_distribution<double> unit(0.0, 1.0);
+  std::vector<std::deque<double>> tasks(size);
+  for (int u = 0; u < size; ++u) {
+    const double mean = 2.0 * unit(rng);
+    for (int j = 0; j < cfg.tasks_per_node; ++j) tasks[u].push_back(2.0 * mean * unit(rng));
+  }
+  std::vector<NodeId> healthy;
+  for (NodeId u : labels)
+    if (topo->alive(u)) healthy.push_back(u);
+  size_t next = 0;
+  for (NodeId f : faults) {
+    for (double tau : tasks[f]) tasks[healthy[next++ % healthy.size()]].push_back(tau);
+    tasks[f].clear();
+  }
+
+  SpeedupRun run;
+  for (int u = 0; u < size; ++u) {
+    double s = 0;
+    for (double tau : tasks[u]) s += tau;
+    run.time_without = std::max(run.time_without, s);
+  }
+  auto subcubes = balance::SelectBalancingSubcubes(*topo);
+  if (!subcubes.ok()) return subcubes.status();
+  size_t largest = 0;
+  for (size_t i = 0; i < subcubes->size(); ++i)
+    if ((*subcubes)[i].order.size() > (*subcubes)[largest].order.size()) largest = i;
+  run.mcwa_dim = (*subcubes)[largest].dim;
+  run.mcwa_tree_depth = (*subcubes)[largest].tree_depth;
+  for (int a = 0; a < kSpeedupAlgorithms; ++a) {
+    Machine m(*topo, tasks, cfg, static_cast<SpeedupAlgorithm>(a), *subcubes);
+    if (auto s = m.Run(); !s.ok()) return s;
+    run.time_with[a] = m.end();
+    run.speedup[a] = m.end() > 0 ? run.time_without / m.end() : 1.0;
+    run.migrations_per_node[a] = static_cast<double>(m.hops()) / m.healthy();
+    run.rounds[a] = m.rounds();
+  }
+  return run;
+}
+
+}  // namespace hyperfed::sim
