@@ -1,11 +1,14 @@
 // Benchmarks of the balance library's whole-system drivers at federation
 // scale. Run: build/hyperfed_bench (figures in docs/benchmarks.md).
 
+#include <algorithm>
 #include <random>
 #include <vector>
 
 #include "benchmark/benchmark.h"
 #include "daemon/balance/dem.h"
+#include "daemon/balance/exact.h"
+#include "daemon/balance/mcwa.h"
 #include "daemon/balance/topology.h"
 
 namespace hyperfed::balance {
@@ -48,6 +51,55 @@ void BM_WeightedImprovedDem(benchmark::State& state) {
 BENCHMARK(BM_WeightedImprovedDem)
     ->ArgsProduct({{10, 14, 16, 18, 20}, {0, 1}})
     ->Unit(benchmark::kMillisecond);
+
+// Random distinct fault labels.
+std::vector<NodeId> Faults(int n, int count, uint64_t seed) {
+  std::mt19937_64 rng(seed);
+  std::vector<NodeId> f;
+  while (static_cast<int>(f.size()) < count) {
+    NodeId x = static_cast<NodeId>(rng() % (uint64_t{1} << n));
+    if (std::find(f.begin(), f.end(), x) == f.end()) f.push_back(x);
+  }
+  return f;
+}
+
+// MCWA over 2^n sites with `faults` failed ones: subcube selection, trees
+// and the plan (with its transfer list).
+void BM_Mcwa(benchmark::State& state) {
+  const int n = static_cast<int>(state.range(0));
+  const int faults = static_cast<int>(state.range(1));
+  auto topo = Topology::Hypercube(n, Faults(n, faults, 7));
+  Input in = MakeInput(1 << n, 43);
+  for (NodeId f : topo->faults()) in.loads[f] = 0;
+  for (auto _ : state) {
+    auto plan = McwaPlan(*topo, in.loads, in.caps);
+    benchmark::DoNotOptimize(plan->final_loads.data());
+  }
+  state.counters["sites"] = 1 << n;
+}
+BENCHMARK(BM_Mcwa)->Args({10, 5})->Args({16, 0})->Args({16, 16})->Unit(benchmark::kMillisecond);
+
+// Subcube selection alone (what every node computes from the fault set).
+void BM_SelectBalancingSubcube(benchmark::State& state) {
+  const int n = static_cast<int>(state.range(0));
+  auto topo = Topology::Hypercube(n, Faults(n, static_cast<int>(state.range(1)), 7));
+  for (auto _ : state) benchmark::DoNotOptimize(SelectBalancingSubcubes(*topo)->size());
+}
+BENCHMARK(BM_SelectBalancingSubcube)->Args({16, 16})->Unit(benchmark::kMillisecond);
+
+// hyperfed's default round (exact mode) over 2^n sites, with and without faults.
+void BM_Exact(benchmark::State& state) {
+  const int n = static_cast<int>(state.range(0));
+  auto topo = Topology::Hypercube(n, Faults(n, static_cast<int>(state.range(1)), 7));
+  Input in = MakeInput(1 << n, 44);
+  for (NodeId f : topo->faults()) in.loads[f] = 0;
+  for (auto _ : state) {
+    auto plan = ExactPlan(*topo, in.loads, in.caps);
+    benchmark::DoNotOptimize(plan->final_loads.data());
+  }
+  state.counters["sites"] = 1 << n;
+}
+BENCHMARK(BM_Exact)->Args({10, 0})->Args({16, 0})->Args({16, 16})->Unit(benchmark::kMillisecond);
 
 }  // namespace
 }  // namespace hyperfed::balance

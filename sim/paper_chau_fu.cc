@@ -85,8 +85,12 @@ absl::Status Table(const PaperOptions& opts, const char* title, const char* algo
 absl::StatusOr<PaperReport> PaperChauFu(const PaperOptions& opts) {
   PaperReport r;
   const int64_t trials = std::max<int64_t>(100, static_cast<int64_t>(20000 * opts.scale));
-  Series t1_paper{"Table 1 (paper)"}, t1_ours{"dem-fixed (ours)"}, t1_plain{"dem, heavier keeps ceiling (ours)"};
-  Series t2_paper{"Table 2 (paper)"}, t2_ours{"improved-dem (ours)"};
+  Series t1_paper, t1_ours, t1_plain, t2_paper, t2_ours;
+  t1_paper.title = "Table 1 (paper)";
+  t1_ours.title = "dem-fixed (ours)";
+  t1_plain.title = "dem, heavier keeps ceiling (ours)";
+  t2_paper.title = "Table 2 (paper)";
+  t2_ours.title = "improved-dem (ours)";
   if (auto st = Table(opts, "Table 1: DEM. Ours: dem-fixed (the bit-0 side keeps the ceiling), which is the "
                             "reading that reproduces the table; the last column is plain DEM (the heavier keeps "
                             "the ceiling, Figure 1 as printed).",
