@@ -59,18 +59,21 @@ Plan Sweep(const Topology& topo, absl::Span<const Load> loads, bool keep, ShareF
   const int n = topo.dimensions();
   const NodeId size = topo.size();
   PlanRecorder rec(std::vector<Load>(loads.begin(), loads.end()), keep);
+  const bool full = topo.alive_mask().empty();
   for (int k = 0; k < n; ++k) {
     const NodeId bit = NodeId{1} << k;
     int64_t pairs = 0;
+    PlanRecorder::Tally tally;
     // The nodes with bit k clear, block by block.
     for (NodeId block = 0; block < size; block += 2 * bit) {
       for (NodeId u = block; u < block + bit; ++u) {
         const NodeId v = u | bit;
-        if (!topo.alive(u) || !topo.alive(v)) continue;
+        if (!full && (!topo.alive(u) || !topo.alive(v))) continue;
         ++pairs;
-        rec.SetPairShare(k + 1, u, v, share(u, k, rec.load(u), rec.load(v)));
+        rec.SetPairShare(k + 1, u, v, share(u, k, rec.load(u), rec.load(v)), &tally);
       }
     }
+    rec.AddTally(tally);
     rec.AddMessages(2 * pairs);
   }
   rec.SetSteps(3 * static_cast<int64_t>(n));
@@ -144,9 +147,10 @@ absl::StatusOr<Plan> ImprovedDemPlan(const Topology& topo, absl::Span<const Load
                  [n](NodeId u, int k, Load wu, Load wv) { return ImprovedDemShare(u, k, n, wu, wv); });
   }
   bool integral = true;
-  for (double p : capacities) integral = integral && p == std::floor(p) && p < 9e15;
+  for (double p : capacities) integral = integral && p == std::floor(p) && p < 2e9;
   if (integral) {
-    std::vector<int64_t> icaps(capacities.begin(), capacities.end());
+    // 32-bit copies: half the memory traffic of the sweep's capacity reads.
+    std::vector<int32_t> icaps(capacities.begin(), capacities.end());
     return Sweep(topo, loads, keep_transfers, [n, &icaps](NodeId u, int k, Load wu, Load wv) {
       return IntegerWeightedImprovedDemShare(u, k, n, wu, wv, icaps[u], icaps[u ^ (NodeId{1} << k)]);
     });

@@ -55,20 +55,31 @@ class PlanRecorder {
   // if the sender would go negative: that is a broken algorithm invariant.
   void Move(int step, NodeId from, NodeId to, Load count, int hops = 1);
 
+  // Moves counted by SetPairShare, added to the metrics by AddTally. Kept
+  // in the caller's loop so that the hot loop's counters stay in registers.
+  struct Tally {
+    Load moved = 0;
+    int64_t transfers = 0;
+  };
+
   // A pair exchange between neighbours u and v in `step`: u ends with
   // `new_u` tasks and v with the rest of their sum. Same checks as Move, with
-  // few branches: the hot loop of the dimension exchange drivers.
-  inline __attribute__((always_inline)) void SetPairShare(int step, NodeId u, NodeId v, Load new_u) {
+  // few branches: the hot loop of the dimension exchange drivers. Call
+  // AddTally(*tally) when the loop is done.
+  inline __attribute__((always_inline)) void SetPairShare(int step, NodeId u, NodeId v, Load new_u, Tally* tally) {
     Load* w = plan_.final_loads.data();
     const Load d = new_u - w[u];  // > 0: v sends d to u
     if (keep_transfers_ && d != 0) RecordPairTransfer(step, u, v, d);
     w[u] = new_u;
     w[v] -= d;
     if ((new_u | w[v]) < 0) BrokenInvariant(step, u, v, d);
-    const Load m = d < 0 ? -d : d;
-    plan_.metrics.tasks_moved += m;
-    plan_.metrics.task_hops += m;
-    transfer_count_ += d != 0;
+    tally->moved += d < 0 ? -d : d;
+    tally->transfers += d != 0;
+  }
+  void AddTally(const Tally& t) {
+    plan_.metrics.tasks_moved += t.moved;
+    plan_.metrics.task_hops += t.moved;
+    transfer_count_ += t.transfers;
   }
 
   // Counts information messages (load, quota, theta vectors).
