@@ -1,0 +1,95 @@
+#pragma once
+
+// A site's configuration: one YAML file per site, read into plain structs.
+//
+// LoadConfig reads and validates; every error names the file, the line and
+// the key ("site-a.yaml:12: roster[2].endpoint: ..."), and the daemon does not
+// start. See config/examples/ and docs/operations.md for the format.
+
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "absl/time/time.h"
+
+namespace hyperfed::config {
+
+struct SiteConfig {
+  std::string id;              // unique in the roster; [A-Za-z0-9._-]{1,64}
+  int label = 0;               // hypercube label, 0 <= label < 2^dimension
+  std::string listen;          // host:port the gRPC server binds
+  std::string advertise;       // host:port peers dial (default: listen)
+  std::string metrics_listen;  // host:port of the Prometheus endpoint ("" = off)
+};
+
+struct RosterEntry {
+  std::string id;
+  int label = 0;
+  std::string endpoint;        // host:port
+  // Optional cost of sending a job to this site from the configured site
+  // (lower is nearer); used to prefer near destinations. Default 1.
+  int64_t cost = 1;
+};
+
+struct CapacityConfig {
+  bool from_adapter = true;    // "capacity: from_adapter" (the default)
+  int64_t units = 0;           // when not from the adapter: > 0
+  double speed = 1.0;          // > 0
+};
+
+struct BalancerConfig {
+  // Full-cube round mode: "exact" (default) or "improved-dem" (the paper's
+  // weighted improved DEM as printed).
+  std::string algorithm = "exact";
+  absl::Duration interval = absl::Seconds(30);      // timer rounds; 0 = off
+  int64_t underload_threshold = 0;   // a site below this many pending jobs asks for a round; 0 = off
+  int64_t min_imbalance = 1;         // skip a timer round when max_share_error < this
+  absl::Duration heartbeat_interval = absl::Seconds(1);
+  absl::Duration peer_timeout = absl::Seconds(5);   // no heartbeat for this long: peer down
+  absl::Duration step_timeout = absl::Seconds(10);  // a round step waits this long for a peer
+  int64_t max_batch = 1000;          // jobs per Transfer call, 1..100000
+};
+
+struct SchedulerConfig {
+  std::string adapter = "sim";                  // registry name
+  std::map<std::string, std::string> options;   // adapter options, as strings
+};
+
+struct SecurityConfig {
+  bool insecure = false;       // plain text: only for local demos
+  std::string cert;            // PEM: this site's certificate (names its site id)
+  std::string key;             // PEM: its private key
+  std::string ca;              // PEM: the federation's CA
+  std::string admin_token_file;  // file holding the admin bearer token
+};
+
+struct Config {
+  std::string path;            // the file it was read from
+  SiteConfig site;
+  std::vector<RosterEntry> roster;   // every site, this one included
+  CapacityConfig capacity;
+  BalancerConfig balancer;
+  SchedulerConfig scheduler;
+  std::string state_dir;
+  SecurityConfig security;
+
+  // The smallest hypercube dimension that holds every roster label.
+  int Dimension() const;
+  const RosterEntry* FindSite(const std::string& id) const;
+  const RosterEntry* FindLabel(int label) const;
+};
+
+// Reads and validates `path`. Relative paths inside the file (certificates,
+// token file, state_dir) are taken relative to the file's folder.
+absl::StatusOr<Config> LoadConfig(const std::string& path);
+
+// Parses YAML text as if read from `path` (for tests).
+absl::StatusOr<Config> ParseConfig(const std::string& yaml_text, const std::string& path);
+
+// Checks cross-field rules; the messages name keys but no line.
+absl::Status Validate(const Config& c);
+
+}  // namespace hyperfed::config

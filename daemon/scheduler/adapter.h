@@ -1,0 +1,99 @@
+#pragma once
+
+// The scheduler adapter: where hyperfed meets a site's batch scheduler.
+//
+// An adapter lists the site's jobs, reads its capacity, holds, releases and
+// cancels jobs, exports a job to a portable spec and submits a spec with a
+// tag. Adapters know nothing of rounds or peers. Every implementation passes
+// the shared contract suite in tests/scheduler/adapter_contract.h.
+//
+// Thread-safety: every method may be called from any thread; adapters
+// serialize internally.
+
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+
+namespace hyperfed::scheduler {
+
+// What is needed to run a job at another site.
+struct JobSpec {
+  std::string name;
+  std::string script;          // the batch script text
+  int cores = 1;
+  int64_t memory_mb = 0;       // 0: scheduler default
+  int64_t time_limit_s = 0;    // 0: scheduler default
+  std::string workdir;         // working directory policy ("" = submit dir)
+  std::map<std::string, std::string> env;  // environment to set
+  int64_t duration_ms = 0;     // sim adapter only: how long the job runs
+  double cost = 1.0;           // cost estimate (e.g. cores x time limit)
+  // Federation-wide identity of the job: set when the job first enters the
+  // federation, carried unchanged by every migration. Tests check "exactly
+  // once" by this key.
+  std::string key;
+
+  friend bool operator==(const JobSpec&, const JobSpec&) = default;
+};
+
+enum class JobState { kPending, kHeld, kRunning, kDone, kCancelled };
+const char* JobStateName(JobState s);
+
+struct Job {
+  std::string id;              // the scheduler's own id
+  JobSpec spec;
+  JobState state = JobState::kPending;
+  bool pinned = false;         // must not move (pinned by the operator or the site)
+  std::string tag;             // the tag it was submitted with ("" if none)
+  int64_t queued_at_ms = 0;    // submit time, ms since the epoch
+};
+
+struct Capacity {
+  int64_t units = 0;           // processing units (slots, CPUs)
+  double speed = 1.0;          // speed factor
+  double Value() const { return static_cast<double>(units) * speed; }
+};
+
+class SchedulerAdapter {
+ public:
+  virtual ~SchedulerAdapter() = default;
+
+  // The registry name: "sim", "slurm", "exec".
+  virtual std::string Name() const = 0;
+
+  // Every job the scheduler knows that is not done or cancelled: pending,
+  // held and running, in queue order (oldest first).
+  virtual absl::StatusOr<std::vector<Job>> ListJobs() = 0;
+
+  virtual absl::StatusOr<Capacity> GetCapacity() = 0;
+
+  // Hold a pending job (it will not start); release a held one. Holding a
+  // held job and releasing a pending one are no-ops. NotFound for an unknown
+  // id; FailedPrecondition for a running, done or cancelled job.
+  virtual absl::Status Hold(const std::string& id) = 0;
+  virtual absl::Status Release(const std::string& id) = 0;
+
+  // Cancel a pending or held job. Cancelling a cancelled job is a no-op;
+  // NotFound for an unknown id; FailedPrecondition for a running or done one.
+  virtual absl::Status Cancel(const std::string& id) = 0;
+
+  // The portable spec of a job.
+  virtual absl::StatusOr<JobSpec> Export(const std::string& id) = 0;
+
+  // Submit a job, held when `held` is true. Idempotent by tag: a non-empty
+  // tag that some job (in any state) already carries returns that job's id
+  // and submits nothing.
+  virtual absl::StatusOr<std::string> Submit(const JobSpec& spec, const std::string& tag, bool held = false) = 0;
+
+  // Jobs (in any state, done and cancelled included) carrying the tag.
+  virtual absl::StatusOr<std::vector<Job>> FindByTag(const std::string& tag) = 0;
+
+  // Pin or unpin a job (pinned jobs are never chosen to move).
+  virtual absl::Status SetPinned(const std::string& id, bool pinned) = 0;
+};
+
+}  // namespace hyperfed::scheduler
