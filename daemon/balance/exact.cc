@@ -68,8 +68,8 @@ absl::Status CheckRows(const LoadTable& t, const char* whose) {
     if (i > 0 && t[i].label <= t[i - 1].label)
       return absl::InvalidArgumentError(absl::StrCat(whose, " rows are not sorted by label without repeats"));
     if (t[i].load < 0) return absl::InvalidArgumentError(absl::StrCat(whose, " rows: negative load at label ", t[i].label));
-    if (!(t[i].capacity > 0))
-      return absl::InvalidArgumentError(absl::StrCat(whose, " rows: capacity not > 0 at label ", t[i].label));
+    if (!(t[i].capacity >= 0))
+      return absl::InvalidArgumentError(absl::StrCat(whose, " rows: negative capacity at label ", t[i].label));
   }
   return absl::OkStatus();
 }
@@ -103,6 +103,12 @@ DirectPlan PlanDirectTransfers(const LoadTable& table, const PairCost& cost) {
   for (size_t i = 0; i < table.size(); ++i) {
     caps[i] = table[i].capacity;
     loads[i] = table[i].load;
+  }
+  double cap_sum = 0;
+  for (double c : caps) cap_sum += c;
+  if (!(cap_sum > 0)) {
+    plan.quotas = loads;  // every site drained: nothing to balance
+    return plan;
   }
   plan.quotas = Apportion(TotalLoad(loads), caps);
   std::vector<Load> excess(table.size());

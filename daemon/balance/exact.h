@@ -54,8 +54,8 @@ using LoadTable = std::vector<LoadRow>;
 
 // Per-node step of the gather: merge the partner's rows into mine.
 // InvalidArgumentError if a label appears on both sides with different
-// values or the partner's rows are malformed (unsorted, negative load,
-// capacity not > 0).
+// values or the partner's rows are malformed (unsorted, negative load or
+// capacity). A drained site reports capacity 0 and gets quota 0.
 absl::StatusOr<LoadTable> MergeLoadTables(const LoadTable& mine, const LoadTable& theirs);
 
 // Cost of sending a job from one site to another (lower is nearer).

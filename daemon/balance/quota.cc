@@ -30,6 +30,14 @@ std::vector<Load> Apportion(Load total, absl::Span<const double> capacities, con
   for (size_t i = 0; i < n; ++i)
     if (IsAlive(alive, i)) live.push_back(i);
   if (live.empty()) return q;
+  long double cap_sum = 0;
+  for (size_t i : live) cap_sum += capacities[i];
+  if (!(cap_sum > 0)) {
+    // No capacity anywhere (every site drained): nothing can be balanced;
+    // the lowest alive node is charged with everything so the sum holds.
+    q[live.front()] = total;
+    return q;
+  }
   if (EqualCapacities(capacities, alive)) {
     // Exact integer arithmetic: the lowest R alive nodes get one more.
     const Load m = static_cast<Load>(live.size());

@@ -20,7 +20,8 @@ TEST(ExactTest, GatherMergesPartnerRowsInLabelOrder) {
 TEST(ExactTest, GatherRefusesMalformedOrConflictingRows) {
   LoadTable mine{{0, 5, 1}};
   EXPECT_FALSE(MergeLoadTables(mine, LoadTable{{1, -1, 1}}).ok());
-  EXPECT_FALSE(MergeLoadTables(mine, LoadTable{{1, 1, 0}}).ok());
+  EXPECT_FALSE(MergeLoadTables(mine, LoadTable{{1, 1, -1}}).ok());
+  EXPECT_TRUE(MergeLoadTables(mine, LoadTable{{1, 1, 0}}).ok()) << "a drained site has capacity 0";
   EXPECT_FALSE(MergeLoadTables(mine, LoadTable{{2, 1, 1}, {1, 1, 1}}).ok());
   EXPECT_FALSE(MergeLoadTables(mine, LoadTable{{0, 6, 1}}).ok());
   EXPECT_TRUE(MergeLoadTables(mine, LoadTable{{0, 5, 1}}).ok());
@@ -150,6 +151,26 @@ TEST(ExactFaultsTest, ExampleTwoFaultsUseSubcubeAndTreeSteps) {
   ASSERT_TRUE(plan.ok()) << plan.status();
   EXPECT_EQ(plan->metrics.steps, 7);
   EXPECT_LE(MaxDiff(plan->final_loads, topo->alive_mask()), 1);
+}
+
+}  // namespace
+}  // namespace hyperfed::balance
+
+namespace hyperfed::balance {
+namespace {
+
+TEST(ExactTest, DrainedSiteWithZeroCapacitySendsEverythingAndTakesNothing) {
+  LoadTable t{{0, 10, 0}, {1, 2, 1}, {2, 0, 1}, {3, 0, 2}};
+  DirectPlan p = PlanDirectTransfers(t);
+  EXPECT_EQ(p.quotas, (std::vector<Load>{0, 3, 3, 6}));
+  for (const Transfer& x : p.transfers) EXPECT_NE(x.to, 0);
+}
+
+TEST(ExactTest, EverySiteDrainedMovesNothing) {
+  LoadTable t{{0, 10, 0}, {1, 2, 0}};
+  DirectPlan p = PlanDirectTransfers(t);
+  EXPECT_TRUE(p.transfers.empty());
+  EXPECT_EQ(p.quotas, (std::vector<Load>{10, 2}));
 }
 
 }  // namespace
