@@ -1,0 +1,79 @@
+// hyperfedd: the hyperfed daemon, one per site.
+//
+//   hyperfedd --config FILE [--check]
+
+#include <csignal>
+#include <cstring>
+#include <iostream>
+#include <string>
+
+#include "config/config.h"
+#include "daemon/common/log.h"
+#include "daemon/server/daemon.h"
+
+namespace {
+
+int Usage(const std::string& msg) {
+  std::cerr << "hyperfedd: " << msg << "\nusage: hyperfedd --config FILE [--check]\n";
+  return 2;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  std::string config_path;
+  bool check = false;
+  for (int i = 1; i < argc; ++i) {
+    std::string a = argv[i];
+    if (a == "--check") {
+      check = true;
+    } else if (a == "--config" && i + 1 < argc) {
+      config_path = argv[++i];
+    } else if (a.rfind("--config=", 0) == 0) {
+      config_path = a.substr(9);
+    } else if (a == "--help" || a == "-h") {
+      std::cout << "usage: hyperfedd --config FILE [--check]\n";
+      return 0;
+    } else {
+      return Usage("unknown argument '" + a + "'");
+    }
+  }
+  if (config_path.empty()) return Usage("--config FILE is required");
+  auto config = hyperfed::config::LoadConfig(config_path);
+  if (!config.ok()) {
+    std::cerr << "hyperfedd: " << config.status().message() << "\n";
+    return 2;
+  }
+  if (auto st = hyperfed::server::CheckRuntime(*config); !st.ok()) {
+    std::cerr << "hyperfedd: " << st.message() << "\n";
+    return 2;
+  }
+  if (check) {
+    std::cout << config_path << ": OK (site " << config->site.id << ", label " << config->site.label << ", "
+              << config->roster.size() << " sites in a " << config->Dimension() << "-cube)\n";
+    return 0;
+  }
+  // SIGTERM and SIGINT end the daemon cleanly; the main thread waits for them.
+  sigset_t set;
+  sigemptyset(&set);
+  sigaddset(&set, SIGTERM);
+  sigaddset(&set, SIGINT);
+  pthread_sigmask(SIG_BLOCK, &set, nullptr);
+  signal(SIGPIPE, SIG_IGN);
+
+  auto daemon = hyperfed::server::Daemon::Create(*config);
+  if (!daemon.ok()) {
+    std::cerr << "hyperfedd: " << daemon.status().message() << "\n";
+    return 1;
+  }
+  auto port = (*daemon)->Start();
+  if (!port.ok()) {
+    std::cerr << "hyperfedd: " << port.status().message() << "\n";
+    return 1;
+  }
+  int sig = 0;
+  sigwait(&set, &sig);
+  hyperfed::Log(config->site.id + ": " + strsignal(sig) + ": shutting down");
+  (*daemon)->Shutdown();
+  return 0;
+}

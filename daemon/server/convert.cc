@@ -1,0 +1,117 @@
+#include "daemon/server/convert.h"
+
+namespace hyperfed::server {
+
+grpc::Status ToGrpc(const absl::Status& s) {
+  if (s.ok()) return grpc::Status::OK;
+  // absl and gRPC share the canonical code numbers.
+  return grpc::Status(static_cast<grpc::StatusCode>(static_cast<int>(s.code())), std::string(s.message()));
+}
+
+absl::Status FromGrpc(const grpc::Status& s) {
+  if (s.ok()) return absl::OkStatus();
+  return absl::Status(static_cast<absl::StatusCode>(static_cast<int>(s.error_code())), s.error_message());
+}
+
+void ToProto(const scheduler::JobSpec& in, v1::JobSpec* out) {
+  out->set_name(in.name);
+  out->set_script(in.script);
+  out->set_cores(in.cores);
+  out->set_memory_mb(in.memory_mb);
+  out->set_time_limit_s(in.time_limit_s);
+  out->set_workdir(in.workdir);
+  for (const auto& [k, v] : in.env) (*out->mutable_env())[k] = v;
+  out->set_duration_ms(in.duration_ms);
+  out->set_cost(in.cost);
+  out->set_key(in.key);
+}
+
+scheduler::JobSpec FromProto(const v1::JobSpec& in) {
+  scheduler::JobSpec s;
+  s.name = in.name();
+  s.script = in.script();
+  s.cores = in.cores();
+  s.memory_mb = in.memory_mb();
+  s.time_limit_s = in.time_limit_s();
+  s.workdir = in.workdir();
+  for (const auto& [k, v] : in.env()) s.env[k] = v;
+  s.duration_ms = in.duration_ms();
+  s.cost = in.cost();
+  s.key = in.key();
+  return s;
+}
+
+void ToProto(const scheduler::Job& in, const std::string& site, v1::Job* out) {
+  out->set_id(in.id);
+  out->set_site(site);
+  ToProto(in.spec, out->mutable_spec());
+  out->set_state(scheduler::JobStateName(in.state));
+  out->set_pinned(in.pinned);
+  out->set_tag(in.tag);
+  out->set_queued_at_ms(in.queued_at_ms);
+}
+
+void ToProto(const balance::LoadTable& in, google::protobuf::RepeatedPtrField<v1::LoadRow>* out) {
+  for (const balance::LoadRow& r : in) {
+    v1::LoadRow* p = out->Add();
+    p->set_label(r.label);
+    p->set_load(r.load);
+    p->set_capacity(r.capacity);
+  }
+}
+
+balance::LoadTable FromProto(const google::protobuf::RepeatedPtrField<v1::LoadRow>& in) {
+  balance::LoadTable t;
+  for (const v1::LoadRow& r : in) t.push_back({r.label(), r.load(), r.capacity()});
+  return t;
+}
+
+void ToProto(const std::vector<balance::Transfer>& in, google::protobuf::RepeatedPtrField<v1::Transfer>* out) {
+  for (const balance::Transfer& t : in) {
+    v1::Transfer* p = out->Add();
+    p->set_step(t.step);
+    p->set_from(t.from);
+    p->set_to(t.to);
+    p->set_count(t.count);
+  }
+}
+
+std::vector<balance::Transfer> FromProto(const google::protobuf::RepeatedPtrField<v1::Transfer>& in) {
+  std::vector<balance::Transfer> v;
+  for (const v1::Transfer& t : in) v.push_back({t.step(), t.from(), t.to(), t.count(), 1});
+  return v;
+}
+
+void ToProto(const federation::RoundReport& in, v1::RoundReport* out) {
+  out->set_round_id(in.round_id);
+  out->set_site(in.site);
+  out->set_label(in.label);
+  out->set_ok(in.ok);
+  out->set_error(in.error);
+  out->set_load_before(in.load_before);
+  out->set_quota(in.quota);
+  out->set_moved_out(in.moved_out);
+  out->set_shortfall(in.shortfall);
+  ToProto(in.transfers, out->mutable_transfers());
+  out->set_messages(in.messages);
+  out->set_steps(in.steps);
+}
+
+federation::RoundReport FromProto(const v1::RoundReport& in) {
+  federation::RoundReport r;
+  r.round_id = in.round_id();
+  r.site = in.site();
+  r.label = in.label();
+  r.ok = in.ok();
+  r.error = in.error();
+  r.load_before = in.load_before();
+  r.quota = in.quota();
+  r.moved_out = in.moved_out();
+  r.shortfall = in.shortfall();
+  r.transfers = FromProto(in.transfers());
+  r.messages = in.messages();
+  r.steps = in.steps();
+  return r;
+}
+
+}  // namespace hyperfed::server

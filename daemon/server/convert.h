@@ -1,0 +1,32 @@
+#pragma once
+
+// Conversions at the RPC edge: protobuf messages to and from the plain
+// structs the other layers use, and absl::Status to grpc::Status. Nothing
+// else in the daemon sees a protobuf type.
+
+#include <grpcpp/grpcpp.h>
+
+#include "absl/status/status.h"
+#include "daemon/balance/exact.h"
+#include "daemon/federation/round.h"
+#include "daemon/scheduler/adapter.h"
+#include "hyperfed/v1/hyperfed.pb.h"
+
+namespace hyperfed::server {
+
+grpc::Status ToGrpc(const absl::Status& s);
+absl::Status FromGrpc(const grpc::Status& s);
+
+void ToProto(const scheduler::JobSpec& in, v1::JobSpec* out);
+scheduler::JobSpec FromProto(const v1::JobSpec& in);
+void ToProto(const scheduler::Job& in, const std::string& site, v1::Job* out);
+
+void ToProto(const balance::LoadTable& in, google::protobuf::RepeatedPtrField<v1::LoadRow>* out);
+balance::LoadTable FromProto(const google::protobuf::RepeatedPtrField<v1::LoadRow>& in);
+void ToProto(const std::vector<balance::Transfer>& in, google::protobuf::RepeatedPtrField<v1::Transfer>* out);
+std::vector<balance::Transfer> FromProto(const google::protobuf::RepeatedPtrField<v1::Transfer>& in);
+
+void ToProto(const federation::RoundReport& in, v1::RoundReport* out);
+federation::RoundReport FromProto(const v1::RoundReport& in);
+
+}  // namespace hyperfed::server

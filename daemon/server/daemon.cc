@@ -1,0 +1,191 @@
+#include "daemon/server/daemon.h"
+
+#include <sys/resource.h>
+
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+#include <grpcpp/ext/proto_server_reflection_plugin.h>
+#include <grpcpp/health_check_service_interface.h>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "absl/strings/strip.h"
+#include "daemon/common/log.h"
+#include "daemon/scheduler/sim_adapter.h"
+
+namespace hyperfed::server {
+namespace {
+
+// The migration layer as the federation layer's JobMover.
+class MigratorMover : public federation::JobMover {
+ public:
+  explicit MigratorMover(migration::Migrator* m) : m_(m) {}
+  absl::StatusOr<Result> MoveJobs(const std::string& dest, int64_t count, const std::string& round_id) override {
+    auto out = m_->MigrateOut(dest, count, round_id);
+    if (!out.ok()) return out.status();
+    Result r;
+    absl::Status first;
+    for (const migration::OutResult& o : *out) {
+      r.moved += o.moved;
+      // Jobs left in flight stay held and arrive when recovery retries;
+      // for this round they count as not moved.
+      r.shortfall += o.shortfall + o.in_flight;
+      if (!o.status.ok() && first.ok()) first = o.status;
+    }
+    if (r.moved == 0 && !first.ok()) return first;
+    return r;
+  }
+
+ private:
+  migration::Migrator* m_;
+};
+
+absl::StatusOr<std::string> ReadToken(const std::string& path) {
+  if (path.empty()) return std::string();
+  std::ifstream in(path);
+  if (!in) return absl::FailedPreconditionError(absl::StrCat("cannot read admin token file ", path));
+  std::stringstream ss;
+  ss << in.rdbuf();
+  std::string t(absl::StripAsciiWhitespace(ss.str()));
+  if (t.empty()) return absl::FailedPreconditionError(absl::StrCat("admin token file ", path, " is empty"));
+  return t;
+}
+
+}  // namespace
+
+scheduler::AdapterRegistry BuiltinAdapters() {
+  scheduler::AdapterRegistry r;
+  scheduler::RegisterSimAdapter(&r);
+  return r;
+}
+
+absl::Status CheckRuntime(const config::Config& c) {
+  scheduler::AdapterRegistry r = BuiltinAdapters();
+  if (!r.Has(c.scheduler.adapter))
+    return absl::InvalidArgumentError(absl::StrCat(c.path, ": scheduler.adapter: unknown adapter '",
+                                                   c.scheduler.adapter, "'"));
+  if (auto tls = ReadTlsFiles(c.security); !tls.ok()) return tls.status();
+  if (auto t = ReadToken(c.security.admin_token_file); !t.ok()) return t.status();
+  return absl::OkStatus();
+}
+
+absl::StatusOr<std::unique_ptr<Daemon>> Daemon::Create(const config::Config& config) {
+  std::unique_ptr<Daemon> d(new Daemon);
+  d->config_ = config;
+  std::error_code ec;
+  std::filesystem::create_directories(config.state_dir, ec);
+  if (ec) return absl::FailedPreconditionError(absl::StrCat("state_dir ", config.state_dir, ": ", ec.message()));
+  scheduler::AdapterRegistry registry = BuiltinAdapters();
+  auto adapter = registry.Create(config.scheduler.adapter,
+                                 scheduler::AdapterContext{config.state_dir, config.scheduler.options, RealClock::Get()});
+  if (!adapter.ok()) return adapter.status();
+  d->adapter_ = *std::move(adapter);
+  auto journal = migration::Journal::Open(config.state_dir + "/journal.db");
+  if (!journal.ok()) return journal.status();
+  d->journal_ = *std::move(journal);
+  auto tls = ReadTlsFiles(config.security);
+  if (!tls.ok()) return tls.status();
+  d->peers_ = std::make_unique<GrpcPeers>(config, *tls);
+  d->migrator_ = std::make_unique<migration::Migrator>(config.site.id, d->adapter_.get(), d->journal_.get(),
+                                                       d->peers_.get(), RealClock::Get(), config.balancer.max_batch);
+  d->mover_ = std::make_unique<MigratorMover>(d->migrator_.get());
+  d->site_ = std::make_unique<federation::Site>(config, d->adapter_.get(), d->mover_.get(), d->peers_.get(),
+                                                RealClock::Get());
+  auto token = ReadToken(config.security.admin_token_file);
+  if (!token.ok()) return token.status();
+  ServiceDeps deps{&d->config_, d->site_.get(), d->migrator_.get(), d->adapter_.get(), d->peers_.get(), *token};
+  d->peer_service_ = std::make_unique<PeerService>(deps);
+  d->admin_service_ = std::make_unique<AdminService>(deps);
+  return d;
+}
+
+absl::StatusOr<int> Daemon::Start() {
+  // A restart first finishes what the journal left half done.
+  if (auto st = migrator_->Recover(); !st.ok())
+    Log(absl::StrCat(config_.site.id, ": recovery incomplete (retried in the background): ", st.message()));
+  grpc::EnableDefaultHealthCheckService(true);
+  grpc::reflection::InitProtoReflectionServerBuilderPlugin();
+  std::shared_ptr<grpc::ServerCredentials> creds;
+  if (config_.security.insecure) {
+    Log(absl::StrCat(config_.site.id, ": WARNING: insecure: true: peers and operators talk in plain text and ",
+                     "are not authenticated; for local demos only"));
+    creds = grpc::InsecureServerCredentials();
+  } else {
+    auto tls = ReadTlsFiles(config_.security);
+    if (!tls.ok()) return tls.status();
+    grpc::SslServerCredentialsOptions o(GRPC_SSL_REQUEST_CLIENT_CERTIFICATE_AND_VERIFY);
+    o.pem_root_certs = tls->ca;
+    o.pem_key_cert_pairs.push_back({tls->key, tls->cert});
+    creds = grpc::SslServerCredentials(o);
+  }
+  grpc::ServerBuilder b;
+  int port = 0;
+  b.AddListeningPort(config_.site.listen, creds, &port);
+  b.SetMaxReceiveMessageSize(64 << 20);
+  b.RegisterService(peer_service_.get());
+  b.RegisterService(admin_service_.get());
+  server_ = b.BuildAndStart();
+  if (!server_ || port == 0)
+    return absl::UnavailableError(absl::StrCat("cannot listen on ", config_.site.listen, " (in use?)"));
+  server_->GetHealthCheckService()->SetServingStatus("hyperfed.v1.Peer", true);
+  server_->GetHealthCheckService()->SetServingStatus("hyperfed.v1.Admin", true);
+  site_->Start();
+  recovery_ = std::thread([this] {
+    std::unique_lock<std::mutex> l(stop_mu_);
+    while (!stop_cv_.wait_for(l, std::chrono::seconds(5), [this] { return stopping_.load(); })) {
+      l.unlock();
+      if (auto st = migrator_->Recover(); !st.ok())
+        Log(absl::StrCat(config_.site.id, ": migration recovery: ", st.message()));
+      l.lock();
+    }
+  });
+  if (!config_.site.metrics_listen.empty()) {
+    auto m = MetricsServer::Start(config_.site.metrics_listen, [this] { return RenderMetrics(); });
+    if (!m.ok()) return m.status();
+    metrics_ = *std::move(m);
+  }
+  Log(absl::StrCat(config_.site.id, ": serving on port ", port, " (label ", config_.site.label, ", ",
+                   config_.roster.size(), " sites in a ", config_.Dimension(), "-cube, adapter ",
+                   config_.scheduler.adapter, ", mode ", config_.balancer.algorithm, ")"));
+  return port;
+}
+
+void Daemon::Shutdown() {
+  if (stopping_.exchange(true)) return;
+  stop_cv_.notify_all();
+  if (recovery_.joinable()) recovery_.join();
+  site_->Stop();
+  if (server_) server_->Shutdown(std::chrono::system_clock::now() + std::chrono::seconds(2));
+  metrics_.reset();
+  Log(absl::StrCat(config_.site.id, ": stopped"));
+}
+
+Daemon::~Daemon() { Shutdown(); }
+
+std::string Daemon::RenderMetrics() {
+  std::string out;
+  auto metric = [&out](const char* name, const char* type, const char* help, double v) {
+    absl::StrAppendFormat(&out, "# HELP %s %s\n# TYPE %s %s\n%s %.17g\n", name, help, name, type, name, v);
+  };
+  federation::SiteCounters c = site_->counters();
+  auto snap = site_->Snapshot();
+  int up = 0;
+  for (const auto& p : site_->membership().View()) up += (!p.self && p.up) ? 1 : 0;
+  metric("hyperfed_rounds_total", "counter", "Rounds this site coordinated.", static_cast<double>(c.rounds));
+  metric("hyperfed_rounds_failed_total", "counter", "Coordinated rounds that ended early.",
+         static_cast<double>(c.rounds_failed));
+  metric("hyperfed_round_duration_seconds_sum", "counter", "Total duration of coordinated rounds.", c.round_seconds_sum);
+  metric("hyperfed_last_round_duration_seconds", "gauge", "Duration of the last coordinated round.",
+         c.last_round_seconds);
+  metric("hyperfed_jobs_moved_out_total", "counter", "Jobs this site moved to other sites in rounds.",
+         static_cast<double>(c.jobs_moved_out));
+  metric("hyperfed_load", "gauge", "Migratable pending jobs at this site.", snap.ok() ? snap->first : -1);
+  metric("hyperfed_capacity", "gauge", "This site's capacity (0 while drained).", snap.ok() ? snap->second : -1);
+  metric("hyperfed_peers_up", "gauge", "Other sites heard from within the peer timeout.", up);
+  metric("hyperfed_drained", "gauge", "1 while this site is drained.", site_->drained() ? 1 : 0);
+  return out;
+}
+
+}  // namespace hyperfed::server

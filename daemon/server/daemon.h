@@ -1,0 +1,67 @@
+#pragma once
+
+// hyperfedd's wiring: builds every part from the configuration, starts the
+// gRPC server, the site's background threads, the migration recovery loop
+// and the metrics endpoint, and stops them in order.
+
+#include <atomic>
+#include <memory>
+#include <string>
+#include <thread>
+
+#include <grpcpp/grpcpp.h>
+
+#include "absl/status/statusor.h"
+#include "config/config.h"
+#include "daemon/federation/site.h"
+#include "daemon/migration/journal.h"
+#include "daemon/migration/migrator.h"
+#include "daemon/scheduler/adapter.h"
+#include "daemon/scheduler/registry.h"
+#include "daemon/server/metrics_http.h"
+#include "daemon/server/peer_client.h"
+#include "daemon/server/services.h"
+
+namespace hyperfed::server {
+
+// The adapter registry with every built-in adapter registered.
+scheduler::AdapterRegistry BuiltinAdapters();
+
+// What `hyperfedd --check` verifies beyond the config file itself: the
+// adapter name is registered and the TLS files and token are readable.
+absl::Status CheckRuntime(const config::Config& c);
+
+class Daemon {
+ public:
+  static absl::StatusOr<std::unique_ptr<Daemon>> Create(const config::Config& config);
+  ~Daemon();
+
+  // Starts serving. Returns the bound gRPC port.
+  absl::StatusOr<int> Start();
+  // Stops everything (idempotent).
+  void Shutdown();
+
+  federation::Site* site() { return site_.get(); }
+
+ private:
+  Daemon() = default;
+  std::string RenderMetrics();
+
+  config::Config config_;
+  std::unique_ptr<scheduler::SchedulerAdapter> adapter_;
+  std::unique_ptr<migration::Journal> journal_;
+  std::unique_ptr<GrpcPeers> peers_;
+  std::unique_ptr<migration::Migrator> migrator_;
+  std::unique_ptr<federation::JobMover> mover_;
+  std::unique_ptr<federation::Site> site_;
+  std::unique_ptr<PeerService> peer_service_;
+  std::unique_ptr<AdminService> admin_service_;
+  std::unique_ptr<grpc::Server> server_;
+  std::unique_ptr<MetricsServer> metrics_;
+  std::thread recovery_;
+  std::atomic<bool> stopping_{false};
+  std::mutex stop_mu_;
+  std::condition_variable stop_cv_;
+};
+
+}  // namespace hyperfed::server

@@ -1,0 +1,201 @@
+#include "daemon/server/peer_client.h"
+
+#include <fstream>
+#include <sstream>
+
+#include "absl/strings/str_cat.h"
+#include "daemon/server/convert.h"
+
+namespace hyperfed::server {
+namespace {
+
+constexpr absl::Duration kTransferTimeout = absl::Seconds(60);
+
+absl::StatusOr<std::string> ReadFile(const std::string& path, const char* what) {
+  std::ifstream in(path);
+  if (!in) return absl::FailedPreconditionError(absl::StrCat("cannot read ", what, " ", path));
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+absl::Status Unknown(const std::string& site) {
+  return absl::NotFoundError(absl::StrCat("site ", site, " is not in the roster"));
+}
+
+}  // namespace
+
+absl::StatusOr<TlsFiles> ReadTlsFiles(const config::SecurityConfig& sec) {
+  TlsFiles f;
+  if (sec.insecure) return f;
+  auto ca = ReadFile(sec.ca, "CA certificate");
+  if (!ca.ok()) return ca.status();
+  auto cert = ReadFile(sec.cert, "certificate");
+  if (!cert.ok()) return cert.status();
+  auto key = ReadFile(sec.key, "private key");
+  if (!key.ok()) return key.status();
+  f.ca = *ca;
+  f.cert = *cert;
+  f.key = *key;
+  return f;
+}
+
+std::unique_ptr<grpc::ClientContext> ContextWithDeadline(absl::Duration timeout) {
+  auto ctx = std::make_unique<grpc::ClientContext>();
+  ctx->set_deadline(absl::ToChronoTime(absl::Now() + timeout));
+  return ctx;
+}
+
+GrpcPeers::GrpcPeers(const config::Config& config, TlsFiles tls) : config_(config), tls_(std::move(tls)) {}
+
+GrpcPeers::Conn* GrpcPeers::Get(const std::string& site) {
+  std::lock_guard<std::mutex> l(mu_);
+  auto it = conns_.find(site);
+  if (it != conns_.end()) return it->second.get();
+  const config::RosterEntry* e = config_.FindSite(site);
+  if (!e) return nullptr;
+  grpc::ChannelArguments args;
+  args.SetMaxReceiveMessageSize(64 << 20);
+  // Reconnect quickly after a peer restarts (defaults back off to minutes).
+  args.SetInt(GRPC_ARG_INITIAL_RECONNECT_BACKOFF_MS, 200);
+  args.SetInt(GRPC_ARG_MIN_RECONNECT_BACKOFF_MS, 200);
+  args.SetInt(GRPC_ARG_MAX_RECONNECT_BACKOFF_MS, 2000);
+  std::shared_ptr<grpc::ChannelCredentials> creds;
+  if (config_.security.insecure) {
+    creds = grpc::InsecureChannelCredentials();
+  } else {
+    grpc::SslCredentialsOptions o;
+    o.pem_root_certs = tls_.ca;
+    o.pem_private_key = tls_.key;
+    o.pem_cert_chain = tls_.cert;
+    creds = grpc::SslCredentials(o);
+    // The peer's certificate must name the site the roster says is there.
+    args.SetSslTargetNameOverride(site);
+  }
+  auto c = std::make_unique<Conn>();
+  c->channel = grpc::CreateCustomChannel(e->endpoint, creds, args);
+  c->peer = v1::Peer::NewStub(c->channel);
+  c->admin = v1::Admin::NewStub(c->channel);
+  Conn* raw = c.get();
+  conns_[site] = std::move(c);
+  return raw;
+}
+
+v1::Admin::Stub* GrpcPeers::AdminStub(const std::string& site) {
+  Conn* c = Get(site);
+  return c ? c->admin.get() : nullptr;
+}
+
+absl::StatusOr<balance::LoadTable> GrpcPeers::Exchange(const std::string& site, const federation::ExchangeMessage& m,
+                                                       absl::Duration timeout) {
+  Conn* c = Get(site);
+  if (!c) return Unknown(site);
+  v1::ExchangeRequest req;
+  req.set_round_id(m.round_id);
+  req.set_kind(static_cast<v1::ExchangeRequest::Kind>(static_cast<int>(m.kind)));
+  req.set_step(m.step);
+  req.set_from_label(m.from_label);
+  ToProto(m.rows, req.mutable_rows());
+  v1::ExchangeReply reply;
+  // The callee may wait up to its own step timeout for its part to get there.
+  auto ctx = ContextWithDeadline(timeout * 2);
+  if (auto st = c->peer->Exchange(ctx.get(), req, &reply); !st.ok()) return FromGrpc(st);
+  return FromProto(reply.rows());
+}
+
+absl::StatusOr<bool> GrpcPeers::StartRound(const std::string& site, const federation::RoundSpec& spec,
+                                           absl::Duration timeout) {
+  Conn* c = Get(site);
+  if (!c) return Unknown(site);
+  v1::StartRoundRequest req;
+  req.set_round_id(spec.round_id);
+  req.set_coordinator(spec.coordinator);
+  for (int f : spec.faults) req.add_fault_labels(f);
+  req.set_dimension(spec.dimension);
+  req.set_algorithm(spec.algorithm);
+  v1::StartRoundReply reply;
+  auto ctx = ContextWithDeadline(timeout);
+  if (auto st = c->peer->StartRound(ctx.get(), req, &reply); !st.ok()) return FromGrpc(st);
+  return reply.accepted();
+}
+
+absl::Status GrpcPeers::ReportRound(const std::string& site, const federation::RoundReport& report,
+                                    absl::Duration timeout) {
+  Conn* c = Get(site);
+  if (!c) return Unknown(site);
+  v1::RoundReport req;
+  ToProto(report, &req);
+  v1::ReportRoundReply reply;
+  auto ctx = ContextWithDeadline(timeout);
+  return FromGrpc(c->peer->ReportRound(ctx.get(), req, &reply));
+}
+
+absl::StatusOr<std::string> GrpcPeers::RequestBalance(const std::string& site, const std::string& from,
+                                                      const std::string& reason, absl::Duration timeout) {
+  Conn* c = Get(site);
+  if (!c) return Unknown(site);
+  v1::RequestBalanceRequest req;
+  req.set_site(from);
+  req.set_reason(reason);
+  v1::RequestBalanceReply reply;
+  auto ctx = ContextWithDeadline(timeout);
+  if (auto st = c->peer->RequestBalance(ctx.get(), req, &reply); !st.ok()) return FromGrpc(st);
+  return reply.round_id();
+}
+
+absl::Status GrpcPeers::Heartbeat(const std::string& site, const federation::HeartbeatInfo& info,
+                                  absl::Duration timeout) {
+  Conn* c = Get(site);
+  if (!c) return Unknown(site);
+  v1::HeartbeatRequest req;
+  req.set_site(info.site);
+  req.set_label(info.label);
+  req.set_load(info.load);
+  req.set_capacity(info.capacity);
+  req.set_drained(info.drained);
+  req.set_round_id(info.round_id);
+  req.set_last_round(info.last_round);
+  for (const auto& [s, up] : info.view) {
+    v1::PeerView* v = req.add_view();
+    v->set_site(s);
+    v->set_up(up);
+  }
+  v1::HeartbeatReply reply;
+  auto ctx = ContextWithDeadline(timeout);
+  return FromGrpc(c->peer->Heartbeat(ctx.get(), req, &reply));
+}
+
+absl::StatusOr<migration::TransferReply> GrpcPeers::Transfer(const std::string& dest_site,
+                                                             const migration::TransferRequest& req) {
+  Conn* c = Get(dest_site);
+  if (!c) return Unknown(dest_site);
+  v1::TransferRequest p;
+  p.set_migration_id(req.migration_id);
+  p.set_source_site(req.source_site);
+  p.set_round_id(req.round_id);
+  for (const auto& spec : req.jobs) ToProto(spec, p.add_jobs());
+  v1::TransferReply reply;
+  auto ctx = ContextWithDeadline(kTransferTimeout);
+  if (auto st = c->peer->Transfer(ctx.get(), p, &reply); !st.ok()) return FromGrpc(st);
+  migration::TransferReply r;
+  r.new_ids.assign(reply.new_ids().begin(), reply.new_ids().end());
+  return r;
+}
+
+absl::StatusOr<migration::AbortReply> GrpcPeers::Abort(const std::string& dest_site, const std::string& migration_id,
+                                                       const std::string& source_site) {
+  Conn* c = Get(dest_site);
+  if (!c) return Unknown(dest_site);
+  v1::AbortRequest p;
+  p.set_migration_id(migration_id);
+  p.set_source_site(source_site);
+  v1::AbortReply reply;
+  auto ctx = ContextWithDeadline(kTransferTimeout);
+  if (auto st = c->peer->Abort(ctx.get(), p, &reply); !st.ok()) return FromGrpc(st);
+  migration::AbortReply r;
+  r.aborted = reply.aborted();
+  r.new_ids.assign(reply.new_ids().begin(), reply.new_ids().end());
+  return r;
+}
+
+}  // namespace hyperfed::server

@@ -1,0 +1,475 @@
+#include "daemon/server/services.h"
+
+#include <algorithm>
+#include <random>
+#include <set>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "absl/strings/str_join.h"
+#include "daemon/common/log.h"
+#include "daemon/server/convert.h"
+
+namespace hyperfed::server {
+namespace {
+
+constexpr int kMaxRows = 1 << 20;
+constexpr int kMaxSubmit = 100000;
+constexpr size_t kMaxIdLength = 200;
+constexpr absl::Duration kForwardTimeout = absl::Seconds(30);
+
+grpc::Status Invalid(const std::string& msg) { return grpc::Status(grpc::StatusCode::INVALID_ARGUMENT, msg); }
+
+std::string CommonName(grpc::ServerContext* ctx) {
+  auto ac = ctx->auth_context();
+  if (!ac || !ac->IsPeerAuthenticated()) return "";
+  auto cn = ac->FindPropertyValues("x509_common_name");
+  return cn.empty() ? "" : std::string(cn.front().data(), cn.front().size());
+}
+
+grpc::Status CheckRows(const google::protobuf::RepeatedPtrField<v1::LoadRow>& rows, int dimension) {
+  if (rows.size() > kMaxRows) return Invalid("too many rows");
+  for (const v1::LoadRow& r : rows) {
+    if (r.label() < 0 || r.label() >= (1 << dimension))
+      return Invalid(absl::StrCat("row label ", r.label(), " outside the ", dimension, "-cube"));
+    if (r.load() < 0) return Invalid(absl::StrCat("negative load ", r.load(), " for label ", r.label()));
+    if (!(r.capacity() >= 0)) return Invalid(absl::StrCat("negative capacity for label ", r.label()));
+  }
+  return grpc::Status::OK;
+}
+
+grpc::Status CheckSpec(const v1::JobSpec& s) {
+  if (s.key().empty() || s.key().size() > kMaxIdLength) return Invalid("a job spec needs a key of 1..200 characters");
+  if (s.cores() < 0) return Invalid(absl::StrCat("job ", s.key(), ": negative cores"));
+  if (s.memory_mb() < 0 || s.time_limit_s() < 0 || s.duration_ms() < 0)
+    return Invalid(absl::StrCat("job ", s.key(), ": negative memory, time limit or duration"));
+  if (!(s.cost() >= 0)) return Invalid(absl::StrCat("job ", s.key(), ": negative cost"));
+  if (s.script().size() > (4 << 20)) return Invalid(absl::StrCat("job ", s.key(), ": script over 4 MiB"));
+  return grpc::Status::OK;
+}
+
+void FillEvent(const federation::RoundView& r, size_t from, v1::RoundEvent* e) {
+  e->set_round_id(r.id);
+  std::vector<std::string> lines(r.events.begin() + std::min(from, r.events.size()), r.events.end());
+  e->set_message(absl::StrJoin(lines, "\n"));
+  if (!r.done) return;
+  e->set_final(true);
+  ToProto(r.transfers, e->mutable_transfers());
+  ToProto(r.before, e->mutable_before());
+  ToProto(r.after, e->mutable_after());
+  e->set_max_share_error_before(r.share_error_before);
+  e->set_max_share_error_after(r.share_error_after);
+  e->set_moved(r.moved);
+  e->set_messages(r.messages);
+  e->set_steps(r.steps);
+  e->set_ok(r.ok);
+}
+
+std::string NewJobKey(const std::string& site) {
+  static std::mutex mu;
+  static std::mt19937_64 rng(std::random_device{}());
+  std::lock_guard<std::mutex> l(mu);
+  return absl::StrFormat("%s-%016x", site, rng());
+}
+
+}  // namespace
+
+// ------------------------------------------------------------------ Peer
+
+grpc::Status PeerService::CheckPeer(grpc::ServerContext* ctx, const std::string& claimed) const {
+  if (!d_.config->FindSite(claimed))
+    return grpc::Status(grpc::StatusCode::PERMISSION_DENIED, absl::StrCat("site '", claimed, "' is not in the roster"));
+  if (d_.config->security.insecure) return grpc::Status::OK;
+  const std::string cn = CommonName(ctx);
+  if (cn.empty()) return grpc::Status(grpc::StatusCode::UNAUTHENTICATED, "peer calls need a client certificate");
+  if (cn != claimed)
+    return grpc::Status(grpc::StatusCode::PERMISSION_DENIED,
+                        absl::StrCat("certificate names '", cn, "' but the request claims '", claimed, "'"));
+  return grpc::Status::OK;
+}
+
+grpc::Status PeerService::RequestBalance(grpc::ServerContext* ctx, const v1::RequestBalanceRequest* req,
+                                         v1::RequestBalanceReply* reply) {
+  if (auto st = CheckPeer(ctx, req->site()); !st.ok()) return st;
+  if (req->reason().size() > 200) return Invalid("reason over 200 characters");
+  auto id = d_.site->OnRequestBalance(req->site(), req->reason());
+  if (!id.ok()) return ToGrpc(id.status());
+  reply->set_round_id(*id);
+  return grpc::Status::OK;
+}
+
+grpc::Status PeerService::StartRound(grpc::ServerContext* ctx, const v1::StartRoundRequest* req,
+                                     v1::StartRoundReply* reply) {
+  if (auto st = CheckPeer(ctx, req->coordinator()); !st.ok()) return st;
+  const int n = d_.config->Dimension();
+  if (req->round_id().empty() || req->round_id().size() > kMaxIdLength) return Invalid("round_id: 1..200 characters");
+  if (req->dimension() != n)
+    return Invalid(absl::StrCat("dimension ", req->dimension(), " but this site's roster makes a ", n, "-cube"));
+  if (req->algorithm() != "exact" && req->algorithm() != "improved-dem")
+    return Invalid(absl::StrCat("unknown algorithm '", req->algorithm(), "'"));
+  std::set<int> faults;
+  for (int f : req->fault_labels()) {
+    if (f < 0 || f >= (1 << n)) return Invalid(absl::StrCat("fault label ", f, " outside the cube"));
+    if (!faults.insert(f).second) return Invalid(absl::StrCat("fault label ", f, " listed twice"));
+  }
+  if (faults.count(d_.config->site.label))
+    return grpc::Status(grpc::StatusCode::FAILED_PRECONDITION, "this site is in the round's fault set");
+  federation::RoundSpec spec{req->round_id(), req->coordinator(), std::vector<int>(faults.begin(), faults.end()), n,
+                             req->algorithm()};
+  std::string busy;
+  reply->set_accepted(d_.site->OnStartRound(spec, &busy));
+  reply->set_busy_with(busy);
+  return grpc::Status::OK;
+}
+
+grpc::Status PeerService::Exchange(grpc::ServerContext* ctx, const v1::ExchangeRequest* req, v1::ExchangeReply* reply) {
+  const config::RosterEntry* from = nullptr;
+  for (const auto& e : d_.config->roster)
+    if (e.label == req->from_label()) from = &e;
+  if (!from) return Invalid(absl::StrCat("from_label ", req->from_label(), " is no roster site"));
+  if (auto st = CheckPeer(ctx, from->id); !st.ok()) return st;
+  if (req->round_id().empty() || req->round_id().size() > kMaxIdLength) return Invalid("round_id: 1..200 characters");
+  if (req->kind() != v1::ExchangeRequest::UP && req->kind() != v1::ExchangeRequest::EXCHANGE &&
+      req->kind() != v1::ExchangeRequest::DOWN)
+    return Invalid("kind must be UP, EXCHANGE or DOWN");
+  if (req->step() < 0 || (req->step() >= 31 && (req->step() < 1000 || req->step() >= 1031)))
+    return Invalid(absl::StrCat("step ", req->step(), " out of range"));
+  if (auto st = CheckRows(req->rows(), d_.config->Dimension()); !st.ok()) return st;
+  federation::ExchangeMessage m{req->round_id(), static_cast<federation::ExchangeKind>(req->kind()), req->step(),
+                                req->from_label(), FromProto(req->rows())};
+  auto rows = d_.site->OnExchange(m);
+  if (!rows.ok()) return ToGrpc(rows.status());
+  ToProto(*rows, reply->mutable_rows());
+  return grpc::Status::OK;
+}
+
+grpc::Status PeerService::ReportRound(grpc::ServerContext* ctx, const v1::RoundReport* req,
+                                      v1::ReportRoundReply* reply) {
+  if (auto st = CheckPeer(ctx, req->site()); !st.ok()) return st;
+  const config::RosterEntry* e = d_.config->FindSite(req->site());
+  if (e->label != req->label()) return Invalid("label does not match the roster");
+  if (req->load_before() < 0 || req->moved_out() < 0 || req->shortfall() < 0 || req->quota() < 0)
+    return Invalid("negative counts");
+  for (const v1::Transfer& t : req->transfers()) {
+    if (t.count() <= 0 || t.from() != req->label() || t.to() < 0 || t.to() >= (1 << d_.config->Dimension()))
+      return Invalid("malformed transfer");
+  }
+  d_.site->OnReport(FromProto(*req));
+  return grpc::Status::OK;
+}
+
+grpc::Status PeerService::Transfer(grpc::ServerContext* ctx, const v1::TransferRequest* req,
+                                   v1::TransferReply* reply) {
+  if (auto st = CheckPeer(ctx, req->source_site()); !st.ok()) return st;
+  if (req->migration_id().empty() || req->migration_id().size() > kMaxIdLength)
+    return Invalid("migration_id: 1..200 characters");
+  if (req->jobs_size() == 0) return Invalid("a transfer needs at least one job");
+  if (req->jobs_size() > d_.config->balancer.max_batch)
+    return Invalid(absl::StrCat(req->jobs_size(), " jobs in one transfer; the limit is ", d_.config->balancer.max_batch));
+  std::set<std::string> keys;
+  for (const v1::JobSpec& s : req->jobs()) {
+    if (auto st = CheckSpec(s); !st.ok()) return st;
+    if (!keys.insert(s.key()).second) return Invalid(absl::StrCat("job key ", s.key(), " twice in one transfer"));
+  }
+  migration::TransferRequest m;
+  m.migration_id = req->migration_id();
+  m.source_site = req->source_site();
+  m.round_id = req->round_id();
+  for (const v1::JobSpec& s : req->jobs()) m.jobs.push_back(FromProto(s));
+  auto r = d_.migrator->HandleTransfer(m);
+  if (!r.ok()) return ToGrpc(r.status());
+  for (const auto& id : r->new_ids) reply->add_new_ids(id);
+  return grpc::Status::OK;
+}
+
+grpc::Status PeerService::Abort(grpc::ServerContext* ctx, const v1::AbortRequest* req, v1::AbortReply* reply) {
+  if (auto st = CheckPeer(ctx, req->source_site()); !st.ok()) return st;
+  if (req->migration_id().empty() || req->migration_id().size() > kMaxIdLength)
+    return Invalid("migration_id: 1..200 characters");
+  auto r = d_.migrator->HandleAbort(req->migration_id(), req->source_site());
+  if (!r.ok()) return ToGrpc(r.status());
+  reply->set_aborted(r->aborted);
+  for (const auto& id : r->new_ids) reply->add_new_ids(id);
+  return grpc::Status::OK;
+}
+
+grpc::Status PeerService::Heartbeat(grpc::ServerContext* ctx, const v1::HeartbeatRequest* req,
+                                    v1::HeartbeatReply* reply) {
+  if (auto st = CheckPeer(ctx, req->site()); !st.ok()) return st;
+  const config::RosterEntry* e = d_.config->FindSite(req->site());
+  if (e->label != req->label())
+    return Invalid(absl::StrCat("site ", req->site(), " has label ", e->label, " in the roster, not ", req->label()));
+  if (req->load() < 0) return Invalid(absl::StrCat("negative load ", req->load()));
+  if (!(req->capacity() >= 0)) return Invalid("negative capacity");
+  if (req->view_size() > kMaxRows) return Invalid("view too large");
+  federation::HeartbeatInfo hb;
+  hb.site = req->site();
+  hb.label = req->label();
+  hb.load = req->load();
+  hb.capacity = req->capacity();
+  hb.drained = req->drained();
+  hb.round_id = req->round_id();
+  hb.last_round = req->last_round();
+  d_.site->OnHeartbeat(hb);
+  reply->set_site(d_.config->site.id);
+  return grpc::Status::OK;
+}
+
+// ------------------------------------------------------------------ Admin
+
+grpc::Status AdminService::CheckAdmin(grpc::ServerContext* ctx) const {
+  if (!d_.admin_token.empty()) {
+    const auto& md = ctx->client_metadata();
+    auto it = md.find("authorization");
+    if (it != md.end()) {
+      const std::string v(it->second.data(), it->second.size());
+      if (v == "Bearer " + d_.admin_token) return grpc::Status::OK;
+      return grpc::Status(grpc::StatusCode::UNAUTHENTICATED, "wrong admin token");
+    }
+  }
+  if (!d_.config->security.insecure && !CommonName(ctx).empty()) return grpc::Status::OK;  // CA-signed client cert
+  if (d_.config->security.insecure && d_.admin_token.empty()) return grpc::Status::OK;     // local demo
+  return grpc::Status(grpc::StatusCode::UNAUTHENTICATED,
+                      "admin calls need a bearer token (--token) or a client certificate");
+}
+
+namespace {
+
+// Forwards a unary admin call to another site with this site's credentials
+// (and the admin token, when one is set).
+template <typename Req, typename Reply, typename Fn>
+grpc::Status Forward(GrpcPeers* peers, const std::string& site, const std::string& token, const Req& req,
+                     Reply* reply, Fn call) {
+  v1::Admin::Stub* stub = peers->AdminStub(site);
+  if (!stub) return grpc::Status(grpc::StatusCode::NOT_FOUND, absl::StrCat("site ", site, " is not in the roster"));
+  auto ctx = ContextWithDeadline(kForwardTimeout);
+  if (!token.empty()) ctx->AddMetadata("authorization", "Bearer " + token);
+  return call(stub, ctx.get(), req, reply);
+}
+
+}  // namespace
+
+grpc::Status AdminService::Status(grpc::ServerContext* ctx, const v1::StatusRequest* req, v1::StatusReply* reply) {
+  if (auto st = CheckAdmin(ctx); !st.ok()) return st;
+  if (auto snap = d_.site->Snapshot(); snap.ok())
+    d_.site->membership().SetSelf(snap->first, snap->second, d_.site->drained(), "", "");
+  auto last = d_.site->LastRound();
+  reply->set_site(d_.config->site.id);
+  reply->set_algorithm(d_.config->balancer.algorithm);
+  if (last) {
+    reply->set_last_round(last->id);
+    reply->set_last_round_summary(last->events.empty() ? "" : last->events.back());
+  }
+  const absl::Time now = absl::Now();
+  for (const federation::PeerInfo& p : d_.site->membership().View()) {
+    v1::SiteStatus* s = reply->add_sites();
+    s->set_site(p.site);
+    s->set_label(p.label);
+    s->set_endpoint(p.endpoint);
+    s->set_state(p.self ? (p.drained ? "self,drained" : "self") : !p.up ? "down" : p.drained ? "drained" : "up");
+    s->set_load(p.load);
+    s->set_capacity(p.capacity);
+    s->set_load_per_capacity(p.capacity > 0 ? static_cast<double>(p.load) / p.capacity : 0);
+    s->set_last_round(p.self && last ? last->id : p.last_round);
+    s->set_age_ms(p.last_seen == absl::InfinitePast() ? -1 : absl::ToInt64Milliseconds(now - p.last_seen));
+  }
+  return grpc::Status::OK;
+}
+
+grpc::Status AdminService::Topology(grpc::ServerContext* ctx, const v1::TopologyRequest* req,
+                                    v1::TopologyReply* reply) {
+  if (auto st = CheckAdmin(ctx); !st.ok()) return st;
+  reply->set_dimension(d_.site->membership().dimension());
+  for (const federation::PeerInfo& p : d_.site->membership().View()) {
+    v1::SiteStatus* s = reply->add_sites();
+    s->set_site(p.site);
+    s->set_label(p.label);
+    s->set_endpoint(p.endpoint);
+    s->set_state(p.self ? "self" : p.up ? (p.drained ? "drained" : "up") : "down");
+    s->set_load(p.load);
+    s->set_capacity(p.capacity);
+  }
+  auto [faults, mode] = d_.site->NextMode();
+  for (int f : faults) reply->add_fault_labels(f);
+  reply->set_mode(mode);
+  return grpc::Status::OK;
+}
+
+grpc::Status AdminService::Jobs(grpc::ServerContext* ctx, const v1::JobsRequest* req, v1::JobsReply* reply) {
+  if (auto st = CheckAdmin(ctx); !st.ok()) return st;
+  if (IsOther(req->site())) {
+    v1::JobsRequest fwd;
+    fwd.set_site(req->site());
+    return Forward(d_.peers, req->site(), d_.admin_token, fwd, reply,
+                   [](v1::Admin::Stub* s, grpc::ClientContext* c, const v1::JobsRequest& r, v1::JobsReply* o) {
+                     return s->Jobs(c, r, o);
+                   });
+  }
+  auto jobs = d_.adapter->ListJobs();
+  if (!jobs.ok()) return ToGrpc(jobs.status());
+  for (const scheduler::Job& j : *jobs) ToProto(j, d_.config->site.id, reply->add_jobs());
+  return grpc::Status::OK;
+}
+
+grpc::Status AdminService::Migrations(grpc::ServerContext* ctx, const v1::MigrationsRequest* req,
+                                      v1::MigrationsReply* reply) {
+  if (auto st = CheckAdmin(ctx); !st.ok()) return st;
+  if (req->limit() < 0 || req->limit() > 100000) return Invalid("limit must be 0..100000");
+  auto list = d_.migrator->List(req->limit() == 0 ? 50 : req->limit());
+  if (!list.ok()) return ToGrpc(list.status());
+  for (const migration::MigrationRecord& r : *list) {
+    v1::Migration* m = reply->add_migrations();
+    m->set_id(r.id);
+    m->set_direction(migration::DirectionName(r.direction));
+    m->set_peer(r.peer);
+    m->set_state(migration::MigrationStateName(r.state));
+    m->set_jobs(static_cast<int64_t>(r.jobs.size()));
+    m->set_round_id(r.round_id);
+    m->set_updated_ms(absl::ToUnixMillis(r.updated));
+    for (const auto& j : r.jobs) m->add_job_keys(j.key);
+  }
+  return grpc::Status::OK;
+}
+
+grpc::Status AdminService::Balance(grpc::ServerContext* ctx, const v1::BalanceRequest* req,
+                                   grpc::ServerWriter<v1::RoundEvent>* writer) {
+  if (auto st = CheckAdmin(ctx); !st.ok()) return st;
+  if (!req->dry_run() && !d_.site->IsCoordinator()) {
+    // Rounds are coordinated by the lowest live label: relay its stream.
+    const std::string coord = d_.site->Coordinator();
+    v1::Admin::Stub* stub = d_.peers->AdminStub(coord);
+    if (!stub) return grpc::Status(grpc::StatusCode::UNAVAILABLE, "no coordinator");
+    grpc::ClientContext fwd;
+    fwd.set_deadline(absl::ToChronoTime(absl::Now() + absl::Minutes(30)));
+    if (!d_.admin_token.empty()) fwd.AddMetadata("authorization", "Bearer " + d_.admin_token);
+    auto reader = stub->Balance(&fwd, *req);
+    v1::RoundEvent e;
+    while (reader->Read(&e)) {
+      if (ctx->IsCancelled()) {
+        fwd.TryCancel();
+        break;
+      }
+      writer->Write(e);
+    }
+    return reader->Finish();
+  }
+  auto id = d_.site->Balance(req->dry_run(), "operator");
+  if (!id.ok()) return ToGrpc(id.status());
+  size_t seen = 0;
+  while (!ctx->IsCancelled()) {
+    auto r = d_.site->WaitRound(*id, seen, absl::Seconds(1));
+    if (!r) return grpc::Status(grpc::StatusCode::NOT_FOUND, absl::StrCat("round ", *id, " is gone"));
+    if (r->events.size() > seen || r->done) {
+      v1::RoundEvent e;
+      FillEvent(*r, seen, &e);
+      seen = r->events.size();
+      writer->Write(e);
+      if (r->done || !req->wait()) break;
+    }
+  }
+  return grpc::Status::OK;
+}
+
+grpc::Status AdminService::Drain(grpc::ServerContext* ctx, const v1::DrainRequest* req, v1::DrainReply* reply) {
+  if (auto st = CheckAdmin(ctx); !st.ok()) return st;
+  if (req->site().empty()) return Invalid("drain needs a site");
+  if (!d_.config->FindSite(req->site())) return Invalid(absl::StrCat("site '", req->site(), "' is not in the roster"));
+  if (IsOther(req->site()))
+    return Forward(d_.peers, req->site(), d_.admin_token, *req, reply,
+                   [](v1::Admin::Stub* s, grpc::ClientContext* c, const v1::DrainRequest& r, v1::DrainReply* o) {
+                     return s->Drain(c, r, o);
+                   });
+  d_.site->SetDrained(req->drain());
+  return grpc::Status::OK;
+}
+
+grpc::Status AdminService::Submit(grpc::ServerContext* ctx, const v1::SubmitRequest* req, v1::SubmitReply* reply) {
+  if (auto st = CheckAdmin(ctx); !st.ok()) return st;
+  if (req->count() < 1 || req->count() > kMaxSubmit) return Invalid(absl::StrCat("count must be 1..", kMaxSubmit));
+  if (req->duration_ms() < 0) return Invalid("duration must be >= 0");
+  if (req->cores() < 0) return Invalid("cores must be >= 0");
+  if (req->name().size() > 200) return Invalid("name over 200 characters");
+  if (!req->site().empty() && !d_.config->FindSite(req->site()))
+    return Invalid(absl::StrCat("site '", req->site(), "' is not in the roster"));
+  if (IsOther(req->site()))
+    return Forward(d_.peers, req->site(), d_.admin_token, *req, reply,
+                   [](v1::Admin::Stub* s, grpc::ClientContext* c, const v1::SubmitRequest& r, v1::SubmitReply* o) {
+                     return s->Submit(c, r, o);
+                   });
+  for (int i = 0; i < req->count(); ++i) {
+    scheduler::JobSpec spec;
+    spec.name = req->name().empty() ? "job" : req->name();
+    spec.cores = req->cores() > 0 ? req->cores() : 1;
+    spec.duration_ms = req->duration_ms();
+    spec.script = absl::StrCat("#!/bin/sh\nsleep ", req->duration_ms() / 1000.0, "\n");
+    spec.key = NewJobKey(d_.config->site.id);
+    // The key doubles as the submit tag: a retried submit makes one job.
+    auto id = d_.adapter->Submit(spec, "submit:" + spec.key);
+    if (!id.ok()) return ToGrpc(id.status());
+    reply->add_ids(*id);
+    reply->add_keys(spec.key);
+  }
+  Log(absl::StrCat(d_.config->site.id, ": ", req->count(), " jobs submitted by an operator"));
+  return grpc::Status::OK;
+}
+
+grpc::Status AdminService::ExplainJob(grpc::ServerContext* ctx, const v1::ExplainJobRequest* req,
+                                      v1::ExplainJobReply* reply) {
+  if (auto st = CheckAdmin(ctx); !st.ok()) return st;
+  if (req->job().empty() || req->job().size() > kMaxIdLength) return Invalid("job: a key or an id, 1..200 characters");
+  std::vector<std::string> out;
+  auto jobs = d_.adapter->ListJobs();
+  if (!jobs.ok()) return ToGrpc(jobs.status());
+  const scheduler::Job* job = nullptr;
+  for (const scheduler::Job& j : *jobs)
+    if (j.id == req->job() || j.spec.key == req->job()) job = &j;
+  std::string key = job ? job->spec.key : req->job();
+  auto history = d_.migrator->HistoryOfJob(key);
+  if (history.ok()) {
+    for (const migration::MigrationRecord& r : *history)
+      out.push_back(absl::StrCat("migration ", r.id, ": ", migration::DirectionName(r.direction) == std::string("out")
+                                                               ? "moved out to "
+                                                               : "moved in from ",
+                                 r.peer, " in round ", r.round_id.empty() ? "(none)" : r.round_id, ", state ",
+                                 migration::MigrationStateName(r.state)));
+  }
+  if (!job) {
+    out.push_back(absl::StrCat("job ", req->job(), " is not queued or running at ", d_.config->site.id,
+                               history.ok() && !history->empty() ? " now" : " (unknown here)"));
+  } else {
+    out.push_back(absl::StrCat("job ", job->id, " (key ", key, ") is ", scheduler::JobStateName(job->state), " at ",
+                               d_.config->site.id));
+    if (job->pinned) out.push_back("it is pinned: it never moves");
+    else if (job->state == scheduler::JobState::kRunning) out.push_back("it is running: running jobs never move");
+    else if (job->state == scheduler::JobState::kHeld) out.push_back("it is held: held jobs do not move (a migration in flight or an operator hold)");
+    else if (d_.site->drained()) out.push_back("this site is drained: its pending jobs leave at the next round");
+    auto rep = d_.site->LastReport();
+    if (rep) {
+      out.push_back(absl::StrCat("in the last round (", rep->round_id, ") this site had ", rep->load_before,
+                                 " movable jobs and a quota of ", rep->quota, ": ",
+                                 rep->load_before > rep->quota
+                                     ? absl::StrCat(rep->load_before - rep->quota,
+                                                    " moved out, the most recently queued first")
+                                     : "none had to leave"));
+    } else {
+      out.push_back("no round has run at this site since it started");
+    }
+  }
+  reply->set_explanation(absl::StrJoin(out, "\n"));
+  return grpc::Status::OK;
+}
+
+grpc::Status AdminService::ForceRelease(grpc::ServerContext* ctx, const v1::ForceReleaseRequest* req,
+                                        v1::ForceReleaseReply* reply) {
+  if (auto st = CheckAdmin(ctx); !st.ok()) return st;
+  if (req->migration_id().empty() || req->migration_id().size() > kMaxIdLength)
+    return Invalid("migration_id: 1..200 characters");
+  if (auto st = d_.migrator->ForceRelease(req->migration_id()); !st.ok()) return ToGrpc(st);
+  reply->set_warning(
+      "released without an answer from the destination: if it had already submitted these jobs, they may now run "
+      "at both sites; check the destination's jobs for the keys listed by 'hyperfedctl migrations'");
+  Log(absl::StrCat(d_.config->site.id, ": operator forced the release of migration ", req->migration_id()));
+  return grpc::Status::OK;
+}
+
+}  // namespace hyperfed::server

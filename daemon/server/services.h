@@ -1,0 +1,79 @@
+#pragma once
+
+// The gRPC services: Peer (site to site) and Admin (operators). Handlers
+// check every field, check who is calling, and hand the request to the
+// site controller or the migrator; they hold no policy of their own.
+
+#include <memory>
+#include <string>
+
+#include <grpcpp/grpcpp.h>
+
+#include "config/config.h"
+#include "daemon/federation/site.h"
+#include "daemon/migration/migrator.h"
+#include "daemon/scheduler/adapter.h"
+#include "daemon/server/peer_client.h"
+#include "hyperfed/v1/hyperfed.grpc.pb.h"
+
+namespace hyperfed::server {
+
+// Everything the handlers reach. Not owned.
+struct ServiceDeps {
+  const config::Config* config = nullptr;
+  federation::Site* site = nullptr;
+  migration::Migrator* migrator = nullptr;
+  scheduler::SchedulerAdapter* adapter = nullptr;
+  GrpcPeers* peers = nullptr;
+  std::string admin_token;  // "" = none configured
+};
+
+class PeerService final : public v1::Peer::Service {
+ public:
+  explicit PeerService(ServiceDeps deps) : d_(deps) {}
+  grpc::Status RequestBalance(grpc::ServerContext* ctx, const v1::RequestBalanceRequest* req,
+                              v1::RequestBalanceReply* reply) override;
+  grpc::Status StartRound(grpc::ServerContext* ctx, const v1::StartRoundRequest* req,
+                          v1::StartRoundReply* reply) override;
+  grpc::Status Exchange(grpc::ServerContext* ctx, const v1::ExchangeRequest* req, v1::ExchangeReply* reply) override;
+  grpc::Status ReportRound(grpc::ServerContext* ctx, const v1::RoundReport* req, v1::ReportRoundReply* reply) override;
+  grpc::Status Transfer(grpc::ServerContext* ctx, const v1::TransferRequest* req, v1::TransferReply* reply) override;
+  grpc::Status Abort(grpc::ServerContext* ctx, const v1::AbortRequest* req, v1::AbortReply* reply) override;
+  grpc::Status Heartbeat(grpc::ServerContext* ctx, const v1::HeartbeatRequest* req,
+                         v1::HeartbeatReply* reply) override;
+
+ private:
+  // The calling site must be `claimed` (its certificate names it) and in the
+  // roster. With `insecure: true` only the roster is checked.
+  grpc::Status CheckPeer(grpc::ServerContext* ctx, const std::string& claimed) const;
+  ServiceDeps d_;
+};
+
+class AdminService final : public v1::Admin::Service {
+ public:
+  explicit AdminService(ServiceDeps deps) : d_(deps) {}
+  grpc::Status Status(grpc::ServerContext* ctx, const v1::StatusRequest* req, v1::StatusReply* reply) override;
+  grpc::Status Topology(grpc::ServerContext* ctx, const v1::TopologyRequest* req, v1::TopologyReply* reply) override;
+  grpc::Status Jobs(grpc::ServerContext* ctx, const v1::JobsRequest* req, v1::JobsReply* reply) override;
+  grpc::Status Migrations(grpc::ServerContext* ctx, const v1::MigrationsRequest* req,
+                          v1::MigrationsReply* reply) override;
+  grpc::Status Balance(grpc::ServerContext* ctx, const v1::BalanceRequest* req,
+                       grpc::ServerWriter<v1::RoundEvent>* writer) override;
+  grpc::Status Drain(grpc::ServerContext* ctx, const v1::DrainRequest* req, v1::DrainReply* reply) override;
+  grpc::Status Submit(grpc::ServerContext* ctx, const v1::SubmitRequest* req, v1::SubmitReply* reply) override;
+  grpc::Status ExplainJob(grpc::ServerContext* ctx, const v1::ExplainJobRequest* req,
+                          v1::ExplainJobReply* reply) override;
+  grpc::Status ForceRelease(grpc::ServerContext* ctx, const v1::ForceReleaseRequest* req,
+                            v1::ForceReleaseReply* reply) override;
+
+ private:
+  // A bearer token ("authorization: Bearer T") or a client certificate
+  // signed by the federation's CA.
+  grpc::Status CheckAdmin(grpc::ServerContext* ctx) const;
+  // The request names another site: forward it there (the call carries this
+  // site's certificate, which the other site's Admin accepts).
+  bool IsOther(const std::string& site) const { return !site.empty() && site != d_.config->site.id; }
+  ServiceDeps d_;
+};
+
+}  // namespace hyperfed::server
