@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <climits>
 #include <cmath>
 #include <cstring>
 #include <filesystem>
@@ -56,7 +57,7 @@ std::string Join(const char* const* begin, const char* const* end) {
 }
 
 size_t EditDistance(const std::string& a, const std::string& b) {
-  std::vector<size_t> prev(b.size() + 1), cur(b.size() + 1);
+  std::vector<size_t> prev2(b.size() + 1), prev(b.size() + 1), cur(b.size() + 1);
   for (size_t j = 0; j <= b.size(); ++j) prev[j] = j;
   for (size_t i = 1; i <= a.size(); ++i) {
     cur[0] = i;
@@ -66,7 +67,12 @@ size_t EditDistance(const std::string& a, const std::string& b) {
                                         ? 0
                                         : 1);
       cur[j] = std::min({prev[j] + 1, cur[j - 1] + 1, subst});
+      // A swap of neighbours ("kye") is one typo, not two.
+      if (i > 1 && j > 1 && a[i - 1] == b[j - 2] && a[i - 2] == b[j - 1]) {
+        cur[j] = std::min(cur[j], prev2[j - 2] + 1);
+      }
     }
+    prev2 = prev;
     std::swap(prev, cur);
   }
   return prev[b.size()];
@@ -303,7 +309,13 @@ std::vector<Issue> CheckRules(const Config& c) {
 
 std::string DisplayPath(const std::string& path) { return path.empty() ? "<config>" : path; }
 
-absl::Status JoinErrors(std::vector<std::string> errors) {
+// One message per line, in the file's order (line 0, "unknown", last).
+absl::Status JoinErrors(std::vector<std::pair<int, std::string>> numbered) {
+  std::stable_sort(numbered.begin(), numbered.end(), [](const auto& a, const auto& b) {
+    return (a.first == 0 ? INT_MAX : a.first) < (b.first == 0 ? INT_MAX : b.first);
+  });
+  std::vector<std::string> errors;
+  for (auto& [line, message] : numbered) errors.push_back(std::move(message));
   if (errors.size() > kMaxErrors) {
     size_t more = errors.size() - kMaxErrors;
     errors.resize(kMaxErrors);
@@ -318,13 +330,14 @@ class Parser {
  public:
   explicit Parser(std::string path) : path_(std::move(path)) {}
 
-  const std::vector<std::string>& errors() const { return errors_; }
+  const std::vector<std::pair<int, std::string>>& errors() const { return errors_; }
 
   void Error(int line, const std::string& key, const std::string& message) {
     if (line > 0) {
-      errors_.push_back(absl::StrCat(DisplayPath(path_), ":", line, ": ", key, ": ", message));
+      errors_.emplace_back(
+          line, absl::StrCat(DisplayPath(path_), ":", line, ": ", key, ": ", message));
     } else {
-      errors_.push_back(absl::StrCat(DisplayPath(path_), ": ", key, ": ", message));
+      errors_.emplace_back(0, absl::StrCat(DisplayPath(path_), ": ", key, ": ", message));
     }
   }
 
@@ -342,10 +355,11 @@ class Parser {
   void Parse(const YAML::Node& root, Config* c) {
     root_line_ = std::max(1, Line(root.Mark()));
     if (!root.IsMap()) {
-      errors_.push_back(absl::StrCat(DisplayPath(path_), ":", root_line_,
-                                     ": expected a mapping with the keys ",
-                                     Join(std::begin(kTopKeys), std::end(kTopKeys)),
-                                     root.IsNull() ? "; the document is empty" : ""));
+      errors_.emplace_back(root_line_,
+                           absl::StrCat(DisplayPath(path_), ":", root_line_,
+                                        ": expected a mapping with the keys ",
+                                        Join(std::begin(kTopKeys), std::end(kTopKeys)),
+                                        root.IsNull() ? "; the document is empty" : ""));
       return;
     }
     Fields top;
@@ -598,7 +612,7 @@ class Parser {
   }
 
   std::string path_;
-  std::vector<std::string> errors_;
+  std::vector<std::pair<int, std::string>> errors_;  // (line, message)
   std::map<std::string, int> lines_;  // key path -> 1-based line of its key
   int root_line_ = 1;
 };
@@ -660,10 +674,11 @@ absl::StatusOr<Config> ParseConfig(const std::string& yaml_text, const std::stri
   if (!parser.errors().empty()) return JoinErrors(parser.errors());
 
   ResolvePaths(path, &c);
-  std::vector<std::string> errors;
+  std::vector<std::pair<int, std::string>> errors;
   for (const Issue& issue : CheckRules(c)) {
-    errors.push_back(absl::StrCat(DisplayPath(path), ":", parser.LineOf(issue.key), ": ",
-                                  issue.key, ": ", issue.message));
+    int line = parser.LineOf(issue.key);
+    errors.emplace_back(line, absl::StrCat(DisplayPath(path), ":", line, ": ", issue.key, ": ",
+                                           issue.message));
   }
   if (!errors.empty()) return JoinErrors(std::move(errors));
   return c;
@@ -697,9 +712,9 @@ absl::StatusOr<Config> LoadConfig(const std::string& path) {
 }
 
 absl::Status Validate(const Config& c) {
-  std::vector<std::string> errors;
+  std::vector<std::pair<int, std::string>> errors;
   for (const Issue& issue : CheckRules(c)) {
-    errors.push_back(c.path.empty() ? absl::StrCat(issue.key, ": ", issue.message)
+    errors.emplace_back(0, c.path.empty() ? absl::StrCat(issue.key, ": ", issue.message)
                                     : absl::StrCat(c.path, ": ", issue.key, ": ", issue.message));
   }
   if (errors.empty()) return absl::OkStatus();
