@@ -16,7 +16,6 @@ namespace hyperfed::config {
 namespace {
 
 namespace fs = std::filesystem;
-using testing::ReadFile;
 using testing::TempDir;
 using testing::WriteFile;
 
