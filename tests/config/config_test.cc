@@ -1,0 +1,629 @@
+#include "config/config.h"
+
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <string>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_replace.h"
+#include "gtest/gtest.h"
+#include "tests/config/test_files.h"
+
+namespace hyperfed::config {
+namespace {
+
+namespace fs = std::filesystem;
+using testing::TempDir;
+using testing::WriteFile;
+
+// Every field set, none at its default. Line numbers matter: tests name them.
+constexpr char kFull[] =
+    R"(site: {id: site-a, label: 0, listen: "0.0.0.0:7001", advertise: "127.0.0.1:7001", metrics_listen: "127.0.0.1:9101"}
+roster:
+  - {id: site-a, label: 0, endpoint: "127.0.0.1:7001"}
+  - {id: site-b, label: 1, endpoint: "127.0.0.1:7002", cost: 3}
+  - {id: site-c, label: 2, endpoint: "127.0.0.1:7003"}
+capacity: {units: 64, speed: 1.5}
+balancer: {algorithm: improved-dem, interval: 45s, underload_threshold: 2, min_imbalance: 3, heartbeat_interval: 500ms, peer_timeout: 4s, step_timeout: 2m, max_batch: 250}
+scheduler: {adapter: slurm, options: {partition: batch, slots: 8}}
+state_dir: ./state/site-a
+security: {insecure: false, cert: certs/site-a.pem, key: certs/site-a-key.pem, ca: certs/ca.pem, admin_token_file: certs/admin-token}
+)";
+
+// Only what has no default.
+constexpr char kMinimal[] = R"(site: {id: solo, listen: "127.0.0.1:7001"}
+roster:
+  - {id: solo, label: 0, endpoint: "127.0.0.1:7001"}
+state_dir: /var/lib/hyperfed
+security: {insecure: true}
+)";
+
+::testing::AssertionResult ErrorContains(const absl::StatusOr<Config>& c,
+                                         const std::string& text) {
+  if (c.ok()) return ::testing::AssertionFailure() << "parsed, expected an error with: " << text;
+  if (c.status().code() != absl::StatusCode::kInvalidArgument) {
+    return ::testing::AssertionFailure() << "wrong code: " << c.status();
+  }
+  if (c.status().message().find(text) == std::string::npos) {
+    return ::testing::AssertionFailure() << "error\n  " << c.status().message()
+                                         << "\nlacks\n  " << text;
+  }
+  return ::testing::AssertionSuccess();
+}
+
+class ConfigTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    WriteFile(dir_ / "certs/site-a.pem", "cert\n");
+    WriteFile(dir_ / "certs/site-a-key.pem", "key\n");
+    WriteFile(dir_ / "certs/ca.pem", "ca\n");
+    WriteFile(dir_ / "certs/admin-token", "0123456789abcdef\n");
+  }
+
+  std::string Path() const { return dir_ / "site-a.yaml"; }
+
+  absl::StatusOr<Config> Parse(const std::string& yaml) { return ParseConfig(yaml, Path()); }
+
+  // kFull with `from` replaced by `to` (which must occur once).
+  absl::StatusOr<Config> ParseFullWith(const std::string& from, const std::string& to) {
+    std::string yaml = kFull;
+    EXPECT_NE(yaml.find(from), std::string::npos) << from;
+    EXPECT_EQ(yaml.find(from), yaml.rfind(from)) << from;
+    return Parse(absl::StrReplaceAll(yaml, {{from, to}}));
+  }
+
+  TempDir dir_;
+};
+
+TEST_F(ConfigTest, FullConfigParsesEveryField) {
+  WriteFile(Path(), kFull);
+  absl::StatusOr<Config> c = LoadConfig(Path());
+  ASSERT_TRUE(c.ok()) << c.status();
+  EXPECT_EQ(c->path, Path());
+  EXPECT_EQ(c->site.id, "site-a");
+  EXPECT_EQ(c->site.label, 0);
+  EXPECT_EQ(c->site.listen, "0.0.0.0:7001");
+  EXPECT_EQ(c->site.advertise, "127.0.0.1:7001");
+  EXPECT_EQ(c->site.metrics_listen, "127.0.0.1:9101");
+  ASSERT_EQ(c->roster.size(), 3u);
+  EXPECT_EQ(c->roster[1].id, "site-b");
+  EXPECT_EQ(c->roster[1].label, 1);
+  EXPECT_EQ(c->roster[1].endpoint, "127.0.0.1:7002");
+  EXPECT_EQ(c->roster[1].cost, 3);
+  EXPECT_EQ(c->roster[2].cost, 1);
+  EXPECT_FALSE(c->capacity.from_adapter);
+  EXPECT_EQ(c->capacity.units, 64);
+  EXPECT_DOUBLE_EQ(c->capacity.speed, 1.5);
+  EXPECT_EQ(c->balancer.algorithm, "improved-dem");
+  EXPECT_EQ(c->balancer.interval, absl::Seconds(45));
+  EXPECT_EQ(c->balancer.underload_threshold, 2);
+  EXPECT_EQ(c->balancer.min_imbalance, 3);
+  EXPECT_EQ(c->balancer.heartbeat_interval, absl::Milliseconds(500));
+  EXPECT_EQ(c->balancer.peer_timeout, absl::Seconds(4));
+  EXPECT_EQ(c->balancer.step_timeout, absl::Minutes(2));
+  EXPECT_EQ(c->balancer.max_batch, 250);
+  EXPECT_EQ(c->scheduler.adapter, "slurm");
+  EXPECT_EQ(c->scheduler.options,
+            (std::map<std::string, std::string>{{"partition", "batch"}, {"slots", "8"}}));
+  // Relative paths are taken from the config file's folder.
+  EXPECT_EQ(c->state_dir, dir_ / "state/site-a");
+  EXPECT_FALSE(c->security.insecure);
+  EXPECT_EQ(c->security.cert, dir_ / "certs/site-a.pem");
+  EXPECT_EQ(c->security.key, dir_ / "certs/site-a-key.pem");
+  EXPECT_EQ(c->security.ca, dir_ / "certs/ca.pem");
+  EXPECT_EQ(c->security.admin_token_file, dir_ / "certs/admin-token");
+  EXPECT_EQ(c->Dimension(), 2);
+  ASSERT_NE(c->FindSite("site-c"), nullptr);
+  EXPECT_EQ(c->FindSite("site-c")->label, 2);
+  EXPECT_EQ(c->FindSite("site-z"), nullptr);
+  ASSERT_NE(c->FindLabel(1), nullptr);
+  EXPECT_EQ(c->FindLabel(1)->id, "site-b");
+  EXPECT_EQ(c->FindLabel(3), nullptr);
+  EXPECT_TRUE(Validate(*c).ok());
+}
+
+TEST_F(ConfigTest, BlockStyleParsesLikeFlowStyle) {
+  absl::StatusOr<Config> c = Parse(R"(site:
+  id: site-a
+  listen: "127.0.0.1:7001"
+roster:
+  - id: site-a
+    label: 0
+    endpoint: "127.0.0.1:7001"
+  - id: site-b
+    label: 1
+    endpoint: "127.0.0.1:7002"
+capacity: from_adapter
+scheduler:
+  adapter: sim
+  options:
+    slots: 4
+state_dir: state
+security:
+  insecure: true
+)");
+  ASSERT_TRUE(c.ok()) << c.status();
+  EXPECT_EQ(c->roster.size(), 2u);
+  EXPECT_TRUE(c->capacity.from_adapter);
+  EXPECT_EQ(c->scheduler.options.at("slots"), "4");
+}
+
+TEST_F(ConfigTest, DefaultsAreThoseOfTheHeader) {
+  absl::StatusOr<Config> c = ParseConfig(kMinimal, "solo.yaml");
+  ASSERT_TRUE(c.ok()) << c.status();
+  const Config defaults;
+  EXPECT_EQ(c->site.label, 0);
+  EXPECT_EQ(c->site.advertise, "127.0.0.1:7001");  // advertise defaults to listen
+  EXPECT_EQ(c->site.metrics_listen, "");
+  EXPECT_EQ(c->roster[0].cost, 1);
+  EXPECT_TRUE(c->capacity.from_adapter);
+  EXPECT_DOUBLE_EQ(c->capacity.speed, 1.0);
+  EXPECT_EQ(c->balancer.algorithm, "exact");
+  EXPECT_EQ(c->balancer.interval, absl::Seconds(30));
+  EXPECT_EQ(c->balancer.underload_threshold, 0);
+  EXPECT_EQ(c->balancer.min_imbalance, 1);
+  EXPECT_EQ(c->balancer.heartbeat_interval, absl::Seconds(1));
+  EXPECT_EQ(c->balancer.peer_timeout, absl::Seconds(5));
+  EXPECT_EQ(c->balancer.step_timeout, absl::Seconds(10));
+  EXPECT_EQ(c->balancer.max_batch, 1000);
+  EXPECT_EQ(c->scheduler.adapter, "sim");
+  EXPECT_TRUE(c->scheduler.options.empty());
+  EXPECT_EQ(c->state_dir, "/var/lib/hyperfed");  // absolute: untouched
+  EXPECT_TRUE(c->security.insecure);
+  EXPECT_EQ(c->security.cert, "");
+  EXPECT_EQ(c->security.admin_token_file, "");
+  EXPECT_EQ(c->Dimension(), 0);
+  EXPECT_EQ(defaults.balancer.interval, c->balancer.interval);
+}
+
+TEST(ConfigDimensionTest, SmallestCubeHoldingEveryLabel) {
+  auto dimension = [](std::vector<int> labels) {
+    Config c;
+    for (int l : labels) c.roster.push_back({absl::StrCat("s", l), l, "h:1", 1});
+    return c.Dimension();
+  };
+  EXPECT_EQ(dimension({}), 0);
+  EXPECT_EQ(dimension({0}), 0);
+  EXPECT_EQ(dimension({0, 1}), 1);
+  EXPECT_EQ(dimension({0, 2}), 2);
+  EXPECT_EQ(dimension({0, 1, 2, 3}), 2);
+  EXPECT_EQ(dimension({0, 4}), 3);
+  EXPECT_EQ(dimension({7, 0, 5}), 3);
+  EXPECT_EQ(dimension({8}), 4);
+  EXPECT_EQ(dimension({(1 << 20) - 1}), 20);
+}
+
+// --- one test per rule: each names file:line and the key ------------------
+
+TEST_F(ConfigTest, SiteIdMustMatchPattern) {
+  auto c = ParseFullWith("site: {id: site-a,", "site: {id: \"site a\",");
+  EXPECT_TRUE(ErrorContains(c, "site-a.yaml:1: site.id: site id must be 1 to 64 characters"));
+  std::string long_id(65, 'x');
+  c = ParseFullWith("  - {id: site-c,", absl::StrCat("  - {id: ", long_id, ","));
+  EXPECT_TRUE(ErrorContains(c, absl::StrCat("site-a.yaml:5: roster[2].id: site id must be")));
+  c = ParseFullWith("  - {id: site-c,", "  - {id: site/c,");
+  EXPECT_TRUE(ErrorContains(c, "site-a.yaml:5: roster[2].id: site id must be 1 to 64 characters "
+                               "of [A-Za-z0-9._-], got \"site/c\""));
+}
+
+TEST_F(ConfigTest, LabelsMustBeInRange) {
+  auto c = ParseFullWith("id: site-b, label: 1,", "id: site-b, label: -1,");
+  EXPECT_TRUE(ErrorContains(c, "site-a.yaml:4: roster[1].label: label must be in 0..1048575, got -1"));
+  c = ParseFullWith("id: site-b, label: 1,", "id: site-b, label: 1048576,");
+  EXPECT_TRUE(ErrorContains(c, "site-a.yaml:4: roster[1].label: label must be in 0..1048575"));
+  c = ParseFullWith("id: site-b, label: 1,", "id: site-b, label: 1048575,");
+  EXPECT_TRUE(c.ok()) << c.status();
+  EXPECT_EQ(c->Dimension(), 20);
+  c = ParseFullWith("id: site-b, label: 1,", "id: site-b, label: one,");
+  EXPECT_TRUE(ErrorContains(c, "site-a.yaml:4: roster[1].label: expected an integer, got \"one\""));
+}
+
+TEST_F(ConfigTest, LabelsMustBeUnique) {
+  auto c = ParseFullWith("id: site-c, label: 2,", "id: site-c, label: 1,");
+  EXPECT_TRUE(ErrorContains(
+      c, "site-a.yaml:5: roster[2].label: duplicate label 1 (also roster[1], \"site-b\")"));
+}
+
+TEST_F(ConfigTest, IdsMustBeUnique) {
+  auto c = ParseFullWith("id: site-c, label: 2,", "id: site-b, label: 2,");
+  EXPECT_TRUE(ErrorContains(c, "site-a.yaml:5: roster[2].id: duplicate site id \"site-b\""));
+}
+
+TEST_F(ConfigTest, EndpointsMustBeHostPort) {
+  auto c = ParseFullWith("\"127.0.0.1:7003\"", "\"localhost\"");
+  EXPECT_TRUE(ErrorContains(c, "site-a.yaml:5: roster[2].endpoint: expected host:port, got \"localhost\""));
+  c = ParseFullWith("\"127.0.0.1:7003\"", "\"127.0.0.1:0\"");
+  EXPECT_TRUE(ErrorContains(c, "site-a.yaml:5: roster[2].endpoint: port 0 is out of range 1..65535"));
+  c = ParseFullWith("\"127.0.0.1:7003\"", "\"127.0.0.1:65536\"");
+  EXPECT_TRUE(ErrorContains(c, "site-a.yaml:5: roster[2].endpoint: port 65536 is out of range"));
+  c = ParseFullWith("\"127.0.0.1:7003\"", "\"127.0.0.1:http\"");
+  EXPECT_TRUE(ErrorContains(c, "site-a.yaml:5: roster[2].endpoint: port must be a number"));
+  c = ParseFullWith("\"127.0.0.1:7003\"", "\":7003\"");
+  EXPECT_TRUE(ErrorContains(c, "site-a.yaml:5: roster[2].endpoint: expected host:port"));
+  c = ParseFullWith("\"127.0.0.1:7003\"", "\"::1:7003\"");
+  EXPECT_TRUE(ErrorContains(c, "site-a.yaml:5: roster[2].endpoint: expected host:port"));
+  c = ParseFullWith("\"127.0.0.1:7003\"", "\"[::1]:7003\"");
+  EXPECT_TRUE(c.ok()) << c.status();
+  c = ParseFullWith("\"127.0.0.1:7003\"", "\"node-3.example.org:65535\"");
+  EXPECT_TRUE(c.ok()) << c.status();
+  c = ParseFullWith("\"127.0.0.1:7003\"", "\"127.0.0.1:7002\"");
+  EXPECT_TRUE(ErrorContains(c, "site-a.yaml:5: roster[2].endpoint: duplicate endpoint"));
+  c = ParseFullWith("metrics_listen: \"127.0.0.1:9101\"", "metrics_listen: \"9101\"");
+  EXPECT_TRUE(ErrorContains(c, "site-a.yaml:1: site.metrics_listen: expected host:port"));
+}
+
+TEST_F(ConfigTest, BindAddressesMayUsePortZero) {
+  // The kernel picks the port; tests rely on it. Peers still need a real one.
+  auto c = ParseFullWith("listen: \"0.0.0.0:7001\"", "listen: \"127.0.0.1:0\"");
+  EXPECT_TRUE(c.ok()) << c.status();
+  c = ParseFullWith("advertise: \"127.0.0.1:7001\"", "advertise: \"127.0.0.1:0\"");
+  EXPECT_TRUE(ErrorContains(c, "site-a.yaml:1: site.advertise: port 0 is out of range 1..65535"));
+}
+
+TEST_F(ConfigTest, SiteMustBeInRosterWithItsLabelAndEndpoint) {
+  auto c = ParseFullWith("  - {id: site-a, label: 0, endpoint: \"127.0.0.1:7001\"}\n", "");
+  EXPECT_TRUE(ErrorContains(c, "site-a.yaml:2: roster: this site \"site-a\" (site.id) is not in the roster"));
+  c = ParseFullWith("id: site-a, label: 0, endpoint", "id: site-a, label: 5, endpoint");
+  EXPECT_TRUE(ErrorContains(c, "site-a.yaml:3: roster[0].label: this site has label 5 in the "
+                               "roster but site.label is 0"));
+  c = ParseFullWith("endpoint: \"127.0.0.1:7001\"", "endpoint: \"127.0.0.1:7009\"");
+  EXPECT_TRUE(ErrorContains(c, "site-a.yaml:3: roster[0].endpoint: this site's roster endpoint "
+                               "\"127.0.0.1:7009\" must equal site.advertise"));
+  // The listen address is accepted too, when it is dialable.
+  c = ParseFullWith("listen: \"0.0.0.0:7001\", advertise: \"127.0.0.1:7001\"",
+                    "listen: \"127.0.0.1:7001\", advertise: \"site-a.example:7001\"");
+  EXPECT_TRUE(c.ok()) << c.status();
+}
+
+TEST_F(ConfigTest, RosterMustBeAListOfSites) {
+  auto c = Parse(R"(site: {id: a, listen: "127.0.0.1:1"}
+roster: []
+state_dir: s
+security: {insecure: true}
+)");
+  EXPECT_TRUE(ErrorContains(c, "site-a.yaml:2: roster: must list every site"));
+  c = Parse(R"(site: {id: a, listen: "127.0.0.1:1"}
+roster: {id: a}
+state_dir: s
+security: {insecure: true}
+)");
+  EXPECT_TRUE(ErrorContains(c, "site-a.yaml:2: roster: expected a list"));
+  c = Parse(R"(site: {id: a, listen: "127.0.0.1:1"}
+roster:
+  - {id: a, label: 0, endpoint: "127.0.0.1:1"}
+  - {id: b, endpoint: "127.0.0.1:2"}
+  - just-a-name
+state_dir: s
+security: {insecure: true}
+)");
+  EXPECT_TRUE(ErrorContains(c, "site-a.yaml:4: roster[1].label: required key is missing"));
+  EXPECT_TRUE(ErrorContains(c, "site-a.yaml:5: roster[2]: expected a mapping"));
+}
+
+TEST_F(ConfigTest, AlgorithmMustBeKnown) {
+  for (const char* ok : {"exact", "improved-dem", "mcwa"}) {
+    auto c = ParseFullWith("algorithm: improved-dem", absl::StrCat("algorithm: ", ok));
+    EXPECT_TRUE(c.ok()) << ok << ": " << c.status();
+  }
+  auto c = ParseFullWith("algorithm: improved-dem", "algorithm: dem");
+  EXPECT_TRUE(ErrorContains(c, "site-a.yaml:7: balancer.algorithm: unknown algorithm \"dem\"; "
+                               "expected one of exact, improved-dem, mcwa"));
+}
+
+TEST_F(ConfigTest, DurationsAreCheckedAndNamed) {
+  auto c = ParseFullWith("interval: 45s", "interval: -1s");
+  EXPECT_TRUE(ErrorContains(c, "site-a.yaml:7: balancer.interval: must be >= 0, got -1s"));
+  c = ParseFullWith("interval: 45s", "interval: 0");
+  EXPECT_TRUE(c.ok()) << c.status();
+  EXPECT_EQ(c->balancer.interval, absl::ZeroDuration());
+  c = ParseFullWith("interval: 45s", "interval: 30");
+  EXPECT_TRUE(ErrorContains(c, "site-a.yaml:7: balancer.interval: expected a duration like "
+                               "\"30s\", \"500ms\" or \"2m\", got \"30\""));
+  c = ParseFullWith("interval: 45s", "interval: inf");
+  EXPECT_TRUE(ErrorContains(c, "site-a.yaml:7: balancer.interval: must be finite"));
+  c = ParseFullWith("heartbeat_interval: 500ms", "heartbeat_interval: 0s");
+  EXPECT_TRUE(ErrorContains(c, "site-a.yaml:7: balancer.heartbeat_interval: must be > 0"));
+  c = ParseFullWith("peer_timeout: 4s", "peer_timeout: 500ms");
+  EXPECT_TRUE(ErrorContains(c, "site-a.yaml:7: balancer.peer_timeout: must be longer than "
+                               "heartbeat_interval (500ms), got 500ms"));
+  c = ParseFullWith("step_timeout: 2m", "step_timeout: 0s");
+  EXPECT_TRUE(ErrorContains(c, "site-a.yaml:7: balancer.step_timeout: must be > 0"));
+  c = ParseFullWith("step_timeout: 2m", "step_timeout: [1s]");
+  EXPECT_TRUE(ErrorContains(c, "site-a.yaml:7: balancer.step_timeout: expected a duration, got a list"));
+}
+
+TEST_F(ConfigTest, CountsMustNotBeNegative) {
+  auto c = ParseFullWith("underload_threshold: 2", "underload_threshold: -2");
+  EXPECT_TRUE(ErrorContains(c, "site-a.yaml:7: balancer.underload_threshold: must be >= 0"));
+  c = ParseFullWith("min_imbalance: 3", "min_imbalance: -1");
+  EXPECT_TRUE(ErrorContains(c, "site-a.yaml:7: balancer.min_imbalance: must be >= 0"));
+  c = ParseFullWith("cost: 3", "cost: -3");
+  EXPECT_TRUE(ErrorContains(c, "site-a.yaml:4: roster[1].cost: cost must be >= 0, got -3"));
+}
+
+TEST_F(ConfigTest, MaxBatchIsBounded) {
+  auto c = ParseFullWith("max_batch: 250", "max_batch: 0");
+  EXPECT_TRUE(ErrorContains(c, "site-a.yaml:7: balancer.max_batch: must be in 1..100000, got 0"));
+  c = ParseFullWith("max_batch: 250", "max_batch: 100001");
+  EXPECT_TRUE(ErrorContains(c, "site-a.yaml:7: balancer.max_batch: must be in 1..100000, got 100001"));
+  c = ParseFullWith("max_batch: 250", "max_batch: 100000");
+  EXPECT_TRUE(c.ok()) << c.status();
+  c = ParseFullWith("max_batch: 250", "max_batch: 2.5");
+  EXPECT_TRUE(ErrorContains(c, "site-a.yaml:7: balancer.max_batch: expected an integer, got \"2.5\""));
+}
+
+TEST_F(ConfigTest, CapacityMustBePositive) {
+  auto c = ParseFullWith("capacity: {units: 64, speed: 1.5}", "capacity: {units: 0, speed: 1.5}");
+  EXPECT_TRUE(ErrorContains(c, "site-a.yaml:6: capacity.units: units must be > 0, got 0"));
+  c = ParseFullWith("capacity: {units: 64, speed: 1.5}", "capacity: {units: 64, speed: 0}");
+  EXPECT_TRUE(ErrorContains(c, "site-a.yaml:6: capacity.speed: speed must be a finite number > 0"));
+  c = ParseFullWith("capacity: {units: 64, speed: 1.5}", "capacity: {units: 64, speed: fast}");
+  EXPECT_TRUE(ErrorContains(c, "site-a.yaml:6: capacity.speed: expected a number, got \"fast\""));
+  c = ParseFullWith("capacity: {units: 64, speed: 1.5}", "capacity: {speed: 2}");
+  EXPECT_TRUE(ErrorContains(c, "site-a.yaml:6: capacity.units: required key is missing"));
+  c = ParseFullWith("capacity: {units: 64, speed: 1.5}", "capacity: from_scheduler");
+  EXPECT_TRUE(ErrorContains(c, "site-a.yaml:6: capacity: expected \"from_adapter\" or {units: N, "
+                               "speed: X}, got \"from_scheduler\""));
+  c = ParseFullWith("capacity: {units: 64, speed: 1.5}", "capacity: {units: 64}");
+  ASSERT_TRUE(c.ok()) << c.status();
+  EXPECT_DOUBLE_EQ(c->capacity.speed, 1.0);
+}
+
+TEST_F(ConfigTest, SchedulerAdapterMustBeNamed) {
+  auto c = ParseFullWith("adapter: slurm", "adapter: \"\"");
+  EXPECT_TRUE(ErrorContains(c, "site-a.yaml:8: scheduler.adapter: must name an adapter"));
+  c = ParseFullWith("options: {partition: batch, slots: 8}", "options: {partition: [a, b]}");
+  EXPECT_TRUE(ErrorContains(c, "site-a.yaml:8: scheduler.options.partition: expected a scalar value, got a list"));
+  c = ParseFullWith("options: {partition: batch, slots: 8}", "options: [a]");
+  EXPECT_TRUE(ErrorContains(c, "site-a.yaml:8: scheduler.options: expected a mapping"));
+}
+
+TEST_F(ConfigTest, StateDirIsRequired) {
+  auto c = ParseFullWith("state_dir: ./state/site-a\n", "");
+  EXPECT_TRUE(ErrorContains(c, "site-a.yaml:1: state_dir: required key is missing"));
+  c = ParseFullWith("state_dir: ./state/site-a", "state_dir: \"\"");
+  EXPECT_TRUE(ErrorContains(c, "site-a.yaml:9: state_dir: is required"));
+}
+
+TEST_F(ConfigTest, SiteAndListenAreRequired) {
+  auto c = Parse("roster: [{id: a, label: 0, endpoint: \"h:1\"}]\nstate_dir: s\n");
+  EXPECT_TRUE(ErrorContains(c, "site-a.yaml:1: site: required key is missing"));
+  c = ParseFullWith("listen: \"0.0.0.0:7001\", ", "");
+  EXPECT_TRUE(ErrorContains(c, "site-a.yaml:1: site.listen: required key is missing"));
+  c = Parse("site: site-a\nroster: [{id: a, label: 0, endpoint: \"h:1\"}]\nstate_dir: s\n");
+  EXPECT_TRUE(ErrorContains(c, "site-a.yaml:1: site: expected a mapping with the keys id, label"));
+}
+
+TEST_F(ConfigTest, CertificatesRequiredUnlessInsecure) {
+  auto c = ParseFullWith("cert: certs/site-a.pem, ", "");
+  EXPECT_TRUE(ErrorContains(c, "site-a.yaml:10: security.cert: is required unless security.insecure is true"));
+  c = ParseFullWith("key: certs/site-a-key.pem, ", "");
+  EXPECT_TRUE(ErrorContains(c, "site-a.yaml:10: security.key: is required"));
+  c = ParseFullWith("ca: certs/ca.pem, ", "");
+  EXPECT_TRUE(ErrorContains(c, "site-a.yaml:10: security.ca: is required"));
+  // No security section at all means TLS, so the files are missing.
+  c = ParseFullWith(
+      "security: {insecure: false, cert: certs/site-a.pem, key: certs/site-a-key.pem, ca: "
+      "certs/ca.pem, admin_token_file: certs/admin-token}\n",
+      "");
+  EXPECT_TRUE(ErrorContains(c, ": security.cert: is required"));
+  c = ParseFullWith(
+      "security: {insecure: false, cert: certs/site-a.pem, key: certs/site-a-key.pem, ca: "
+      "certs/ca.pem, admin_token_file: certs/admin-token}",
+      "security: {insecure: true}");
+  EXPECT_TRUE(c.ok()) << c.status();
+  c = ParseFullWith("insecure: false", "insecure: maybe");
+  EXPECT_TRUE(ErrorContains(c, "site-a.yaml:10: security.insecure: expected true or false, got \"maybe\""));
+}
+
+TEST_F(ConfigTest, CertificateFilesMustExist) {
+  auto c = ParseFullWith("ca: certs/ca.pem", "ca: certs/other-ca.pem");
+  EXPECT_TRUE(ErrorContains(c, absl::StrCat("site-a.yaml:10: security.ca: \"", dir_.path(),
+                                            "/certs/other-ca.pem\" does not exist")));
+  c = ParseFullWith("cert: certs/site-a.pem", "cert: certs");
+  EXPECT_TRUE(ErrorContains(c, "site-a.yaml:10: security.cert: \"" + dir_.path() +
+                                   "/certs\" is not a regular file"));
+  c = ParseFullWith("key: certs/site-a-key.pem", absl::StrCat("key: ", dir_.path(), "/certs/site-a-key.pem"));
+  EXPECT_TRUE(c.ok()) << c.status();  // absolute paths work too
+}
+
+TEST_F(ConfigTest, UnreadableKeyIsAnError) {
+  if (geteuid() == 0) GTEST_SKIP() << "running as root: every file is readable";
+  ASSERT_EQ(chmod((dir_ / "certs/site-a-key.pem").c_str(), 0), 0);
+  auto c = Parse(kFull);
+  EXPECT_TRUE(ErrorContains(c, "site-a.yaml:10: security.key: \"" + dir_.path() +
+                                   "/certs/site-a-key.pem\" is not readable"));
+}
+
+TEST_F(ConfigTest, AdminTokenFileMustExistAndHoldAToken) {
+  auto c = ParseFullWith("admin_token_file: certs/admin-token", "admin_token_file: certs/nothing");
+  EXPECT_TRUE(ErrorContains(c, "site-a.yaml:10: security.admin_token_file: \"" + dir_.path() +
+                                   "/certs/nothing\" does not exist"));
+  WriteFile(dir_ / "certs/blank", " \n\t\n");
+  c = ParseFullWith("admin_token_file: certs/admin-token", "admin_token_file: certs/blank");
+  EXPECT_TRUE(ErrorContains(c, "site-a.yaml:10: security.admin_token_file: \"" + dir_.path() +
+                                   "/certs/blank\" is empty"));
+  // Optional, and checked in insecure mode too.
+  c = ParseFullWith(", admin_token_file: certs/admin-token", "");
+  EXPECT_TRUE(c.ok()) << c.status();
+  c = ParseFullWith("insecure: false, cert: certs/site-a.pem, key: certs/site-a-key.pem, ca: certs/ca.pem",
+                    "insecure: true");
+  ASSERT_TRUE(c.ok()) << c.status();
+  c = ParseFullWith("insecure: false, cert: certs/site-a.pem, key: certs/site-a-key.pem, ca: "
+                    "certs/ca.pem, admin_token_file: certs/admin-token",
+                    "insecure: true, admin_token_file: certs/blank");
+  EXPECT_TRUE(ErrorContains(c, "security.admin_token_file: \"" + dir_.path() + "/certs/blank\" is empty"));
+}
+
+TEST_F(ConfigTest, RelativePathsFollowTheConfigFile) {
+  // Loaded through a path with a folder of its own, relative paths land there,
+  // whatever the working directory.
+  WriteFile(dir_ / "sub/certs/site-a.pem", "c");
+  WriteFile(dir_ / "sub/certs/site-a-key.pem", "k");
+  WriteFile(dir_ / "sub/certs/ca.pem", "a");
+  WriteFile(dir_ / "sub/certs/admin-token", "t");
+  WriteFile(dir_ / "sub/site-a.yaml", kFull);
+  absl::StatusOr<Config> c = LoadConfig(dir_ / "sub/site-a.yaml");
+  ASSERT_TRUE(c.ok()) << c.status();
+  EXPECT_EQ(c->security.ca, dir_ / "sub/certs/ca.pem");
+  EXPECT_EQ(c->state_dir, dir_ / "sub/state/site-a");
+}
+
+// --- YAML-level errors ------------------------------------------------------
+
+TEST_F(ConfigTest, SyntaxErrorNamesFileAndLine) {
+  std::string yaml = kFull;
+  yaml = absl::StrReplaceAll(yaml, {{"  - {id: site-b, label: 1,", "  - {id: site-b, label: [1,"}});
+  auto c = Parse(yaml);
+  ASSERT_FALSE(c.ok());
+  EXPECT_TRUE(ErrorContains(c, "site-a.yaml:"));
+  EXPECT_TRUE(ErrorContains(c, "YAML syntax error"));
+  c = Parse("site:\n  id: a\n   listen: x\n");
+  EXPECT_TRUE(ErrorContains(c, "site-a.yaml:3: YAML syntax error: illegal map value"));
+  c = Parse("site: {id: a\nroster: []\n");
+  EXPECT_TRUE(ErrorContains(c, "site-a.yaml:2: YAML syntax error: end of map flow not found"));
+}
+
+TEST_F(ConfigTest, UnknownKeysAreErrorsWithSuggestions) {
+  auto c = ParseFullWith("interval: 45s", "intervall: 45s");
+  EXPECT_TRUE(ErrorContains(c, "site-a.yaml:7: balancer.intervall: unknown key; did you mean \"interval\"?"));
+  c = ParseFullWith("state_dir:", "sate_dir:");
+  EXPECT_TRUE(ErrorContains(c, "site-a.yaml:9: sate_dir: unknown key; did you mean \"state_dir\"?"));
+  c = ParseFullWith("key: certs/site-a-key.pem", "kye: certs/site-a-key.pem");
+  EXPECT_TRUE(ErrorContains(c, "site-a.yaml:10: security.kye: unknown key; did you mean \"key\"?"));
+  c = ParseFullWith("cost: 3", "colour: blue");
+  EXPECT_TRUE(ErrorContains(c, "site-a.yaml:4: roster[1].colour: unknown key (expected one of id, "
+                               "label, endpoint, cost)"));
+  c = Parse(std::string(kFull) + "frobnicate: 1\n");
+  EXPECT_TRUE(ErrorContains(c, "site-a.yaml:11: frobnicate: unknown key (expected one of"));
+}
+
+TEST_F(ConfigTest, RepeatedKeysAreErrors) {
+  auto c = ParseFullWith("cost: 3", "cost: 3, cost: 4");
+  EXPECT_TRUE(ErrorContains(c, "site-a.yaml:4: roster[1].cost: duplicate key (first on line 4)"));
+}
+
+TEST_F(ConfigTest, EveryErrorIsReportedInFileOrder) {
+  std::string yaml = absl::StrReplaceAll(
+      kFull, {{"endpoint: \"127.0.0.1:7003\"", "endpoint: \"nowhere\""},
+              {"max_batch: 250", "max_batch: 0"}});
+  auto c = Parse(yaml);
+  ASSERT_FALSE(c.ok());
+  std::string m(c.status().message());
+  size_t first = m.find("site-a.yaml:5: roster[2].endpoint");
+  size_t second = m.find("site-a.yaml:7: balancer.max_batch");
+  ASSERT_NE(first, std::string::npos) << m;
+  ASSERT_NE(second, std::string::npos) << m;
+  EXPECT_LT(first, second);
+}
+
+TEST_F(ConfigTest, EmptyOrScalarDocumentIsAnError) {
+  EXPECT_TRUE(ErrorContains(Parse(""), "site-a.yaml:1: expected a mapping with the keys site, roster"));
+  EXPECT_TRUE(ErrorContains(Parse("just text\n"), "site-a.yaml:1: expected a mapping"));
+}
+
+// --- LoadConfig and Validate -----------------------------------------------
+
+TEST_F(ConfigTest, LoadConfigOfMissingFileIsNotFound) {
+  absl::StatusOr<Config> c = LoadConfig(dir_ / "absent.yaml");
+  ASSERT_FALSE(c.ok());
+  EXPECT_EQ(c.status().code(), absl::StatusCode::kNotFound);
+  EXPECT_NE(c.status().message().find("absent.yaml"), std::string::npos) << c.status();
+  c = LoadConfig(dir_.path());
+  EXPECT_FALSE(c.ok());
+}
+
+TEST_F(ConfigTest, LoadConfigReportsLinesOfTheFile) {
+  WriteFile(Path(), absl::StrReplaceAll(kFull, {{"\"127.0.0.1:7002\"", "\"localhost\""}}));
+  EXPECT_TRUE(ErrorContains(LoadConfig(Path()),
+                            Path() + ":4: roster[1].endpoint: expected host:port, got \"localhost\""));
+}
+
+TEST(ConfigValidateTest, NamesKeysWithoutLines) {
+  Config c;
+  c.path = "built.yaml";
+  c.site = {"a", 0, "127.0.0.1:7001", "127.0.0.1:7001", ""};
+  c.roster = {{"a", 0, "127.0.0.1:7001", 1}, {"b", 1, "127.0.0.1:7002", 1}};
+  c.state_dir = "/tmp/state";
+  c.security.insecure = true;
+  EXPECT_TRUE(Validate(c).ok()) << Validate(c);
+
+  c.roster[1].endpoint = "localhost";
+  c.balancer.algorithm = "fastest";
+  absl::Status s = Validate(c);
+  ASSERT_FALSE(s.ok());
+  EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument);
+  std::string m(s.message());
+  EXPECT_NE(m.find("built.yaml: roster[1].endpoint: expected host:port, got \"localhost\""),
+            std::string::npos) << m;
+  EXPECT_NE(m.find("built.yaml: balancer.algorithm: unknown algorithm \"fastest\""),
+            std::string::npos) << m;
+}
+
+// --- the shipped examples ----------------------------------------------------
+
+// Copies config/examples (as committed, or with certs/ if someone made them)
+// into `dir`.
+void CopyExamples(const std::string& dir) {
+  fs::path examples = testing::SourceDir() / "config/examples";
+  ASSERT_TRUE(fs::is_directory(examples)) << examples;
+  fs::copy(examples, dir, fs::copy_options::recursive | fs::copy_options::overwrite_existing);
+}
+
+std::vector<std::string> SiteNames(int n) {
+  std::vector<std::string> names;
+  for (int i = 0; i < n; ++i) names.push_back(std::string("site-") + char('a' + i));
+  return names;
+}
+
+TEST(ConfigExamplesTest, AllExamplesValidateWithCertificatesInPlace) {
+  TempDir dir;
+  CopyExamples(dir.path());
+  // Placeholders where gen-certs would write: validation checks that the
+  // files exist and are readable, not what they hold (gen_certs_test does).
+  for (int n : {4, 8}) {
+    std::string certs = dir / absl::StrCat("federation-", n, "/certs");
+    WriteFile(certs + "/ca.pem", "placeholder");
+    WriteFile(certs + "/admin-token", "token");
+    for (const std::string& id : SiteNames(n)) {
+      WriteFile(certs + "/" + id + ".pem", "placeholder");
+      WriteFile(certs + "/" + id + "-key.pem", "placeholder");
+    }
+    for (int i = 0; i < n; ++i) {
+      std::string id = SiteNames(n)[i];
+      std::string path = dir / absl::StrCat("federation-", n, "/", id, ".yaml");
+      absl::StatusOr<Config> c = LoadConfig(path);
+      ASSERT_TRUE(c.ok()) << path << ": " << c.status();
+      EXPECT_EQ(c->site.id, id);
+      EXPECT_EQ(c->site.label, i);
+      EXPECT_EQ(c->roster.size(), static_cast<size_t>(n));
+      EXPECT_EQ(c->Dimension(), n == 4 ? 2 : 3);
+      EXPECT_EQ(c->site.listen, absl::StrCat("127.0.0.1:", (n == 4 ? 7101 : 7201) + i));
+      EXPECT_FALSE(c->security.insecure);
+      EXPECT_EQ(c->security.cert, certs + "/" + id + ".pem");
+    }
+  }
+  absl::StatusOr<Config> demo = LoadConfig(dir / "demo-insecure.yaml");
+  ASSERT_TRUE(demo.ok()) << demo.status();
+  EXPECT_TRUE(demo->security.insecure);
+  EXPECT_EQ(demo->Dimension(), 0);
+}
+
+TEST(ConfigExamplesTest, FederationExampleWithoutCertificatesNamesTheMissingFile) {
+  TempDir dir;
+  CopyExamples(dir.path());
+  fs::remove_all(dir / "federation-4/certs");
+  absl::StatusOr<Config> c = LoadConfig(dir / "federation-4/site-a.yaml");
+  ASSERT_FALSE(c.ok());
+  std::string m(c.status().message());
+  EXPECT_NE(m.find("site-a.yaml:14: security.cert: \"" + dir.path() +
+                   "/federation-4/certs/site-a.pem\" does not exist"),
+            std::string::npos)
+      << m;
+}
+
+}  // namespace
+}  // namespace hyperfed::config
