@@ -1,0 +1,214 @@
+#include "tests/integration/federation_harness.h"
+
+#include <netinet/in.h>
+#include <signal.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <thread>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/strip.h"
+
+namespace hyperfed::testing {
+namespace {
+
+int FreePort() {
+  int fd = socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  a.sin_port = 0;
+  bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a);
+  socklen_t len = sizeof a;
+  getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len);
+  int port = ntohs(a.sin_port);
+  close(fd);
+  return port;
+}
+
+std::string ReadFile(const std::string& p) {
+  std::ifstream in(p);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+}  // namespace
+
+std::string HyperfeddPath() { return HYPERFEDD_PATH; }
+std::string HyperfedctlPath() { return HYPERFEDCTL_PATH; }
+std::string SourceDir() { return HYPERFED_SOURCE_DIR; }
+
+absl::StatusOr<std::unique_ptr<TestFederation>> TestFederation::Start(const FederationOptions& o) {
+  std::unique_ptr<TestFederation> f(new TestFederation);
+  f->opts_ = o;
+  char tmpl[] = "/tmp/hyperfed-fed-XXXXXX";
+  if (!mkdtemp(tmpl)) return absl::InternalError("mkdtemp failed");
+  f->dir_ = tmpl;
+  std::string ids;
+  for (int i = 0; i < o.sites; ++i) absl::StrAppend(&ids, " site-", i);
+  const std::string gen = absl::StrCat("bash ", SourceDir(), "/scripts/gen-certs ", f->dir_, "/certs", ids,
+                                       " >/dev/null 2>", f->dir_, "/gen-certs.log");
+  if (std::system(gen.c_str()) != 0) return absl::InternalError("scripts/gen-certs failed: " + ReadFile(f->dir_ + "/gen-certs.log"));
+  f->token_ = std::string(absl::StripAsciiWhitespace(ReadFile(f->dir_ + "/certs/admin-token")));
+  f->sites_.resize(o.sites);
+  for (auto& s : f->sites_) s.port = FreePort();
+  std::string roster;
+  for (int i = 0; i < o.sites; ++i)
+    absl::StrAppend(&roster, "  - {id: site-", i, ", label: ", i, ", endpoint: \"127.0.0.1:", f->sites_[i].port, "\"}\n");
+  for (int i = 0; i < o.sites; ++i) {
+    const int slots = i < static_cast<int>(o.slots.size()) ? o.slots[i] : 4;
+    std::ofstream c(f->ConfigPath(i));
+    c << "site: {id: site-" << i << ", label: " << i << ", listen: \"127.0.0.1:" << f->sites_[i].port << "\"}\n"
+      << "roster:\n"
+      << roster << "capacity: from_adapter\n"
+      << "balancer: {algorithm: " << o.algorithm << ", interval: 0s, heartbeat_interval: " << o.heartbeat
+      << ", peer_timeout: " << o.peer_timeout << ", step_timeout: " << o.step_timeout << ", max_batch: " << o.max_batch
+      << "}\n"
+      << "scheduler: {adapter: sim, options: {slots: \"" << slots << "\", time_scale: \"1\"}}\n"
+      << "state_dir: state/site-" << i << "\n";
+    if (o.insecure) {
+      c << "security: {insecure: true, admin_token_file: certs/admin-token}\n";
+    } else {
+      c << "security: {cert: certs/site-" << i << ".pem, key: certs/site-" << i
+        << "-key.pem, ca: certs/ca.pem, admin_token_file: certs/admin-token}\n";
+    }
+  }
+  for (int i = 0; i < o.sites; ++i)
+    if (auto st = f->StartSite(i); !st.ok()) return st;
+  if (auto st = f->WaitHealthy(absl::Seconds(30)); !st.ok()) return st;
+  return f;
+}
+
+TestFederation::~TestFederation() {
+  for (int i = 0; i < size(); ++i) Stop(i);
+  if (std::getenv("HYPERFED_KEEP_TEST_DIR") == nullptr) {
+    std::error_code ec;
+    std::filesystem::remove_all(dir_, ec);
+  }
+}
+
+std::string TestFederation::Endpoint(int i) const { return absl::StrCat("127.0.0.1:", sites_[i].port); }
+std::string TestFederation::ConfigPath(int i) const { return absl::StrCat(dir_, "/site-", i, ".yaml"); }
+
+absl::Status TestFederation::StartSite(int i, const std::map<std::string, std::string>& env) {
+  if (Running(i)) return absl::FailedPreconditionError("already running");
+  const std::string log = absl::StrCat(dir_, "/site-", i, ".log");
+  const std::string bin = HyperfeddPath(), cfg = ConfigPath(i);
+  pid_t pid = fork();
+  if (pid < 0) return absl::InternalError("fork failed");
+  if (pid == 0) {
+    FILE* out = freopen(log.c_str(), "a", stderr);
+    (void)out;
+    dup2(fileno(stderr), fileno(stdout));
+    unsetenv("HYPERFED_CRASH_AT");
+    for (const auto& [k, v] : env) setenv(k.c_str(), v.c_str(), 1);
+    execl(bin.c_str(), bin.c_str(), "--config", cfg.c_str(), static_cast<char*>(nullptr));
+    _exit(127);
+  }
+  sites_[i].pid = pid;
+  return absl::OkStatus();
+}
+
+bool TestFederation::Running(int i) {
+  if (sites_[i].pid <= 0) return false;
+  int st;
+  if (waitpid(sites_[i].pid, &st, WNOHANG) == sites_[i].pid) {
+    sites_[i].pid = -1;
+    return false;
+  }
+  return true;
+}
+
+bool TestFederation::WaitExit(int i, absl::Duration timeout) {
+  const absl::Time end = absl::Now() + timeout;
+  while (absl::Now() < end) {
+    if (!Running(i)) return true;
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  return false;
+}
+
+void TestFederation::Kill(int i) {
+  if (sites_[i].pid <= 0) return;
+  kill(sites_[i].pid, SIGKILL);
+  waitpid(sites_[i].pid, nullptr, 0);
+  sites_[i].pid = -1;
+}
+
+void TestFederation::Stop(int i) {
+  if (!Running(i)) return;
+  kill(sites_[i].pid, SIGTERM);
+  if (!WaitExit(i, absl::Seconds(5))) Kill(i);
+}
+
+std::unique_ptr<v1::Admin::Stub> TestFederation::Admin(int i) const {
+  std::shared_ptr<grpc::ChannelCredentials> creds;
+  grpc::ChannelArguments args;
+  if (opts_.insecure) {
+    creds = grpc::InsecureChannelCredentials();
+  } else {
+    grpc::SslCredentialsOptions o;
+    o.pem_root_certs = ReadFile(CertDir() + "/ca.pem");
+    o.pem_cert_chain = ReadFile(CertDir() + "/admin.pem");
+    o.pem_private_key = ReadFile(CertDir() + "/admin-key.pem");
+    creds = grpc::SslCredentials(o);
+    args.SetSslTargetNameOverride(SiteId(i));
+  }
+  return v1::Admin::NewStub(grpc::CreateCustomChannel(Endpoint(i), creds, args));
+}
+
+std::unique_ptr<grpc::ClientContext> TestFederation::Context(absl::Duration timeout) const {
+  auto ctx = std::make_unique<grpc::ClientContext>();
+  ctx->set_deadline(absl::ToChronoTime(absl::Now() + timeout));
+  ctx->AddMetadata("authorization", "Bearer " + token_);
+  return ctx;
+}
+
+absl::Status TestFederation::WaitHealthy(absl::Duration timeout, int expected_up) {
+  const absl::Time end = absl::Now() + timeout;
+  std::string last;
+  for (int i = 0; i < size(); ++i) {
+    if (!Running(i)) continue;
+    int want = expected_up;
+    if (want < 0) {
+      want = 0;
+      for (int j = 0; j < size(); ++j)
+        if (j != i && sites_[j].pid > 0) ++want;
+    }
+    auto stub = Admin(i);
+    bool ok = false;
+    while (absl::Now() < end) {
+      v1::StatusReply r;
+      auto ctx = Context(absl::Seconds(2));
+      grpc::Status st = stub->Status(ctx.get(), v1::StatusRequest(), &r);
+      if (st.ok()) {
+        int up = 0;
+        for (const auto& s : r.sites()) up += s.state() == "up" || s.state() == "drained";
+        if (up == want) {
+          ok = true;
+          break;
+        }
+        last = absl::StrCat("site-", i, " sees ", up, " of ", want, " peers up");
+      } else {
+        last = absl::StrCat("site-", i, ": ", st.error_message());
+      }
+      std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    }
+    if (!ok) return absl::DeadlineExceededError(absl::StrCat("federation not healthy: ", last, "\n", Log(i)));
+  }
+  return absl::OkStatus();
+}
+
+std::string TestFederation::Log(int i) const {
+  std::string all = ReadFile(absl::StrCat(dir_, "/site-", i, ".log"));
+  return all.size() > 4000 ? all.substr(all.size() - 4000) : all;
+}
+
+}  // namespace hyperfed::testing

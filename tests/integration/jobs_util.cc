@@ -1,0 +1,77 @@
+#include "tests/integration/jobs_util.h"
+
+#include <thread>
+
+#include "absl/strings/str_cat.h"
+
+namespace hyperfed::testing {
+
+absl::Status Submit(TestFederation& f, int site, int count, int64_t duration_ms) {
+  v1::SubmitRequest req;
+  req.set_count(count);
+  req.set_duration_ms(duration_ms);
+  v1::SubmitReply reply;
+  auto ctx = f.Context(absl::Seconds(60));
+  grpc::Status st = f.Admin(site)->Submit(ctx.get(), req, &reply);
+  if (!st.ok()) return absl::InternalError(st.error_message());
+  return absl::OkStatus();
+}
+
+std::vector<v1::Job> ListJobs(TestFederation& f, int site) {
+  v1::JobsRequest req;
+  v1::JobsReply reply;
+  auto ctx = f.Context();
+  grpc::Status st = f.Admin(site)->Jobs(ctx.get(), req, &reply);
+  if (!st.ok()) return {};
+  return {reply.jobs().begin(), reply.jobs().end()};
+}
+
+int64_t CountState(const std::vector<v1::Job>& jobs, const std::string& state) {
+  int64_t n = 0;
+  for (const auto& j : jobs) n += j.state() == state;
+  return n;
+}
+
+bool WaitRunning(TestFederation& f, int site, int count, absl::Duration timeout) {
+  const absl::Time end = absl::Now() + timeout;
+  while (absl::Now() < end) {
+    if (CountState(ListJobs(f, site), "running") >= count) return true;
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  return false;
+}
+
+std::multiset<std::string> AllKeys(TestFederation& f) {
+  std::multiset<std::string> keys;
+  for (int i = 0; i < f.size(); ++i) {
+    if (!f.Running(i)) continue;
+    for (const auto& j : ListJobs(f, i))
+      if (j.state() != "done" && j.state() != "cancelled") keys.insert(j.spec().key());
+  }
+  return keys;
+}
+
+absl::StatusOr<RoundResult> RunRound(TestFederation& f, int site, bool dry_run, absl::Duration timeout) {
+  v1::BalanceRequest req;
+  req.set_wait(true);
+  req.set_dry_run(dry_run);
+  auto ctx = f.Context(timeout);
+  auto stub = f.Admin(site);
+  auto reader = stub->Balance(ctx.get(), req);
+  RoundResult r;
+  v1::RoundEvent e;
+  bool final = false;
+  while (reader->Read(&e)) {
+    if (!e.message().empty()) absl::StrAppend(&r.messages_, e.message(), "\n");
+    if (e.final()) {
+      r.final_ = e;
+      final = true;
+    }
+  }
+  grpc::Status st = reader->Finish();
+  if (!st.ok()) return absl::InternalError(absl::StrCat("Balance: ", st.error_message(), "\n", r.messages_));
+  if (!final) return absl::InternalError("no final event:\n" + r.messages_);
+  return r;
+}
+
+}  // namespace hyperfed::testing
