@@ -114,10 +114,12 @@ class SimAdapter : public SchedulerAdapter {
 
   absl::Status InitSchema();
   // Runs `body` in one IMMEDIATE transaction that first advances the queue
-  // to now; commits when body returns OK, rolls back otherwise.
+  // to now (and again after body, so that a job submitted or released now
+  // starts now); commits when body returns OK, rolls back otherwise.
   absl::Status InTransaction(absl::string_view op, const std::function<absl::Status()>& body)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  absl::Status AdvanceTo(int64_t now_ms) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Replays starts and finishes from `from_ms` to `to_ms`, in time order.
+  absl::Status Advance(int64_t from_ms, int64_t to_ms) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   absl::Status FillSlots(int64_t at_ms) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   absl::StatusOr<Job> LoadJob(int64_t id) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   absl::StatusOr<std::vector<Job>> LoadJobs(absl::string_view where_sql, absl::string_view bind)

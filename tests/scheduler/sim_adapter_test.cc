@@ -369,6 +369,44 @@ TEST_F(SimAdapterTest, ConcurrentSubmitsOfOneTagMakeOneJob) {
   EXPECT_EQ(a->ListJobs()->size(), 5u);
 }
 
+// Reads PRAGMA data_version on its own connection: it changes when another
+// connection commits a write.
+class DataVersion {
+ public:
+  explicit DataVersion(const std::string& dir) {
+    sqlite3_open((std::filesystem::path(dir) / kSimDbFile).c_str(), &db_);
+  }
+  ~DataVersion() { sqlite3_close(db_); }
+  int64_t Get() {
+    sqlite3_stmt* st = nullptr;
+    int64_t v = -1;
+    if (sqlite3_prepare_v2(db_, "PRAGMA data_version", -1, &st, nullptr) == SQLITE_OK &&
+        sqlite3_step(st) == SQLITE_ROW) {
+      v = sqlite3_column_int64(st, 0);
+    }
+    sqlite3_finalize(st);
+    return v;
+  }
+
+ private:
+  sqlite3* db_ = nullptr;
+};
+
+TEST_F(SimAdapterTest, ReadsWriteNothingUnlessTheQueueMoved) {
+  auto a = Open({{"slots", "1"}});
+  const std::string id = MustSubmit(a.get(), Spec("j", 1'000));
+  DataVersion dv(dir_.path());
+  const int64_t before = dv.Get();
+  clock_.Advance(absl::Milliseconds(500));
+  ASSERT_TRUE(a->ListJobs().ok());
+  ASSERT_TRUE(a->FindByTag("none").ok());
+  ASSERT_TRUE(a->Export(id).ok());
+  EXPECT_EQ(dv.Get(), before);
+  clock_.Advance(absl::Milliseconds(500));
+  EXPECT_EQ(State(a.get(), id), "done");
+  EXPECT_NE(dv.Get(), before);
+}
+
 // ---- Crashes ----
 
 // Checks the database file with a connection of its own.
@@ -407,6 +445,8 @@ struct CrashCase {
   std::string point;  // crash hook point at which the child dies
   std::string op;     // what the child does when it dies
 };
+
+void PrintTo(const CrashCase& c, std::ostream* os) { *os << c.op << " killed at " << c.point; }
 
 class SimAdapterCrashTest : public SimAdapterTest, public ::testing::WithParamInterface<CrashCase> {};
 
