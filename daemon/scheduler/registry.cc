@@ -1,0 +1,59 @@
+#include "daemon/scheduler/registry.h"
+
+#include <utility>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+
+namespace hyperfed::scheduler {
+
+absl::Status AdapterRegistry::Register(std::string name, AdapterFactory factory) {
+  if (name.empty()) return absl::InvalidArgumentError("scheduler adapter name is empty");
+  if (!factory) {
+    return absl::InvalidArgumentError(absl::StrCat("scheduler adapter \"", name, "\": null factory"));
+  }
+  absl::MutexLock l(&mu_);
+  if (factories_.contains(name)) {
+    return absl::AlreadyExistsError(
+        absl::StrCat("scheduler adapter \"", name, "\" is already registered"));
+  }
+  factories_.emplace(std::move(name), std::move(factory));
+  return absl::OkStatus();
+}
+
+absl::StatusOr<std::unique_ptr<SchedulerAdapter>> AdapterRegistry::Create(
+    const std::string& name, const AdapterContext& ctx) const {
+  AdapterFactory factory;
+  {
+    absl::MutexLock l(&mu_);
+    auto it = factories_.find(name);
+    if (it == factories_.end()) {
+      std::vector<std::string> known;
+      for (const auto& [n, f] : factories_) known.push_back(n);
+      return absl::NotFoundError(absl::StrCat("unknown scheduler adapter \"", name, "\"; known: ",
+                                              known.empty() ? "(none)" : absl::StrJoin(known, ", ")));
+    }
+    factory = it->second;
+  }
+  // Outside the lock: a factory may open files or run commands.
+  auto adapter = factory(ctx);
+  if (adapter.ok() && *adapter == nullptr) {
+    return absl::InternalError(
+        absl::StrCat("scheduler adapter \"", name, "\": factory returned no adapter"));
+  }
+  return adapter;
+}
+
+bool AdapterRegistry::Has(const std::string& name) const {
+  absl::MutexLock l(&mu_);
+  return factories_.contains(name);
+}
+
+std::vector<std::string> AdapterRegistry::Names() const {
+  absl::MutexLock l(&mu_);
+  std::vector<std::string> names;
+  for (const auto& [n, f] : factories_) names.push_back(n);
+  return names;
+}
+
+}  // namespace hyperfed::scheduler

@@ -1,0 +1,58 @@
+#pragma once
+
+// A registry of scheduler adapter factories keyed by name ("sim", "slurm",
+// "exec"). main() registers each adapter explicitly (no static initialisers,
+// so what a binary contains is visible in one place) and the daemon resolves
+// the config's `scheduler.adapter` here at startup: an unknown name is an
+// error at config load, not deep in a call.
+//
+// Thread-safety: every method may be called from any thread.
+
+#include <functional>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "absl/synchronization/mutex.h"
+#include "daemon/common/clock.h"
+#include "daemon/scheduler/adapter.h"
+
+namespace hyperfed::scheduler {
+
+// What a factory gets to build an adapter.
+struct AdapterContext {
+  std::string state_dir;                        // the daemon's state folder
+  std::map<std::string, std::string> options;  // the config's scheduler.options
+  const Clock* clock = nullptr;                 // not owned; null = the real clock
+};
+
+// Builds an adapter, or says why not (bad options: InvalidArgument naming the
+// option; unusable state: the underlying error).
+using AdapterFactory =
+    std::function<absl::StatusOr<std::unique_ptr<SchedulerAdapter>>(const AdapterContext&)>;
+
+class AdapterRegistry {
+ public:
+  // InvalidArgument for an empty name or a null factory; AlreadyExists when
+  // the name is taken (the first registration stays).
+  absl::Status Register(std::string name, AdapterFactory factory);
+
+  // NotFound, naming the known adapters, for an unregistered name; otherwise
+  // whatever the factory returns.
+  absl::StatusOr<std::unique_ptr<SchedulerAdapter>> Create(const std::string& name,
+                                                           const AdapterContext& ctx) const;
+
+  bool Has(const std::string& name) const;
+
+  // The registered names, sorted.
+  std::vector<std::string> Names() const;
+
+ private:
+  mutable absl::Mutex mu_;
+  std::map<std::string, AdapterFactory> factories_;  // guarded by mu_
+};
+
+}  // namespace hyperfed::scheduler

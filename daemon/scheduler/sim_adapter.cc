@@ -1,0 +1,684 @@
+#include "daemon/scheduler/sim_adapter.h"
+
+#include <sqlite3.h>
+
+#include <algorithm>
+#include <cmath>
+#include <filesystem>
+#include <limits>
+#include <system_error>
+#include <utility>
+#include <variant>
+
+#include "absl/strings/match.h"
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+
+namespace hyperfed::scheduler {
+namespace {
+
+// Stored state codes. Fixed numbers, not the enum's order, because they live
+// on disk.
+constexpr int kPendingCode = 0;
+constexpr int kHeldCode = 1;
+constexpr int kRunningCode = 2;
+constexpr int kDoneCode = 3;
+constexpr int kCancelledCode = 4;
+
+constexpr int64_t kSchemaVersion = 1;
+// Caps run times so that start + run time cannot overflow (about 31,000 years).
+constexpr int64_t kMaxRunMs = int64_t{1'000'000'000'000'000};
+constexpr int64_t kMaxSlots = 1'000'000;
+
+int StateCode(JobState s) {
+  switch (s) {
+    case JobState::kPending:
+      return kPendingCode;
+    case JobState::kHeld:
+      return kHeldCode;
+    case JobState::kRunning:
+      return kRunningCode;
+    case JobState::kDone:
+      return kDoneCode;
+    case JobState::kCancelled:
+      return kCancelledCode;
+  }
+  return kPendingCode;
+}
+
+absl::StatusOr<JobState> StateFromCode(int64_t c) {
+  switch (c) {
+    case kPendingCode:
+      return JobState::kPending;
+    case kHeldCode:
+      return JobState::kHeld;
+    case kRunningCode:
+      return JobState::kRunning;
+    case kDoneCode:
+      return JobState::kDone;
+    case kCancelledCode:
+      return JobState::kCancelled;
+  }
+  return absl::DataLossError(absl::StrCat("sim scheduler: stored job state ", c, " is unknown"));
+}
+
+absl::Status SqliteError(sqlite3* db, absl::string_view what) {
+  return absl::InternalError(absl::StrCat("sim scheduler: ", what, ": ", sqlite3_errmsg(db)));
+}
+
+// A prepared statement, finalized on destruction.
+class Stmt {
+ public:
+  Stmt(sqlite3* db, absl::string_view sql) : db_(db) {
+    rc_ = sqlite3_prepare_v2(db, sql.data(), static_cast<int>(sql.size()), &stmt_, nullptr);
+  }
+  ~Stmt() { sqlite3_finalize(stmt_); }
+  Stmt(const Stmt&) = delete;
+  Stmt& operator=(const Stmt&) = delete;
+
+  absl::Status status() const {
+    return rc_ == SQLITE_OK ? absl::OkStatus() : SqliteError(db_, "prepare");
+  }
+  Stmt& Bind(int i, int64_t v) {
+    if (ok()) rc_ = sqlite3_bind_int64(stmt_, i, v);
+    return *this;
+  }
+  Stmt& Bind(int i, double v) {
+    if (ok()) rc_ = sqlite3_bind_double(stmt_, i, v);
+    return *this;
+  }
+  Stmt& Bind(int i, absl::string_view v) {
+    // Explicit length: strings may hold any byte, NUL included.
+    if (ok()) rc_ = sqlite3_bind_text(stmt_, i, v.data(), static_cast<int>(v.size()), SQLITE_TRANSIENT);
+    return *this;
+  }
+  // true: a row is ready; false: done.
+  absl::StatusOr<bool> Step() {
+    if (!ok()) return SqliteError(db_, "prepare or bind");
+    int rc = sqlite3_step(stmt_);
+    if (rc == SQLITE_ROW) return true;
+    if (rc == SQLITE_DONE) return false;
+    rc_ = rc;
+    return SqliteError(db_, "step");
+  }
+  // Steps a statement that returns no rows.
+  absl::Status Run() {
+    auto r = Step();
+    return r.ok() ? absl::OkStatus() : r.status();
+  }
+  int64_t Int(int col) const { return sqlite3_column_int64(stmt_, col); }
+  double Double(int col) const { return sqlite3_column_double(stmt_, col); }
+  bool IsNull(int col) const { return sqlite3_column_type(stmt_, col) == SQLITE_NULL; }
+  std::string Text(int col) const {
+    const auto* p = reinterpret_cast<const char*>(sqlite3_column_text(stmt_, col));
+    int n = sqlite3_column_bytes(stmt_, col);
+    return p == nullptr ? std::string() : std::string(p, static_cast<size_t>(n));
+  }
+
+ private:
+  bool ok() const { return rc_ == SQLITE_OK; }
+  sqlite3* db_;
+  sqlite3_stmt* stmt_ = nullptr;
+  int rc_;
+};
+
+absl::Status Exec(sqlite3* db, const char* sql) {
+  char* err = nullptr;
+  if (sqlite3_exec(db, sql, nullptr, nullptr, &err) != SQLITE_OK) {
+    absl::Status s = absl::InternalError(absl::StrCat("sim scheduler: ", sql, ": ", err ? err : "?"));
+    sqlite3_free(err);
+    return s;
+  }
+  return absl::OkStatus();
+}
+
+absl::StatusOr<int64_t> QueryInt(sqlite3* db, absl::string_view sql) {
+  Stmt st(db, sql);
+  if (!st.status().ok()) return st.status();
+  auto row = st.Step();
+  if (!row.ok()) return row.status();
+  if (!*row || st.IsNull(0)) return absl::NotFoundError("no value");
+  return st.Int(0);
+}
+
+// Ids are canonical positive decimal integers; anything else names no job.
+bool ParseId(const std::string& id, int64_t* out) {
+  int64_t n = 0;
+  if (!absl::SimpleAtoi(id, &n) || n <= 0 || absl::StrCat(n) != id) return false;
+  *out = n;
+  return true;
+}
+
+absl::Status UnknownId(const std::string& id) {
+  return absl::NotFoundError(absl::StrCat("sim scheduler: no job \"", id, "\""));
+}
+
+absl::Status ValidateSpec(const JobSpec& s) {
+  if (s.cores < 1) return absl::InvalidArgumentError(absl::StrCat("job spec: cores must be >= 1, got ", s.cores));
+  if (s.memory_mb < 0) return absl::InvalidArgumentError("job spec: memory_mb must be >= 0");
+  if (s.time_limit_s < 0) return absl::InvalidArgumentError("job spec: time_limit_s must be >= 0");
+  if (s.duration_ms < 0) return absl::InvalidArgumentError("job spec: duration_ms must be >= 0");
+  if (!std::isfinite(s.cost) || s.cost < 0) {
+    return absl::InvalidArgumentError("job spec: cost must be finite and >= 0");
+  }
+  return absl::OkStatus();
+}
+
+constexpr char kJobColumns[] =
+    "j.id, j.name, j.script, j.cores, j.memory_mb, j.time_limit_s, j.workdir, j.duration_ms, "
+    "j.cost, j.key, j.state, j.pinned, j.tag, j.queued_at_ms";
+
+}  // namespace
+
+absl::StatusOr<SimOptions> ParseSimOptions(const std::map<std::string, std::string>& options) {
+  SimOptions o;
+  auto positive_double = [](const std::string& name, const std::string& v, double* out) {
+    double d = 0;
+    if (!absl::SimpleAtod(v, &d) || !std::isfinite(d) || d <= 0) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "scheduler option \"", name, "\": want a finite number > 0, got \"", v, "\""));
+    }
+    *out = d;
+    return absl::OkStatus();
+  };
+  for (const auto& [name, value] : options) {
+    if (name == "slots") {
+      int64_t n = 0;
+      if (!absl::SimpleAtoi(value, &n) || n < 1 || n > kMaxSlots) {
+        return absl::InvalidArgumentError(absl::StrCat(
+            "scheduler option \"slots\": want an integer in [1, ", kMaxSlots, "], got \"", value, "\""));
+      }
+      o.slots = n;
+    } else if (name == "speed") {
+      if (auto s = positive_double(name, value, &o.speed); !s.ok()) return s;
+    } else if (name == "time_scale") {
+      if (auto s = positive_double(name, value, &o.time_scale); !s.ok()) return s;
+    } else if (name == "pin_marker") {
+      o.pin_marker = value;
+    } else {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "scheduler option \"", name,
+          "\" is unknown to the sim adapter (known: pin_marker, slots, speed, time_scale)"));
+    }
+  }
+  return o;
+}
+
+absl::StatusOr<std::unique_ptr<SimAdapter>> SimAdapter::Open(const AdapterContext& ctx) {
+  auto options = ParseSimOptions(ctx.options);
+  if (!options.ok()) return options.status();
+  if (ctx.state_dir.empty()) return absl::InvalidArgumentError("sim scheduler: state_dir is empty");
+  std::error_code ec;
+  std::filesystem::create_directories(ctx.state_dir, ec);
+  if (ec) {
+    return absl::FailedPreconditionError(
+        absl::StrCat("sim scheduler: cannot create state_dir \"", ctx.state_dir, "\": ", ec.message()));
+  }
+  const std::string path = (std::filesystem::path(ctx.state_dir) / kSimDbFile).string();
+  sqlite3* db = nullptr;
+  // NOMUTEX: the adapter serializes all use of the connection itself.
+  int rc = sqlite3_open_v2(path.c_str(), &db,
+                           SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX, nullptr);
+  if (rc != SQLITE_OK) {
+    absl::Status s = absl::FailedPreconditionError(
+        absl::StrCat("sim scheduler: cannot open ", path, ": ", db ? sqlite3_errmsg(db) : sqlite3_errstr(rc)));
+    sqlite3_close(db);
+    return s;
+  }
+  std::unique_ptr<SimAdapter> a(
+      new SimAdapter(*std::move(options), ctx.clock ? ctx.clock : RealClock::Get(), db));
+  if (auto s = a->InitSchema(); !s.ok()) {
+    return absl::Status(s.code(), absl::StrCat(s.message(), " (", path, ")"));
+  }
+  return a;
+}
+
+SimAdapter::SimAdapter(SimOptions options, const Clock* clock, sqlite3* db)
+    : options_(std::move(options)), clock_(clock), db_(db) {}
+
+SimAdapter::~SimAdapter() {
+  absl::MutexLock l(&mu_);
+  sqlite3_close_v2(db_);
+}
+
+absl::Status SimAdapter::InitSchema() {
+  absl::MutexLock l(&mu_);
+  // Another process (a second daemon by mistake, a test) may hold the write
+  // lock for a moment; wait rather than fail.
+  sqlite3_busy_timeout(db_, 5000);
+  {
+    Stmt st(db_, "PRAGMA journal_mode=WAL");
+    if (!st.status().ok()) return st.status();
+    auto row = st.Step();
+    if (!row.ok()) return row.status();
+    if (!*row || st.Text(0) != "wal") {
+      return absl::FailedPreconditionError("sim scheduler: cannot switch the queue to WAL mode");
+    }
+  }
+  // synchronous=FULL: every commit is fsynced to the WAL before the call
+  // returns. NORMAL with WAL would already survive kill -9 (the WAL is in the
+  // OS page cache), but after a power loss or kernel crash it can drop the
+  // last commits. A Submit answered to a migrating peer (which then cancels
+  // its copy) must never be lost, so we pay one fsync per call.
+  if (auto s = Exec(db_, "PRAGMA synchronous=FULL; PRAGMA foreign_keys=ON;"); !s.ok()) return s;
+  if (auto s = Exec(db_, "BEGIN IMMEDIATE"); !s.ok()) return s;
+  absl::Status s = Exec(db_,
+                        "CREATE TABLE IF NOT EXISTS meta("
+                        "  key TEXT PRIMARY KEY, value INTEGER NOT NULL);"
+                        "CREATE TABLE IF NOT EXISTS jobs("
+                        "  id INTEGER PRIMARY KEY AUTOINCREMENT,"
+                        "  name TEXT NOT NULL, script TEXT NOT NULL, cores INTEGER NOT NULL,"
+                        "  memory_mb INTEGER NOT NULL, time_limit_s INTEGER NOT NULL,"
+                        "  workdir TEXT NOT NULL, duration_ms INTEGER NOT NULL, cost REAL NOT NULL,"
+                        "  key TEXT NOT NULL,"
+                        "  state INTEGER NOT NULL CHECK(state BETWEEN 0 AND 4),"
+                        "  pinned INTEGER NOT NULL, tag TEXT NOT NULL, queued_at_ms INTEGER NOT NULL,"
+                        "  started_at_ms INTEGER, finish_at_ms INTEGER);"
+                        "CREATE UNIQUE INDEX IF NOT EXISTS jobs_by_tag ON jobs(tag) WHERE tag <> '';"
+                        "CREATE INDEX IF NOT EXISTS jobs_by_state ON jobs(state, id);"
+                        "CREATE TABLE IF NOT EXISTS job_env("
+                        "  job_id INTEGER NOT NULL REFERENCES jobs(id), name TEXT NOT NULL,"
+                        "  value TEXT NOT NULL, PRIMARY KEY(job_id, name)) WITHOUT ROWID;"
+                        "INSERT OR IGNORE INTO meta VALUES('schema_version', 1);"
+                        "INSERT OR IGNORE INTO meta VALUES('last_tick_ms', 0);");
+  if (s.ok()) {
+    auto v = QueryInt(db_, "SELECT value FROM meta WHERE key='schema_version'");
+    if (!v.ok()) {
+      s = v.status();
+    } else if (*v != kSchemaVersion) {
+      s = absl::FailedPreconditionError(
+          absl::StrCat("sim scheduler: queue schema version ", *v, ", this build reads ", kSchemaVersion));
+    }
+  }
+  if (s.ok()) s = Exec(db_, "COMMIT");
+  if (!s.ok()) Exec(db_, "ROLLBACK").IgnoreError();
+  return s;
+}
+
+int64_t SimAdapter::NowMs() const { return absl::ToUnixMillis(clock_->Now()); }
+
+void SimAdapter::CrashPoint(absl::string_view point) {
+  if (crash_hook_) crash_hook_(point);
+}
+
+void SimAdapter::SetCrashHookForTesting(std::function<void(absl::string_view)> hook) {
+  absl::MutexLock l(&mu_);
+  crash_hook_ = std::move(hook);
+}
+
+absl::Status SimAdapter::InTransaction(absl::string_view op, const std::function<absl::Status()>& body) {
+  // IMMEDIATE: take the write lock up front, so a concurrent writer on
+  // another connection waits at BEGIN instead of failing at the first write.
+  if (auto s = Exec(db_, "BEGIN IMMEDIATE"); !s.ok()) return s;
+  const int64_t changes_before = sqlite3_total_changes64(db_);
+  absl::Status s;
+  int64_t now = NowMs();
+  auto last = QueryInt(db_, "SELECT value FROM meta WHERE key='last_tick_ms'");
+  if (!last.ok()) {
+    s = last.status();
+  } else {
+    // The wall clock may step back; the queue's time never does.
+    now = std::max(now, *last);
+    s = Advance(*last, now);
+  }
+  if (s.ok()) s = body();
+  if (s.ok()) s = Advance(now, now);
+  // The queue is now right as of `now`. Record that only if something was
+  // written: a pure read then commits without a write (and without an
+  // fsync), and replaying the unchanged queue from the older tick next time
+  // gives the same result.
+  if (s.ok() && sqlite3_total_changes64(db_) != changes_before) {
+    Stmt st(db_, "UPDATE meta SET value=?1 WHERE key='last_tick_ms'");
+    st.Bind(1, now);
+    s = st.Run();
+  }
+  if (s.ok()) {
+    CrashPoint(absl::StrCat(op, ":before-commit"));
+    s = Exec(db_, "COMMIT");
+  }
+  if (!s.ok()) Exec(db_, "ROLLBACK").IgnoreError();
+  return s;
+}
+
+absl::Status SimAdapter::FillSlots(int64_t at_ms) {
+  auto running = QueryInt(db_, absl::StrCat("SELECT COUNT(*) FROM jobs WHERE state=", kRunningCode));
+  if (!running.ok()) return running.status();
+  const int64_t free = options_.slots - *running;
+  if (free <= 0) return absl::OkStatus();
+  std::vector<std::pair<int64_t, int64_t>> starts;  // id, duration_ms
+  {
+    Stmt st(db_, absl::StrCat("SELECT id, duration_ms FROM jobs WHERE state=", kPendingCode,
+                              " ORDER BY id LIMIT ?1"));
+    st.Bind(1, free);
+    for (;;) {
+      auto row = st.Step();
+      if (!row.ok()) return row.status();
+      if (!*row) break;
+      starts.emplace_back(st.Int(0), st.Int(1));
+    }
+  }
+  for (const auto& [id, duration_ms] : starts) {
+    const double run = std::ceil(static_cast<double>(duration_ms) / options_.time_scale);
+    const int64_t run_ms = run >= static_cast<double>(kMaxRunMs) ? kMaxRunMs : static_cast<int64_t>(run);
+    Stmt st(db_, absl::StrCat("UPDATE jobs SET state=", kRunningCode,
+                              ", started_at_ms=?1, finish_at_ms=?2 WHERE id=?3"));
+    st.Bind(1, at_ms).Bind(2, at_ms + run_ms).Bind(3, id);
+    if (auto s = st.Run(); !s.ok()) return s;
+    CrashPoint("fill:job-started");
+  }
+  return absl::OkStatus();
+}
+
+absl::Status SimAdapter::Advance(int64_t from_ms, int64_t to_ms) {
+  // A slot freed at t goes to the oldest pending job at t, exactly as if we
+  // had been watching.
+  int64_t cursor = from_ms;
+  for (;;) {
+    if (auto s = FillSlots(cursor); !s.ok()) return s;
+    Stmt next(db_, absl::StrCat("SELECT MIN(finish_at_ms) FROM jobs WHERE state=", kRunningCode,
+                                " AND finish_at_ms <= ?1"));
+    next.Bind(1, to_ms);
+    auto row = next.Step();
+    if (!row.ok()) return row.status();
+    if (!*row || next.IsNull(0)) return absl::OkStatus();
+    cursor = next.Int(0);
+    Stmt done(db_, absl::StrCat("UPDATE jobs SET state=", kDoneCode, " WHERE state=", kRunningCode,
+                                " AND finish_at_ms=?1"));
+    done.Bind(1, cursor);
+    if (auto s = done.Run(); !s.ok()) return s;
+  }
+}
+
+absl::StatusOr<std::vector<Job>> SimAdapter::LoadJobs(absl::string_view where_sql, absl::string_view bind) {
+  std::vector<Job> jobs;
+  std::map<int64_t, size_t> index;
+  {
+    Stmt st(db_, absl::StrCat("SELECT ", kJobColumns, " FROM jobs j WHERE ", where_sql, " ORDER BY j.id"));
+    if (!bind.empty()) st.Bind(1, bind);
+    for (;;) {
+      auto row = st.Step();
+      if (!row.ok()) return row.status();
+      if (!*row) break;
+      Job j;
+      j.id = absl::StrCat(st.Int(0));
+      j.spec.name = st.Text(1);
+      j.spec.script = st.Text(2);
+      j.spec.cores = static_cast<int>(st.Int(3));
+      j.spec.memory_mb = st.Int(4);
+      j.spec.time_limit_s = st.Int(5);
+      j.spec.workdir = st.Text(6);
+      j.spec.duration_ms = st.Int(7);
+      j.spec.cost = st.Double(8);
+      j.spec.key = st.Text(9);
+      auto state = StateFromCode(st.Int(10));
+      if (!state.ok()) return state.status();
+      j.state = *state;
+      j.pinned = st.Int(11) != 0;
+      j.tag = st.Text(12);
+      j.queued_at_ms = st.Int(13);
+      index[st.Int(0)] = jobs.size();
+      jobs.push_back(std::move(j));
+    }
+  }
+  if (jobs.empty()) return jobs;
+  Stmt st(db_, absl::StrCat("SELECT e.job_id, e.name, e.value FROM job_env e JOIN jobs j ON j.id = e.job_id"
+                            " WHERE ", where_sql));
+  if (!bind.empty()) st.Bind(1, bind);
+  for (;;) {
+    auto row = st.Step();
+    if (!row.ok()) return row.status();
+    if (!*row) break;
+    auto it = index.find(st.Int(0));
+    if (it != index.end()) jobs[it->second].spec.env[st.Text(1)] = st.Text(2);
+  }
+  return jobs;
+}
+
+absl::StatusOr<Job> SimAdapter::LoadJob(int64_t id) {
+  auto jobs = LoadJobs(absl::StrCat("j.id=", id), "");
+  if (!jobs.ok()) return jobs.status();
+  if (jobs->empty()) return UnknownId(absl::StrCat(id));
+  return std::move(jobs->front());
+}
+
+absl::StatusOr<JobState> SimAdapter::StateOf(const std::string& id, int64_t* row_id) {
+  if (!ParseId(id, row_id)) return UnknownId(id);
+  Stmt st(db_, "SELECT state FROM jobs WHERE id=?1");
+  st.Bind(1, *row_id);
+  auto row = st.Step();
+  if (!row.ok()) return row.status();
+  if (!*row) return UnknownId(id);
+  return StateFromCode(st.Int(0));
+}
+
+absl::Status SimAdapter::SetState(int64_t row_id, JobState s) {
+  Stmt st(db_, "UPDATE jobs SET state=?1 WHERE id=?2");
+  st.Bind(1, int64_t{StateCode(s)}).Bind(2, row_id);
+  return st.Run();
+}
+
+absl::StatusOr<std::vector<Job>> SimAdapter::ListJobs() {
+  absl::MutexLock l(&mu_);
+  std::vector<Job> jobs;
+  absl::Status s = InTransaction("list", [&]() -> absl::Status {
+    auto r = LoadJobs(absl::StrCat("j.state IN (", kPendingCode, ",", kHeldCode, ",", kRunningCode, ")"), "");
+    if (!r.ok()) return r.status();
+    jobs = *std::move(r);
+    return absl::OkStatus();
+  });
+  if (!s.ok()) return s;
+  return jobs;
+}
+
+absl::StatusOr<Capacity> SimAdapter::GetCapacity() {
+  return Capacity{.units = options_.slots, .speed = options_.speed};
+}
+
+absl::Status SimAdapter::Hold(const std::string& id) {
+  absl::MutexLock l(&mu_);
+  return InTransaction("hold", [&]() -> absl::Status {
+    int64_t row = 0;
+    auto state = StateOf(id, &row);
+    if (!state.ok()) return state.status();
+    switch (*state) {
+      case JobState::kHeld:
+        return absl::OkStatus();
+      case JobState::kPending:
+        return SetState(row, JobState::kHeld);
+      default:
+        return absl::FailedPreconditionError(
+            absl::StrCat("sim scheduler: cannot hold job ", id, ": it is ", JobStateName(*state)));
+    }
+  });
+}
+
+absl::Status SimAdapter::Release(const std::string& id) {
+  absl::MutexLock l(&mu_);
+  return InTransaction("release", [&]() -> absl::Status {
+    int64_t row = 0;
+    auto state = StateOf(id, &row);
+    if (!state.ok()) return state.status();
+    switch (*state) {
+      case JobState::kPending:
+        return absl::OkStatus();
+      case JobState::kHeld:
+        return SetState(row, JobState::kPending);
+      default:
+        return absl::FailedPreconditionError(
+            absl::StrCat("sim scheduler: cannot release job ", id, ": it is ", JobStateName(*state)));
+    }
+  });
+}
+
+absl::Status SimAdapter::Cancel(const std::string& id) {
+  absl::MutexLock l(&mu_);
+  return InTransaction("cancel", [&]() -> absl::Status {
+    int64_t row = 0;
+    auto state = StateOf(id, &row);
+    if (!state.ok()) return state.status();
+    switch (*state) {
+      case JobState::kCancelled:
+        return absl::OkStatus();
+      case JobState::kPending:
+      case JobState::kHeld:
+        return SetState(row, JobState::kCancelled);
+      default:
+        return absl::FailedPreconditionError(
+            absl::StrCat("sim scheduler: cannot cancel job ", id, ": it is ", JobStateName(*state)));
+    }
+  });
+}
+
+absl::StatusOr<JobSpec> SimAdapter::Export(const std::string& id) {
+  auto job = GetJob(id);
+  if (!job.ok()) return job.status();
+  return std::move(job->spec);
+}
+
+absl::StatusOr<Job> SimAdapter::GetJob(const std::string& id) {
+  absl::MutexLock l(&mu_);
+  Job job;
+  absl::Status s = InTransaction("get", [&]() -> absl::Status {
+    int64_t row = 0;
+    if (!ParseId(id, &row)) return UnknownId(id);
+    auto r = LoadJob(row);
+    if (!r.ok()) return r.status();
+    job = *std::move(r);
+    return absl::OkStatus();
+  });
+  if (!s.ok()) return s;
+  return job;
+}
+
+absl::StatusOr<std::string> SimAdapter::Submit(const JobSpec& spec, const std::string& tag, bool held) {
+  if (auto s = ValidateSpec(spec); !s.ok()) return s;
+  absl::MutexLock l(&mu_);
+  std::string id;
+  absl::Status s = InTransaction("submit", [&]() -> absl::Status {
+    if (!tag.empty()) {
+      Stmt st(db_, "SELECT id FROM jobs WHERE tag=?1");
+      st.Bind(1, tag);
+      auto row = st.Step();
+      if (!row.ok()) return row.status();
+      if (*row) {
+        id = absl::StrCat(st.Int(0));
+        return absl::OkStatus();
+      }
+    }
+    const bool pinned = !options_.pin_marker.empty() && absl::StartsWith(spec.name, options_.pin_marker);
+    Stmt ins(db_,
+             "INSERT INTO jobs(name, script, cores, memory_mb, time_limit_s, workdir, duration_ms, cost,"
+             " key, state, pinned, tag, queued_at_ms) VALUES(?1,?2,?3,?4,?5,?6,?7,?8,?9,?10,?11,?12,?13)");
+    ins.Bind(1, spec.name)
+        .Bind(2, spec.script)
+        .Bind(3, int64_t{spec.cores})
+        .Bind(4, spec.memory_mb)
+        .Bind(5, spec.time_limit_s)
+        .Bind(6, spec.workdir)
+        .Bind(7, spec.duration_ms)
+        .Bind(8, spec.cost)
+        .Bind(9, spec.key)
+        .Bind(10, int64_t{held ? kHeldCode : kPendingCode})
+        .Bind(11, int64_t{pinned ? 1 : 0})
+        .Bind(12, tag)
+        .Bind(13, NowMs());
+    if (auto s = ins.Run(); !s.ok()) return s;
+    const int64_t row = sqlite3_last_insert_rowid(db_);
+    CrashPoint("submit:job-row");
+    for (const auto& [k, v] : spec.env) {
+      Stmt e(db_, "INSERT INTO job_env(job_id, name, value) VALUES(?1, ?2, ?3)");
+      e.Bind(1, row).Bind(2, k).Bind(3, v);
+      if (auto s = e.Run(); !s.ok()) return s;
+    }
+    id = absl::StrCat(row);
+    return absl::OkStatus();
+  });
+  if (!s.ok()) return s;
+  return id;
+}
+
+absl::StatusOr<std::vector<Job>> SimAdapter::FindByTag(const std::string& tag) {
+  if (tag.empty()) return absl::InvalidArgumentError("sim scheduler: FindByTag needs a non-empty tag");
+  absl::MutexLock l(&mu_);
+  std::vector<Job> jobs;
+  absl::Status s = InTransaction("find", [&]() -> absl::Status {
+    auto r = LoadJobs("j.tag=?1", tag);
+    if (!r.ok()) return r.status();
+    jobs = *std::move(r);
+    return absl::OkStatus();
+  });
+  if (!s.ok()) return s;
+  return jobs;
+}
+
+absl::Status SimAdapter::SetPinned(const std::string& id, bool pinned) {
+  absl::MutexLock l(&mu_);
+  return InTransaction("pin", [&]() -> absl::Status {
+    int64_t row = 0;
+    auto state = StateOf(id, &row);
+    if (!state.ok()) return state.status();
+    Stmt st(db_, "UPDATE jobs SET pinned=?1 WHERE id=?2");
+    st.Bind(1, int64_t{pinned ? 1 : 0}).Bind(2, row);
+    return st.Run();
+  });
+}
+
+absl::Status SimAdapter::Tick() {
+  absl::MutexLock l(&mu_);
+  return InTransaction("tick", [] { return absl::OkStatus(); });
+}
+
+absl::StatusOr<SimStats> SimAdapter::Stats() {
+  absl::MutexLock l(&mu_);
+  SimStats stats;
+  absl::Status s = InTransaction("stats", [&]() -> absl::Status {
+    Stmt st(db_, "SELECT state, COUNT(*) FROM jobs GROUP BY state");
+    for (;;) {
+      auto row = st.Step();
+      if (!row.ok()) return row.status();
+      if (!*row) break;
+      auto state = StateFromCode(st.Int(0));
+      if (!state.ok()) return state.status();
+      const int64_t n = st.Int(1);
+      switch (*state) {
+        case JobState::kPending:
+          stats.pending = n;
+          break;
+        case JobState::kHeld:
+          stats.held = n;
+          break;
+        case JobState::kRunning:
+          stats.running = n;
+          break;
+        case JobState::kDone:
+          stats.done = n;
+          break;
+        case JobState::kCancelled:
+          stats.cancelled = n;
+          break;
+      }
+    }
+    return absl::OkStatus();
+  });
+  if (!s.ok()) return s;
+  return stats;
+}
+
+absl::StatusOr<int64_t> SimAdapter::CountDone() {
+  auto stats = Stats();
+  if (!stats.ok()) return stats.status();
+  return stats->done;
+}
+
+void RegisterSimAdapter(AdapterRegistry* registry) {
+  registry
+      ->Register(kSimAdapterName,
+                 [](const AdapterContext& ctx) -> absl::StatusOr<std::unique_ptr<SchedulerAdapter>> {
+                   auto a = SimAdapter::Open(ctx);
+                   if (!a.ok()) return a.status();
+                   return std::unique_ptr<SchedulerAdapter>(*std::move(a));
+                 })
+      .IgnoreError();  // Already registered: the first registration stays.
+}
+
+}  // namespace hyperfed::scheduler

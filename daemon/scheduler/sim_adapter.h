@@ -1,0 +1,144 @@
+#pragma once
+
+// The `sim` adapter: the embedded default scheduler. An in-process batch
+// scheduler with `slots` parallel slots whose jobs run for their
+// `duration_ms`. Its queue lives in SQLite at <state_dir>/sim-scheduler.db so
+// that it survives a kill -9 and a restart of the daemon.
+//
+// Time is lazy: every call first advances the queue to Clock::Now() (jobs
+// finish `duration_ms / time_scale` after they start; a freed slot goes to
+// the oldest pending job at the moment it frees), so no background thread is
+// needed and tests drive it with a FakeClock. Held jobs never start.
+//
+// Every call is one SQLite transaction (the advance included), so a crash at
+// any point leaves the queue as it was before or after that call.
+//
+// Options (the config's scheduler.options, all strings):
+//   slots       processing slots, an integer in [1, 1000000]   (default 4)
+//   speed       capacity speed factor, > 0                      (default 1.0)
+//   time_scale  jobs run time_scale times faster, > 0           (default 1.0)
+//   pin_marker  a job whose name starts with it is pinned at submit
+//               ("" = off, the default)
+// Capacity is {slots, speed}. Ids are increasing integers ("1", "2", ...),
+// never reused, also across restarts.
+//
+// Thread-safety: every method may be called from any thread; calls are
+// serialized on one connection.
+
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
+#include "absl/synchronization/mutex.h"
+#include "daemon/common/clock.h"
+#include "daemon/scheduler/adapter.h"
+#include "daemon/scheduler/registry.h"
+
+struct sqlite3;
+
+namespace hyperfed::scheduler {
+
+inline constexpr char kSimAdapterName[] = "sim";
+inline constexpr char kSimDbFile[] = "sim-scheduler.db";
+
+struct SimOptions {
+  int64_t slots = 4;
+  double speed = 1.0;
+  double time_scale = 1.0;
+  std::string pin_marker;
+};
+
+// Parses scheduler.options; InvalidArgument naming the first unknown or
+// malformed option.
+absl::StatusOr<SimOptions> ParseSimOptions(const std::map<std::string, std::string>& options);
+
+// Counts of the jobs by state, for an operator's status page.
+struct SimStats {
+  int64_t pending = 0;
+  int64_t held = 0;
+  int64_t running = 0;
+  int64_t done = 0;
+  int64_t cancelled = 0;
+};
+
+class SimAdapter : public SchedulerAdapter {
+ public:
+  // Parses the options, creates state_dir if missing and opens (or creates)
+  // the queue. Bad options are rejected before anything is touched on disk.
+  static absl::StatusOr<std::unique_ptr<SimAdapter>> Open(const AdapterContext& ctx);
+  ~SimAdapter() override;
+
+  SimAdapter(const SimAdapter&) = delete;
+  SimAdapter& operator=(const SimAdapter&) = delete;
+
+  std::string Name() const override { return kSimAdapterName; }
+  absl::StatusOr<std::vector<Job>> ListJobs() override;
+  absl::StatusOr<Capacity> GetCapacity() override;
+  absl::Status Hold(const std::string& id) override;
+  absl::Status Release(const std::string& id) override;
+  absl::Status Cancel(const std::string& id) override;
+  absl::StatusOr<JobSpec> Export(const std::string& id) override;
+  // Besides the contract: InvalidArgument (and nothing submitted) for
+  // cores < 1, a negative memory_mb, time_limit_s or duration_ms, or a
+  // negative or non-finite cost.
+  absl::StatusOr<std::string> Submit(const JobSpec& spec, const std::string& tag,
+                                     bool held = false) override;
+  // InvalidArgument for an empty tag (it means "no tag").
+  absl::StatusOr<std::vector<Job>> FindByTag(const std::string& tag) override;
+  absl::Status SetPinned(const std::string& id, bool pinned) override;
+
+  // Advances the queue to the clock's now (every other call does this too).
+  absl::Status Tick();
+
+  // Any job by id, done and cancelled included. NotFound for an unknown id.
+  absl::StatusOr<Job> GetJob(const std::string& id);
+
+  absl::StatusOr<SimStats> Stats();
+  absl::StatusOr<int64_t> CountDone();
+
+  const SimOptions& options() const { return options_; }
+
+  // Tests only: called with a point name ("submit:job-row",
+  // "submit:before-commit", "advance:before-commit", ...) inside the
+  // transactions, so a test can kill the process mid-transaction.
+  void SetCrashHookForTesting(std::function<void(absl::string_view)> hook);
+
+ private:
+  SimAdapter(SimOptions options, const Clock* clock, sqlite3* db);
+
+  absl::Status InitSchema();
+  // Runs `body` in one IMMEDIATE transaction that first advances the queue
+  // to now (and again after body, so that a job submitted or released now
+  // starts now); commits when body returns OK, rolls back otherwise.
+  absl::Status InTransaction(absl::string_view op, const std::function<absl::Status()>& body)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Replays starts and finishes from `from_ms` to `to_ms`, in time order.
+  absl::Status Advance(int64_t from_ms, int64_t to_ms) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  absl::Status FillSlots(int64_t at_ms) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  absl::StatusOr<Job> LoadJob(int64_t id) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  absl::StatusOr<std::vector<Job>> LoadJobs(absl::string_view where_sql, absl::string_view bind)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  absl::StatusOr<JobState> StateOf(const std::string& id, int64_t* row_id)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  absl::Status SetState(int64_t row_id, JobState s) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  void CrashPoint(absl::string_view point) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  int64_t NowMs() const;
+
+  const SimOptions options_;
+  const Clock* const clock_;
+  absl::Mutex mu_;
+  sqlite3* db_ ABSL_GUARDED_BY(mu_);
+  std::function<void(absl::string_view)> crash_hook_ ABSL_GUARDED_BY(mu_);
+};
+
+// Registers "sim" (SimAdapter::Open) in `registry`. Called once from main;
+// if "sim" is already registered the first registration stays.
+void RegisterSimAdapter(AdapterRegistry* registry);
+
+}  // namespace hyperfed::scheduler

@@ -1,0 +1,368 @@
+// The adapter contract's tests (see adapter_contract.h). Instantiated by each
+// adapter's own test file.
+
+#include "tests/scheduler/adapter_contract.h"
+
+#include <algorithm>
+#include <set>
+
+namespace hyperfed::scheduler::testing {
+
+// Each adapter's test file instantiates the suite; a binary built without
+// any adapter must still link.
+GTEST_ALLOW_UNINSTANTIATED_PARAMETERIZED_TEST(AdapterContractTest);
+
+absl::Status AdapterContractEnv::Saturate(SchedulerAdapter* adapter) {
+  auto cap = adapter->GetCapacity();
+  if (!cap.ok()) return cap.status();
+  std::vector<std::string> tags;
+  for (int64_t i = 0; i < cap->units; ++i) {
+    tags.push_back(absl::StrCat("contract-blocker-", i));
+    auto id = adapter->Submit(RunnableSpec(tags.back(), absl::Hours(100)), tags.back());
+    if (!id.ok()) return id.status();
+  }
+  const absl::Duration max_wait = MaxWait();
+  for (absl::Duration waited; ; waited += PollStep()) {
+    bool all_running = true;
+    for (const auto& tag : tags) {
+      auto jobs = adapter->FindByTag(tag);
+      if (!jobs.ok()) return jobs.status();
+      if (jobs->size() != 1 || (*jobs)[0].state != JobState::kRunning) all_running = false;
+    }
+    if (all_running) return absl::OkStatus();
+    if (waited >= max_wait) return absl::DeadlineExceededError("blocker jobs did not all start");
+    LetTimePass(PollStep());
+  }
+}
+
+void AdapterContractTest::SetUp() {
+  env_ = GetParam().make_env();
+  ASSERT_NE(env_, nullptr);
+  auto a = env_->MakeAdapter();
+  ASSERT_TRUE(a.ok()) << a.status();
+  adapter_ = *std::move(a);
+}
+
+JobSpec AdapterContractTest::FullSpec(const std::string& name) const {
+  JobSpec s = env_->RunnableSpec(name, absl::Seconds(2));
+  s.script += "echo \"it's $HOME\" 'single' `back` \\ done; # größe 大\n";
+  s.cores = 3;
+  s.memory_mb = 2048;
+  s.time_limit_s = 3600;
+  s.workdir = "/tmp/hyperfed contract/dir";
+  s.env = {{"A", "1"}, {"WITH_SPACE", "x y"}, {"QUOTES", "\"'"}, {"EMPTY", ""}, {"NL", "a\nb"}};
+  s.cost = 10800.25;
+  s.key = absl::StrCat("site-a/", name, "/7");
+  return s;
+}
+
+absl::StatusOr<Job> AdapterContractTest::ByTag(const std::string& tag) {
+  auto jobs = adapter_->FindByTag(tag);
+  if (!jobs.ok()) return jobs.status();
+  if (jobs->size() != 1) {
+    return absl::InternalError(absl::StrCat(jobs->size(), " jobs carry tag ", tag, ", want 1"));
+  }
+  return (*jobs)[0];
+}
+
+absl::StatusOr<Job> AdapterContractTest::Listed(const std::string& id) {
+  auto jobs = adapter_->ListJobs();
+  if (!jobs.ok()) return jobs.status();
+  for (const auto& j : *jobs) {
+    if (j.id == id) return j;
+  }
+  return absl::NotFoundError(absl::StrCat("job ", id, " not listed"));
+}
+
+std::string AdapterContractTest::ListedState(const std::string& id) {
+  auto j = Listed(id);
+  return j.ok() ? JobStateName(j->state) : j.status().ToString();
+}
+
+std::string AdapterContractTest::TagState(const std::string& tag) {
+  auto j = ByTag(tag);
+  return j.ok() ? JobStateName(j->state) : j.status().ToString();
+}
+
+bool AdapterContractTest::ListedPinned(const std::string& id) {
+  auto j = Listed(id);
+  return j.ok() && j->pinned;
+}
+
+int AdapterContractTest::ListedCount() {
+  auto jobs = adapter_->ListJobs();
+  return jobs.ok() ? static_cast<int>(jobs->size()) : -1;
+}
+
+absl::Status AdapterContractTest::WaitForState(const std::string& tag, JobState state) {
+  for (absl::Duration waited;; waited += env_->PollStep()) {
+    auto j = ByTag(tag);
+    if (!j.ok()) return j.status();
+    if (j->state == state) return absl::OkStatus();
+    if (waited >= env_->MaxWait()) {
+      return absl::DeadlineExceededError(absl::StrCat("job tagged ", tag, " is ", JobStateName(j->state),
+                                                      ", wanted ", JobStateName(state)));
+    }
+    env_->LetTimePass(env_->PollStep());
+  }
+}
+
+namespace {
+
+// Ids of the listed jobs, in list order, keeping only those in `ours` (a
+// real scheduler may list other users' jobs).
+std::vector<std::string> ListedIds(const std::vector<Job>& jobs, const std::set<std::string>& ours) {
+  std::vector<std::string> ids;
+  for (const auto& j : jobs) {
+    if (ours.contains(j.id)) ids.push_back(j.id);
+  }
+  return ids;
+}
+
+TEST_P(AdapterContractTest, NameAndCapacityAreSet) {
+  EXPECT_FALSE(adapter_->Name().empty());
+  auto cap = adapter_->GetCapacity();
+  ASSERT_TRUE(cap.ok()) << cap.status();
+  EXPECT_GT(cap->units, 0);
+  EXPECT_GT(cap->speed, 0);
+}
+
+TEST_P(AdapterContractTest, FreshQueueListsNothing) {
+  auto jobs = adapter_->ListJobs();
+  ASSERT_TRUE(jobs.ok()) << jobs.status();
+  EXPECT_TRUE(jobs->empty());
+}
+
+TEST_P(AdapterContractTest, SubmittedJobsAreListedOldestFirst) {
+  std::vector<std::string> ids;
+  for (int i = 0; i < 3; ++i) {
+    auto id = adapter_->Submit(Long(absl::StrCat("order-", i)), absl::StrCat("order-", i));
+    ASSERT_TRUE(id.ok()) << id.status();
+    ids.push_back(*id);
+  }
+  EXPECT_EQ(std::set<std::string>(ids.begin(), ids.end()).size(), 3u) << "ids must be distinct";
+  auto jobs = adapter_->ListJobs();
+  ASSERT_TRUE(jobs.ok()) << jobs.status();
+  EXPECT_EQ(ListedIds(*jobs, {ids.begin(), ids.end()}), ids);
+  int64_t last_queued = 0;
+  for (const auto& j : *jobs) {
+    EXPECT_TRUE(j.state == JobState::kPending || j.state == JobState::kRunning) << JobStateName(j.state);
+    EXPECT_EQ(j.tag, j.spec.name);
+    EXPECT_FALSE(j.pinned);
+    EXPECT_GT(j.queued_at_ms, 0);
+    EXPECT_GE(j.queued_at_ms, last_queued);
+    last_queued = j.queued_at_ms;
+  }
+}
+
+TEST_P(AdapterContractTest, PendingJobsWaitBehindFullCapacityInQueueOrder) {
+  ASSERT_TRUE(env_->Saturate(adapter_.get()).ok());
+  std::vector<std::string> ids;
+  for (int i = 0; i < 3; ++i) {
+    auto id = adapter_->Submit(Quick(absl::StrCat("wait-", i)), absl::StrCat("wait-", i));
+    ASSERT_TRUE(id.ok()) << id.status();
+    ids.push_back(*id);
+  }
+  env_->LetTimePass(absl::Seconds(2));
+  auto jobs = adapter_->ListJobs();
+  ASSERT_TRUE(jobs.ok()) << jobs.status();
+  EXPECT_EQ(ListedIds(*jobs, {ids.begin(), ids.end()}), ids);
+  for (const auto& id : ids) {
+    auto j = Listed(id);
+    ASSERT_TRUE(j.ok()) << j.status();
+    EXPECT_EQ(j->state, JobState::kPending);
+  }
+}
+
+TEST_P(AdapterContractTest, HeldSubmitIsHeldAndNeverStarts) {
+  auto id = adapter_->Submit(Quick("held"), "held", /*held=*/true);
+  ASSERT_TRUE(id.ok()) << id.status();
+  env_->LetTimePass(absl::Seconds(5));
+  auto j = Listed(*id);
+  ASSERT_TRUE(j.ok()) << j.status();
+  EXPECT_EQ(j->state, JobState::kHeld);
+}
+
+TEST_P(AdapterContractTest, HoldAndReleaseOfPendingJob) {
+  ASSERT_TRUE(env_->Saturate(adapter_.get()).ok());
+  auto id = adapter_->Submit(Quick("p"), "p");
+  ASSERT_TRUE(id.ok()) << id.status();
+  ASSERT_TRUE(adapter_->Hold(*id).ok());
+  EXPECT_EQ(ListedState(*id), "held");
+  EXPECT_TRUE(adapter_->Hold(*id).ok()) << "holding a held job is a no-op";
+  EXPECT_EQ(ListedState(*id), "held");
+  ASSERT_TRUE(adapter_->Release(*id).ok());
+  EXPECT_EQ(ListedState(*id), "pending");
+  EXPECT_TRUE(adapter_->Release(*id).ok()) << "releasing a pending job is a no-op";
+  EXPECT_EQ(ListedState(*id), "pending");
+}
+
+TEST_P(AdapterContractTest, ReleasedJobRunsToDone) {
+  auto id = adapter_->Submit(Quick("rel"), "rel", /*held=*/true);
+  ASSERT_TRUE(id.ok()) << id.status();
+  ASSERT_TRUE(adapter_->Release(*id).ok());
+  EXPECT_TRUE(WaitForState("rel", JobState::kDone).ok());
+  auto j = Listed(*id);
+  EXPECT_TRUE(absl::IsNotFound(j.status())) << "done jobs are not listed";
+}
+
+TEST_P(AdapterContractTest, RunningJobCannotBeHeldReleasedOrCancelled) {
+  auto id = adapter_->Submit(Long("run"), "run");
+  ASSERT_TRUE(id.ok()) << id.status();
+  ASSERT_TRUE(WaitForState("run", JobState::kRunning).ok());
+  EXPECT_TRUE(absl::IsFailedPrecondition(adapter_->Hold(*id)));
+  EXPECT_TRUE(absl::IsFailedPrecondition(adapter_->Release(*id)));
+  EXPECT_TRUE(absl::IsFailedPrecondition(adapter_->Cancel(*id)));
+  EXPECT_EQ(ListedState(*id), "running");
+}
+
+TEST_P(AdapterContractTest, CancelPendingAndHeldJobs) {
+  ASSERT_TRUE(env_->Saturate(adapter_.get()).ok());
+  auto pending = adapter_->Submit(Quick("cp"), "cp");
+  auto held = adapter_->Submit(Quick("ch"), "ch", /*held=*/true);
+  ASSERT_TRUE(pending.ok() && held.ok());
+  ASSERT_TRUE(adapter_->Cancel(*pending).ok());
+  ASSERT_TRUE(adapter_->Cancel(*held).ok());
+  EXPECT_TRUE(absl::IsNotFound(Listed(*pending).status())) << "cancelled jobs are not listed";
+  EXPECT_TRUE(absl::IsNotFound(Listed(*held).status()));
+  EXPECT_EQ(TagState("cp"), "cancelled");
+  EXPECT_EQ(TagState("ch"), "cancelled");
+  EXPECT_TRUE(adapter_->Cancel(*pending).ok()) << "cancelling a cancelled job is a no-op";
+  EXPECT_TRUE(absl::IsFailedPrecondition(adapter_->Hold(*held)));
+  EXPECT_TRUE(absl::IsFailedPrecondition(adapter_->Release(*held)));
+  EXPECT_EQ(TagState("ch"), "cancelled");
+}
+
+TEST_P(AdapterContractTest, DoneJobCannotBeHeldReleasedOrCancelled) {
+  auto id = adapter_->Submit(Quick("d"), "d");
+  ASSERT_TRUE(id.ok()) << id.status();
+  ASSERT_TRUE(WaitForState("d", JobState::kDone).ok());
+  EXPECT_TRUE(absl::IsFailedPrecondition(adapter_->Hold(*id)));
+  EXPECT_TRUE(absl::IsFailedPrecondition(adapter_->Release(*id)));
+  EXPECT_TRUE(absl::IsFailedPrecondition(adapter_->Cancel(*id)));
+  EXPECT_EQ(TagState("d"), "done");
+}
+
+TEST_P(AdapterContractTest, SubmitIsIdempotentByTag) {
+  auto first = adapter_->Submit(Long("one"), "mig-1", /*held=*/true);
+  ASSERT_TRUE(first.ok()) << first.status();
+  // A retried transfer may carry a different spec and held flag: the first
+  // submission wins and nothing new is queued.
+  auto again = adapter_->Submit(Quick("two"), "mig-1", /*held=*/false);
+  ASSERT_TRUE(again.ok()) << again.status();
+  EXPECT_EQ(*again, *first);
+  auto jobs = adapter_->FindByTag("mig-1");
+  ASSERT_TRUE(jobs.ok()) << jobs.status();
+  ASSERT_EQ(jobs->size(), 1u);
+  EXPECT_EQ((*jobs)[0].id, *first);
+  EXPECT_EQ((*jobs)[0].spec.name, "one");
+  EXPECT_EQ((*jobs)[0].state, JobState::kHeld);
+  EXPECT_EQ((*jobs)[0].tag, "mig-1");
+  EXPECT_EQ(ListedCount(), 1);
+}
+
+TEST_P(AdapterContractTest, SubmitIsIdempotentByTagAfterCancel) {
+  auto first = adapter_->Submit(Quick("c"), "mig-c", /*held=*/true);
+  ASSERT_TRUE(first.ok()) << first.status();
+  ASSERT_TRUE(adapter_->Cancel(*first).ok());
+  auto again = adapter_->Submit(Quick("c"), "mig-c");
+  ASSERT_TRUE(again.ok()) << again.status();
+  EXPECT_EQ(*again, *first);
+  EXPECT_EQ(TagState("mig-c"), "cancelled");
+  EXPECT_EQ(ListedCount(), 0);
+}
+
+TEST_P(AdapterContractTest, SubmitIsIdempotentByTagAfterDone) {
+  auto first = adapter_->Submit(Quick("d"), "mig-d");
+  ASSERT_TRUE(first.ok()) << first.status();
+  ASSERT_TRUE(WaitForState("mig-d", JobState::kDone).ok());
+  auto again = adapter_->Submit(Quick("d"), "mig-d");
+  ASSERT_TRUE(again.ok()) << again.status();
+  EXPECT_EQ(*again, *first);
+  EXPECT_EQ(TagState("mig-d"), "done");
+  EXPECT_EQ(ListedCount(), 0);
+}
+
+TEST_P(AdapterContractTest, UntaggedSubmitsAreDistinctJobs) {
+  auto a = adapter_->Submit(Quick("u"), "", /*held=*/true);
+  auto b = adapter_->Submit(Quick("u"), "", /*held=*/true);
+  ASSERT_TRUE(a.ok() && b.ok());
+  EXPECT_NE(*a, *b);
+  EXPECT_EQ(ListedCount(), 2);
+  auto listed = Listed(*a);
+  ASSERT_TRUE(listed.ok()) << listed.status();
+  EXPECT_EQ(listed->tag, "");
+}
+
+TEST_P(AdapterContractTest, FindByTagFindsOnlyThatTag) {
+  auto a = adapter_->Submit(Quick("a"), "tag-a", /*held=*/true);
+  auto b = adapter_->Submit(Quick("b"), "tag-b", /*held=*/true);
+  ASSERT_TRUE(a.ok() && b.ok());
+  auto found = adapter_->FindByTag("tag-b");
+  ASSERT_TRUE(found.ok()) << found.status();
+  ASSERT_EQ(found->size(), 1u);
+  EXPECT_EQ((*found)[0].id, *b);
+  EXPECT_EQ((*found)[0].spec.name, "b");
+  auto none = adapter_->FindByTag("tag-none");
+  ASSERT_TRUE(none.ok()) << none.status();
+  EXPECT_TRUE(none->empty());
+  // A tag is matched whole, not as a prefix.
+  auto prefix = adapter_->FindByTag("tag-");
+  ASSERT_TRUE(prefix.ok()) << prefix.status();
+  EXPECT_TRUE(prefix->empty());
+}
+
+TEST_P(AdapterContractTest, ExportReturnsTheSubmittedSpec) {
+  const JobSpec spec = FullSpec("full");
+  auto id = adapter_->Submit(spec, "full", /*held=*/true);
+  ASSERT_TRUE(id.ok()) << id.status();
+  auto exported = adapter_->Export(*id);
+  ASSERT_TRUE(exported.ok()) << exported.status();
+  EXPECT_EQ(*exported, spec);
+  EXPECT_EQ(Listed(*id).value_or(Job{}).spec, spec);
+  EXPECT_EQ(ByTag("full").value_or(Job{}).spec, spec);
+}
+
+TEST_P(AdapterContractTest, ExportWorksAfterCancel) {
+  const JobSpec spec = FullSpec("gone");
+  auto id = adapter_->Submit(spec, "gone", /*held=*/true);
+  ASSERT_TRUE(id.ok()) << id.status();
+  ASSERT_TRUE(adapter_->Cancel(*id).ok());
+  auto exported = adapter_->Export(*id);
+  ASSERT_TRUE(exported.ok()) << exported.status();
+  EXPECT_EQ(*exported, spec);
+}
+
+TEST_P(AdapterContractTest, PinsAreSetAndCleared) {
+  ASSERT_TRUE(env_->Saturate(adapter_.get()).ok());  // so the released job stays pending
+  auto id = adapter_->Submit(Quick("pin"), "pin", /*held=*/true);
+  ASSERT_TRUE(id.ok()) << id.status();
+  EXPECT_EQ(ListedPinned(*id), false);
+  ASSERT_TRUE(adapter_->SetPinned(*id, true).ok());
+  EXPECT_EQ(ListedPinned(*id), true);
+  EXPECT_EQ(ByTag("pin").value_or(Job{}).pinned, true);
+  ASSERT_TRUE(adapter_->SetPinned(*id, true).ok()) << "pinning twice is a no-op";
+  // A pin is not a state: it survives hold and release.
+  ASSERT_TRUE(adapter_->Release(*id).ok());
+  ASSERT_TRUE(adapter_->Hold(*id).ok());
+  EXPECT_EQ(ListedPinned(*id), true);
+  ASSERT_TRUE(adapter_->SetPinned(*id, false).ok());
+  EXPECT_EQ(ListedPinned(*id), false);
+}
+
+TEST_P(AdapterContractTest, UnknownIdsAreNotFound) {
+  // One real job, so "unknown" is not just "empty queue".
+  ASSERT_TRUE(adapter_->Submit(Quick("real"), "real", /*held=*/true).ok());
+  for (const std::string id : {"999999999", "no-such-job", "", "-1", "1.0"}) {
+    SCOPED_TRACE(absl::StrCat("id \"", id, "\""));
+    EXPECT_TRUE(absl::IsNotFound(adapter_->Hold(id)));
+    EXPECT_TRUE(absl::IsNotFound(adapter_->Release(id)));
+    EXPECT_TRUE(absl::IsNotFound(adapter_->Cancel(id)));
+    EXPECT_TRUE(absl::IsNotFound(adapter_->Export(id).status()));
+    EXPECT_TRUE(absl::IsNotFound(adapter_->SetPinned(id, true)));
+  }
+  EXPECT_EQ(ListedCount(), 1);
+}
+
+}  // namespace
+}  // namespace hyperfed::scheduler::testing

@@ -1,0 +1,573 @@
+#include "daemon/scheduler/sim_adapter.h"
+
+#include <signal.h>
+#include <sqlite3.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cmath>
+#include <filesystem>
+#include <limits>
+#include <set>
+#include <thread>
+
+#include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
+#include "gtest/gtest.h"
+#include "tests/scheduler/adapter_contract.h"
+#include "tests/scheduler/temp_dir.h"
+
+namespace hyperfed::scheduler::testing {
+namespace {
+
+// ---- The contract, on a fake clock ----
+
+class SimEnv : public AdapterContractEnv {
+ public:
+  explicit SimEnv(std::map<std::string, std::string> options) : options_(std::move(options)) {}
+  absl::StatusOr<std::unique_ptr<SchedulerAdapter>> MakeAdapter() override {
+    auto a = SimAdapter::Open({.state_dir = dir_.path(), .options = options_, .clock = &clock_});
+    if (!a.ok()) return a.status();
+    return std::unique_ptr<SchedulerAdapter>(*std::move(a));
+  }
+  void LetTimePass(absl::Duration d) override { clock_.Advance(d); }
+
+ private:
+  TempDir dir_;
+  FakeClock clock_;
+  std::map<std::string, std::string> options_;
+};
+
+INSTANTIATE_TEST_SUITE_P(
+    Sim, AdapterContractTest,
+    ::testing::Values(
+        AdapterContractParam{"Defaults", [] { return std::make_unique<SimEnv>(std::map<std::string, std::string>{}); }},
+        AdapterContractParam{"OneFastSlot",
+                             [] {
+                               return std::make_unique<SimEnv>(
+                                   std::map<std::string, std::string>{{"slots", "1"}, {"time_scale", "10"}});
+                             }}),
+    AdapterContractParamName);
+
+// ---- Sim-specific behaviour ----
+
+JobSpec Spec(const std::string& name, int64_t duration_ms) {
+  JobSpec s;
+  s.name = name;
+  s.script = "true";
+  s.duration_ms = duration_ms;
+  return s;
+}
+
+class SimAdapterTest : public ::testing::Test {
+ protected:
+  std::unique_ptr<SimAdapter> Open(std::map<std::string, std::string> options = {}) {
+    auto a = SimAdapter::Open({.state_dir = dir_.path(), .options = std::move(options), .clock = &clock_});
+    EXPECT_TRUE(a.ok()) << a.status();
+    return a.ok() ? *std::move(a) : nullptr;
+  }
+  static std::string State(SimAdapter* a, const std::string& id) {
+    auto j = a->GetJob(id);
+    return j.ok() ? JobStateName(j->state) : j.status().ToString();
+  }
+  static std::string MustSubmit(SimAdapter* a, const JobSpec& spec, const std::string& tag = "",
+                                bool held = false) {
+    auto id = a->Submit(spec, tag, held);
+    EXPECT_TRUE(id.ok()) << id.status();
+    return id.value_or("");
+  }
+
+  TempDir dir_;
+  FakeClock clock_;
+};
+
+TEST_F(SimAdapterTest, SlotsLimitRunningJobs) {
+  auto a = Open({{"slots", "2"}});
+  for (int i = 0; i < 5; ++i) MustSubmit(a.get(), Spec(absl::StrCat("j", i), 60'000));
+  auto stats = a->Stats();
+  ASSERT_TRUE(stats.ok());
+  EXPECT_EQ(stats->running, 2);
+  EXPECT_EQ(stats->pending, 3);
+  auto jobs = a->ListJobs();
+  ASSERT_TRUE(jobs.ok());
+  ASSERT_EQ(jobs->size(), 5u);
+  EXPECT_EQ((*jobs)[0].state, JobState::kRunning);
+  EXPECT_EQ((*jobs)[1].state, JobState::kRunning);
+  EXPECT_EQ((*jobs)[2].state, JobState::kPending);
+}
+
+TEST_F(SimAdapterTest, JobsFinishAfterDurationOverTimeScaleAndSlotsPassOnInOrder) {
+  auto a = Open({{"slots", "1"}, {"time_scale", "10"}});
+  const std::string j1 = MustSubmit(a.get(), Spec("j1", 10'000));  // runs 1000 ms
+  const std::string j2 = MustSubmit(a.get(), Spec("j2", 5'000));   // then 500 ms
+  const std::string j3 = MustSubmit(a.get(), Spec("j3", 10'000));  // then 1000 ms
+  clock_.Advance(absl::Milliseconds(999));
+  EXPECT_EQ(State(a.get(), j1), "running");
+  EXPECT_EQ(State(a.get(), j2), "pending");
+  clock_.Advance(absl::Milliseconds(1));
+  EXPECT_EQ(State(a.get(), j1), "done");
+  EXPECT_EQ(State(a.get(), j2), "running");
+  // One jump over two finishes: j2 ends at 1500 and j3 starts then, not at
+  // the time we look.
+  clock_.Advance(absl::Milliseconds(1499));
+  EXPECT_EQ(State(a.get(), j2), "done");
+  EXPECT_EQ(State(a.get(), j3), "running");
+  clock_.Advance(absl::Milliseconds(1));
+  EXPECT_EQ(State(a.get(), j3), "done");
+  EXPECT_EQ(*a->CountDone(), 3);
+}
+
+TEST_F(SimAdapterTest, LazyReplayStartsFreedSlotsAtTheFinishTime) {
+  auto a = Open({{"slots", "2"}});
+  MustSubmit(a.get(), Spec("a", 1'000));
+  MustSubmit(a.get(), Spec("b", 3'000));
+  const std::string c = MustSubmit(a.get(), Spec("c", 1'500));  // starts at 1000 in a's slot, ends 2500
+  const std::string d = MustSubmit(a.get(), Spec("d", 1'000));  // starts at 2500, ends 3500
+  clock_.Advance(absl::Milliseconds(3'499));
+  EXPECT_EQ(State(a.get(), c), "done");
+  EXPECT_EQ(State(a.get(), d), "running");
+  clock_.Advance(absl::Milliseconds(1));
+  EXPECT_EQ(State(a.get(), d), "done");
+}
+
+TEST_F(SimAdapterTest, HeldJobsNeverStartAndReleasedOnesQueueBehindOlderPending) {
+  auto a = Open({{"slots", "1"}});
+  const std::string h = MustSubmit(a.get(), Spec("h", 100), "", /*held=*/true);
+  const std::string p = MustSubmit(a.get(), Spec("p", 1'000));
+  EXPECT_EQ(State(a.get(), p), "running");
+  clock_.Advance(absl::Hours(24));
+  EXPECT_EQ(State(a.get(), h), "held");
+  EXPECT_EQ(State(a.get(), p), "done");
+  ASSERT_TRUE(a->Release(h).ok());
+  EXPECT_EQ(State(a.get(), h), "running");
+}
+
+TEST_F(SimAdapterTest, OldestPendingJobStartsFirst) {
+  auto a = Open({{"slots", "1"}});
+  MustSubmit(a.get(), Spec("blocker", 1'000));
+  const std::string first = MustSubmit(a.get(), Spec("first", 1'000), "", /*held=*/true);
+  const std::string second = MustSubmit(a.get(), Spec("second", 1'000));
+  ASSERT_TRUE(a->Release(first).ok());  // released later, but submitted earlier
+  clock_.Advance(absl::Seconds(1));
+  EXPECT_EQ(State(a.get(), first), "running");
+  EXPECT_EQ(State(a.get(), second), "pending");
+}
+
+TEST_F(SimAdapterTest, ZeroDurationJobIsDoneAtOnce) {
+  auto a = Open();
+  const std::string id = MustSubmit(a.get(), Spec("now", 0));
+  EXPECT_EQ(State(a.get(), id), "done");
+}
+
+TEST_F(SimAdapterTest, CapacityComesFromOptions) {
+  auto a = Open({{"slots", "8"}, {"speed", "2.5"}});
+  auto cap = a->GetCapacity();
+  ASSERT_TRUE(cap.ok());
+  EXPECT_EQ(cap->units, 8);
+  EXPECT_EQ(cap->speed, 2.5);
+  EXPECT_EQ(cap->Value(), 20.0);
+  EXPECT_EQ(a->Name(), "sim");
+}
+
+TEST_F(SimAdapterTest, PinMarkerPinsAtSubmit) {
+  auto a = Open({{"pin_marker", "local:"}});
+  const std::string pinned = MustSubmit(a.get(), Spec("local:build", 10), "", true);
+  const std::string free = MustSubmit(a.get(), Spec("build-local:", 10), "", true);
+  EXPECT_TRUE(a->GetJob(pinned)->pinned);
+  EXPECT_FALSE(a->GetJob(free)->pinned);
+  ASSERT_TRUE(a->SetPinned(pinned, false).ok());  // the operator may unpin it
+  EXPECT_FALSE(a->GetJob(pinned)->pinned);
+}
+
+TEST_F(SimAdapterTest, NoPinMarkerPinsNothing) {
+  auto a = Open();
+  EXPECT_FALSE(a->GetJob(MustSubmit(a.get(), Spec("", 10), "", true))->pinned);
+}
+
+TEST_F(SimAdapterTest, BadOptionsAreRejectedNamingTheOptionAndTouchNothing) {
+  const std::vector<std::pair<std::string, std::string>> bad = {
+      {"slots", "0"},       {"slots", "-1"},       {"slots", "abc"},    {"slots", "1.5"},
+      {"slots", ""},        {"slots", "99999999"}, {"speed", "0"},      {"speed", "-2"},
+      {"speed", "nan"},     {"speed", "inf"},      {"speed", "fast"},   {"time_scale", "0"},
+      {"time_scale", "-1"}, {"time_scale", "x"},   {"slot", "4"},       {"Slots", "4"}};
+  const std::string state_dir = dir_.Sub("never");
+  for (const auto& [name, value] : bad) {
+    SCOPED_TRACE(absl::StrCat(name, "=", value));
+    auto a = SimAdapter::Open({.state_dir = state_dir, .options = {{name, value}}, .clock = &clock_});
+    ASSERT_FALSE(a.ok());
+    EXPECT_TRUE(absl::IsInvalidArgument(a.status())) << a.status();
+    EXPECT_TRUE(absl::StrContains(a.status().message(), absl::StrCat("\"", name, "\""))) << a.status();
+  }
+  EXPECT_FALSE(std::filesystem::exists(state_dir));
+}
+
+TEST_F(SimAdapterTest, UnusableStateDirIsAnError) {
+  EXPECT_TRUE(absl::IsInvalidArgument(SimAdapter::Open({.state_dir = "", .options = {}, .clock = &clock_}).status()));
+  const std::string file = dir_.Sub("a-file");
+  { FILE* f = fopen(file.c_str(), "w"); ASSERT_NE(f, nullptr); fclose(f); }
+  auto a = SimAdapter::Open({.state_dir = file, .options = {}, .clock = &clock_});
+  EXPECT_FALSE(a.ok());
+  // A queue file that is not a database.
+  const std::string junk_dir = dir_.Sub("junk");
+  std::filesystem::create_directories(junk_dir);
+  {
+    FILE* f = fopen((std::filesystem::path(junk_dir) / kSimDbFile).c_str(), "w");
+    ASSERT_NE(f, nullptr);
+    fputs("this is not an SQLite database, not even close; it is long enough to have a header\n", f);
+    fclose(f);
+  }
+  auto b = SimAdapter::Open({.state_dir = junk_dir, .options = {}, .clock = &clock_});
+  EXPECT_FALSE(b.ok());
+}
+
+TEST_F(SimAdapterTest, BadSpecIsRejectedAndSubmitsNothing) {
+  auto a = Open();
+  std::vector<JobSpec> bad(5, Spec("bad", 10));
+  bad[0].cores = 0;
+  bad[1].memory_mb = -1;
+  bad[2].time_limit_s = -1;
+  bad[3].duration_ms = -5;
+  bad[4].cost = std::numeric_limits<double>::quiet_NaN();
+  for (const auto& spec : bad) {
+    auto id = a->Submit(spec, "bad-tag");
+    EXPECT_TRUE(absl::IsInvalidArgument(id.status())) << id.status();
+  }
+  EXPECT_TRUE(a->FindByTag("bad-tag")->empty());
+  EXPECT_EQ(MustSubmit(a.get(), Spec("good", 10)), "1") << "rejected submits use no id";
+}
+
+TEST_F(SimAdapterTest, EmptyTagCannotBeSearched) {
+  auto a = Open();
+  EXPECT_TRUE(absl::IsInvalidArgument(a->FindByTag("").status()));
+}
+
+TEST_F(SimAdapterTest, IdsAreIncreasingIntegers) {
+  auto a = Open();
+  EXPECT_EQ(MustSubmit(a.get(), Spec("a", 1)), "1");
+  EXPECT_EQ(MustSubmit(a.get(), Spec("b", 1)), "2");
+  EXPECT_EQ(MustSubmit(a.get(), Spec("c", 1), "t"), "3");
+  EXPECT_EQ(MustSubmit(a.get(), Spec("c", 1), "t"), "3");
+  EXPECT_EQ(MustSubmit(a.get(), Spec("d", 1)), "4");
+  // Non-canonical spellings of a real id name no job.
+  EXPECT_TRUE(absl::IsNotFound(a->Export("01").status()));
+  EXPECT_TRUE(absl::IsNotFound(a->Export("+1").status()));
+  EXPECT_TRUE(absl::IsNotFound(a->Export(" 1").status()));
+}
+
+TEST_F(SimAdapterTest, StringsWithAnyByteRoundTrip) {
+  auto a = Open();
+  JobSpec s = Spec(std::string("nul\0inside", 10), 10);
+  s.script = std::string("\0\x01\xff", 3);
+  s.env[std::string("K\0", 2)] = std::string("\0", 1);
+  const std::string id = MustSubmit(a.get(), s, std::string("t\0a", 3), true);
+  EXPECT_EQ(*a->Export(id), s);
+  EXPECT_TRUE(a->FindByTag("t")->empty());
+  EXPECT_EQ(a->FindByTag(std::string("t\0a", 3))->size(), 1u);
+}
+
+TEST_F(SimAdapterTest, StatsCountEveryState) {
+  auto a = Open({{"slots", "1"}});
+  const std::string done = MustSubmit(a.get(), Spec("done", 10));
+  clock_.Advance(absl::Milliseconds(10));
+  MustSubmit(a.get(), Spec("running", 1'000));
+  MustSubmit(a.get(), Spec("pending", 1'000));
+  MustSubmit(a.get(), Spec("held", 1'000), "", true);
+  ASSERT_TRUE(a->Cancel(MustSubmit(a.get(), Spec("cancelled", 1'000))).ok());
+  auto s = a->Stats();
+  ASSERT_TRUE(s.ok());
+  EXPECT_EQ(s->done, 1);
+  EXPECT_EQ(s->running, 1);
+  EXPECT_EQ(s->pending, 1);
+  EXPECT_EQ(s->held, 1);
+  EXPECT_EQ(s->cancelled, 1);
+}
+
+// ---- Persistence ----
+
+TEST_F(SimAdapterTest, QueueSurvivesCloseAndReopen) {
+  JobSpec full = Spec("full", 60'000);
+  full.env = {{"A", "b"}};
+  full.key = "site-a/42";
+  full.cost = 3.5;
+  std::string running, held, cancelled, done, pinned;
+  {
+    auto a = Open({{"slots", "1"}});
+    done = MustSubmit(a.get(), Spec("done", 10), "mig-done");
+    clock_.Advance(absl::Milliseconds(10));
+    running = MustSubmit(a.get(), full, "mig-run");
+    held = MustSubmit(a.get(), Spec("held", 10), "mig-held", true);
+    cancelled = MustSubmit(a.get(), Spec("cancelled", 10), "mig-cancel");
+    ASSERT_TRUE(a->Cancel(cancelled).ok());
+    pinned = MustSubmit(a.get(), Spec("pinned", 10));
+    ASSERT_TRUE(a->SetPinned(pinned, true).ok());
+  }
+  auto b = Open({{"slots", "1"}});
+  EXPECT_EQ(State(b.get(), done), "done");
+  EXPECT_EQ(State(b.get(), running), "running");
+  EXPECT_EQ(State(b.get(), held), "held");
+  EXPECT_EQ(State(b.get(), cancelled), "cancelled");
+  EXPECT_EQ(State(b.get(), pinned), "pending");
+  EXPECT_TRUE(b->GetJob(pinned)->pinned);
+  EXPECT_EQ(*b->Export(running), full);
+  // Tags are still idempotent, whatever the state.
+  EXPECT_EQ(MustSubmit(b.get(), Spec("x", 1), "mig-done"), done);
+  EXPECT_EQ(MustSubmit(b.get(), Spec("x", 1), "mig-cancel"), cancelled);
+  EXPECT_EQ(MustSubmit(b.get(), Spec("x", 1), "mig-held"), held);
+  // Ids keep increasing.
+  EXPECT_EQ(MustSubmit(b.get(), Spec("new", 1)), "6");
+  // The queue's time carries on: the running job ends 60 s after it started.
+  clock_.Advance(absl::Seconds(60));
+  EXPECT_EQ(State(b.get(), running), "done");
+  EXPECT_EQ(State(b.get(), pinned), "running");
+}
+
+TEST_F(SimAdapterTest, ClockSteppingBackDoesNotUndoQueueTime) {
+  std::string id;
+  {
+    auto a = Open();
+    id = MustSubmit(a.get(), Spec("j", 1'000));
+    clock_.Advance(absl::Seconds(5));
+    ASSERT_TRUE(a->Tick().ok());
+  }
+  FakeClock earlier;  // the default start, 5 s before clock_
+  auto b = SimAdapter::Open({.state_dir = dir_.path(), .options = {}, .clock = &earlier});
+  ASSERT_TRUE(b.ok());
+  EXPECT_EQ(State(b->get(), id), "done");
+  const std::string next = MustSubmit(b->get(), Spec("k", 1'000));
+  EXPECT_EQ(State(b->get(), next), "running");
+  earlier.Advance(absl::Seconds(5));  // still the queue's time: no progress yet
+  EXPECT_EQ(State(b->get(), next), "running");
+  earlier.Advance(absl::Seconds(1));
+  EXPECT_EQ(State(b->get(), next), "done");
+}
+
+TEST_F(SimAdapterTest, TwoConnectionsOnOneQueueStayConsistent) {
+  auto a = Open();
+  auto b = Open();
+  const std::string id = MustSubmit(a.get(), Spec("j", 10), "shared", true);
+  EXPECT_EQ(MustSubmit(b.get(), Spec("j", 10), "shared"), id);
+  ASSERT_TRUE(b->Cancel(id).ok());
+  EXPECT_EQ(State(a.get(), id), "cancelled");
+}
+
+TEST_F(SimAdapterTest, ConcurrentSubmitsOfOneTagMakeOneJob) {
+  auto a = Open();
+  std::vector<std::thread> threads;
+  std::vector<std::set<std::string>> seen(4);
+  for (int t = 0; t < 4; ++t) {
+    threads.emplace_back([&, t] {
+      for (int i = 0; i < 20; ++i) {
+        auto id = a->Submit(Spec("c", 10), absl::StrCat("tag-", i % 5), true);
+        if (id.ok()) seen[t].insert(*id);
+      }
+    });
+  }
+  for (auto& th : threads) th.join();
+  std::set<std::string> all;
+  for (const auto& s : seen) all.insert(s.begin(), s.end());
+  EXPECT_EQ(all.size(), 5u);
+  EXPECT_EQ(a->ListJobs()->size(), 5u);
+}
+
+// Reads PRAGMA data_version on its own connection: it changes when another
+// connection commits a write.
+class DataVersion {
+ public:
+  explicit DataVersion(const std::string& dir) {
+    sqlite3_open((std::filesystem::path(dir) / kSimDbFile).c_str(), &db_);
+  }
+  ~DataVersion() { sqlite3_close(db_); }
+  int64_t Get() {
+    sqlite3_stmt* st = nullptr;
+    int64_t v = -1;
+    if (sqlite3_prepare_v2(db_, "PRAGMA data_version", -1, &st, nullptr) == SQLITE_OK &&
+        sqlite3_step(st) == SQLITE_ROW) {
+      v = sqlite3_column_int64(st, 0);
+    }
+    sqlite3_finalize(st);
+    return v;
+  }
+
+ private:
+  sqlite3* db_ = nullptr;
+};
+
+TEST_F(SimAdapterTest, ReadsWriteNothingUnlessTheQueueMoved) {
+  auto a = Open({{"slots", "1"}});
+  const std::string id = MustSubmit(a.get(), Spec("j", 1'000));
+  DataVersion dv(dir_.path());
+  const int64_t before = dv.Get();
+  clock_.Advance(absl::Milliseconds(500));
+  ASSERT_TRUE(a->ListJobs().ok());
+  ASSERT_TRUE(a->FindByTag("none").ok());
+  ASSERT_TRUE(a->Export(id).ok());
+  EXPECT_EQ(dv.Get(), before);
+  clock_.Advance(absl::Milliseconds(500));
+  EXPECT_EQ(State(a.get(), id), "done");
+  EXPECT_NE(dv.Get(), before);
+}
+
+// ---- Crashes ----
+
+// Checks the database file with a connection of its own.
+std::string IntegrityCheck(const std::string& dir) {
+  sqlite3* db = nullptr;
+  std::string result = "cannot open";
+  if (sqlite3_open((std::filesystem::path(dir) / kSimDbFile).c_str(), &db) == SQLITE_OK) {
+    sqlite3_stmt* st = nullptr;
+    if (sqlite3_prepare_v2(db, "PRAGMA integrity_check", -1, &st, nullptr) == SQLITE_OK &&
+        sqlite3_step(st) == SQLITE_ROW) {
+      result = reinterpret_cast<const char*>(sqlite3_column_text(st, 0));
+    }
+    sqlite3_finalize(st);
+  }
+  sqlite3_close(db);
+  return result;
+}
+
+// Runs `child` in a forked process that must die of SIGKILL; returns false
+// (with a failure) otherwise. The child never returns into GoogleTest.
+void RunChildThatDies(const std::function<void()>& child) {
+  fflush(nullptr);
+  pid_t pid = fork();
+  ASSERT_GE(pid, 0);
+  if (pid == 0) {
+    child();
+    _exit(3);  // it should have been killed
+  }
+  int status = 0;
+  ASSERT_EQ(waitpid(pid, &status, 0), pid);
+  ASSERT_TRUE(WIFSIGNALED(status)) << "child exited with " << WEXITSTATUS(status);
+  EXPECT_EQ(WTERMSIG(status), SIGKILL);
+}
+
+struct CrashCase {
+  std::string point;  // crash hook point at which the child dies
+  std::string op;     // what the child does when it dies
+};
+
+void PrintTo(const CrashCase& c, std::ostream* os) { *os << c.op << " killed at " << c.point; }
+
+class SimAdapterCrashTest : public SimAdapterTest, public ::testing::WithParamInterface<CrashCase> {};
+
+// Before the fatal call, the queue (slots=1) holds: 1 running (1000 ms),
+// 2 pending, 3 held, all tagged. The fatal call is killed mid-transaction;
+// afterwards the queue must be exactly as before it.
+TEST_P(SimAdapterCrashTest, KillMidTransactionLeavesTheQueueAsBefore) {
+  const CrashCase c = GetParam();
+  const std::map<std::string, std::string> opts = {{"slots", "1"}};
+  {
+    auto a = Open(opts);
+    JobSpec with_env = Spec("j2", 1'000);
+    with_env.env = {{"K", "V"}};
+    MustSubmit(a.get(), Spec("j1", 1'000), "t1");
+    MustSubmit(a.get(), with_env, "t2");
+    MustSubmit(a.get(), Spec("j3", 1'000), "t3", true);
+  }
+  RunChildThatDies([&] {
+    FakeClock child_clock;  // the same start as clock_
+    auto a = SimAdapter::Open({.state_dir = dir_.path(), .options = opts, .clock = &child_clock});
+    if (!a.ok()) _exit(2);
+    (*a)->SetCrashHookForTesting([&](absl::string_view p) {
+      if (p == c.point) raise(SIGKILL);
+    });
+    if (c.op == "submit") {
+      JobSpec s = Spec("crash", 10);
+      s.env = {{"A", "1"}, {"B", "2"}};
+      (void)(*a)->Submit(s, "crash");
+    } else if (c.op == "cancel") {
+      (void)(*a)->Cancel("2");
+    } else if (c.op == "hold") {
+      (void)(*a)->Hold("2");
+    } else if (c.op == "release") {
+      (void)(*a)->Release("3");
+    } else if (c.op == "advance") {
+      child_clock.Advance(absl::Seconds(1));  // j1 ends, j2 starts: a fill
+      (void)(*a)->Tick();
+    }
+  });
+  EXPECT_EQ(IntegrityCheck(dir_.path()), "ok");
+  auto a = Open(opts);
+  EXPECT_EQ(State(a.get(), "1"), "running");
+  EXPECT_EQ(State(a.get(), "2"), "pending");
+  EXPECT_EQ(State(a.get(), "3"), "held");
+  EXPECT_EQ(a->GetJob("2")->spec.env, (std::map<std::string, std::string>{{"K", "V"}}));
+  EXPECT_TRUE(a->FindByTag("crash")->empty());
+  EXPECT_EQ(a->ListJobs()->size(), 3u);
+  // A retried submit goes through once, with the next id.
+  EXPECT_EQ(MustSubmit(a.get(), Spec("crash", 10), "crash"), "4");
+  EXPECT_EQ(MustSubmit(a.get(), Spec("crash", 10), "crash"), "4");
+  // And the queue runs on normally.
+  clock_.Advance(absl::Seconds(1));
+  EXPECT_EQ(State(a.get(), "1"), "done");
+  EXPECT_EQ(State(a.get(), "2"), "running");
+}
+
+INSTANTIATE_TEST_SUITE_P(Points, SimAdapterCrashTest,
+                         ::testing::Values(CrashCase{"submit:job-row", "submit"},
+                                           CrashCase{"submit:before-commit", "submit"},
+                                           CrashCase{"cancel:before-commit", "cancel"},
+                                           CrashCase{"hold:before-commit", "hold"},
+                                           CrashCase{"release:before-commit", "release"},
+                                           CrashCase{"fill:job-started", "advance"},
+                                           CrashCase{"tick:before-commit", "advance"}),
+                         [](const ::testing::TestParamInfo<CrashCase>& info) {
+                           std::string n = info.param.point;
+                           for (char& ch : n) {
+                             if (!isalnum(static_cast<unsigned char>(ch))) ch = '_';
+                           }
+                           return n;
+                         });
+
+// A kill at an arbitrary moment, from outside: every submit the child saw
+// acknowledged is there, and the tags present are a gap-free prefix (no
+// half-done submit, no lost one).
+TEST_F(SimAdapterTest, KillAtAnyMomentLosesNoAcknowledgedSubmit) {
+  int fds[2];
+  ASSERT_EQ(pipe(fds), 0);
+  fflush(nullptr);
+  pid_t pid = fork();
+  ASSERT_GE(pid, 0);
+  if (pid == 0) {
+    close(fds[0]);
+    auto a = SimAdapter::Open({.state_dir = dir_.path(), .options = {{"slots", "2"}}, .clock = &clock_});
+    if (!a.ok()) _exit(2);
+    for (int i = 0;; ++i) {
+      JobSpec s = Spec(absl::StrCat("k", i), 1'000);
+      s.env = {{"I", absl::StrCat(i)}};
+      if (!(*a)->Submit(s, absl::StrCat("k-", i)).ok()) _exit(2);
+      if (write(fds[1], &i, sizeof i) != sizeof i) _exit(2);
+    }
+  }
+  close(fds[1]);
+  int acked = -1;
+  for (int n = 0; n < 30; ++n) {
+    int i = 0;
+    ASSERT_EQ(read(fds[0], &i, sizeof i), static_cast<ssize_t>(sizeof i));
+    acked = i;
+  }
+  kill(pid, SIGKILL);
+  int status = 0;
+  waitpid(pid, &status, 0);
+  close(fds[0]);
+  ASSERT_TRUE(WIFSIGNALED(status));
+
+  EXPECT_EQ(IntegrityCheck(dir_.path()), "ok");
+  auto a = Open({{"slots", "2"}});
+  auto stats = a->Stats();
+  ASSERT_TRUE(stats.ok());
+  const int64_t total = stats->pending + stats->held + stats->running + stats->done + stats->cancelled;
+  EXPECT_GT(total, acked);
+  EXPECT_EQ(stats->running, 2);
+  for (int64_t i = 0; i < total; ++i) {
+    auto jobs = a->FindByTag(absl::StrCat("k-", i));
+    ASSERT_TRUE(jobs.ok());
+    ASSERT_EQ(jobs->size(), 1u) << "tag k-" << i;
+    EXPECT_EQ((*jobs)[0].id, absl::StrCat(i + 1));
+    EXPECT_EQ((*jobs)[0].spec.env.at("I"), absl::StrCat(i)) << "a job row without its env";
+  }
+  EXPECT_TRUE(a->FindByTag(absl::StrCat("k-", total))->empty());
+}
+
+}  // namespace
+}  // namespace hyperfed::scheduler::testing
