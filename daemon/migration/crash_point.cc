@@ -1,0 +1,36 @@
+#include "daemon/migration/crash_point.h"
+
+#include <signal.h>
+#include <unistd.h>
+
+#include <cstdlib>
+#include <map>
+#include <mutex>
+#include <string>
+
+#include "absl/strings/numbers.h"
+
+namespace hyperfed::migration {
+
+void CrashPoint(std::string_view name) {
+  const char* env = std::getenv(kCrashEnvVar);
+  if (env == nullptr || *env == '\0') return;
+  std::string_view spec(env);
+  int64_t nth = 1;
+  if (size_t colon = spec.rfind(':'); colon != std::string_view::npos) {
+    if (!absl::SimpleAtoi(std::string(spec.substr(colon + 1)), &nth) || nth < 1) return;
+    spec = spec.substr(0, colon);
+  }
+  if (spec != name) return;
+  // Counted per process: a restarted process starts again at 1.
+  static std::mutex mu;
+  static std::map<std::string, int64_t, std::less<>>* hits = new std::map<std::string, int64_t, std::less<>>;
+  int64_t n;
+  {
+    std::lock_guard<std::mutex> l(mu);
+    n = ++(*hits)[std::string(name)];
+  }
+  if (n == nth) kill(getpid(), SIGKILL);
+}
+
+}  // namespace hyperfed::migration

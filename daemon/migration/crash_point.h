@@ -1,0 +1,78 @@
+#pragma once
+
+// Fault injection for the exactly-once tests (DESIGN section 7: the
+// invariants must hold under a crash of either side at any point).
+//
+// CrashPoint(name) kills the process with SIGKILL when the environment
+// variable HYPERFED_CRASH_AT equals `name`, or equals "name:N" and this is
+// the N-th time (1-based) this process reaches `name`. SIGKILL, not abort():
+// no destructor, atexit handler or buffered write runs, as after a power cut
+// of the process (SQLite's WAL keeps committed transactions: they are in the
+// file, not in the process).
+//
+// The points, in protocol order. "out_" points run on the source, "in_"
+// points on the destination.
+
+#include <string_view>
+
+namespace hyperfed::migration {
+
+// Source, MigrateOut.
+// OUT PREPARING journaled (jobs chosen and reserved), nothing held yet.
+inline constexpr std::string_view kCrashOutAfterIntent = "out_after_intent";
+// After each single Hold (use "out_after_hold_one:N" for the N-th job).
+inline constexpr std::string_view kCrashOutAfterHoldOne = "out_after_hold_one";
+// Every job of the batch held, OUT PREPARED not yet journaled.
+inline constexpr std::string_view kCrashOutAfterHold = "out_after_hold";
+// OUT PREPARED journaled (specs stored), Transfer not yet sent.
+inline constexpr std::string_view kCrashOutAfterPrepared = "out_after_prepared";
+// Transfer answered with the new ids; no held copy cancelled yet.
+inline constexpr std::string_view kCrashOutAfterReply = "out_after_reply";
+// After each cancelled held copy.
+inline constexpr std::string_view kCrashOutAfterCancelOne = "out_after_cancel_one";
+// Every held copy cancelled; COMMITTED not yet journaled.
+inline constexpr std::string_view kCrashOutAfterCancel = "out_after_cancel";
+// OUT COMMITTED journaled.
+inline constexpr std::string_view kCrashOutAfterCommitted = "out_after_committed";
+
+// Source, giving up (GiveUp, or Recover finding an ABORTING record).
+// ABORTING journaled, Abort not yet sent.
+inline constexpr std::string_view kCrashOutAfterAborting = "out_after_aborting";
+// Abort answered (either way), nothing acted on yet.
+inline constexpr std::string_view kCrashOutAfterAbortReply = "out_after_abort_reply";
+// Abort answered "aborted": holds released, ABORTED not yet journaled.
+inline constexpr std::string_view kCrashOutAfterRelease = "out_after_release";
+// OUT ABORTED journaled.
+inline constexpr std::string_view kCrashOutAfterAborted = "out_after_aborted";
+
+// Destination, HandleTransfer (and the completion of an IN PREPARED record
+// by Recover or HandleAbort).
+// IN PREPARED journaled (specs stored), nothing submitted.
+inline constexpr std::string_view kCrashInAfterPrepared = "in_after_prepared";
+// After each single Submit.
+inline constexpr std::string_view kCrashInAfterSubmitOne = "in_after_submit_one";
+// Every job submitted; COMMITTED not yet journaled.
+inline constexpr std::string_view kCrashInAfterSubmit = "in_after_submit";
+// IN COMMITTED journaled, reply not yet sent.
+inline constexpr std::string_view kCrashInAfterCommitted = "in_after_committed";
+
+// Destination, HandleAbort.
+// The id journaled as aborted, reply not yet sent.
+inline constexpr std::string_view kCrashInAfterAbortRecorded = "in_after_abort_recorded";
+
+// Every point above, for tests that visit them all.
+inline constexpr std::string_view kAllCrashPoints[] = {
+    kCrashOutAfterIntent,   kCrashOutAfterHoldOne,     kCrashOutAfterHold,
+    kCrashOutAfterPrepared, kCrashOutAfterReply,       kCrashOutAfterCancelOne,
+    kCrashOutAfterCancel,   kCrashOutAfterCommitted,   kCrashOutAfterAborting,
+    kCrashOutAfterAbortReply, kCrashOutAfterRelease,   kCrashOutAfterAborted,
+    kCrashInAfterPrepared,  kCrashInAfterSubmitOne,    kCrashInAfterSubmit,
+    kCrashInAfterCommitted, kCrashInAfterAbortRecorded,
+};
+
+inline constexpr char kCrashEnvVar[] = "HYPERFED_CRASH_AT";
+
+// See the top of this file. Costs one getenv when the variable is unset.
+void CrashPoint(std::string_view name);
+
+}  // namespace hyperfed::migration

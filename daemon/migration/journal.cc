@@ -1,0 +1,382 @@
+#include "daemon/migration/journal.h"
+
+#include <sqlite3.h>
+
+#include <utility>
+
+#include "absl/strings/str_cat.h"
+#include "daemon/migration/spec_codec.h"
+
+namespace hyperfed::migration {
+namespace {
+
+constexpr int64_t kSchemaVersion = 1;
+
+constexpr char kSchema[] = R"sql(
+CREATE TABLE IF NOT EXISTS meta(name TEXT PRIMARY KEY, value INTEGER NOT NULL);
+INSERT OR IGNORE INTO meta(name, value) VALUES ('schema_version', 1), ('next_sequence', 1);
+CREATE TABLE IF NOT EXISTS migrations(
+  direction TEXT NOT NULL CHECK (direction IN ('out', 'in')),
+  id TEXT NOT NULL,
+  peer TEXT NOT NULL,
+  state TEXT NOT NULL,
+  round_id TEXT NOT NULL,
+  created_ms INTEGER NOT NULL,
+  updated_ms INTEGER NOT NULL,
+  note TEXT NOT NULL,
+  PRIMARY KEY (direction, id));
+CREATE INDEX IF NOT EXISTS migrations_state ON migrations(state);
+CREATE INDEX IF NOT EXISTS migrations_created ON migrations(created_ms);
+CREATE TABLE IF NOT EXISTS migration_jobs(
+  direction TEXT NOT NULL,
+  migration_id TEXT NOT NULL,
+  idx INTEGER NOT NULL,
+  job_key TEXT NOT NULL,
+  source_id TEXT NOT NULL,
+  dest_id TEXT NOT NULL,
+  spec BLOB NOT NULL,
+  PRIMARY KEY (direction, migration_id, idx),
+  FOREIGN KEY (direction, migration_id) REFERENCES migrations(direction, id));
+CREATE INDEX IF NOT EXISTS migration_jobs_key ON migration_jobs(job_key);
+CREATE VIEW IF NOT EXISTS aborted_ids AS
+  SELECT id, peer, updated_ms FROM migrations WHERE direction = 'in' AND state = 'ABORTED';
+)sql";
+
+absl::Status SqlError(sqlite3* db, const std::string& what) {
+  return absl::InternalError(absl::StrCat("journal: ", what, ": ", sqlite3_errmsg(db)));
+}
+
+// A prepared statement, finalized on scope exit.
+class Stmt {
+ public:
+  Stmt(sqlite3* db, const char* sql) : db_(db) {
+    rc_ = sqlite3_prepare_v2(db, sql, -1, &stmt_, nullptr);
+  }
+  ~Stmt() { sqlite3_finalize(stmt_); }
+  bool ok() const { return rc_ == SQLITE_OK; }
+  Stmt& Bind(int i, const std::string& s) {
+    sqlite3_bind_text(stmt_, i, s.data(), static_cast<int>(s.size()), SQLITE_TRANSIENT);
+    return *this;
+  }
+  Stmt& Bind(int i, int64_t v) {
+    sqlite3_bind_int64(stmt_, i, v);
+    return *this;
+  }
+  // SQLITE_ROW, SQLITE_DONE or an error code.
+  int Step() { return sqlite3_step(stmt_); }
+  void Reset() {
+    sqlite3_reset(stmt_);
+    sqlite3_clear_bindings(stmt_);
+  }
+  std::string Text(int col) const {
+    const unsigned char* p = sqlite3_column_text(stmt_, col);
+    int n = sqlite3_column_bytes(stmt_, col);
+    return p ? std::string(reinterpret_cast<const char*>(p), n) : std::string();
+  }
+  int64_t Int(int col) const { return sqlite3_column_int64(stmt_, col); }
+
+ private:
+  sqlite3* db_;
+  sqlite3_stmt* stmt_ = nullptr;
+  int rc_;
+};
+
+// BEGIN IMMEDIATE ... COMMIT; rolls back unless Commit() succeeded.
+class Transaction {
+ public:
+  explicit Transaction(sqlite3* db) : db_(db) {
+    began_ = sqlite3_exec(db_, "BEGIN IMMEDIATE", nullptr, nullptr, nullptr) == SQLITE_OK;
+  }
+  ~Transaction() {
+    if (began_ && !done_) sqlite3_exec(db_, "ROLLBACK", nullptr, nullptr, nullptr);
+  }
+  bool began() const { return began_; }
+  absl::Status Commit() {
+    if (sqlite3_exec(db_, "COMMIT", nullptr, nullptr, nullptr) != SQLITE_OK) return SqlError(db_, "commit");
+    done_ = true;
+    return absl::OkStatus();
+  }
+
+ private:
+  sqlite3* db_;
+  bool began_ = false;
+  bool done_ = false;
+};
+
+std::optional<MigrationState> ParseState(const std::string& s) {
+  for (MigrationState st : {MigrationState::kPreparing, MigrationState::kPrepared, MigrationState::kAborting,
+                            MigrationState::kCommitted, MigrationState::kAborted, MigrationState::kForced}) {
+    if (s == MigrationStateName(st)) return st;
+  }
+  return std::nullopt;
+}
+
+int64_t ToMs(absl::Time t) { return absl::ToUnixMillis(t); }
+
+}  // namespace
+
+const char* DirectionName(Direction d) { return d == Direction::kOut ? "out" : "in"; }
+
+const char* MigrationStateName(MigrationState s) {
+  switch (s) {
+    case MigrationState::kPreparing: return "PREPARING";
+    case MigrationState::kPrepared: return "PREPARED";
+    case MigrationState::kAborting: return "ABORTING";
+    case MigrationState::kCommitted: return "COMMITTED";
+    case MigrationState::kAborted: return "ABORTED";
+    case MigrationState::kForced: return "FORCED";
+  }
+  return "?";
+}
+
+bool IsTerminal(MigrationState s) {
+  return s == MigrationState::kCommitted || s == MigrationState::kAborted || s == MigrationState::kForced;
+}
+
+absl::StatusOr<std::unique_ptr<Journal>> Journal::Open(const std::string& path) {
+  sqlite3* db = nullptr;
+  int rc = sqlite3_open_v2(path.c_str(), &db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_FULLMUTEX,
+                           nullptr);
+  if (rc != SQLITE_OK) {
+    std::string msg = db ? sqlite3_errmsg(db) : "out of memory";
+    sqlite3_close(db);
+    return absl::UnavailableError(absl::StrCat("journal: cannot open ", path, ": ", msg));
+  }
+  std::unique_ptr<Journal> j(new Journal(db));
+  // FULL: a committed state change survives a power cut too, not only a
+  // process crash; the protocol's promises rest on it.
+  if (absl::Status s = j->Exec("PRAGMA busy_timeout=5000"); !s.ok()) return s;
+  {
+    Stmt wal(db, "PRAGMA journal_mode=WAL");
+    if (!wal.ok() || wal.Step() != SQLITE_ROW || wal.Text(0) != "wal") {
+      return absl::FailedPreconditionError(absl::StrCat("journal: ", path, ": cannot switch to WAL mode"));
+    }
+  }
+  for (const char* sql : {"PRAGMA synchronous=FULL", "PRAGMA foreign_keys=ON", kSchema}) {
+    if (absl::Status s = j->Exec(sql); !s.ok()) return s;
+  }
+  Stmt v(db, "SELECT value FROM meta WHERE name = 'schema_version'");
+  if (!v.ok() || v.Step() != SQLITE_ROW) return SqlError(db, "read schema version");
+  if (v.Int(0) != kSchemaVersion) {
+    return absl::FailedPreconditionError(
+        absl::StrCat("journal: ", path, " has schema version ", v.Int(0), "; this build reads ", kSchemaVersion));
+  }
+  return j;
+}
+
+Journal::~Journal() { sqlite3_close(db_); }
+
+absl::Status Journal::Exec(const char* sql) const {
+  char* err = nullptr;
+  if (sqlite3_exec(db_, sql, nullptr, nullptr, &err) != SQLITE_OK) {
+    absl::Status s = absl::InternalError(absl::StrCat("journal: ", err ? err : "error"));
+    sqlite3_free(err);
+    return s;
+  }
+  return absl::OkStatus();
+}
+
+absl::StatusOr<int64_t> Journal::NextSequence() {
+  std::lock_guard<std::mutex> l(mu_);
+  Transaction tx(db_);
+  if (!tx.began()) return SqlError(db_, "begin");
+  Stmt get(db_, "SELECT value FROM meta WHERE name = 'next_sequence'");
+  if (!get.ok() || get.Step() != SQLITE_ROW) return SqlError(db_, "read sequence");
+  int64_t v = get.Int(0);
+  Stmt put(db_, "UPDATE meta SET value = ?1 WHERE name = 'next_sequence'");
+  if (!put.ok() || put.Bind(1, v + 1).Step() != SQLITE_DONE) return SqlError(db_, "bump sequence");
+  if (absl::Status s = tx.Commit(); !s.ok()) return s;
+  return v;
+}
+
+absl::Status Journal::InsertJobs(Direction d, const std::string& id, const std::vector<JournalJob>& jobs) {
+  Stmt ins(db_,
+           "INSERT INTO migration_jobs(direction, migration_id, idx, job_key, source_id, dest_id, spec) "
+           "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)");
+  if (!ins.ok()) return SqlError(db_, "prepare job insert");
+  for (size_t i = 0; i < jobs.size(); ++i) {
+    ins.Reset();
+    ins.Bind(1, DirectionName(d)).Bind(2, id).Bind(3, static_cast<int64_t>(i)).Bind(4, jobs[i].key);
+    ins.Bind(5, jobs[i].source_id).Bind(6, jobs[i].dest_id).Bind(7, EncodeSpec(jobs[i].spec));
+    if (ins.Step() != SQLITE_DONE) return SqlError(db_, "insert job");
+  }
+  return absl::OkStatus();
+}
+
+absl::Status Journal::Insert(const MigrationRecord& r) {
+  std::lock_guard<std::mutex> l(mu_);
+  Transaction tx(db_);
+  if (!tx.began()) return SqlError(db_, "begin");
+  Stmt ins(db_,
+           "INSERT INTO migrations(direction, id, peer, state, round_id, created_ms, updated_ms, note) "
+           "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)");
+  if (!ins.ok()) return SqlError(db_, "prepare insert");
+  ins.Bind(1, DirectionName(r.direction)).Bind(2, r.id).Bind(3, r.peer).Bind(4, MigrationStateName(r.state));
+  ins.Bind(5, r.round_id).Bind(6, ToMs(r.created)).Bind(7, ToMs(r.updated)).Bind(8, r.note);
+  int rc = ins.Step();
+  if (rc == SQLITE_CONSTRAINT) {
+    return absl::AlreadyExistsError(
+        absl::StrCat("journal: ", DirectionName(r.direction), " migration ", r.id, " already exists"));
+  }
+  if (rc != SQLITE_DONE) return SqlError(db_, "insert migration");
+  if (absl::Status s = InsertJobs(r.direction, r.id, r.jobs); !s.ok()) return s;
+  return tx.Commit();
+}
+
+absl::Status Journal::UpdateLocked(Direction d, const std::string& id, MigrationState state,
+                                   const std::string& note, absl::Time now) {
+  Stmt up(db_,
+          "UPDATE migrations SET state = ?3, updated_ms = ?4, "
+          "note = CASE WHEN ?5 = '' THEN note WHEN note = '' THEN ?5 ELSE note || '; ' || ?5 END "
+          "WHERE direction = ?1 AND id = ?2");
+  if (!up.ok()) return SqlError(db_, "prepare update");
+  up.Bind(1, DirectionName(d)).Bind(2, id).Bind(3, MigrationStateName(state)).Bind(4, ToMs(now)).Bind(5, note);
+  if (up.Step() != SQLITE_DONE) return SqlError(db_, "update migration");
+  if (sqlite3_changes(db_) != 1) {
+    return absl::NotFoundError(absl::StrCat("journal: no ", DirectionName(d), " migration ", id));
+  }
+  return absl::OkStatus();
+}
+
+absl::Status Journal::Update(Direction d, const std::string& id, MigrationState state, const std::string& note,
+                             absl::Time now, const std::vector<std::string>* dest_ids) {
+  std::lock_guard<std::mutex> l(mu_);
+  Transaction tx(db_);
+  if (!tx.began()) return SqlError(db_, "begin");
+  if (absl::Status s = UpdateLocked(d, id, state, note, now); !s.ok()) return s;
+  if (dest_ids != nullptr) {
+    Stmt count(db_, "SELECT COUNT(*) FROM migration_jobs WHERE direction = ?1 AND migration_id = ?2");
+    if (!count.ok() || count.Bind(1, DirectionName(d)).Bind(2, id).Step() != SQLITE_ROW) {
+      return SqlError(db_, "count jobs");
+    }
+    if (count.Int(0) != static_cast<int64_t>(dest_ids->size())) {
+      return absl::InvalidArgumentError(absl::StrCat("journal: migration ", id, " has ", count.Int(0),
+                                                     " jobs, got ", dest_ids->size(), " destination ids"));
+    }
+    Stmt set(db_, "UPDATE migration_jobs SET dest_id = ?4 WHERE direction = ?1 AND migration_id = ?2 AND idx = ?3");
+    if (!set.ok()) return SqlError(db_, "prepare dest id update");
+    for (size_t i = 0; i < dest_ids->size(); ++i) {
+      set.Reset();
+      set.Bind(1, DirectionName(d)).Bind(2, id).Bind(3, static_cast<int64_t>(i)).Bind(4, (*dest_ids)[i]);
+      if (set.Step() != SQLITE_DONE) return SqlError(db_, "set dest id");
+    }
+  }
+  return tx.Commit();
+}
+
+absl::Status Journal::UpdateWithJobs(Direction d, const std::string& id, MigrationState state,
+                                     const std::string& note, absl::Time now, const std::vector<JournalJob>& jobs) {
+  std::lock_guard<std::mutex> l(mu_);
+  Transaction tx(db_);
+  if (!tx.began()) return SqlError(db_, "begin");
+  if (absl::Status s = UpdateLocked(d, id, state, note, now); !s.ok()) return s;
+  Stmt del(db_, "DELETE FROM migration_jobs WHERE direction = ?1 AND migration_id = ?2");
+  if (!del.ok() || del.Bind(1, DirectionName(d)).Bind(2, id).Step() != SQLITE_DONE) {
+    return SqlError(db_, "delete jobs");
+  }
+  if (absl::Status s = InsertJobs(d, id, jobs); !s.ok()) return s;
+  return tx.Commit();
+}
+
+absl::Status Journal::LoadJobs(MigrationRecord* r, bool with_specs) const {
+  Stmt q(db_,
+         "SELECT job_key, source_id, dest_id, spec FROM migration_jobs "
+         "WHERE direction = ?1 AND migration_id = ?2 ORDER BY idx");
+  if (!q.ok()) return SqlError(db_, "prepare job query");
+  q.Bind(1, DirectionName(r->direction)).Bind(2, r->id);
+  int rc;
+  while ((rc = q.Step()) == SQLITE_ROW) {
+    JournalJob j;
+    j.key = q.Text(0);
+    j.source_id = q.Text(1);
+    j.dest_id = q.Text(2);
+    if (with_specs) {
+      absl::StatusOr<scheduler::JobSpec> spec = DecodeSpec(q.Text(3));
+      if (!spec.ok()) {
+        return absl::DataLossError(absl::StrCat("journal: migration ", r->id, ": ", spec.status().message()));
+      }
+      j.spec = *std::move(spec);
+    }
+    r->jobs.push_back(std::move(j));
+  }
+  if (rc != SQLITE_DONE) return SqlError(db_, "read jobs");
+  return absl::OkStatus();
+}
+
+absl::StatusOr<std::vector<MigrationRecord>> Journal::Query(const std::string& where_sql,
+                                                            const std::string& order_sql,
+                                                            const std::vector<std::string>& args, int limit,
+                                                            bool with_specs) const {
+  std::string sql = absl::StrCat(
+      "SELECT direction, id, peer, state, round_id, created_ms, updated_ms, note FROM migrations m WHERE ",
+      where_sql, " ORDER BY ", order_sql, " LIMIT ", limit);
+  Stmt q(db_, sql.c_str());
+  if (!q.ok()) return SqlError(db_, "prepare query");
+  for (size_t i = 0; i < args.size(); ++i) q.Bind(static_cast<int>(i + 1), args[i]);
+  std::vector<MigrationRecord> out;
+  int rc;
+  while ((rc = q.Step()) == SQLITE_ROW) {
+    MigrationRecord r;
+    r.direction = q.Text(0) == "out" ? Direction::kOut : Direction::kIn;
+    r.id = q.Text(1);
+    r.peer = q.Text(2);
+    std::optional<MigrationState> st = ParseState(q.Text(3));
+    if (!st) return absl::DataLossError(absl::StrCat("journal: migration ", r.id, ": bad state ", q.Text(3)));
+    r.state = *st;
+    r.round_id = q.Text(4);
+    r.created = absl::FromUnixMillis(q.Int(5));
+    r.updated = absl::FromUnixMillis(q.Int(6));
+    r.note = q.Text(7);
+    out.push_back(std::move(r));
+  }
+  if (rc != SQLITE_DONE) return SqlError(db_, "query migrations");
+  for (MigrationRecord& r : out) {
+    if (absl::Status s = LoadJobs(&r, with_specs); !s.ok()) return s;
+  }
+  return out;
+}
+
+absl::StatusOr<std::optional<MigrationRecord>> Journal::Get(Direction d, const std::string& id,
+                                                            bool with_specs) const {
+  std::lock_guard<std::mutex> l(mu_);
+  absl::StatusOr<std::vector<MigrationRecord>> rs =
+      Query("direction = ?1 AND id = ?2", "id", {DirectionName(d), id}, 1, with_specs);
+  if (!rs.ok()) return rs.status();
+  if (rs->empty()) return std::nullopt;
+  return std::move(rs->front());
+}
+
+absl::StatusOr<std::vector<MigrationRecord>> Journal::ListActive(Direction d) const {
+  std::lock_guard<std::mutex> l(mu_);
+  return Query("direction = ?1 AND state NOT IN ('COMMITTED', 'ABORTED', 'FORCED')", "created_ms, id",
+               {DirectionName(d)}, -1, true);
+}
+
+absl::StatusOr<std::vector<MigrationRecord>> Journal::ListRecent(int limit) const {
+  if (limit <= 0) return std::vector<MigrationRecord>{};
+  std::lock_guard<std::mutex> l(mu_);
+  return Query("1", "created_ms DESC, rowid DESC", {}, limit, false);
+}
+
+absl::StatusOr<std::vector<MigrationRecord>> Journal::HistoryOfJob(const std::string& job_key) const {
+  std::lock_guard<std::mutex> l(mu_);
+  return Query(
+      "EXISTS (SELECT 1 FROM migration_jobs j WHERE j.direction = m.direction AND j.migration_id = m.id "
+      "AND j.job_key = ?1)",
+      "created_ms, rowid", {job_key}, -1, false);
+}
+
+absl::StatusOr<std::set<std::string>> Journal::ActiveOutJobIds() const {
+  std::lock_guard<std::mutex> l(mu_);
+  Stmt q(db_,
+         "SELECT j.source_id FROM migration_jobs j JOIN migrations m ON m.direction = j.direction AND "
+         "m.id = j.migration_id WHERE m.direction = 'out' AND m.state NOT IN ('COMMITTED', 'ABORTED', 'FORCED')");
+  if (!q.ok()) return SqlError(db_, "prepare active jobs query");
+  std::set<std::string> ids;
+  int rc;
+  while ((rc = q.Step()) == SQLITE_ROW) ids.insert(q.Text(0));
+  if (rc != SQLITE_DONE) return SqlError(db_, "read active jobs");
+  return ids;
+}
+
+}  // namespace hyperfed::migration

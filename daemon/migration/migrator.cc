@@ -1,0 +1,654 @@
+#include "daemon/migration/migrator.h"
+
+#include <algorithm>
+#include <cmath>
+#include <functional>
+#include <map>
+#include <utility>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "daemon/migration/crash_point.h"
+
+namespace hyperfed::migration {
+namespace {
+
+using scheduler::Job;
+using scheduler::JobState;
+
+// Marks a record busy for the scope.
+class BusyGuard {
+ public:
+  BusyGuard(std::function<void()> release) : release_(std::move(release)) {}
+  ~BusyGuard() { release_(); }
+
+ private:
+  std::function<void()> release_;
+};
+
+std::string OutKey(const std::string& id) { return "out:" + id; }
+std::string InKey(const std::string& id) { return "in:" + id; }
+
+// Answers from the destination that are about the request itself, not the
+// path to it: retrying the same Transfer cannot succeed, so the source gives
+// up through Abort (which is always safe).
+bool IsFinalRefusal(const absl::Status& s) {
+  switch (s.code()) {
+    case absl::StatusCode::kInvalidArgument:
+    case absl::StatusCode::kFailedPrecondition:
+    case absl::StatusCode::kAborted:
+    case absl::StatusCode::kAlreadyExists:
+      return true;
+    default:
+      return false;
+  }
+}
+
+absl::Status Annotate(const absl::Status& s, const std::string& what) {
+  return absl::Status(s.code(), absl::StrCat(what, ": ", s.message()));
+}
+
+bool PrintableId(const std::string& s) {
+  if (s.empty() || s.size() > kMaxIdLength) return false;
+  return std::all_of(s.begin(), s.end(), [](char c) { return c > ' ' && c < 127; });
+}
+
+std::vector<std::string> Keys(const MigrationRecord& r) {
+  std::vector<std::string> keys;
+  keys.reserve(r.jobs.size());
+  for (const JournalJob& j : r.jobs) keys.push_back(j.key);
+  return keys;
+}
+
+}  // namespace
+
+Migrator::Migrator(std::string self_site, scheduler::SchedulerAdapter* adapter, Journal* journal,
+                   PeerTransport* transport, const Clock* clock, int64_t max_batch)
+    : self_site_(std::move(self_site)),
+      adapter_(adapter),
+      journal_(journal),
+      transport_(transport),
+      clock_(clock),
+      max_batch_(std::max<int64_t>(1, max_batch)) {}
+
+std::string Migrator::Tag(const std::string& migration_id, size_t index) {
+  return absl::StrCat("hyperfed:", migration_id, ":", index);
+}
+
+bool Migrator::TryAcquire(const std::string& key) {
+  std::lock_guard<std::mutex> l(busy_mu_);
+  return busy_.insert(key).second;
+}
+
+void Migrator::Acquire(const std::string& key) {
+  std::unique_lock<std::mutex> l(busy_mu_);
+  busy_cv_.wait(l, [&] { return !busy_.count(key); });
+  busy_.insert(key);
+}
+
+void Migrator::ReleaseBusy(const std::string& key) {
+  {
+    std::lock_guard<std::mutex> l(busy_mu_);
+    busy_.erase(key);
+  }
+  busy_cv_.notify_all();
+}
+
+// ---------------------------------------------------------------- source
+
+absl::StatusOr<std::vector<OutResult>> Migrator::MigrateOut(const std::string& dest_site, int64_t count,
+                                                            const std::string& round_id) {
+  if (!PrintableId(dest_site)) return absl::InvalidArgumentError("MigrateOut: bad destination site id");
+  if (dest_site == self_site_) return absl::InvalidArgumentError("MigrateOut: destination is this site");
+  if (count < 0) return absl::InvalidArgumentError(absl::StrCat("MigrateOut: negative count ", count));
+  if (round_id.size() > kMaxIdLength) return absl::InvalidArgumentError("MigrateOut: round id too long");
+  std::vector<OutResult> results;
+  if (count == 0) return results;
+
+  // Choose the jobs and journal them PREPARING under one lock: the journal
+  // record is what keeps the next call from choosing them too.
+  std::vector<MigrationRecord> batches;
+  int64_t shortfall = 0;
+  {
+    std::lock_guard<std::mutex> l(select_mu_);
+    absl::StatusOr<std::vector<Job>> jobs = adapter_->ListJobs();
+    if (!jobs.ok()) return Annotate(jobs.status(), "MigrateOut: list jobs");
+    absl::StatusOr<std::set<std::string>> active = journal_->ActiveOutJobIds();
+    if (!active.ok()) return active.status();
+    std::vector<const Job*> candidates;
+    for (const Job& j : *jobs) {
+      if (j.state == JobState::kPending && !j.pinned && !active->count(j.id)) candidates.push_back(&j);
+    }
+    // Most recently queued first; among equal times, later in queue order.
+    std::stable_sort(candidates.begin(), candidates.end(),
+                     [](const Job* a, const Job* b) { return a->queued_at_ms < b->queued_at_ms; });
+    std::reverse(candidates.begin(), candidates.end());
+    int64_t take = std::min<int64_t>(count, static_cast<int64_t>(candidates.size()));
+    shortfall = count - take;
+    absl::Time now = clock_->Now();
+    for (int64_t start = 0; start < take; start += max_batch_) {
+      absl::StatusOr<int64_t> seq = journal_->NextSequence();
+      MigrationRecord r;
+      absl::Status st = seq.status();
+      if (st.ok()) {
+        r.id = absl::StrCat(self_site_, ":", *seq);
+        r.direction = Direction::kOut;
+        r.peer = dest_site;
+        r.state = MigrationState::kPreparing;
+        r.round_id = round_id;
+        r.created = r.updated = now;
+        for (int64_t i = start; i < std::min(take, start + max_batch_); ++i) {
+          const Job* j = candidates[i];
+          JournalJob jj;
+          jj.source_id = j->id;
+          // A job that has no federation key yet gets one on its first move.
+          jj.key = j->spec.key.empty() ? absl::StrCat(self_site_, ":", j->id) : j->spec.key;
+          r.jobs.push_back(std::move(jj));
+        }
+        st = journal_->Insert(r);
+      }
+      if (!st.ok()) {
+        // Nothing is held yet: undo the reservations made so far.
+        for (const MigrationRecord& b : batches) {
+          (void)journal_->Update(Direction::kOut, b.id, MigrationState::kAborted, "journal failure before hold",
+                                 clock_->Now());
+          ReleaseBusy(OutKey(b.id));
+        }
+        return Annotate(st, "MigrateOut: journal");
+      }
+      TryAcquire(OutKey(r.id));  // a fresh id: always free
+      CrashPoint(kCrashOutAfterIntent);
+      batches.push_back(std::move(r));
+    }
+  }
+  if (batches.empty()) {
+    OutResult none;
+    none.shortfall = shortfall;
+    results.push_back(none);
+    return results;
+  }
+
+  bool stopped = false;
+  for (MigrationRecord& b : batches) {
+    BusyGuard guard([this, key = OutKey(b.id)] { ReleaseBusy(key); });
+    OutResult res;
+    res.migration_id = b.id;
+    if (stopped) {
+      res.status = AbandonPreparing(b, "not attempted: an earlier batch did not complete");
+      if (res.status.ok()) res.status = absl::AbortedError("not attempted: an earlier batch did not complete");
+      shortfall += static_cast<int64_t>(b.jobs.size());
+      results.push_back(std::move(res));
+      continue;
+    }
+    int64_t dropped = 0;
+    absl::Status st = PrepareBatch(b.id, b.jobs, &dropped);
+    shortfall += dropped;
+    if (st.ok()) st = DriveOut(b.id);
+    absl::StatusOr<std::optional<MigrationRecord>> after = journal_->Get(Direction::kOut, b.id, false);
+    if (!after.ok() || !after->has_value()) {
+      res.status = after.ok() ? absl::InternalError("MigrateOut: record vanished") : after.status();
+      stopped = true;
+      results.push_back(std::move(res));
+      continue;
+    }
+    const MigrationRecord& r = **after;
+    res.job_keys = Keys(r);
+    int64_t n = static_cast<int64_t>(r.jobs.size());
+    switch (r.state) {
+      case MigrationState::kCommitted:
+        res.moved = n;
+        res.status = absl::OkStatus();
+        break;
+      case MigrationState::kAborted:
+      case MigrationState::kForced:
+        shortfall += n;
+        res.status = st.ok() ? absl::AbortedError(absl::StrCat("migration ", r.id, " aborted: ", r.note)) : st;
+        stopped = true;
+        break;
+      default:  // PREPARING, PREPARED, ABORTING: held, settled later
+        res.in_flight = n;
+        res.status = st.ok() ? absl::UnavailableError(absl::StrCat("migration ", r.id, " not settled")) : st;
+        stopped = true;
+        break;
+    }
+    results.push_back(std::move(res));
+  }
+  results.back().shortfall = shortfall;
+  return results;
+}
+
+absl::Status Migrator::PrepareBatch(const std::string& id, std::vector<JournalJob> jobs, int64_t* dropped) {
+  std::vector<JournalJob> held;
+  std::vector<std::string> notes;
+  for (JournalJob& j : jobs) {
+    // A job that started, finished or vanished since the listing cannot be
+    // held; it simply does not move.
+    if (absl::Status s = adapter_->Hold(j.source_id); !s.ok()) {
+      notes.push_back(absl::StrCat(j.key, " not held: ", s.message()));
+      continue;
+    }
+    CrashPoint(kCrashOutAfterHoldOne);
+    held.push_back(std::move(j));
+  }
+  CrashPoint(kCrashOutAfterHold);
+  std::vector<JournalJob> ready;
+  for (JournalJob& j : held) {
+    absl::StatusOr<scheduler::JobSpec> spec = adapter_->Export(j.source_id);
+    if (!spec.ok()) {
+      notes.push_back(absl::StrCat(j.key, " not exported: ", spec.status().message()));
+      (void)adapter_->Release(j.source_id);
+      continue;
+    }
+    j.spec = *std::move(spec);
+    j.spec.key = j.key;
+    ready.push_back(std::move(j));
+  }
+  *dropped += static_cast<int64_t>(jobs.size() - ready.size());
+  std::string note = absl::StrJoin(notes, "; ");
+  if (ready.empty()) {
+    return journal_->Update(Direction::kOut, id, MigrationState::kAborted,
+                            note.empty() ? "no job could be held" : note, clock_->Now());
+  }
+  // If this write fails the record stays PREPARING and Recover releases the
+  // holds; no Transfer is sent.
+  if (absl::Status s = journal_->UpdateWithJobs(Direction::kOut, id, MigrationState::kPrepared, note, clock_->Now(),
+                                                ready);
+      !s.ok()) {
+    return s;
+  }
+  CrashPoint(kCrashOutAfterPrepared);
+  return absl::OkStatus();
+}
+
+absl::Status Migrator::AbandonPreparing(const MigrationRecord& r, const std::string& note) {
+  // No Transfer was sent for a PREPARING record, so nobody else can have
+  // these jobs: releasing is safe. Release of a pending job is a no-op;
+  // a running or vanished one is left alone.
+  for (const JournalJob& j : r.jobs) {
+    absl::Status s = adapter_->Release(j.source_id);
+    if (!s.ok() && s.code() != absl::StatusCode::kNotFound && s.code() != absl::StatusCode::kFailedPrecondition) {
+      return Annotate(s, absl::StrCat("migration ", r.id, ": release ", j.source_id));
+    }
+  }
+  return journal_->Update(Direction::kOut, r.id, MigrationState::kAborted, note, clock_->Now());
+}
+
+absl::Status Migrator::DriveOut(const std::string& id) {
+  // Each pass moves the record at least one state on, or returns.
+  for (int pass = 0; pass < 4; ++pass) {
+    absl::StatusOr<std::optional<MigrationRecord>> got = journal_->Get(Direction::kOut, id);
+    if (!got.ok()) return got.status();
+    if (!got->has_value()) return absl::NotFoundError(absl::StrCat("no outgoing migration ", id));
+    const MigrationRecord& r = **got;
+    switch (r.state) {
+      case MigrationState::kCommitted:
+      case MigrationState::kAborted:
+      case MigrationState::kForced:
+        return absl::OkStatus();
+      case MigrationState::kPreparing:
+        return AbandonPreparing(r, "prepare interrupted; never sent");
+      case MigrationState::kAborting:
+        return SendAbort(r);
+      case MigrationState::kPrepared: {
+        // Every job was held when PREPARED was written; one that is runnable
+        // again was released behind our back: never send it (again).
+        absl::StatusOr<std::vector<Job>> listed = adapter_->ListJobs();
+        if (!listed.ok()) return Annotate(listed.status(), absl::StrCat("migration ", id, ": list jobs"));
+        std::map<std::string, JobState> state;
+        for (const Job& j : *listed) state[j.id] = j.state;
+        std::vector<std::string> unheld;
+        for (const JournalJob& j : r.jobs) {
+          auto it = state.find(j.source_id);
+          if (it != state.end() && it->second != JobState::kHeld) unheld.push_back(j.key);
+        }
+        if (!unheld.empty()) {
+          if (absl::Status s = journal_->Update(
+                  Direction::kOut, id, MigrationState::kAborting,
+                  absl::StrCat("no longer held at the source: ", absl::StrJoin(unheld, ", ")), clock_->Now());
+              !s.ok()) {
+            return s;
+          }
+          CrashPoint(kCrashOutAfterAborting);
+          continue;
+        }
+        absl::Status s = SendTransfer(r);
+        if (s.ok() || !IsFinalRefusal(s)) return s;
+        if (absl::Status j = journal_->Update(Direction::kOut, id, MigrationState::kAborting,
+                                              absl::StrCat("transfer refused: ", s.ToString()), clock_->Now());
+            !j.ok()) {
+          return j;
+        }
+        CrashPoint(kCrashOutAfterAborting);
+        continue;
+      }
+    }
+  }
+  return absl::InternalError(absl::StrCat("migration ", id, ": no progress"));
+}
+
+absl::Status Migrator::SendTransfer(const MigrationRecord& r) {
+  TransferRequest req;
+  req.migration_id = r.id;
+  req.source_site = self_site_;
+  req.round_id = r.round_id;
+  req.jobs.reserve(r.jobs.size());
+  for (const JournalJob& j : r.jobs) req.jobs.push_back(j.spec);
+  absl::StatusOr<TransferReply> reply = transport_->Transfer(r.peer, req);
+  if (!reply.ok()) return Annotate(reply.status(), absl::StrCat("transfer ", r.id, " to ", r.peer));
+  if (reply->new_ids.size() != r.jobs.size()) {
+    // Not a final answer we can act on: keep holding, retry later.
+    return absl::InternalError(absl::StrCat("transfer ", r.id, ": ", r.peer, " answered ", reply->new_ids.size(),
+                                            " ids for ", r.jobs.size(), " jobs"));
+  }
+  CrashPoint(kCrashOutAfterReply);
+  return CommitOut(r, reply->new_ids, "");
+}
+
+absl::Status Migrator::CommitOut(const MigrationRecord& r, const std::vector<std::string>& new_ids,
+                                 const std::string& note) {
+  std::vector<std::string> notes;
+  if (!note.empty()) notes.push_back(note);
+  for (const JournalJob& j : r.jobs) {
+    absl::Status s = adapter_->Cancel(j.source_id);
+    if (s.code() == absl::StatusCode::kFailedPrecondition) {
+      // Running (or done) here after someone released our hold: the
+      // destination has its copy too. Nothing safe is left to do but say so.
+      notes.push_back(absl::StrCat("DUPLICATE: ", j.key, " could not be cancelled at ", self_site_, " (",
+                                   s.message(), ") and was submitted at ", r.peer));
+    } else if (!s.ok() && s.code() != absl::StatusCode::kNotFound) {
+      return Annotate(s, absl::StrCat("migration ", r.id, ": cancel ", j.source_id));
+    }
+    CrashPoint(kCrashOutAfterCancelOne);
+  }
+  CrashPoint(kCrashOutAfterCancel);
+  if (absl::Status s = journal_->Update(Direction::kOut, r.id, MigrationState::kCommitted, absl::StrJoin(notes, "; "),
+                                        clock_->Now(), &new_ids);
+      !s.ok()) {
+    return s;
+  }
+  CrashPoint(kCrashOutAfterCommitted);
+  return absl::OkStatus();
+}
+
+absl::Status Migrator::SendAbort(const MigrationRecord& r) {
+  absl::StatusOr<AbortReply> reply = transport_->Abort(r.peer, r.id, self_site_);
+  if (!reply.ok()) return Annotate(reply.status(), absl::StrCat("abort ", r.id, " at ", r.peer));
+  CrashPoint(kCrashOutAfterAbortReply);
+  if (!reply->aborted) {
+    if (reply->new_ids.size() != r.jobs.size()) {
+      return absl::InternalError(absl::StrCat("abort ", r.id, ": ", r.peer, " answered ", reply->new_ids.size(),
+                                              " ids for ", r.jobs.size(), " jobs"));
+    }
+    return CommitOut(r, reply->new_ids, "the destination had submitted; committed on its abort answer");
+  }
+  // The destination recorded the abort and will refuse the id: ours are the
+  // only copies.
+  for (const JournalJob& j : r.jobs) {
+    absl::Status s = adapter_->Release(j.source_id);
+    if (!s.ok() && s.code() != absl::StatusCode::kNotFound && s.code() != absl::StatusCode::kFailedPrecondition) {
+      return Annotate(s, absl::StrCat("migration ", r.id, ": release ", j.source_id));
+    }
+  }
+  CrashPoint(kCrashOutAfterRelease);
+  if (absl::Status s = journal_->Update(Direction::kOut, r.id, MigrationState::kAborted,
+                                        absl::StrCat("abort answered by ", r.peer), clock_->Now());
+      !s.ok()) {
+    return s;
+  }
+  CrashPoint(kCrashOutAfterAborted);
+  return absl::OkStatus();
+}
+
+absl::Status Migrator::GiveUp(const std::string& migration_id) {
+  if (!TryAcquire(OutKey(migration_id))) {
+    return absl::UnavailableError(absl::StrCat("migration ", migration_id, " is in progress; try again"));
+  }
+  BusyGuard guard([this, key = OutKey(migration_id)] { ReleaseBusy(key); });
+  absl::StatusOr<std::optional<MigrationRecord>> got = journal_->Get(Direction::kOut, migration_id);
+  if (!got.ok()) return got.status();
+  if (!got->has_value()) return absl::NotFoundError(absl::StrCat("no outgoing migration ", migration_id));
+  MigrationRecord r = **got;
+  if (IsTerminal(r.state)) {
+    return absl::FailedPreconditionError(
+        absl::StrCat("migration ", migration_id, " is already ", MigrationStateName(r.state)));
+  }
+  if (r.state == MigrationState::kPreparing) return AbandonPreparing(r, "given up before sending");
+  if (r.state == MigrationState::kPrepared) {
+    // Durable first: after a crash, Recover keeps aborting instead of
+    // retrying the Transfer.
+    if (absl::Status s = journal_->Update(Direction::kOut, r.id, MigrationState::kAborting, "given up",
+                                          clock_->Now());
+        !s.ok()) {
+      return s;
+    }
+    CrashPoint(kCrashOutAfterAborting);
+  }
+  return SendAbort(r);
+}
+
+absl::Status Migrator::ForceRelease(const std::string& migration_id) {
+  if (!TryAcquire(OutKey(migration_id))) {
+    return absl::UnavailableError(absl::StrCat("migration ", migration_id, " is in progress; try again"));
+  }
+  BusyGuard guard([this, key = OutKey(migration_id)] { ReleaseBusy(key); });
+  absl::StatusOr<std::optional<MigrationRecord>> got = journal_->Get(Direction::kOut, migration_id, false);
+  if (!got.ok()) return got.status();
+  if (!got->has_value()) return absl::NotFoundError(absl::StrCat("no outgoing migration ", migration_id));
+  const MigrationRecord& r = **got;
+  if (IsTerminal(r.state)) {
+    return absl::FailedPreconditionError(
+        absl::StrCat("migration ", migration_id, " is already ", MigrationStateName(r.state)));
+  }
+  if (r.state == MigrationState::kPreparing) return AbandonPreparing(r, "released by the operator; never sent");
+  // Release first: a crash before the FORCED write leaves a PREPARED record
+  // with unheld jobs, which recovery aborts through the destination.
+  for (const JournalJob& j : r.jobs) {
+    absl::Status s = adapter_->Release(j.source_id);
+    if (!s.ok() && s.code() != absl::StatusCode::kNotFound && s.code() != absl::StatusCode::kFailedPrecondition) {
+      return Annotate(s, absl::StrCat("migration ", r.id, ": release ", j.source_id));
+    }
+  }
+  return journal_->Update(Direction::kOut, r.id, MigrationState::kForced,
+                          absl::StrCat("operator forced release without an answer from ", r.peer,
+                                       "; the jobs may also have been submitted there"),
+                          clock_->Now());
+}
+
+// ----------------------------------------------------------- destination
+
+absl::Status Migrator::Validate(const TransferRequest& req) const {
+  if (!PrintableId(req.migration_id)) return absl::InvalidArgumentError("Transfer: bad migration id");
+  if (!PrintableId(req.source_site)) return absl::InvalidArgumentError("Transfer: bad source site id");
+  if (req.source_site == self_site_) return absl::InvalidArgumentError("Transfer: source is this site");
+  if (req.round_id.size() > kMaxIdLength) return absl::InvalidArgumentError("Transfer: round id too long");
+  if (req.jobs.empty() || static_cast<int64_t>(req.jobs.size()) > kMaxJobsPerTransfer) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("Transfer: job count ", req.jobs.size(), " not in 1..", kMaxJobsPerTransfer));
+  }
+  std::set<std::string> keys;
+  for (size_t i = 0; i < req.jobs.size(); ++i) {
+    const scheduler::JobSpec& s = req.jobs[i];
+    std::string where = absl::StrCat("Transfer: jobs[", i, "]: ");
+    if (s.key.empty() || s.key.size() > 4 * kMaxIdLength) return absl::InvalidArgumentError(where + "bad key");
+    if (!keys.insert(s.key).second) return absl::InvalidArgumentError(where + "duplicate key " + s.key);
+    if (s.cores < 1) return absl::InvalidArgumentError(where + "cores < 1");
+    if (s.memory_mb < 0 || s.time_limit_s < 0 || s.duration_ms < 0) {
+      return absl::InvalidArgumentError(where + "negative memory, time limit or duration");
+    }
+    if (!std::isfinite(s.cost) || s.cost < 0) return absl::InvalidArgumentError(where + "bad cost");
+  }
+  return absl::OkStatus();
+}
+
+absl::StatusOr<std::vector<std::string>> Migrator::CompleteIn(const MigrationRecord& r) {
+  std::vector<std::string> ids;
+  ids.reserve(r.jobs.size());
+  for (size_t i = 0; i < r.jobs.size(); ++i) {
+    // Idempotent by tag: a job submitted before a crash is found, not
+    // submitted again.
+    absl::StatusOr<std::string> id = adapter_->Submit(r.jobs[i].spec, Tag(r.id, i), false);
+    if (!id.ok()) return Annotate(id.status(), absl::StrCat("migration ", r.id, ": submit job ", i));
+    ids.push_back(*std::move(id));
+    CrashPoint(kCrashInAfterSubmitOne);
+  }
+  CrashPoint(kCrashInAfterSubmit);
+  if (absl::Status s = journal_->Update(Direction::kIn, r.id, MigrationState::kCommitted, "", clock_->Now(), &ids);
+      !s.ok()) {
+    return s;
+  }
+  CrashPoint(kCrashInAfterCommitted);
+  return ids;
+}
+
+absl::StatusOr<TransferReply> Migrator::HandleTransfer(const TransferRequest& req) {
+  if (absl::Status s = Validate(req); !s.ok()) return s;
+  Acquire(InKey(req.migration_id));
+  BusyGuard guard([this, key = InKey(req.migration_id)] { ReleaseBusy(key); });
+  absl::StatusOr<std::optional<MigrationRecord>> got = journal_->Get(Direction::kIn, req.migration_id);
+  if (!got.ok()) return got.status();
+  MigrationRecord r;
+  if (got->has_value()) {
+    r = **std::move(got);
+    if (r.peer != req.source_site) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("Transfer: migration ", r.id, " came from ", r.peer, ", not ", req.source_site));
+    }
+    if (r.state == MigrationState::kAborted) {
+      return absl::AbortedError(absl::StrCat("Transfer: migration ", r.id, " was aborted"));
+    }
+    bool same = r.jobs.size() == req.jobs.size();
+    for (size_t i = 0; same && i < req.jobs.size(); ++i) same = r.jobs[i].key == req.jobs[i].key;
+    if (!same) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("Transfer: migration ", r.id, " repeated with different jobs"));
+    }
+    if (r.state == MigrationState::kCommitted) {
+      TransferReply reply;
+      for (const JournalJob& j : r.jobs) reply.new_ids.push_back(j.dest_id);
+      return reply;
+    }
+  } else {
+    r.id = req.migration_id;
+    r.direction = Direction::kIn;
+    r.peer = req.source_site;
+    r.state = MigrationState::kPrepared;
+    r.round_id = req.round_id;
+    r.created = r.updated = clock_->Now();
+    for (const scheduler::JobSpec& s : req.jobs) {
+      JournalJob j;
+      j.key = s.key;
+      j.spec = s;
+      r.jobs.push_back(std::move(j));
+    }
+    if (absl::Status s = journal_->Insert(r); !s.ok()) return s;
+    CrashPoint(kCrashInAfterPrepared);
+  }
+  absl::StatusOr<std::vector<std::string>> ids = CompleteIn(r);
+  if (!ids.ok()) return ids.status();
+  return TransferReply{*std::move(ids)};
+}
+
+absl::StatusOr<AbortReply> Migrator::HandleAbort(const std::string& migration_id, const std::string& source_site) {
+  if (!PrintableId(migration_id)) return absl::InvalidArgumentError("Abort: bad migration id");
+  if (!PrintableId(source_site) || source_site == self_site_) {
+    return absl::InvalidArgumentError("Abort: bad source site id");
+  }
+  Acquire(InKey(migration_id));
+  BusyGuard guard([this, key = InKey(migration_id)] { ReleaseBusy(key); });
+  absl::StatusOr<std::optional<MigrationRecord>> got = journal_->Get(Direction::kIn, migration_id);
+  if (!got.ok()) return got.status();
+  AbortReply reply;
+  if (!got->has_value()) {
+    // Remember the id, so a Transfer still on its way is refused.
+    MigrationRecord r;
+    r.id = migration_id;
+    r.direction = Direction::kIn;
+    r.peer = source_site;
+    r.state = MigrationState::kAborted;
+    r.created = r.updated = clock_->Now();
+    r.note = "aborted before any transfer arrived";
+    if (absl::Status s = journal_->Insert(r); !s.ok()) return s;
+    CrashPoint(kCrashInAfterAbortRecorded);
+    reply.aborted = true;
+    return reply;
+  }
+  const MigrationRecord& r = **got;
+  if (r.peer != source_site) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("Abort: migration ", r.id, " came from ", r.peer, ", not ", source_site));
+  }
+  switch (r.state) {
+    case MigrationState::kAborted:
+      reply.aborted = true;
+      return reply;
+    case MigrationState::kCommitted:
+      for (const JournalJob& j : r.jobs) reply.new_ids.push_back(j.dest_id);
+      return reply;
+    default:
+      break;
+  }
+  // PREPARED: if anything was submitted it may already run here, so the only
+  // safe answer is to finish and hand the ids back.
+  bool any_submitted = false;
+  for (size_t i = 0; i < r.jobs.size() && !any_submitted; ++i) {
+    absl::StatusOr<std::vector<Job>> found = adapter_->FindByTag(Tag(r.id, i));
+    if (!found.ok()) return Annotate(found.status(), absl::StrCat("Abort: migration ", r.id, ": find by tag"));
+    any_submitted = !found->empty();
+  }
+  if (any_submitted) {
+    absl::StatusOr<std::vector<std::string>> ids = CompleteIn(r);
+    if (!ids.ok()) return ids.status();
+    reply.new_ids = *std::move(ids);
+    return reply;
+  }
+  if (absl::Status s = journal_->Update(Direction::kIn, r.id, MigrationState::kAborted,
+                                        "aborted by the source before any submit", clock_->Now());
+      !s.ok()) {
+    return s;
+  }
+  CrashPoint(kCrashInAfterAbortRecorded);
+  reply.aborted = true;
+  return reply;
+}
+
+// ------------------------------------------------------------- recovery
+
+absl::Status Migrator::Recover() {
+  absl::Status first = absl::OkStatus();
+  auto note = [&first](const absl::Status& s) {
+    if (first.ok() && !s.ok()) first = s;
+  };
+  absl::StatusOr<std::vector<MigrationRecord>> out = journal_->ListActive(Direction::kOut);
+  note(out.status());
+  if (out.ok()) {
+    for (const MigrationRecord& r : *out) {
+      if (!TryAcquire(OutKey(r.id))) continue;  // being driven by another thread
+      BusyGuard guard([this, key = OutKey(r.id)] { ReleaseBusy(key); });
+      note(DriveOut(r.id));
+    }
+  }
+  absl::StatusOr<std::vector<MigrationRecord>> in = journal_->ListActive(Direction::kIn);
+  note(in.status());
+  if (in.ok()) {
+    for (const MigrationRecord& listed : *in) {
+      if (!TryAcquire(InKey(listed.id))) continue;
+      BusyGuard guard([this, key = InKey(listed.id)] { ReleaseBusy(key); });
+      absl::StatusOr<std::optional<MigrationRecord>> got = journal_->Get(Direction::kIn, listed.id);
+      if (!got.ok()) {
+        note(got.status());
+        continue;
+      }
+      if (!got->has_value() || (*got)->state != MigrationState::kPrepared) continue;
+      note(CompleteIn(**got).status());
+    }
+  }
+  return first;
+}
+
+absl::StatusOr<std::vector<MigrationRecord>> Migrator::List(int limit) const { return journal_->ListRecent(limit); }
+
+absl::StatusOr<std::vector<MigrationRecord>> Migrator::HistoryOfJob(const std::string& job_key) const {
+  return journal_->HistoryOfJob(job_key);
+}
+
+}  // namespace hyperfed::migration

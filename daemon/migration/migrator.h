@@ -1,0 +1,206 @@
+#pragma once
+
+// The exactly-once transfer protocol of DESIGN section 7, both sides.
+//
+// Invariants, under a crash of either side at any point and loss or
+// duplication of any message: a job is never lost (always queued or running
+// at some site) and never runnable at two sites at once.
+//
+// Source, per batch (one migration id per batch):
+//   1. Journal OUT PREPARING: the chosen jobs' ids and keys, no specs. This
+//      record is the reservation (a concurrent MigrateOut skips its jobs) and
+//      tells a restart which holds are ours.
+//   2. Hold every job (a job that can no longer be held, e.g. it just
+//      started, is dropped from the batch), export the held ones' specs.
+//   3. Journal OUT PREPARED with the final job list and specs, replacing the
+//      PREPARING rows in one transaction.
+//   4. Transfer. The reply's new ids -> cancel the held copies -> journal
+//      COMMITTED with the new ids.
+//
+// Why journal before holding: holding first leaves, after a crash between
+// hold and journal, held jobs nobody knows about; they would stay held for
+// ever (an operator hold looks the same). Journaling the intent first means
+// every hold we make is covered by a record.
+//
+// Why two states before the Transfer: the Transfer is sent only after
+// PREPARED is durable, so a PREPARING record proves that no Transfer was
+// ever sent. Recovery of PREPARING therefore needs no peer: it releases
+// whichever of its jobs are held (some, all or none, depending on where the
+// crash came) and journals ABORTED ("never sent"). This is what recovery does
+// with a record "whose jobs are not all held": for PREPARING it is the
+// normal case.
+//
+// A PREPARED record had all its jobs held when it was journaled. Held jobs
+// do not start, so a job of a PREPARED record that is now pending or running
+// was released by someone else (an operator, or a ForceRelease whose journal
+// write the crash cut off). Such a record is never transferred again:
+// recovery turns it into ABORTING, and sends Abort. Aborting through the
+// destination is always safe: it either records the abort (nothing was
+// submitted there, so the source's copies are the only ones and are released)
+// or answers the ids it submitted (the source cancels its copies and
+// commits; a copy that is already running cannot be cancelled and is noted
+// in the record as a duplicate caused by the outside release).
+// A job of a PREPARED record that has vanished (not listed) is a copy we
+// cancelled after a reply the crash cut short: recovery retries the
+// Transfer, the destination answers its stored result, and the source
+// cancels the rest and commits.
+//
+// A PREPARED record is only retried, never released, until an answer:
+// while the destination cannot be reached the jobs stay held, late but never
+// lost and never twice. GiveUp journals ABORTING first (so the decision
+// survives a crash) and then sends Abort; only an answered Abort releases
+// holds. A Transfer answered with a final refusal (kInvalidArgument,
+// kFailedPrecondition, kAborted: the destination refuses the request itself)
+// also leads to ABORTING, never to a release without an Abort answer.
+// ForceRelease is the operator's override: it releases without an answer
+// (journaled FORCED) and the caller must say that the destination may run
+// the jobs too.
+//
+// Destination:
+//   1. Journal IN PREPARED with the specs (so the record can be completed
+//      without the source), unless the id is known: COMMITTED -> answer the
+//      stored ids; ABORTED -> refuse (kAborted) for ever; PREPARED -> finish.
+//   2. Submit every job with the tag "hyperfed:<migration id>:<index>".
+//      Submit is idempotent by tag, so finishing a half-done record submits
+//      only what is missing.
+//   3. Journal COMMITTED with the new ids, answer them.
+// Abort: unknown id -> journal it ABORTED (a late Transfer is then refused);
+// PREPARED with nothing submitted (FindByTag finds no job) -> ABORTED; any
+// job submitted -> finish the record and answer the ids (the source commits);
+// COMMITTED -> answer the ids. Recover finishes IN PREPARED records from the
+// stored specs (FindByTag/Submit by tag).
+//
+// A destination crash can thus leave submitted jobs runnable while the
+// source still holds its copies: held is not runnable, so the job is
+// runnable at one site only until the source commits.
+//
+// Concurrency: each migration is driven by one thread at a time (an
+// in-memory busy set); the source's choice of jobs and its PREPARING write
+// happen under one lock, so two MigrateOut calls never pick the same job.
+// No lock is held across a peer call, so two sites migrating to each other
+// at once do not deadlock.
+
+#include <condition_variable>
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "daemon/common/clock.h"
+#include "daemon/migration/journal.h"
+#include "daemon/migration/transport.h"
+#include "daemon/scheduler/adapter.h"
+
+namespace hyperfed::migration {
+
+// The outcome of one batch of MigrateOut.
+struct OutResult {
+  std::string migration_id;        // "" for the summary of a call that found no job
+  int64_t moved = 0;               // jobs committed at the destination
+  int64_t in_flight = 0;           // jobs left held in a PREPARED record (retried by Recover)
+  // Jobs asked for but not sent: not present at round start, not holdable
+  // any more, or not attempted after an earlier batch failed. Reported on the
+  // last result of a call.
+  int64_t shortfall = 0;
+  std::vector<std::string> job_keys;
+  absl::Status status;             // OK when committed; else why not
+};
+
+// Limits for requests from peers (DESIGN section 8: bounded batches).
+inline constexpr int64_t kMaxJobsPerTransfer = 100000;
+inline constexpr size_t kMaxIdLength = 200;
+
+class Migrator {
+ public:
+  // Nothing is owned; everything must outlive the Migrator. `max_batch` is
+  // the most jobs per Transfer call (values below 1 count as 1).
+  Migrator(std::string self_site, scheduler::SchedulerAdapter* adapter, Journal* journal,
+           PeerTransport* transport, const Clock* clock, int64_t max_batch);
+
+  // Source side: moves `count` migratable jobs (pending, not held, not
+  // running, not pinned, not in another migration), the most recently queued
+  // first, to `dest_site`, in batches of at most max_batch jobs, one
+  // migration id each. Stops at the first batch whose Transfer fails: that
+  // batch stays PREPARED (held, retried by Recover) and the rest is not
+  // attempted. An error status only for bad arguments or a local failure
+  // before anything was held; otherwise per-batch results (the last carries
+  // the shortfall).
+  absl::StatusOr<std::vector<OutResult>> MigrateOut(const std::string& dest_site, int64_t count,
+                                                    const std::string& round_id);
+
+  // Destination side, for the daemon's Transfer and Abort handlers. A bad
+  // request gets kInvalidArgument and changes nothing; an aborted id gets
+  // kAborted; repeated calls answer the stored result.
+  absl::StatusOr<TransferReply> HandleTransfer(const TransferRequest& req);
+  absl::StatusOr<AbortReply> HandleAbort(const std::string& migration_id, const std::string& source_site);
+
+  // At start-up and periodically: drives every unfinished record of both
+  // directions one step further (see the top of this file). Records busy in
+  // another thread are skipped. OK when every record it tried is settled;
+  // otherwise the first error met (kUnavailable while a peer cannot be
+  // reached); the other records are still tried.
+  absl::Status Recover();
+
+  // Gives up on an outgoing migration: journals ABORTING and sends Abort.
+  // OK once settled (ABORTED, or COMMITTED when the destination had
+  // submitted); kUnavailable when the Abort could not be delivered (Recover
+  // keeps sending it); kFailedPrecondition for a finished migration;
+  // kNotFound for an unknown id.
+  absl::Status GiveUp(const std::string& migration_id);
+
+  // Operator override: releases the held jobs of an unfinished outgoing
+  // migration without an answer from the destination, journaled FORCED. The
+  // caller must warn that the destination may have submitted them too.
+  // kUnavailable while a Transfer for it is in flight.
+  absl::Status ForceRelease(const std::string& migration_id);
+
+  // Recent migrations of both directions, newest first (specs not loaded).
+  absl::StatusOr<std::vector<MigrationRecord>> List(int limit) const;
+  // Every migration that carried `job_key`, oldest first.
+  absl::StatusOr<std::vector<MigrationRecord>> HistoryOfJob(const std::string& job_key) const;
+
+  // The destination's tag for job `index` of `migration_id`.
+  static std::string Tag(const std::string& migration_id, size_t index);
+
+  const std::string& self_site() const { return self_site_; }
+
+ private:
+  // Drives an outgoing record (already marked busy by the caller) as far as
+  // it can go.
+  absl::Status DriveOut(const std::string& id);
+  absl::Status SendTransfer(const MigrationRecord& r);
+  absl::Status SendAbort(const MigrationRecord& r);
+  absl::Status CommitOut(const MigrationRecord& r, const std::vector<std::string>& new_ids,
+                         const std::string& note);
+  absl::Status AbandonPreparing(const MigrationRecord& r, const std::string& note);
+  absl::Status PrepareBatch(const std::string& id, std::vector<JournalJob> jobs, int64_t* dropped);
+  // Destination: submits what is missing of an IN PREPARED record, journals
+  // COMMITTED and returns the new ids. Caller holds the record busy.
+  absl::StatusOr<std::vector<std::string>> CompleteIn(const MigrationRecord& r);
+
+  absl::Status Validate(const TransferRequest& req) const;
+
+  bool TryAcquire(const std::string& busy_key);
+  void Acquire(const std::string& busy_key);
+  void ReleaseBusy(const std::string& busy_key);
+
+  const std::string self_site_;
+  scheduler::SchedulerAdapter* const adapter_;
+  Journal* const journal_;
+  PeerTransport* const transport_;
+  const Clock* const clock_;
+  const int64_t max_batch_;
+
+  // Serializes the source's choice of jobs with its PREPARING writes.
+  std::mutex select_mu_;
+  // Records being driven: "out:<id>" / "in:<id>".
+  std::mutex busy_mu_;
+  std::condition_variable busy_cv_;
+  std::set<std::string> busy_;
+};
+
+}  // namespace hyperfed::migration

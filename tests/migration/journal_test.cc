@@ -1,0 +1,218 @@
+#include "daemon/migration/journal.h"
+
+#include <sqlite3.h>
+
+#include "daemon/migration/spec_codec.h"
+#include "gtest/gtest.h"
+#include "tests/migration/test_util.h"
+
+namespace hyperfed::migration {
+namespace {
+
+using testing::TempDir;
+
+scheduler::JobSpec OddSpec(const std::string& key) {
+  scheduler::JobSpec s;
+  s.name = "job with spaces";
+  s.script = "#!/bin/sh\necho '1:2:3'\n\x01\xff end";
+  s.cores = 8;
+  s.memory_mb = 4096;
+  s.time_limit_s = 3600;
+  s.workdir = "/scratch/x";
+  s.env = {{"A", "1"}, {"MULTI", "line\nline"}, {"EMPTY", ""}};
+  s.duration_ms = 12345;
+  s.cost = 0.1 + 0.2;  // not exactly representable in short decimal
+  s.key = key;
+  return s;
+}
+
+MigrationRecord Sample(const std::string& id, Direction d, MigrationState st, absl::Time t) {
+  MigrationRecord r;
+  r.id = id;
+  r.direction = d;
+  r.peer = "site-b";
+  r.state = st;
+  r.round_id = "round-7";
+  r.created = r.updated = t;
+  for (int i = 0; i < 2; ++i) {
+    JournalJob j;
+    j.key = absl::StrCat(id, "/k", i);
+    j.source_id = absl::StrCat("s", i);
+    j.spec = OddSpec(j.key);
+    r.jobs.push_back(j);
+  }
+  return r;
+}
+
+TEST(SpecCodecTest, RoundTripsEveryField) {
+  scheduler::JobSpec s = OddSpec("k");
+  absl::StatusOr<scheduler::JobSpec> back = DecodeSpec(EncodeSpec(s));
+  ASSERT_TRUE(back.ok()) << back.status();
+  EXPECT_EQ(*back, s);
+  EXPECT_EQ(*DecodeSpec(EncodeSpec(scheduler::JobSpec{})), scheduler::JobSpec{});
+}
+
+TEST(SpecCodecTest, RejectsMalformedInput) {
+  std::string good = EncodeSpec(OddSpec("k"));
+  EXPECT_FALSE(DecodeSpec("").ok());
+  EXPECT_FALSE(DecodeSpec(good.substr(0, good.size() - 1)).ok());
+  EXPECT_FALSE(DecodeSpec(good + "x").ok());
+  EXPECT_FALSE(DecodeSpec("5:spec2").ok());
+  EXPECT_FALSE(DecodeSpec("99999999999999999999:x").ok());
+}
+
+TEST(JournalTest, RoundTripsARecordWithSpecs) {
+  TempDir dir;
+  auto j = Journal::Open(dir.File("j.db"));
+  ASSERT_TRUE(j.ok()) << j.status();
+  absl::Time t = absl::FromUnixMillis(1'700'000'000'123);
+  MigrationRecord r = Sample("a:1", Direction::kOut, MigrationState::kPrepared, t);
+  ASSERT_TRUE((*j)->Insert(r).ok());
+  auto got = (*j)->Get(Direction::kOut, "a:1");
+  ASSERT_TRUE(got.ok() && got->has_value());
+  const MigrationRecord& g = **got;
+  EXPECT_EQ(g.peer, "site-b");
+  EXPECT_EQ(g.state, MigrationState::kPrepared);
+  EXPECT_EQ(g.round_id, "round-7");
+  EXPECT_EQ(g.created, t);
+  ASSERT_EQ(g.jobs.size(), 2u);
+  EXPECT_EQ(g.jobs[1].key, "a:1/k1");
+  EXPECT_EQ(g.jobs[1].source_id, "s1");
+  EXPECT_EQ(g.jobs[1].spec, r.jobs[1].spec);
+  // The same id in the other direction is another record.
+  EXPECT_FALSE((*j)->Get(Direction::kIn, "a:1")->has_value());
+  auto lean = (*j)->Get(Direction::kOut, "a:1", false);
+  EXPECT_EQ((**lean).jobs[0].spec, scheduler::JobSpec{});
+  EXPECT_EQ((**lean).jobs[0].key, "a:1/k0");
+}
+
+TEST(JournalTest, DuplicateInsertIsAlreadyExistsAndChangesNothing) {
+  TempDir dir;
+  auto j = *Journal::Open(dir.File("j.db"));
+  MigrationRecord r = Sample("a:1", Direction::kIn, MigrationState::kPrepared, absl::UnixEpoch());
+  ASSERT_TRUE(j->Insert(r).ok());
+  r.peer = "other";
+  r.jobs.pop_back();
+  EXPECT_EQ(j->Insert(r).code(), absl::StatusCode::kAlreadyExists);
+  auto got = **j->Get(Direction::kIn, "a:1");
+  EXPECT_EQ(got.peer, "site-b");
+  EXPECT_EQ(got.jobs.size(), 2u);
+}
+
+TEST(JournalTest, StateChangesAndSequencePersistAcrossReopen) {
+  TempDir dir;
+  {
+    auto j = *Journal::Open(dir.File("j.db"));
+    EXPECT_EQ(*j->NextSequence(), 1);
+    EXPECT_EQ(*j->NextSequence(), 2);
+    ASSERT_TRUE(j->Insert(Sample("a:1", Direction::kOut, MigrationState::kPrepared, absl::UnixEpoch())).ok());
+    std::vector<std::string> ids = {"b-1", "b-2"};
+    ASSERT_TRUE(j->Update(Direction::kOut, "a:1", MigrationState::kCommitted, "done", absl::FromUnixSeconds(5), &ids)
+                    .ok());
+    ASSERT_TRUE(j->Update(Direction::kOut, "a:1", MigrationState::kCommitted, "again", absl::FromUnixSeconds(6)).ok());
+  }
+  auto j = *Journal::Open(dir.File("j.db"));
+  EXPECT_EQ(*j->NextSequence(), 3);
+  auto got = **j->Get(Direction::kOut, "a:1");
+  EXPECT_EQ(got.state, MigrationState::kCommitted);
+  EXPECT_EQ(got.note, "done; again");
+  EXPECT_EQ(got.updated, absl::FromUnixSeconds(6));
+  EXPECT_EQ(got.jobs[0].dest_id, "b-1");
+  EXPECT_EQ(got.jobs[1].dest_id, "b-2");
+}
+
+TEST(JournalTest, UsesWalMode) {
+  TempDir dir;
+  auto j = *Journal::Open(dir.File("j.db"));
+  sqlite3* db = nullptr;
+  ASSERT_EQ(sqlite3_open(dir.File("j.db").c_str(), &db), SQLITE_OK);
+  sqlite3_stmt* st = nullptr;
+  ASSERT_EQ(sqlite3_prepare_v2(db, "PRAGMA journal_mode", -1, &st, nullptr), SQLITE_OK);
+  ASSERT_EQ(sqlite3_step(st), SQLITE_ROW);
+  EXPECT_STREQ(reinterpret_cast<const char*>(sqlite3_column_text(st, 0)), "wal");
+  sqlite3_finalize(st);
+  sqlite3_close(db);
+}
+
+TEST(JournalTest, BadUpdatesChangeNothing) {
+  TempDir dir;
+  auto j = *Journal::Open(dir.File("j.db"));
+  EXPECT_EQ(j->Update(Direction::kOut, "nope", MigrationState::kAborted, "", absl::UnixEpoch()).code(),
+            absl::StatusCode::kNotFound);
+  ASSERT_TRUE(j->Insert(Sample("a:1", Direction::kOut, MigrationState::kPrepared, absl::UnixEpoch())).ok());
+  std::vector<std::string> one = {"b-1"};
+  EXPECT_EQ(j->Update(Direction::kOut, "a:1", MigrationState::kCommitted, "x", absl::UnixEpoch(), &one).code(),
+            absl::StatusCode::kInvalidArgument);
+  auto got = **j->Get(Direction::kOut, "a:1");
+  EXPECT_EQ(got.state, MigrationState::kPrepared);
+  EXPECT_EQ(got.note, "");
+  EXPECT_EQ(got.jobs[0].dest_id, "");
+}
+
+TEST(JournalTest, ReplacingJobsIsAtomicWithTheStateChange) {
+  TempDir dir;
+  auto j = *Journal::Open(dir.File("j.db"));
+  ASSERT_TRUE(j->Insert(Sample("a:1", Direction::kOut, MigrationState::kPreparing, absl::UnixEpoch())).ok());
+  MigrationRecord smaller = Sample("a:1", Direction::kOut, MigrationState::kPrepared, absl::UnixEpoch());
+  smaller.jobs.erase(smaller.jobs.begin());
+  ASSERT_TRUE(j->UpdateWithJobs(Direction::kOut, "a:1", MigrationState::kPrepared, "", absl::UnixEpoch(),
+                                smaller.jobs)
+                  .ok());
+  auto got = **j->Get(Direction::kOut, "a:1");
+  EXPECT_EQ(got.state, MigrationState::kPrepared);
+  ASSERT_EQ(got.jobs.size(), 1u);
+  EXPECT_EQ(got.jobs[0].key, "a:1/k1");
+}
+
+TEST(JournalTest, ListsActiveRecentAndJobHistory) {
+  TempDir dir;
+  auto j = *Journal::Open(dir.File("j.db"));
+  ASSERT_TRUE(j->Insert(Sample("a:1", Direction::kOut, MigrationState::kCommitted, absl::FromUnixSeconds(1))).ok());
+  ASSERT_TRUE(j->Insert(Sample("a:2", Direction::kOut, MigrationState::kPrepared, absl::FromUnixSeconds(2))).ok());
+  ASSERT_TRUE(j->Insert(Sample("b:9", Direction::kIn, MigrationState::kPrepared, absl::FromUnixSeconds(3))).ok());
+  MigrationRecord shared = Sample("b:10", Direction::kIn, MigrationState::kAborted, absl::FromUnixSeconds(4));
+  shared.jobs[0].key = "a:1/k0";
+  ASSERT_TRUE(j->Insert(shared).ok());
+
+  auto out = *j->ListActive(Direction::kOut);
+  ASSERT_EQ(out.size(), 1u);
+  EXPECT_EQ(out[0].id, "a:2");
+  EXPECT_EQ(out[0].jobs[0].spec.key, "a:2/k0");  // with specs
+  auto in = *j->ListActive(Direction::kIn);
+  ASSERT_EQ(in.size(), 1u);
+  EXPECT_EQ(in[0].id, "b:9");
+
+  auto recent = *j->ListRecent(3);
+  ASSERT_EQ(recent.size(), 3u);
+  EXPECT_EQ(recent[0].id, "b:10");
+  EXPECT_EQ(recent[2].id, "a:2");
+  EXPECT_TRUE(j->ListRecent(0)->empty());
+
+  auto hist = *j->HistoryOfJob("a:1/k0");
+  ASSERT_EQ(hist.size(), 2u);
+  EXPECT_EQ(hist[0].id, "a:1");
+  EXPECT_EQ(hist[1].id, "b:10");
+  EXPECT_TRUE(j->HistoryOfJob("nothing")->empty());
+
+  EXPECT_EQ(*j->ActiveOutJobIds(), (std::set<std::string>{"s0", "s1"}));
+}
+
+TEST(JournalTest, RefusesANewerSchema) {
+  TempDir dir;
+  { ASSERT_TRUE(Journal::Open(dir.File("j.db")).ok()); }
+  sqlite3* db = nullptr;
+  ASSERT_EQ(sqlite3_open(dir.File("j.db").c_str(), &db), SQLITE_OK);
+  ASSERT_EQ(sqlite3_exec(db, "UPDATE meta SET value = 2 WHERE name = 'schema_version'", nullptr, nullptr, nullptr),
+            SQLITE_OK);
+  sqlite3_close(db);
+  EXPECT_EQ(Journal::Open(dir.File("j.db")).status().code(), absl::StatusCode::kFailedPrecondition);
+}
+
+TEST(JournalTest, OpenFailsClearlyForAMissingFolder) {
+  auto j = Journal::Open("/nonexistent-hyperfed-dir/j.db");
+  EXPECT_FALSE(j.ok());
+  EXPECT_NE(j.status().message().find("/nonexistent-hyperfed-dir/j.db"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace hyperfed::migration
