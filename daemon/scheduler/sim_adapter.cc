@@ -556,7 +556,8 @@ absl::StatusOr<std::string> SimAdapter::Submit(const JobSpec& spec, const std::s
   std::string id;
   absl::Status s = InTransaction("submit", [&]() -> absl::Status {
     if (!tag.empty()) {
-      Stmt st(db_, "SELECT id FROM jobs WHERE tag=?1");
+      // The `tag <> ''` term lets SQLite use the partial unique index.
+      Stmt st(db_, "SELECT id FROM jobs WHERE tag=?1 AND tag <> ''");
       st.Bind(1, tag);
       auto row = st.Step();
       if (!row.ok()) return row.status();
@@ -602,7 +603,7 @@ absl::StatusOr<std::vector<Job>> SimAdapter::FindByTag(const std::string& tag) {
   absl::MutexLock l(&mu_);
   std::vector<Job> jobs;
   absl::Status s = InTransaction("find", [&]() -> absl::Status {
-    auto r = LoadJobs("j.tag=?1", tag);
+    auto r = LoadJobs("j.tag=?1 AND j.tag <> ''", tag);
     if (!r.ok()) return r.status();
     jobs = *std::move(r);
     return absl::OkStatus();

@@ -425,8 +425,9 @@ std::string IntegrityCheck(const std::string& dir) {
   return result;
 }
 
-// Runs `child` in a forked process that must die of SIGKILL; returns false
-// (with a failure) otherwise. The child never returns into GoogleTest.
+// Runs `child` in a forked process that must die of SIGKILL (a test failure
+// otherwise). The child never returns into GoogleTest: it leaves by _exit,
+// so no destructor (TempDir's!) runs in it.
 void RunChildThatDies(const std::function<void()>& child) {
   fflush(nullptr);
   pid_t pid = fork();
