@@ -55,15 +55,15 @@ absl::StatusOr<std::string> ReadToken(const std::string& path) {
 
 }  // namespace
 
-scheduler::AdapterRegistry BuiltinAdapters() {
-  scheduler::AdapterRegistry r;
-  scheduler::RegisterSimAdapter(&r);
+std::unique_ptr<scheduler::AdapterRegistry> BuiltinAdapters() {
+  auto r = std::make_unique<scheduler::AdapterRegistry>();
+  scheduler::RegisterSimAdapter(r.get());
   return r;
 }
 
 absl::Status CheckRuntime(const config::Config& c) {
-  scheduler::AdapterRegistry r = BuiltinAdapters();
-  if (!r.Has(c.scheduler.adapter))
+  auto r = BuiltinAdapters();
+  if (!r->Has(c.scheduler.adapter))
     return absl::InvalidArgumentError(absl::StrCat(c.path, ": scheduler.adapter: unknown adapter '",
                                                    c.scheduler.adapter, "'"));
   if (auto tls = ReadTlsFiles(c.security); !tls.ok()) return tls.status();
@@ -77,8 +77,8 @@ absl::StatusOr<std::unique_ptr<Daemon>> Daemon::Create(const config::Config& con
   std::error_code ec;
   std::filesystem::create_directories(config.state_dir, ec);
   if (ec) return absl::FailedPreconditionError(absl::StrCat("state_dir ", config.state_dir, ": ", ec.message()));
-  scheduler::AdapterRegistry registry = BuiltinAdapters();
-  auto adapter = registry.Create(config.scheduler.adapter,
+  auto registry = BuiltinAdapters();
+  auto adapter = registry->Create(config.scheduler.adapter,
                                  scheduler::AdapterContext{config.state_dir, config.scheduler.options, RealClock::Get()});
   if (!adapter.ok()) return adapter.status();
   d->adapter_ = *std::move(adapter);

@@ -25,7 +25,7 @@
 namespace hyperfed::server {
 
 // The adapter registry with every built-in adapter registered.
-scheduler::AdapterRegistry BuiltinAdapters();
+std::unique_ptr<scheduler::AdapterRegistry> BuiltinAdapters();
 
 // What `hyperfedd --check` verifies beyond the config file itself: the
 // adapter name is registered and the TLS files and token are readable.
