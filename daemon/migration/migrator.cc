@@ -145,7 +145,11 @@ absl::StatusOr<std::vector<OutResult>> Migrator::MigrateOut(const std::string& d
           jj.key = j->spec.key.empty() ? absl::StrCat(self_site_, ":", j->id) : j->spec.key;
           r.jobs.push_back(std::move(jj));
         }
+        // Busy before the record exists, so a concurrent Recover never
+        // takes our fresh PREPARING record for a crashed one.
+        TryAcquire(OutKey(r.id));  // a fresh id: always free
         st = journal_->Insert(r);
+        if (!st.ok()) ReleaseBusy(OutKey(r.id));
       }
       if (!st.ok()) {
         // Nothing is held yet: undo the reservations made so far.
@@ -156,7 +160,6 @@ absl::StatusOr<std::vector<OutResult>> Migrator::MigrateOut(const std::string& d
         }
         return Annotate(st, "MigrateOut: journal");
       }
-      TryAcquire(OutKey(r.id));  // a fresh id: always free
       CrashPoint(kCrashOutAfterIntent);
       batches.push_back(std::move(r));
     }
@@ -174,6 +177,7 @@ absl::StatusOr<std::vector<OutResult>> Migrator::MigrateOut(const std::string& d
     OutResult res;
     res.migration_id = b.id;
     if (stopped) {
+      res.job_keys = Keys(b);
       res.status = AbandonPreparing(b, "not attempted: an earlier batch did not complete");
       if (res.status.ok()) res.status = absl::AbortedError("not attempted: an earlier batch did not complete");
       shortfall += static_cast<int64_t>(b.jobs.size());

@@ -74,6 +74,12 @@
 // source still holds its copies: held is not runnable, so the job is
 // runnable at one site only until the source commits.
 //
+// Known limit: a destination whose scheduler refuses a job for good (a
+// permanent Submit error) keeps its IN PREPARED record and answers errors;
+// the source keeps the jobs held and retries. Held, not lost: the operator
+// sees the record in the migration list and can ForceRelease after removing
+// what the destination did submit.
+//
 // Concurrency: each migration is driven by one thread at a time (an
 // in-memory busy set); the source's choice of jobs and its PREPARING write
 // happen under one lock, so two MigrateOut calls never pick the same job.
@@ -101,7 +107,7 @@ namespace hyperfed::migration {
 struct OutResult {
   std::string migration_id;        // "" for the summary of a call that found no job
   int64_t moved = 0;               // jobs committed at the destination
-  int64_t in_flight = 0;           // jobs left held in a PREPARED record (retried by Recover)
+  int64_t in_flight = 0;           // jobs left held in an unsettled record (settled by Recover)
   // Jobs asked for but not sent: not present at round start, not holdable
   // any more, or not attempted after an earlier batch failed. Reported on the
   // last result of a call.

@@ -20,9 +20,13 @@ namespace hyperfed::migration::testing {
 // mkdtemp under $TMPDIR (or /tmp), removed with its contents at scope end.
 class TempDir {
  public:
-  TempDir() {
-    const char* base = std::getenv("TMPDIR");
-    std::string tmpl = absl::StrCat(base && *base ? base : "/tmp", "/hyperfed-mig-XXXXXX");
+  // `base` empty: $TMPDIR, else /tmp.
+  explicit TempDir(std::string base = "") {
+    if (base.empty()) {
+      const char* env = std::getenv("TMPDIR");
+      base = env && *env ? env : "/tmp";
+    }
+    std::string tmpl = absl::StrCat(base, "/hyperfed-mig-XXXXXX");
     char* p = mkdtemp(tmpl.data());
     if (p != nullptr) path_ = p;
   }

@@ -1,0 +1,474 @@
+// Protocol tests of the Migrator, both sides in one process. The jobs live in
+// FakeAdapter (tests/migration/fake_adapter.h), which stands in for the `sim`
+// scheduler adapter that lands separately.
+
+#include "daemon/migration/migrator.h"
+
+#include <map>
+#include <memory>
+#include <thread>
+
+#include "daemon/common/clock.h"
+#include "gtest/gtest.h"
+#include "tests/migration/fake_adapter.h"
+#include "tests/migration/test_util.h"
+
+namespace hyperfed::migration {
+namespace {
+
+using scheduler::JobState;
+using testing::FakeAdapter;
+using testing::Fault;
+using testing::TempDir;
+using testing::TestTransport;
+
+struct Site {
+  std::string name;
+  std::unique_ptr<FakeAdapter> adapter;
+  std::unique_ptr<Journal> journal;
+  std::unique_ptr<Migrator> migrator;
+};
+
+class MigratorTest : public ::testing::Test {
+ protected:
+  void SetUp() override { ASSERT_FALSE(dir_.path().empty()); }
+
+  Site& Make(const std::string& name, int64_t max_batch = 100) {
+    Site& s = sites_[name];
+    s.name = name;
+    s.adapter = std::make_unique<FakeAdapter>(name);
+    auto j = Journal::Open(dir_.File(name + ".db"));
+    EXPECT_TRUE(j.ok()) << j.status();
+    s.journal = *std::move(j);
+    s.migrator = std::make_unique<Migrator>(name, s.adapter.get(), s.journal.get(), &transport_, &clock_, max_batch);
+    transport_.Connect(name, s.migrator.get());
+    return s;
+  }
+
+  static std::string AddJob(Site& s, const std::string& key, bool pinned = false) {
+    scheduler::JobSpec spec;
+    spec.name = key;
+    spec.script = "#!/bin/sh\ntrue\n";
+    spec.key = key;
+    return s.adapter->Add(spec, pinned);
+  }
+
+  // key -> (site, state) of every job that is not cancelled, over all sites;
+  // fails the test if a key is there twice.
+  std::map<std::string, std::pair<std::string, JobState>> Live() {
+    std::map<std::string, std::pair<std::string, JobState>> live;
+    for (auto& [name, s] : sites_) {
+      for (const scheduler::Job& j : s.adapter->AllJobs()) {
+        if (j.state == JobState::kCancelled) continue;
+        EXPECT_FALSE(live.count(j.spec.key)) << j.spec.key << " live at " << live[j.spec.key].first << " and " << name;
+        live[j.spec.key] = {name, j.state};
+      }
+    }
+    return live;
+  }
+
+  MigrationState OutState(Site& s, const std::string& id) {
+    return (**s.journal->Get(Direction::kOut, id)).state;
+  }
+
+  TempDir dir_;
+  FakeClock clock_;
+  TestTransport transport_;
+  std::map<std::string, Site> sites_;
+};
+
+TEST_F(MigratorTest, MovesTheMostRecentlyQueuedMigratableJobsFirst) {
+  Site& a = Make("A");
+  Site& b = Make("B");
+  AddJob(a, "k0");
+  AddJob(a, "k1");
+  std::string running = AddJob(a, "k2");
+  ASSERT_TRUE(a.adapter->Start(running).ok());
+  std::string held = AddJob(a, "k3");
+  ASSERT_TRUE(a.adapter->Hold(held).ok());
+  AddJob(a, "k4", /*pinned=*/true);
+
+  auto res = a.migrator->MigrateOut("B", 1, "r1");
+  ASSERT_TRUE(res.ok()) << res.status();
+  ASSERT_EQ(res->size(), 1u);
+  EXPECT_TRUE((*res)[0].status.ok()) << (*res)[0].status;
+  EXPECT_EQ((*res)[0].moved, 1);
+  EXPECT_EQ((*res)[0].shortfall, 0);
+  EXPECT_EQ((*res)[0].job_keys, std::vector<std::string>{"k1"});
+
+  auto live = Live();
+  EXPECT_EQ(live["k1"], std::make_pair(std::string("B"), JobState::kPending));
+  EXPECT_EQ(live["k0"].first, "A");
+  EXPECT_EQ(live["k2"], std::make_pair(std::string("A"), JobState::kRunning));
+  EXPECT_EQ(live["k3"], std::make_pair(std::string("A"), JobState::kHeld));
+  EXPECT_EQ(live["k4"].first, "A");
+
+  // Both journals say COMMITTED, with the destination's id.
+  auto out = **a.journal->Get(Direction::kOut, (*res)[0].migration_id);
+  auto in = **b.journal->Get(Direction::kIn, (*res)[0].migration_id);
+  EXPECT_EQ(out.state, MigrationState::kCommitted);
+  EXPECT_EQ(out.round_id, "r1");
+  EXPECT_EQ(in.state, MigrationState::kCommitted);
+  EXPECT_EQ(in.peer, "A");
+  EXPECT_EQ(out.jobs[0].dest_id, in.jobs[0].dest_id);
+  auto tagged = *b.adapter->FindByTag(Migrator::Tag(out.id, 0));
+  ASSERT_EQ(tagged.size(), 1u);
+  EXPECT_EQ(tagged[0].id, out.jobs[0].dest_id);
+}
+
+TEST_F(MigratorTest, SplitsIntoBatchesAndReportsTheShortfall) {
+  Site& a = Make("A", /*max_batch=*/2);
+  Make("B");
+  for (int i = 0; i < 5; ++i) AddJob(a, absl::StrCat("k", i));
+  auto res = a.migrator->MigrateOut("B", 7, "r1");
+  ASSERT_TRUE(res.ok()) << res.status();
+  ASSERT_EQ(res->size(), 3u);
+  EXPECT_EQ((*res)[0].moved, 2);
+  EXPECT_EQ((*res)[1].moved, 2);
+  EXPECT_EQ((*res)[2].moved, 1);
+  EXPECT_EQ((*res)[2].shortfall, 2);
+  EXPECT_EQ((*res)[0].job_keys, (std::vector<std::string>{"k4", "k3"}));
+  EXPECT_NE((*res)[0].migration_id, (*res)[1].migration_id);
+  for (const auto& [key, where] : Live()) EXPECT_EQ(where.first, "B") << key;
+  EXPECT_EQ(transport_.transfers_delivered(), 3);
+}
+
+TEST_F(MigratorTest, NothingToMoveIsAShortfallNotAnError) {
+  Site& a = Make("A");
+  Make("B");
+  auto res = a.migrator->MigrateOut("B", 3, "r1");
+  ASSERT_TRUE(res.ok());
+  ASSERT_EQ(res->size(), 1u);
+  EXPECT_EQ((*res)[0].migration_id, "");
+  EXPECT_EQ((*res)[0].shortfall, 3);
+  EXPECT_TRUE(a.migrator->MigrateOut("B", 0, "r1")->empty());
+}
+
+TEST_F(MigratorTest, BadArgumentsAreRefused) {
+  Site& a = Make("A");
+  AddJob(a, "k0");
+  EXPECT_EQ(a.migrator->MigrateOut("A", 1, "r").status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(a.migrator->MigrateOut("", 1, "r").status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(a.migrator->MigrateOut("B", -1, "r").status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_TRUE(a.migrator->List(10)->empty());
+  EXPECT_EQ(a.adapter->AllJobs()[0].state, JobState::kPending);
+}
+
+TEST_F(MigratorTest, GivesAKeyToAJobThatHasNone) {
+  Site& a = Make("A");
+  Site& b = Make("B");
+  std::string id = AddJob(a, "");
+  auto res = a.migrator->MigrateOut("B", 1, "r1");
+  ASSERT_TRUE(res.ok());
+  EXPECT_EQ((*res)[0].job_keys, std::vector<std::string>{"A:" + id});
+  EXPECT_EQ(b.adapter->AllJobs()[0].spec.key, "A:" + id);
+}
+
+TransferRequest Request(const std::string& id, std::vector<std::string> keys) {
+  TransferRequest req;
+  req.migration_id = id;
+  req.source_site = "A";
+  for (const std::string& k : keys) {
+    scheduler::JobSpec s;
+    s.key = k;
+    s.script = "x";
+    req.jobs.push_back(s);
+  }
+  return req;
+}
+
+TEST_F(MigratorTest, RepeatedTransferAnswersTheStoredResult) {
+  Site& b = Make("B");
+  TransferRequest req = Request("A:1", {"k0", "k1"});
+  auto first = b.migrator->HandleTransfer(req);
+  ASSERT_TRUE(first.ok()) << first.status();
+  auto second = b.migrator->HandleTransfer(req);
+  ASSERT_TRUE(second.ok());
+  EXPECT_EQ(first->new_ids, second->new_ids);
+  EXPECT_EQ(b.adapter->AllJobs().size(), 2u);
+}
+
+TEST_F(MigratorTest, RepeatedIdWithOtherJobsOrSourceIsRefused) {
+  Site& b = Make("B");
+  ASSERT_TRUE(b.migrator->HandleTransfer(Request("A:1", {"k0"})).ok());
+  EXPECT_EQ(b.migrator->HandleTransfer(Request("A:1", {"k9"})).status().code(), absl::StatusCode::kInvalidArgument);
+  TransferRequest other = Request("A:1", {"k0"});
+  other.source_site = "C";
+  EXPECT_EQ(b.migrator->HandleTransfer(other).status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(b.migrator->HandleAbort("A:1", "C").status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(b.adapter->AllJobs().size(), 1u);
+}
+
+TEST_F(MigratorTest, BadTransferRequestsChangeNothing) {
+  Site& b = Make("B");
+  std::vector<TransferRequest> bad;
+  bad.push_back(Request("", {"k0"}));
+  bad.push_back(Request("A:1", {}));
+  bad.push_back(Request("A:1", {""}));
+  bad.push_back(Request("A:1", {"k0", "k0"}));
+  bad.push_back(Request("bad id", {"k0"}));
+  TransferRequest self = Request("A:1", {"k0"});
+  self.source_site = "B";
+  bad.push_back(self);
+  TransferRequest cores = Request("A:1", {"k0"});
+  cores.jobs[0].cores = 0;
+  bad.push_back(cores);
+  TransferRequest mem = Request("A:1", {"k0"});
+  mem.jobs[0].memory_mb = -1;
+  bad.push_back(mem);
+  TransferRequest cost = Request("A:1", {"k0"});
+  cost.jobs[0].cost = std::nan("");
+  bad.push_back(cost);
+  for (const TransferRequest& r : bad) {
+    EXPECT_EQ(b.migrator->HandleTransfer(r).status().code(), absl::StatusCode::kInvalidArgument);
+  }
+  EXPECT_EQ(b.migrator->HandleAbort("", "A").status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_TRUE(b.adapter->AllJobs().empty());
+  EXPECT_TRUE(b.migrator->List(10)->empty());
+}
+
+TEST_F(MigratorTest, AbortBeforeTransferIsRecordedAndTheTransferRefusedForEver) {
+  Site& b = Make("B");
+  auto ab = b.migrator->HandleAbort("A:1", "A");
+  ASSERT_TRUE(ab.ok());
+  EXPECT_TRUE(ab->aborted);
+  for (int i = 0; i < 2; ++i) {
+    EXPECT_EQ(b.migrator->HandleTransfer(Request("A:1", {"k0"})).status().code(), absl::StatusCode::kAborted);
+  }
+  EXPECT_TRUE(b.migrator->HandleAbort("A:1", "A")->aborted);
+  EXPECT_TRUE(b.adapter->AllJobs().empty());
+  // Still refused after a restart.
+  b.migrator.reset();
+  b.journal.reset();
+  b.journal = *Journal::Open(dir_.File("B.db"));
+  b.migrator = std::make_unique<Migrator>("B", b.adapter.get(), b.journal.get(), &transport_, &clock_, 100);
+  EXPECT_EQ(b.migrator->HandleTransfer(Request("A:1", {"k0"})).status().code(), absl::StatusCode::kAborted);
+}
+
+TEST_F(MigratorTest, AbortAfterSubmitAnswersTheNewIds) {
+  Site& b = Make("B");
+  auto tr = b.migrator->HandleTransfer(Request("A:1", {"k0", "k1"}));
+  ASSERT_TRUE(tr.ok());
+  auto ab = b.migrator->HandleAbort("A:1", "A");
+  ASSERT_TRUE(ab.ok());
+  EXPECT_FALSE(ab->aborted);
+  EXPECT_EQ(ab->new_ids, tr->new_ids);
+}
+
+TEST_F(MigratorTest, UnreachableDestinationKeepsJobsHeldUntilAnAnsweredAbort) {
+  Site& a = Make("A");
+  Site& b = Make("B");
+  AddJob(a, "k0");
+  AddJob(a, "k1");
+  transport_.SetDown("B", true);
+  auto res = a.migrator->MigrateOut("B", 2, "r1");
+  ASSERT_TRUE(res.ok());
+  ASSERT_EQ(res->size(), 1u);
+  const std::string id = (*res)[0].migration_id;
+  EXPECT_EQ((*res)[0].in_flight, 2);
+  EXPECT_EQ((*res)[0].moved, 0);
+  EXPECT_EQ((*res)[0].status.code(), absl::StatusCode::kUnavailable);
+  for (const auto& [k, w] : Live()) EXPECT_EQ(w, std::make_pair(std::string("A"), JobState::kHeld));
+
+  EXPECT_EQ(a.migrator->Recover().code(), absl::StatusCode::kUnavailable);
+  EXPECT_EQ(a.migrator->GiveUp(id).code(), absl::StatusCode::kUnavailable);
+  EXPECT_EQ(OutState(a, id), MigrationState::kAborting);
+  for (const auto& [k, w] : Live()) EXPECT_EQ(w.second, JobState::kHeld);
+  // A job of a migration being given up is not chosen again.
+  EXPECT_EQ((*a.migrator->MigrateOut("B", 1, "r2"))[0].shortfall, 1);
+
+  transport_.SetDown("B", false);
+  ASSERT_TRUE(a.migrator->Recover().ok());
+  EXPECT_EQ(OutState(a, id), MigrationState::kAborted);
+  for (const auto& [k, w] : Live()) EXPECT_EQ(w, std::make_pair(std::string("A"), JobState::kPending));
+  // A Transfer that was delayed in the network arrives now: refused.
+  TransferRequest late = Request(id, {"k1", "k0"});
+  EXPECT_EQ(b.migrator->HandleTransfer(late).status().code(), absl::StatusCode::kAborted);
+  EXPECT_TRUE(b.adapter->AllJobs().empty());
+  EXPECT_EQ(a.migrator->GiveUp(id).code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_EQ(a.migrator->GiveUp("A:999").code(), absl::StatusCode::kNotFound);
+}
+
+TEST_F(MigratorTest, LostReplyThenGiveUpCommitsBecauseTheDestinationSubmitted) {
+  Site& a = Make("A");
+  Make("B");
+  AddJob(a, "k0");
+  transport_.Queue(Fault::kDropReply);
+  auto res = a.migrator->MigrateOut("B", 1, "r1");
+  ASSERT_TRUE(res.ok());
+  const std::string id = (*res)[0].migration_id;
+  EXPECT_EQ((*res)[0].in_flight, 1);
+  // Runnable at B, held at A: runnable at one site only.
+  auto live_a = a.adapter->AllJobs();
+  EXPECT_EQ(live_a[0].state, JobState::kHeld);
+  ASSERT_TRUE(a.migrator->GiveUp(id).ok());
+  EXPECT_EQ(OutState(a, id), MigrationState::kCommitted);
+  EXPECT_EQ(Live()["k0"], std::make_pair(std::string("B"), JobState::kPending));
+}
+
+TEST_F(MigratorTest, LostRequestIsRetriedByRecover) {
+  Site& a = Make("A");
+  Make("B");
+  AddJob(a, "k0");
+  transport_.Queue(Fault::kDropRequest);
+  auto res = a.migrator->MigrateOut("B", 1, "r1");
+  ASSERT_TRUE(res.ok());
+  EXPECT_EQ((*res)[0].in_flight, 1);
+  ASSERT_TRUE(a.migrator->Recover().ok());
+  EXPECT_EQ(OutState(a, (*res)[0].migration_id), MigrationState::kCommitted);
+  EXPECT_EQ(Live()["k0"].first, "B");
+}
+
+TEST_F(MigratorTest, DuplicatedMessagesSubmitOnce) {
+  Site& a = Make("A");
+  Site& b = Make("B");
+  AddJob(a, "k0");
+  AddJob(a, "k1");
+  transport_.Queue(Fault::kDuplicate);
+  auto res = a.migrator->MigrateOut("B", 2, "r1");
+  ASSERT_TRUE(res.ok());
+  EXPECT_EQ((*res)[0].moved, 2);
+  EXPECT_EQ(transport_.transfers_delivered(), 2);
+  EXPECT_EQ(b.adapter->AllJobs().size(), 2u);
+  Live();
+  // A duplicated Abort after an unreachable Transfer.
+  AddJob(a, "k2");
+  transport_.SetDown("B", true);
+  auto res2 = a.migrator->MigrateOut("B", 1, "r2");
+  transport_.SetDown("B", false);
+  transport_.Queue(Fault::kDuplicate);
+  ASSERT_TRUE(a.migrator->GiveUp((*res2)[0].migration_id).ok());
+  EXPECT_EQ(Live()["k2"], std::make_pair(std::string("A"), JobState::kPending));
+}
+
+TEST_F(MigratorTest, AJobReleasedBehindOurBackIsAbortedNotSent) {
+  Site& a = Make("A");
+  Site& b = Make("B");
+  std::string j0 = AddJob(a, "k0");
+  AddJob(a, "k1");
+  transport_.SetDown("B", true);
+  auto res = a.migrator->MigrateOut("B", 2, "r1");
+  const std::string id = (*res)[0].migration_id;
+  // An operator releases one held job and it starts.
+  ASSERT_TRUE(a.adapter->Release(j0).ok());
+  ASSERT_TRUE(a.adapter->Start(j0).ok());
+  transport_.SetDown("B", false);
+  ASSERT_TRUE(a.migrator->Recover().ok());
+  EXPECT_EQ(OutState(a, id), MigrationState::kAborted);
+  EXPECT_EQ(transport_.transfers_delivered(), 0);
+  EXPECT_TRUE(b.adapter->AllJobs().empty());
+  auto live = Live();
+  EXPECT_EQ(live["k0"], std::make_pair(std::string("A"), JobState::kRunning));
+  EXPECT_EQ(live["k1"], std::make_pair(std::string("A"), JobState::kPending));
+}
+
+TEST_F(MigratorTest, ForceReleaseReleasesWithoutAnAnswer) {
+  Site& a = Make("A");
+  Make("B");
+  AddJob(a, "k0");
+  transport_.SetDown("B", true);
+  auto res = a.migrator->MigrateOut("B", 1, "r1");
+  const std::string id = (*res)[0].migration_id;
+  ASSERT_TRUE(a.migrator->ForceRelease(id).ok());
+  auto r = **a.journal->Get(Direction::kOut, id);
+  EXPECT_EQ(r.state, MigrationState::kForced);
+  EXPECT_NE(r.note.find("may also have been submitted"), std::string::npos);
+  EXPECT_EQ(Live()["k0"], std::make_pair(std::string("A"), JobState::kPending));
+  EXPECT_EQ(a.migrator->ForceRelease(id).code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_EQ(a.migrator->GiveUp(id).code(), absl::StatusCode::kFailedPrecondition);
+  transport_.SetDown("B", false);
+  EXPECT_TRUE(a.migrator->Recover().ok());
+  EXPECT_EQ(Live()["k0"].first, "A");
+}
+
+TEST_F(MigratorTest, DestinationSubmitFailureIsCompletedLater) {
+  Site& a = Make("A");
+  Site& b = Make("B");
+  AddJob(a, "k0");
+  AddJob(a, "k1");
+  b.adapter->FailSubmits(1);
+  transport_.Queue(Fault::kNone);
+  auto res = a.migrator->MigrateOut("B", 2, "r1");
+  const std::string id = (*res)[0].migration_id;
+  EXPECT_EQ((*res)[0].in_flight, 2);
+  EXPECT_EQ((**b.journal->Get(Direction::kIn, id)).state, MigrationState::kPrepared);
+  ASSERT_TRUE(b.migrator->Recover().ok());
+  EXPECT_EQ((**b.journal->Get(Direction::kIn, id)).state, MigrationState::kCommitted);
+  ASSERT_TRUE(a.migrator->Recover().ok());
+  EXPECT_EQ(OutState(a, id), MigrationState::kCommitted);
+  auto live = Live();
+  EXPECT_EQ(live["k0"].first, "B");
+  EXPECT_EQ(live["k1"].first, "B");
+}
+
+TEST_F(MigratorTest, RecoverAbandonsAPreparingRecordAndReleasesItsHolds) {
+  Site& a = Make("A");
+  std::string j0 = AddJob(a, "k0");
+  std::string j1 = AddJob(a, "k1");
+  MigrationRecord r;
+  r.id = "A:50";
+  r.peer = "B";
+  r.state = MigrationState::kPreparing;
+  for (auto [id, key] : {std::pair{j0, "k0"}, std::pair{j1, "k1"}}) {
+    JournalJob jj;
+    jj.source_id = id;
+    jj.key = key;
+    r.jobs.push_back(jj);
+  }
+  ASSERT_TRUE(a.journal->Insert(r).ok());
+  ASSERT_TRUE(a.adapter->Hold(j0).ok());  // the crash came after one hold
+  ASSERT_TRUE(a.migrator->Recover().ok());
+  EXPECT_EQ(OutState(a, "A:50"), MigrationState::kAborted);
+  for (const auto& [k, w] : Live()) EXPECT_EQ(w.second, JobState::kPending);
+}
+
+TEST_F(MigratorTest, ListAndHistoryFollowAJobAcrossHops) {
+  Site& a = Make("A");
+  Site& b = Make("B");
+  AddJob(a, "k0");
+  ASSERT_TRUE(a.migrator->MigrateOut("B", 1, "r1").ok());
+  clock_.Advance(absl::Seconds(10));
+  auto back = b.migrator->MigrateOut("A", 1, "r2");
+  ASSERT_TRUE(back.ok());
+  EXPECT_EQ((*back)[0].moved, 1);
+  EXPECT_EQ(Live()["k0"].first, "A");
+
+  auto hist = a.migrator->HistoryOfJob("k0");
+  ASSERT_TRUE(hist.ok());
+  ASSERT_EQ(hist->size(), 2u);
+  EXPECT_EQ((*hist)[0].direction, Direction::kOut);
+  EXPECT_EQ((*hist)[0].round_id, "r1");
+  EXPECT_EQ((*hist)[1].direction, Direction::kIn);
+  EXPECT_EQ((*hist)[1].peer, "B");
+  EXPECT_EQ((*hist)[1].round_id, "r2");
+  auto list = b.migrator->List(10);
+  ASSERT_EQ(list->size(), 2u);
+  EXPECT_EQ((*list)[0].direction, Direction::kOut);  // newest first
+  EXPECT_EQ((*list)[0].jobs[0].key, "k0");
+  EXPECT_EQ((*list)[0].created - (*list)[1].created, absl::Seconds(10));
+}
+
+TEST_F(MigratorTest, ConcurrentMigrationsNeverPickAJobTwiceNorDeadlock) {
+  Site& a = Make("A", 2);
+  Site& b = Make("B", 2);
+  for (int i = 0; i < 10; ++i) AddJob(a, absl::StrCat("a", i));
+  for (int i = 0; i < 10; ++i) AddJob(b, absl::StrCat("b", i));
+  std::vector<std::thread> threads;
+  std::atomic<int64_t> moved{0};
+  for (int t = 0; t < 4; ++t) {
+    threads.emplace_back([&, t] {
+      Site& from = t % 2 ? a : b;
+      auto res = from.migrator->MigrateOut(t % 2 ? "B" : "A", 4, "r");
+      ASSERT_TRUE(res.ok());
+      for (const OutResult& r : *res) moved += r.moved;
+    });
+  }
+  for (auto& t : threads) t.join();
+  EXPECT_EQ(moved, 16);
+  auto live = Live();
+  EXPECT_EQ(live.size(), 20u);
+  for (const auto& [k, w] : live) EXPECT_EQ(w.second, JobState::kPending);
+}
+
+}  // namespace
+}  // namespace hyperfed::migration
