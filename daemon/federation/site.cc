@@ -391,7 +391,12 @@ void Site::Coordinate(std::string round_id) {
   }
   {
     std::lock_guard<std::mutex> l(mu_);
-    expected_[round_id] = accepted;
+    if (RoundView* r = FindLocked(round_id)) {
+      r->accepted = accepted;
+      r->start_answered = true;
+      // Fast sites may have reported already.
+      if (!r->done && r->reported.size() >= r->accepted.size()) FinishRoundLocked(*r);
+    }
   }
   AddEvent(round_id, absl::StrCat(accepted.size(), " of ", live.size(), " live sites started"));
   // Wait for every report (the parts end by themselves at their step timeouts).
@@ -426,11 +431,9 @@ void Site::OnReport(const RoundReport& report) {
     r->transfers.push_back(t);
     r->moved += t.count;
   }
-  auto& seen = expected_[report.round_id + "#reported"];
-  seen.push_back(report.site);
-  if (!report.ok) expected_[report.round_id + "#failed"].push_back(report.site);
-  const auto& want = expected_[report.round_id];
-  if (seen.size() >= want.size()) FinishRoundLocked(*r);
+  r->reported.push_back(report.site);
+  if (!report.ok) r->any_failed = true;
+  if (r->start_answered && r->reported.size() >= r->accepted.size()) FinishRoundLocked(*r);
   cv_.notify_all();
 }
 
@@ -444,9 +447,8 @@ void Site::FinishRoundLocked(RoundView& r) {
   r.after.clear();
   for (const auto& [label, row] : after) r.after.push_back(row);
   r.share_error_after = ShareError(r.after);
-  const bool failed = !expected_[r.id + "#failed"].empty();
-  const size_t reported = expected_[r.id + "#reported"].size();
-  r.ok = !failed && reported >= expected_[r.id].size() && expected_[r.id].size() == r.before.size();
+  r.ok = !r.any_failed && r.start_answered && r.reported.size() >= r.accepted.size() &&
+         r.accepted.size() == r.before.size();
   r.done = true;
   r.finished = clock_->Now();
   r.events.push_back(absl::StrCat("round ", r.id, r.ok ? " finished" : " ended early", ": moved ", r.moved,
@@ -459,9 +461,6 @@ void Site::FinishRoundLocked(RoundView& r) {
   if (!r.ok) ++counters_.rounds_failed;
   counters_.last_round_seconds = secs;
   counters_.round_seconds_sum += secs;
-  expected_.erase(r.id);
-  expected_.erase(r.id + "#reported");
-  expected_.erase(r.id + "#failed");
   cv_.notify_all();
 }
 

@@ -43,6 +43,12 @@ struct RoundView {
   int steps = 0;
   double share_error_before = 0, share_error_after = 0;
   absl::Time started, finished;
+  // Coordination state: the sites that accepted (known once every StartRound
+  // has answered), those that reported, and whether any part failed.
+  bool start_answered = false;
+  std::vector<std::string> accepted;
+  std::vector<std::string> reported;
+  bool any_failed = false;
 };
 
 // Counters for the metrics endpoint.
@@ -122,7 +128,6 @@ class Site {
   std::string current_round_;                       // the round this site takes part in
   std::deque<RoundView> rounds_;                    // recent rounds this site coordinated or planned
   std::optional<RoundReport> last_report_;
-  std::map<std::string, std::vector<std::string>> expected_;  // round -> sites that accepted
   SiteCounters counters_;
   int64_t round_seq_ = 0;
   std::vector<std::thread> workers_;                // round parts and coordinations

@@ -58,7 +58,6 @@ GrpcPeers::Conn* GrpcPeers::Get(const std::string& site) {
   args.SetMaxReceiveMessageSize(64 << 20);
   // Reconnect quickly after a peer restarts (defaults back off to minutes).
   args.SetInt(GRPC_ARG_INITIAL_RECONNECT_BACKOFF_MS, 200);
-  args.SetInt(GRPC_ARG_MIN_RECONNECT_BACKOFF_MS, 200);
   args.SetInt(GRPC_ARG_MAX_RECONNECT_BACKOFF_MS, 2000);
   std::shared_ptr<grpc::ChannelCredentials> creds;
   if (config_.security.insecure) {

@@ -48,8 +48,11 @@ std::string SourceDir() { return HYPERFED_SOURCE_DIR; }
 absl::StatusOr<std::unique_ptr<TestFederation>> TestFederation::Start(const FederationOptions& o) {
   std::unique_ptr<TestFederation> f(new TestFederation);
   f->opts_ = o;
-  char tmpl[] = "/tmp/hyperfed-fed-XXXXXX";
-  if (!mkdtemp(tmpl)) return absl::InternalError("mkdtemp failed");
+  // tmpfs when there is one: SQLite's fsyncs cost nothing there, and a
+  // kill -9 (what the crash tests do) loses nothing either way.
+  std::string tmpl = std::filesystem::is_directory("/dev/shm") ? "/dev/shm/hyperfed-fed-XXXXXX"
+                                                               : "/tmp/hyperfed-fed-XXXXXX";
+  if (!mkdtemp(tmpl.data())) return absl::InternalError("mkdtemp failed");
   f->dir_ = tmpl;
   std::string ids;
   for (int i = 0; i < o.sites; ++i) absl::StrAppend(&ids, " site-", i);
@@ -151,6 +154,9 @@ void TestFederation::Stop(int i) {
 std::unique_ptr<v1::Admin::Stub> TestFederation::Admin(int i) const {
   std::shared_ptr<grpc::ChannelCredentials> creds;
   grpc::ChannelArguments args;
+  // Daemons start while the test already dials them: retry connects quickly.
+  args.SetInt(GRPC_ARG_INITIAL_RECONNECT_BACKOFF_MS, 100);
+  args.SetInt(GRPC_ARG_MAX_RECONNECT_BACKOFF_MS, 1000);
   if (opts_.insecure) {
     creds = grpc::InsecureChannelCredentials();
   } else {
@@ -182,9 +188,11 @@ absl::Status TestFederation::WaitHealthy(absl::Duration timeout, int expected_up
       for (int j = 0; j < size(); ++j)
         if (j != i && sites_[j].pid > 0) ++want;
     }
-    auto stub = Admin(i);
     bool ok = false;
     while (absl::Now() < end) {
+      // A new channel each time: a channel that failed to connect backs off
+      // for seconds before it tries again.
+      auto stub = Admin(i);
       v1::StatusReply r;
       auto ctx = Context(absl::Seconds(2));
       grpc::Status st = stub->Status(ctx.get(), v1::StatusRequest(), &r);
