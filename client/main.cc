@@ -1,0 +1,39 @@
+// hyperfedctl: the operator's command line for a hyperfed federation.
+
+#include <cstdlib>
+#include <iostream>
+#include <string>
+#include <vector>
+
+#include "client/commands.h"
+#include "client/flags.h"
+
+namespace {
+
+std::optional<std::string> Env(const char* name) {
+  const char* v = std::getenv(name);
+  if (!v) return std::nullopt;
+  return std::string(v);
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  using namespace hyperfed::client;
+  std::vector<std::string> args(argv + 1, argv + argc);
+  Environment env{Env("HYPERFED_ENDPOINT"), Env("HYPERFED_TOKEN")};
+  auto options = ParseArgs(args, env);
+  if (!options.ok()) {
+    std::cerr << "hyperfedctl: " << options.status().message() << "\n";
+    return kExitUsage;
+  }
+  if (options->command == "help") {
+    std::cout << *UsageText(options->help_topic);
+    return kExitOk;
+  }
+  if (auto st = LoadFiles(&*options); !st.ok()) {
+    std::cerr << "hyperfedctl: " << st.message() << "\n";
+    return kExitUsage;
+  }
+  return RunCommand(*options, MakeChannel(*options), std::cout, std::cerr);
+}
