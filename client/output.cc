@@ -40,6 +40,20 @@ size_t Width(const std::string& s) {
   return std::count_if(s.begin(), s.end(), [](char c) { return (static_cast<unsigned char>(c) & 0xC0) != 0x80; });
 }
 
+// A table cell on one line: control characters show as escapes, so a name
+// with a newline cannot break the table.
+std::string Cell(const std::string& s) {
+  std::string out;
+  for (char c : s) {
+    unsigned char u = static_cast<unsigned char>(c);
+    if (c == '\n') out += "\\n";
+    else if (c == '\t') out += "\\t";
+    else if (u < 0x20 || u == 0x7f) out += absl::StrFormat("\\x%02x", u);
+    else out += c;
+  }
+  return out;
+}
+
 std::string OneLine(std::string s) {
   s = absl::StrReplaceAll(s, {{"\r\n", "; "}, {"\n", "; "}, {"\r", "; "}});
   return std::string(absl::StripAsciiWhitespace(s));
@@ -236,6 +250,7 @@ Table::Table(std::vector<std::string> header, std::vector<bool> right_aligned)
 
 void Table::AddRow(std::vector<std::string> row) {
   row.resize(header_.size());
+  for (std::string& c : row) c = Cell(c);
   rows_.push_back(std::move(row));
 }
 
