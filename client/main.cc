@@ -5,6 +5,8 @@
 #include <string>
 #include <vector>
 
+#include <grpc/support/log.h>
+
 #include "client/commands.h"
 #include "client/flags.h"
 
@@ -15,6 +17,10 @@ std::optional<std::string> Env(const char* name) {
   if (!v) return std::nullopt;
   return std::string(v);
 }
+
+// gRPC's own log lines (a failed TLS handshake, for one) would put a second
+// line under hyperfedctl's one-line error; GRPC_VERBOSITY brings them back.
+void QuietGrpcLog(gpr_log_func_args*) {}
 
 }  // namespace
 
@@ -35,5 +41,6 @@ int main(int argc, char** argv) {
     std::cerr << "hyperfedctl: " << st.message() << "\n";
     return kExitUsage;
   }
+  if (!std::getenv("GRPC_VERBOSITY")) gpr_set_log_function(QuietGrpcLog);
   return RunCommand(*options, MakeChannel(*options), std::cout, std::cerr);
 }

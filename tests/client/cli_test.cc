@@ -376,6 +376,13 @@ TEST_F(CtlFakeDaemonTest, TimeoutEndsASlowCall) {
                                 " within 200ms (is hyperfedd running? --timeout gives it longer)\n"));
 }
 
+TEST_F(CtlFakeDaemonTest, TlsAgainstAPlainTextDaemonIsOneLine) {
+  Result r = Ctl(absl::StrCat("status --timeout 5s --endpoint ", endpoint_, " --token ", kToken));
+  EXPECT_EQ(r.code, 1);
+  EXPECT_EQ(Lines(r.err), 1) << r.err;
+  EXPECT_EQ(r.err.rfind("hyperfedctl: cannot reach " + endpoint_ + ": ", 0), 0u) << r.err;
+}
+
 TEST_F(CtlFakeDaemonTest, HealthChecksTheServerAndBothServices) {
   Result r = Ctl(flags_ + "health");
   EXPECT_EQ(r.code, 1) << "Peer is not registered in the fake";
