@@ -1,0 +1,279 @@
+#include "client/commands.h"
+
+#include <algorithm>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "absl/time/clock.h"
+#include "client/output.h"
+#include "grpc/health/v1/health.grpc.pb.h"
+#include "hyperfed/v1/hyperfed.grpc.pb.h"
+
+namespace hyperfed::client {
+namespace {
+
+namespace v1 = ::hyperfed::v1;
+namespace health = ::grpc::health::v1;
+
+const char* const kHealthServices[] = {"", "hyperfed.v1.Admin", "hyperfed.v1.Peer"};
+
+class Runner {
+ public:
+  Runner(const Options& o, const std::shared_ptr<grpc::Channel>& channel, std::ostream& out, std::ostream& err)
+      : o_(o), channel_(channel), admin_(v1::Admin::NewStub(channel)), out_(out), err_(err) {}
+
+  int Run() {
+    const std::string& c = o_.command;
+    if (c == "status") return Status();
+    if (c == "topology") return Topology();
+    if (c == "jobs") return Jobs();
+    if (c == "migrations") return Migrations();
+    if (c == "balance") return Balance();
+    if (c == "drain" || c == "undrain") return Drain(c == "drain");
+    if (c == "submit") return Submit();
+    if (c == "explain") return Explain();
+    if (c == "force-release") return ForceRelease();
+    if (c == "health") return Health();
+    err_ << "hyperfedctl: unknown command '" << c << "'\n";
+    return kExitUsage;
+  }
+
+ private:
+  // Every call carries the deadline and, when there is one, the token. The
+  // token goes as plain metadata rather than call credentials because gRPC
+  // refuses call credentials on a plain-text channel (--insecure).
+  std::unique_ptr<grpc::ClientContext> Context(absl::Duration timeout) const {
+    auto ctx = std::make_unique<grpc::ClientContext>();
+    ctx->set_deadline(absl::ToChronoTime(absl::Now() + timeout));
+    if (!o_.token.empty()) ctx->AddMetadata("authorization", "Bearer " + o_.token);
+    return ctx;
+  }
+  std::unique_ptr<grpc::ClientContext> Context() const { return Context(o_.timeout); }
+
+  int Fail(const grpc::Status& st) const {
+    err_ << "hyperfedctl: " << RpcErrorLine(st.error_code(), st.error_message(), o_.endpoint, o_.timeout) << "\n";
+    return kExitRpcFailure;
+  }
+
+  int Status() {
+    v1::StatusReply r;
+    auto ctx = Context();
+    if (auto st = admin_->Status(ctx.get(), v1::StatusRequest(), &r); !st.ok()) return Fail(st);
+    out_ << (o_.json ? StatusJson(r) : StatusText(r));
+    return kExitOk;
+  }
+
+  int Topology() {
+    v1::TopologyReply r;
+    auto ctx = Context();
+    if (auto st = admin_->Topology(ctx.get(), v1::TopologyRequest(), &r); !st.ok()) return Fail(st);
+    out_ << (o_.json ? TopologyJson(r) : o_.dot ? TopologyDot(r) : TopologyText(r));
+    return kExitOk;
+  }
+
+  int Jobs() {
+    v1::JobsRequest req;
+    req.set_site(o_.site);
+    v1::JobsReply r;
+    auto ctx = Context();
+    if (auto st = admin_->Jobs(ctx.get(), req, &r); !st.ok()) return Fail(st);
+    out_ << (o_.json ? JobsJson(o_.site, r) : JobsText(r));
+    return kExitOk;
+  }
+
+  int Migrations() {
+    v1::MigrationsRequest req;
+    req.set_limit(o_.limit);
+    v1::MigrationsReply r;
+    auto ctx = Context();
+    if (auto st = admin_->Migrations(ctx.get(), req, &r); !st.ok()) return Fail(st);
+    out_ << (o_.json ? MigrationsJson(r) : MigrationsText(r));
+    return kExitOk;
+  }
+
+  // The label -> site map for the before/after table. Best effort: without
+  // it the table shows "-" for the site.
+  std::map<int, std::string> SiteNames() {
+    std::map<int, std::string> names;
+    v1::StatusReply r;
+    auto ctx = Context(std::min(o_.timeout, absl::Seconds(10)));
+    if (admin_->Status(ctx.get(), v1::StatusRequest(), &r).ok())
+      for (const auto& s : r.sites()) names[s.label()] = s.site();
+    return names;
+  }
+
+  int Balance() {
+    v1::BalanceRequest req;
+    req.set_dry_run(o_.dry_run);
+    req.set_wait(o_.wait);
+    auto ctx = Context();
+    auto reader = admin_->Balance(ctx.get(), req);
+    v1::RoundEvent e;
+    bool any = false, final = false, ok = true;
+    std::string round;
+    while (reader->Read(&e)) {
+      round = e.round_id();
+      std::map<int, std::string> names;
+      if (e.final()) names = SiteNames();
+      if (o_.json) {
+        out_ << BalanceEventJson(e, names);
+      } else {
+        if (!any) out_ << "round " << e.round_id() << (o_.dry_run ? " (dry run)" : "") << "\n";
+        out_ << BalanceEventText(e);
+        if (e.final()) out_ << BalanceResultText(e, names);
+      }
+      out_.flush();
+      any = true;
+      if (e.final()) {
+        final = true;
+        ok = e.ok();
+        break;
+      }
+      if (!o_.wait) break;
+    }
+    if (!final && !(any && !o_.wait)) {
+      grpc::Status st = reader->Finish();
+      if (!st.ok()) return Fail(st);
+      err_ << "hyperfedctl: the daemon ended the stream before "
+           << (any ? absl::StrCat("round ", round, " finished") : "it started a round") << "\n";
+      return kExitRpcFailure;
+    }
+    // The daemon ends the stream after the event it was asked for; anything
+    // left is not wanted.
+    ctx->TryCancel();
+    if (!ok) {
+      err_ << "hyperfedctl: round " << round << " ended early (see its events)\n";
+      return kExitRpcFailure;
+    }
+    return kExitOk;
+  }
+
+  int Drain(bool drain) {
+    v1::DrainRequest req;
+    req.set_site(o_.site);
+    req.set_drain(drain);
+    v1::DrainReply r;
+    auto ctx = Context();
+    if (auto st = admin_->Drain(ctx.get(), req, &r); !st.ok()) return Fail(st);
+    if (o_.json) {
+      JsonWriter w;
+      w.BeginObject().Field("site", o_.site).Field("drained", drain).EndObject();
+      out_ << w.str() << "\n";
+    } else {
+      out_ << o_.site
+           << (drain ? " drained: capacity 0, its pending jobs leave at the next round\n"
+                     : " undrained: its configured capacity is back\n");
+    }
+    return kExitOk;
+  }
+
+  int Submit() {
+    v1::SubmitRequest req;
+    req.set_site(o_.site);
+    req.set_count(o_.count);
+    req.set_duration_ms(absl::ToInt64Milliseconds(o_.duration));
+    req.set_name(o_.name);
+    req.set_cores(o_.cores);
+    v1::SubmitReply r;
+    auto ctx = Context();
+    if (auto st = admin_->Submit(ctx.get(), req, &r); !st.ok()) return Fail(st);
+    out_ << (o_.json ? SubmitJson(r) : SubmitText(r));
+    return kExitOk;
+  }
+
+  int Explain() {
+    v1::ExplainJobRequest req;
+    req.set_job(o_.job);
+    v1::ExplainJobReply r;
+    auto ctx = Context();
+    if (auto st = admin_->ExplainJob(ctx.get(), req, &r); !st.ok()) return Fail(st);
+    if (o_.json) {
+      JsonWriter w;
+      w.BeginObject().Field("job", o_.job).Field("explanation", r.explanation()).EndObject();
+      out_ << w.str() << "\n";
+    } else {
+      out_ << r.explanation() << "\n";
+    }
+    return kExitOk;
+  }
+
+  int ForceRelease() {
+    v1::ForceReleaseRequest req;
+    req.set_migration_id(o_.migration_id);
+    v1::ForceReleaseReply r;
+    auto ctx = Context();
+    if (auto st = admin_->ForceRelease(ctx.get(), req, &r); !st.ok()) return Fail(st);
+    if (o_.json) {
+      JsonWriter w;
+      w.BeginObject().Field("migration_id", o_.migration_id).Field("warning", r.warning()).EndObject();
+      out_ << w.str() << "\n";
+    } else {
+      out_ << "released migration " << o_.migration_id << "\n";
+      if (!r.warning().empty()) out_ << "warning: " << r.warning() << "\n";
+    }
+    return kExitOk;
+  }
+
+  int Health() {
+    auto stub = health::Health::NewStub(channel_);
+    std::vector<HealthRow> rows;
+    std::vector<std::string> not_serving;
+    for (const char* service : kHealthServices) {
+      health::HealthCheckRequest req;
+      req.set_service(service);
+      health::HealthCheckResponse r;
+      auto ctx = Context();
+      grpc::Status st = stub->Check(ctx.get(), req, &r);
+      std::string status;
+      if (st.error_code() == grpc::StatusCode::NOT_FOUND) {
+        status = "SERVICE_UNKNOWN";  // the standard's answer for a name the server does not know
+      } else if (!st.ok()) {
+        return Fail(st);
+      } else {
+        status = health::HealthCheckResponse::ServingStatus_Name(r.status());
+      }
+      if (status != "SERVING") not_serving.push_back(*service ? service : "(server)");
+      rows.push_back({service, status});
+    }
+    out_ << (o_.json ? HealthJson(o_.endpoint, rows) : HealthText(o_.endpoint, rows));
+    if (!not_serving.empty()) {
+      err_ << "hyperfedctl: not serving: " << absl::StrJoin(not_serving, ", ") << "\n";
+      return kExitRpcFailure;
+    }
+    return kExitOk;
+  }
+
+  const Options& o_;
+  std::shared_ptr<grpc::Channel> channel_;
+  std::unique_ptr<v1::Admin::Stub> admin_;
+  std::ostream& out_;
+  std::ostream& err_;
+};
+
+}  // namespace
+
+std::shared_ptr<grpc::Channel> MakeChannel(const Options& o) {
+  std::shared_ptr<grpc::ChannelCredentials> creds;
+  if (o.insecure) {
+    creds = grpc::InsecureChannelCredentials();
+  } else {
+    grpc::SslCredentialsOptions ssl;
+    ssl.pem_root_certs = o.ca;  // empty: the system's roots
+    ssl.pem_private_key = o.key;
+    ssl.pem_cert_chain = o.cert;
+    creds = grpc::SslCredentials(ssl);
+  }
+  grpc::ChannelArguments args;
+  if (!o.server_name.empty()) args.SetSslTargetNameOverride(o.server_name);
+  return grpc::CreateCustomChannel(o.endpoint, creds, args);
+}
+
+int RunCommand(const Options& options, const std::shared_ptr<grpc::Channel>& channel, std::ostream& out,
+               std::ostream& err) {
+  return Runner(options, channel, out, err).Run();
+}
+
+}  // namespace hyperfed::client

@@ -1,0 +1,76 @@
+#pragma once
+
+// hyperfedctl's command line: the command table, the parsed options and the
+// usage text. Parsing touches nothing outside its arguments (the environment
+// comes in as a struct), so tests drive it directly; LoadFiles is the one
+// function that reads files.
+
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "absl/time/time.h"
+
+namespace hyperfed::client {
+
+inline constexpr char kDefaultEndpoint[] = "127.0.0.1:7101";
+
+// The variables hyperfedctl reads from its environment.
+struct Environment {
+  std::optional<std::string> endpoint;  // HYPERFED_ENDPOINT
+  std::optional<std::string> token;     // HYPERFED_TOKEN
+};
+
+// What one invocation asks for. Fields a command does not take stay at
+// their defaults.
+struct Options {
+  // The command: status, topology, jobs, migrations, balance, drain,
+  // undrain, submit, explain, force-release, health; "help" prints usage.
+  std::string command;
+  // For command == "help" (from `help X` or `X --help`): the command whose
+  // usage to print, "" for the overview.
+  std::string help_topic;
+
+  // Global flags.
+  std::string endpoint = kDefaultEndpoint;
+  std::string token;       // from --token, HYPERFED_TOKEN, or read from token_file
+  std::string token_file;  // --token-file; read by LoadFiles
+  std::string ca_file, cert_file, key_file;
+  std::string ca, cert, key;  // PEM contents, filled in by LoadFiles
+  std::string server_name;    // TLS target name override
+  bool insecure = false;
+  absl::Duration timeout = absl::Seconds(10);
+  bool json = false;
+
+  // Command arguments.
+  bool dot = false;          // topology --dot
+  std::string site;          // jobs --site, submit --site, drain/undrain SITE
+  int limit = 0;             // migrations --limit (0: the daemon's default)
+  bool dry_run = false;      // balance
+  bool wait = false;         // balance
+  int count = 0;             // submit
+  absl::Duration duration;   // submit
+  std::string name;          // submit
+  int cores = 0;             // submit (0: the daemon's default)
+  std::string job;           // explain
+  std::string migration_id;  // force-release
+};
+
+// Parses argv[1..] (without the program name). A usage error comes back as
+// InvalidArgument with a one-line message naming the bad command, flag or
+// value. Global flags may come before or after the command.
+absl::StatusOr<Options> ParseArgs(const std::vector<std::string>& args, const Environment& env);
+
+// Reads --token-file, --ca, --cert and --key into the options. An unreadable
+// or unusable file is a usage error naming the flag.
+absl::Status LoadFiles(Options* options);
+
+// The overview (topic "") or one command's usage; NotFound for an unknown
+// command.
+absl::StatusOr<std::string> UsageText(const std::string& topic);
+
+// The names of every command, in the order the overview lists them.
+std::vector<std::string> CommandNames();
+
+}  // namespace hyperfed::client

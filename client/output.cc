@@ -1,0 +1,620 @@
+#include "client/output.h"
+
+#include <algorithm>
+#include <charconv>
+#include <cmath>
+#include <set>
+
+#include "absl/strings/ascii.h"
+#include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "absl/strings/str_join.h"
+#include "absl/strings/str_replace.h"
+#include "absl/strings/str_split.h"
+
+namespace hyperfed::client {
+namespace {
+
+// The length of the valid UTF-8 sequence at s[i], or 0 if there is none.
+size_t Utf8Length(std::string_view s, size_t i) {
+  auto cont = [&](size_t k, unsigned char lo = 0x80, unsigned char hi = 0xBF) {
+    if (i + k >= s.size()) return false;
+    unsigned char c = static_cast<unsigned char>(s[i + k]);
+    return c >= lo && c <= hi;
+  };
+  unsigned char b = static_cast<unsigned char>(s[i]);
+  if (b < 0x80) return 1;
+  if (b >= 0xC2 && b <= 0xDF) return cont(1) ? 2 : 0;
+  if (b == 0xE0) return cont(1, 0xA0) && cont(2) ? 3 : 0;
+  if (b == 0xED) return cont(1, 0x80, 0x9F) && cont(2) ? 3 : 0;  // no surrogates
+  if (b >= 0xE1 && b <= 0xEF) return cont(1) && cont(2) ? 3 : 0;
+  if (b == 0xF0) return cont(1, 0x90) && cont(2) && cont(3) ? 4 : 0;
+  if (b >= 0xF1 && b <= 0xF3) return cont(1) && cont(2) && cont(3) ? 4 : 0;
+  if (b == 0xF4) return cont(1, 0x80, 0x8F) && cont(2) && cont(3) ? 4 : 0;
+  return 0;
+}
+
+// Display width: code points, not bytes.
+size_t Width(const std::string& s) {
+  return std::count_if(s.begin(), s.end(), [](char c) { return (static_cast<unsigned char>(c) & 0xC0) != 0x80; });
+}
+
+// A table cell on one line: control characters show as escapes, so a name
+// with a newline cannot break the table.
+std::string Cell(const std::string& s) {
+  std::string out;
+  for (char c : s) {
+    unsigned char u = static_cast<unsigned char>(c);
+    if (c == '\n') out += "\\n";
+    else if (c == '\t') out += "\\t";
+    else if (u < 0x20 || u == 0x7f) out += absl::StrFormat("\\x%02x", u);
+    else out += c;
+  }
+  return out;
+}
+
+std::string OneLine(std::string s) {
+  s = absl::StrReplaceAll(s, {{"\r\n", "; "}, {"\n", "; "}, {"\r", "; "}});
+  return std::string(absl::StripAsciiWhitespace(s));
+}
+
+std::string Or(const std::string& s, const char* dflt) { return s.empty() ? dflt : s; }
+
+int DimensionOf(const google::protobuf::RepeatedPtrField<v1::SiteStatus>& sites) {
+  int max = 0;
+  for (const auto& s : sites) max = std::max(max, s.label());
+  int n = 0;
+  while ((1 << n) <= max && n < 30) ++n;
+  return n;
+}
+
+std::string Bits(int label, int dimension) {
+  std::string b;
+  for (int i = dimension - 1; i >= 0; --i) b += ((label >> i) & 1) ? '1' : '0';
+  return b;
+}
+
+void SiteJson(JsonWriter& w, const v1::SiteStatus& s) {
+  w.BeginObject()
+      .Field("site", s.site())
+      .Field("label", s.label())
+      .Field("state", s.state())
+      .Field("load", s.load())
+      .Field("capacity", s.capacity())
+      .Field("load_per_capacity", s.load_per_capacity())
+      .Field("last_round", s.last_round())
+      .Field("endpoint", s.endpoint())
+      .Field("age_ms", s.age_ms())
+      .EndObject();
+}
+
+// Positions beyond this are not drawn one by one: a roster that large is a
+// mistake the daemon reports elsewhere.
+constexpr int kMaxDrawnDimension = 16;
+
+struct Position {
+  int label;
+  const v1::SiteStatus* site;  // nullptr: empty position
+  bool fault;
+};
+
+std::vector<Position> Positions(const v1::TopologyReply& r) {
+  std::set<int> faults(r.fault_labels().begin(), r.fault_labels().end());
+  std::map<int, const v1::SiteStatus*> by_label;
+  for (const auto& s : r.sites()) by_label[s.label()] = &s;
+  std::vector<Position> out;
+  if (r.dimension() >= 0 && r.dimension() <= kMaxDrawnDimension) {
+    for (int l = 0; l < (1 << r.dimension()); ++l) {
+      auto it = by_label.find(l);
+      out.push_back({l, it == by_label.end() ? nullptr : it->second, faults.count(l) > 0});
+    }
+  }
+  // Sites outside the cube (a roster/dimension mismatch) still show.
+  for (const auto& [l, s] : by_label)
+    if (l < 0 || r.dimension() < 0 || r.dimension() > kMaxDrawnDimension || l >= (1 << r.dimension()))
+      out.push_back({l, s, faults.count(l) > 0});
+  return out;
+}
+
+bool Dashed(const Position& p) { return p.fault || !p.site || p.site->state() == "down"; }
+
+std::string DotQuote(const std::string& s) {
+  std::string out = "\"";
+  for (char c : s) {
+    if (c == '"' || c == '\\') out += '\\';
+    if (c == '\n') {
+      out += "\\n";
+      continue;
+    }
+    out += c;
+  }
+  return out + "\"";
+}
+
+}  // namespace
+
+// ------------------------------------------------------------------ JSON
+
+std::string JsonQuote(std::string_view s) {
+  std::string out = "\"";
+  for (size_t i = 0; i < s.size();) {
+    size_t n = Utf8Length(s, i);
+    if (n == 0) {
+      out += "\\ufffd";
+      ++i;
+      continue;
+    }
+    if (n > 1) {
+      out.append(s.substr(i, n));
+      i += n;
+      continue;
+    }
+    char c = s[i++];
+    switch (c) {
+      case '"': out += "\\\""; break;
+      case '\\': out += "\\\\"; break;
+      case '\n': out += "\\n"; break;
+      case '\r': out += "\\r"; break;
+      case '\t': out += "\\t"; break;
+      case '\b': out += "\\b"; break;
+      case '\f': out += "\\f"; break;
+      default:
+        if (static_cast<unsigned char>(c) < 0x20) out += absl::StrFormat("\\u%04x", static_cast<int>(c));
+        else out += c;
+    }
+  }
+  return out + "\"";
+}
+
+std::string JsonNumber(double v) {
+  if (!std::isfinite(v)) return "null";
+  char buf[64];
+  // Shortest text that reads back as the same double.
+  auto [end, ec] = std::to_chars(buf, buf + sizeof buf, v);
+  return std::string(buf, end);
+}
+
+void JsonWriter::BeforeValue() {
+  if (after_key_) {
+    after_key_ = false;
+    return;
+  }
+  if (!first_.empty()) {
+    if (!first_.back()) out_ += ',';
+    first_.back() = false;
+  }
+}
+
+JsonWriter& JsonWriter::BeginObject() {
+  BeforeValue();
+  out_ += '{';
+  first_.push_back(true);
+  return *this;
+}
+JsonWriter& JsonWriter::EndObject() {
+  out_ += '}';
+  first_.pop_back();
+  return *this;
+}
+JsonWriter& JsonWriter::BeginArray() {
+  BeforeValue();
+  out_ += '[';
+  first_.push_back(true);
+  return *this;
+}
+JsonWriter& JsonWriter::EndArray() {
+  out_ += ']';
+  first_.pop_back();
+  return *this;
+}
+JsonWriter& JsonWriter::Key(std::string_view key) {
+  BeforeValue();
+  out_ += JsonQuote(key);
+  out_ += ':';
+  after_key_ = true;
+  return *this;
+}
+JsonWriter& JsonWriter::String(std::string_view v) {
+  BeforeValue();
+  out_ += JsonQuote(v);
+  return *this;
+}
+JsonWriter& JsonWriter::Int(int64_t v) {
+  BeforeValue();
+  out_ += std::to_string(v);
+  return *this;
+}
+JsonWriter& JsonWriter::Double(double v) {
+  BeforeValue();
+  out_ += JsonNumber(v);
+  return *this;
+}
+JsonWriter& JsonWriter::Bool(bool v) {
+  BeforeValue();
+  out_ += v ? "true" : "false";
+  return *this;
+}
+JsonWriter& JsonWriter::Null() {
+  BeforeValue();
+  out_ += "null";
+  return *this;
+}
+
+// ------------------------------------------------------------------ text
+
+Table::Table(std::vector<std::string> header, std::vector<bool> right_aligned)
+    : header_(std::move(header)), right_(std::move(right_aligned)) {
+  right_.resize(header_.size(), false);
+}
+
+void Table::AddRow(std::vector<std::string> row) {
+  row.resize(header_.size());
+  for (std::string& c : row) c = Cell(c);
+  rows_.push_back(std::move(row));
+}
+
+std::string Table::Render() const {
+  std::vector<size_t> width(header_.size());
+  for (size_t c = 0; c < header_.size(); ++c) {
+    width[c] = Width(header_[c]);
+    for (const auto& r : rows_) width[c] = std::max(width[c], Width(r[c]));
+  }
+  std::string out;
+  auto line = [&](const std::vector<std::string>& cells) {
+    std::string l;
+    for (size_t c = 0; c < cells.size(); ++c) {
+      if (c > 0) l += "  ";
+      std::string pad(width[c] - Width(cells[c]), ' ');
+      l += right_[c] ? pad + cells[c] : cells[c] + (c + 1 < cells.size() ? pad : "");
+    }
+    out += l + "\n";
+  };
+  line(header_);
+  for (const auto& r : rows_) line(r);
+  return out;
+}
+
+std::string FormatReal(double v) {
+  if (!std::isfinite(v)) return absl::StrCat(v);
+  std::string s = absl::StrFormat("%.3f", v);
+  while (s.back() == '0') s.pop_back();
+  if (s.back() == '.') s.pop_back();
+  if (s == "-0") s = "0";
+  return s;
+}
+
+std::string FormatUnixMillis(int64_t ms) {
+  if (ms == 0) return "-";
+  return absl::FormatTime("%Y-%m-%d %H:%M:%SZ", absl::FromUnixMillis(ms), absl::UTCTimeZone());
+}
+
+std::string FormatLabel(int label, int dimension) {
+  if (dimension <= 0 || dimension > 30) return absl::StrCat(label);
+  return absl::StrCat(label, " (", Bits(label, dimension), ")");
+}
+
+std::string RpcErrorLine(grpc::StatusCode code, const std::string& message, const std::string& endpoint,
+                         absl::Duration timeout) {
+  const std::string msg = OneLine(message);
+  const std::string lower = absl::AsciiStrToLower(msg);
+  switch (code) {
+    case grpc::StatusCode::UNAVAILABLE: {
+      if (absl::StrContains(lower, "connection refused"))
+        return absl::StrCat("cannot reach ", endpoint, ": connection refused (is hyperfedd running?)");
+      if (absl::StrContains(lower, "handshake") || absl::StrContains(lower, "ssl") ||
+          absl::StrContains(lower, "tls"))
+        return absl::StrCat("cannot reach ", endpoint,
+                            ": TLS handshake failed (check --ca and --server-name; --insecure for a plain-text "
+                            "daemon)");
+      if (absl::StrContains(lower, "dns") || absl::StrContains(lower, "resolve"))
+        return absl::StrCat("cannot reach ", endpoint, ": cannot resolve the host name");
+      if (absl::StrContains(lower, "failed to connect") || absl::StrContains(lower, "socket closed") ||
+          absl::StrContains(lower, "connection reset") || absl::StrContains(lower, "connect"))
+        return absl::StrCat("cannot reach ", endpoint, ": ", msg.empty() ? "unavailable" : msg);
+      return absl::StrCat(endpoint, " is unavailable: ", msg.empty() ? "no reason given" : msg);
+    }
+    case grpc::StatusCode::DEADLINE_EXCEEDED:
+      return absl::StrCat("no answer from ", endpoint, " within ", absl::FormatDuration(timeout),
+                          " (is hyperfedd running? --timeout gives it longer)");
+    case grpc::StatusCode::UNIMPLEMENTED:
+      return absl::StrCat(endpoint, " does not serve this call (is it hyperfedd, and the same version?)",
+                          msg.empty() ? "" : absl::StrCat(": ", msg));
+    case grpc::StatusCode::CANCELLED:
+      return absl::StrCat("the call was cancelled", msg.empty() ? "" : absl::StrCat(": ", msg));
+    default:
+      break;
+  }
+  if (!msg.empty()) return msg;
+  static const char* const kNames[] = {"ok", "cancelled", "unknown error", "invalid argument", "deadline exceeded",
+                                       "not found", "already exists", "permission denied", "resource exhausted",
+                                       "failed precondition", "aborted", "out of range", "unimplemented",
+                                       "internal error", "unavailable", "data loss", "unauthenticated"};
+  int c = static_cast<int>(code);
+  return absl::StrCat(endpoint, " refused: ", c >= 0 && c <= 16 ? kNames[c] : absl::StrCat("code ", c).c_str());
+}
+
+// ------------------------------------------------------------------ status
+
+std::string StatusText(const v1::StatusReply& r) {
+  const int n = DimensionOf(r.sites());
+  Table t({"SITE", "LABEL", "STATE", "LOAD", "CAPACITY", "LOAD/CAP", "LAST ROUND"},
+          {false, true, false, true, true, true, false});
+  for (const auto& s : r.sites())
+    t.AddRow({s.site(), FormatLabel(s.label(), n), s.state(), absl::StrCat(s.load()), FormatReal(s.capacity()),
+              s.capacity() > 0 ? absl::StrFormat("%.3f", s.load_per_capacity()) : "-", Or(s.last_round(), "-")});
+  std::string out = absl::StrCat("answered by ", Or(r.site(), "?"), "\n", t.Render(), "\nalgorithm: ",
+                                 Or(r.algorithm(), "-"), "\n");
+  if (r.last_round().empty()) {
+    out += "last round: none yet\n";
+  } else {
+    absl::StrAppend(&out, "last round: ", r.last_round(), "\n");
+    if (!r.last_round_summary().empty()) absl::StrAppend(&out, "  ", OneLine(r.last_round_summary()), "\n");
+  }
+  return out;
+}
+
+std::string StatusJson(const v1::StatusReply& r) {
+  JsonWriter w;
+  w.BeginObject().Field("site", r.site()).Field("algorithm", r.algorithm());
+  w.Field("last_round", r.last_round()).Field("last_round_summary", r.last_round_summary());
+  w.Key("sites").BeginArray();
+  for (const auto& s : r.sites()) SiteJson(w, s);
+  w.EndArray().EndObject();
+  return w.str() + "\n";
+}
+
+// ------------------------------------------------------------------ topology
+
+std::string TopologyText(const v1::TopologyReply& r) {
+  const int n = r.dimension();
+  std::vector<std::string> faults;
+  for (int f : r.fault_labels()) faults.push_back(FormatLabel(f, n));
+  std::string out = absl::StrCat(n, "-cube (", n >= 0 && n <= 30 ? absl::StrCat(1LL << n) : "?", " positions)\n");
+  Table t({"LABEL", "SITE", "STATE", "LOAD", "CAPACITY", "FAULT"}, {true, false, false, true, true, false});
+  for (const Position& p : Positions(r)) {
+    if (p.site)
+      t.AddRow({FormatLabel(p.label, n), p.site->site(), p.site->state(), absl::StrCat(p.site->load()),
+                FormatReal(p.site->capacity()), p.fault ? "yes" : ""});
+    else
+      t.AddRow({FormatLabel(p.label, n), "-", "empty", "-", "-", p.fault ? "yes" : ""});
+  }
+  absl::StrAppend(&out, t.Render(), "\nfault set: ", faults.empty() ? "none" : absl::StrJoin(faults, ", "),
+                  "\nmode: ", Or(OneLine(r.mode()), "-"), "\n");
+  return out;
+}
+
+std::string TopologyDot(const v1::TopologyReply& r) {
+  const int n = r.dimension();
+  std::vector<Position> pos = Positions(r);
+  std::map<int, const Position*> at;
+  for (const Position& p : pos) at[p.label] = &p;
+  std::string out = "graph hyperfed {\n  node [shape=box];\n";
+  for (const Position& p : pos) {
+    std::string label = n > 0 && n <= 30 ? Bits(p.label, n) : absl::StrCat(p.label);
+    label += p.site ? absl::StrCat("\n", p.site->site(), "\n", p.site->state()) : "\n(empty)";
+    if (p.fault) label += "\nfault";
+    absl::StrAppend(&out, "  n", p.label, " [label=", DotQuote(label), Dashed(p) ? ", style=dashed" : "", "];\n");
+  }
+  for (const Position& p : pos) {
+    for (int d = 0; d < n && n <= kMaxDrawnDimension; ++d) {
+      int q = p.label ^ (1 << d);
+      if (q < p.label || !at.count(q)) continue;
+      absl::StrAppend(&out, "  n", p.label, " -- n", q, Dashed(p) || Dashed(*at[q]) ? " [style=dashed]" : "", ";\n");
+    }
+  }
+  return out + "}\n";
+}
+
+std::string TopologyJson(const v1::TopologyReply& r) {
+  JsonWriter w;
+  w.BeginObject().Field("dimension", r.dimension()).Field("mode", r.mode());
+  w.Key("fault_labels").BeginArray();
+  for (int f : r.fault_labels()) w.Int(f);
+  w.EndArray().Key("sites").BeginArray();
+  for (const auto& s : r.sites()) SiteJson(w, s);
+  w.EndArray().EndObject();
+  return w.str() + "\n";
+}
+
+// ------------------------------------------------------------------ jobs
+
+std::string JobsText(const v1::JobsReply& r) {
+  if (r.jobs().empty()) return "no jobs\n";
+  Table t({"ID", "KEY", "SITE", "STATE", "NAME", "CORES", "PINNED", "QUEUED"},
+          {false, false, false, false, false, true, false, false});
+  for (const auto& j : r.jobs())
+    t.AddRow({j.id(), Or(j.spec().key(), "-"), j.site(), j.state(), Or(j.spec().name(), "-"),
+              absl::StrCat(j.spec().cores()), j.pinned() ? "yes" : "", FormatUnixMillis(j.queued_at_ms())});
+  return absl::StrCat(t.Render(), r.jobs_size(), r.jobs_size() == 1 ? " job\n" : " jobs\n");
+}
+
+std::string JobsJson(const std::string& site, const v1::JobsReply& r) {
+  JsonWriter w;
+  w.BeginObject().Field("site", site).Key("jobs").BeginArray();
+  for (const auto& j : r.jobs()) {
+    w.BeginObject()
+        .Field("id", j.id())
+        .Field("key", j.spec().key())
+        .Field("site", j.site())
+        .Field("state", j.state())
+        .Field("name", j.spec().name())
+        .Field("cores", j.spec().cores())
+        .Field("duration_ms", j.spec().duration_ms())
+        .Field("pinned", j.pinned())
+        .Field("tag", j.tag())
+        .Field("queued_at_ms", j.queued_at_ms())
+        .EndObject();
+  }
+  w.EndArray().EndObject();
+  return w.str() + "\n";
+}
+
+// ------------------------------------------------------------------ migrations
+
+std::string MigrationsText(const v1::MigrationsReply& r) {
+  if (r.migrations().empty()) return "no migrations\n";
+  Table t({"ID", "DIRECTION", "PEER", "STATE", "JOBS", "ROUND", "UPDATED"},
+          {false, false, false, false, true, false, false});
+  for (const auto& m : r.migrations())
+    t.AddRow({m.id(), m.direction(), m.peer(), m.state(), absl::StrCat(m.jobs()), Or(m.round_id(), "-"),
+              FormatUnixMillis(m.updated_ms())});
+  return t.Render();
+}
+
+std::string MigrationsJson(const v1::MigrationsReply& r) {
+  JsonWriter w;
+  w.BeginObject().Key("migrations").BeginArray();
+  for (const auto& m : r.migrations()) {
+    w.BeginObject()
+        .Field("id", m.id())
+        .Field("direction", m.direction())
+        .Field("peer", m.peer())
+        .Field("state", m.state())
+        .Field("jobs", m.jobs())
+        .Field("round_id", m.round_id())
+        .Field("updated_ms", m.updated_ms())
+        .Key("job_keys")
+        .BeginArray();
+    for (const auto& k : m.job_keys()) w.String(k);
+    w.EndArray().EndObject();
+  }
+  w.EndArray().EndObject();
+  return w.str() + "\n";
+}
+
+// ------------------------------------------------------------------ balance
+
+namespace {
+
+struct BalanceRow {
+  std::string site;
+  int label;
+  double capacity;
+  int64_t before, after;
+  bool has_before, has_after;
+};
+
+std::vector<BalanceRow> BalanceRows(const v1::RoundEvent& e, const std::map<int, std::string>& sites) {
+  std::map<int, BalanceRow> rows;
+  auto row = [&](int label) -> BalanceRow& {
+    auto it = rows.find(label);
+    if (it != rows.end()) return it->second;
+    auto s = sites.find(label);
+    return rows[label] = BalanceRow{s == sites.end() ? "-" : s->second, label, 0, 0, 0, false, false};
+  };
+  for (const auto& b : e.before()) {
+    BalanceRow& r = row(b.label());
+    r.capacity = b.capacity();
+    r.before = b.load();
+    r.has_before = true;
+  }
+  for (const auto& a : e.after()) {
+    BalanceRow& r = row(a.label());
+    if (!r.has_before) r.capacity = a.capacity();
+    r.after = a.load();
+    r.has_after = true;
+  }
+  std::vector<BalanceRow> out;
+  for (auto& [l, r] : rows) out.push_back(r);
+  return out;
+}
+
+}  // namespace
+
+std::string BalanceEventText(const v1::RoundEvent& e) {
+  std::string out;
+  for (absl::string_view l : absl::StrSplit(e.message(), '\n', absl::SkipWhitespace()))
+    absl::StrAppend(&out, l, "\n");
+  return out;
+}
+
+std::string BalanceResultText(const v1::RoundEvent& e, const std::map<int, std::string>& sites) {
+  std::string out = absl::StrCat("\nround ", e.round_id(), e.ok() ? " finished" : " ended early", "\n");
+  Table t({"SITE", "LABEL", "CAPACITY", "LOAD BEFORE", "LOAD AFTER"}, {false, true, true, true, true});
+  for (const BalanceRow& r : BalanceRows(e, sites))
+    t.AddRow({r.site, absl::StrCat(r.label), FormatReal(r.capacity), r.has_before ? absl::StrCat(r.before) : "-",
+              r.has_after ? absl::StrCat(r.after) : "-"});
+  absl::StrAppend(&out, t.Render(), "\nmoved ", e.moved(), e.moved() == 1 ? " job" : " jobs", " in ", e.steps(),
+                  e.steps() == 1 ? " step" : " steps", ", ", e.messages(), e.messages() == 1 ? " message" : " messages",
+                  "\nmax share error: ", FormatReal(e.max_share_error_before()), " -> ",
+                  FormatReal(e.max_share_error_after()), "\n");
+  if (!e.transfers().empty()) {
+    out += "transfers:\n";
+    for (const auto& x : e.transfers())
+      absl::StrAppend(&out, "  step ", x.step(), ": ", x.from(), " -> ", x.to(), ": ", x.count(),
+                      x.count() == 1 ? " job\n" : " jobs\n");
+  }
+  return out;
+}
+
+std::string BalanceEventJson(const v1::RoundEvent& e, const std::map<int, std::string>& sites) {
+  JsonWriter w;
+  w.BeginObject().Field("round_id", e.round_id()).Field("message", e.message()).Field("final", e.final());
+  if (e.final()) {
+    w.Field("ok", e.ok())
+        .Field("moved", e.moved())
+        .Field("steps", e.steps())
+        .Field("messages", e.messages())
+        .Field("max_share_error_before", e.max_share_error_before())
+        .Field("max_share_error_after", e.max_share_error_after());
+    w.Key("table").BeginArray();
+    for (const BalanceRow& r : BalanceRows(e, sites)) {
+      w.BeginObject().Field("site", r.site).Field("label", r.label).Field("capacity", r.capacity);
+      w.Key("load_before");
+      r.has_before ? w.Int(r.before) : w.Null();
+      w.Key("load_after");
+      r.has_after ? w.Int(r.after) : w.Null();
+      w.EndObject();
+    }
+    w.EndArray().Key("transfers").BeginArray();
+    for (const auto& x : e.transfers())
+      w.BeginObject()
+          .Field("step", x.step())
+          .Field("from", x.from())
+          .Field("to", x.to())
+          .Field("count", x.count())
+          .EndObject();
+    w.EndArray();
+  }
+  w.EndObject();
+  return w.str() + "\n";
+}
+
+// ------------------------------------------------------------------ submit, health
+
+std::string SubmitText(const v1::SubmitReply& r) {
+  Table t({"ID", "KEY"});
+  for (int i = 0; i < r.ids_size(); ++i) t.AddRow({r.ids(i), i < r.keys_size() ? r.keys(i) : "-"});
+  return absl::StrCat("submitted ", r.ids_size(), r.ids_size() == 1 ? " job\n" : " jobs\n", t.Render());
+}
+
+std::string SubmitJson(const v1::SubmitReply& r) {
+  JsonWriter w;
+  w.BeginObject().Key("ids").BeginArray();
+  for (const auto& id : r.ids()) w.String(id);
+  w.EndArray().Key("keys").BeginArray();
+  for (const auto& k : r.keys()) w.String(k);
+  w.EndArray().EndObject();
+  return w.str() + "\n";
+}
+
+std::string HealthText(const std::string& endpoint, const std::vector<HealthRow>& rows) {
+  Table t({"SERVICE", "STATUS"});
+  for (const HealthRow& r : rows) t.AddRow({r.service.empty() ? "(server)" : r.service, r.status});
+  return absl::StrCat(endpoint, "\n", t.Render());
+}
+
+std::string HealthJson(const std::string& endpoint, const std::vector<HealthRow>& rows) {
+  JsonWriter w;
+  bool serving = !rows.empty();
+  w.BeginObject().Field("endpoint", endpoint).Key("services").BeginArray();
+  for (const HealthRow& r : rows) {
+    w.BeginObject().Field("service", r.service).Field("status", r.status).EndObject();
+    serving = serving && r.status == "SERVING";
+  }
+  w.EndArray().Field("serving", serving).EndObject();
+  return w.str() + "\n";
+}
+
+}  // namespace hyperfed::client

@@ -1,0 +1,122 @@
+#pragma once
+
+// hyperfedctl's output: a JSON writer, a text table, and for every command
+// the text and JSON renderings of the daemon's reply. Everything here is a
+// pure function of its arguments, so tests feed it messages directly.
+
+#include <cstdint>
+#include <map>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include <grpcpp/support/status.h>
+
+#include "absl/time/time.h"
+#include "hyperfed/v1/hyperfed.pb.h"
+
+namespace hyperfed::client {
+
+// `s` as a JSON string literal, quotes included. Bytes that are not valid
+// UTF-8 become U+FFFD so the output always parses.
+std::string JsonQuote(std::string_view s);
+
+// A JSON number for `v`; NaN and infinities (which JSON lacks) become null.
+std::string JsonNumber(double v);
+
+// Writes one JSON value, compact, on one line. Commas are the writer's job:
+// call Key before each member of an object.
+class JsonWriter {
+ public:
+  JsonWriter& BeginObject();
+  JsonWriter& EndObject();
+  JsonWriter& BeginArray();
+  JsonWriter& EndArray();
+  JsonWriter& Key(std::string_view key);
+  JsonWriter& String(std::string_view v);
+  JsonWriter& Int(int64_t v);
+  JsonWriter& Double(double v);
+  JsonWriter& Bool(bool v);
+  JsonWriter& Null();
+
+  // Key and value in one call.
+  JsonWriter& Field(std::string_view key, std::string_view v) { return Key(key).String(v); }
+  JsonWriter& Field(std::string_view key, const char* v) { return Key(key).String(v); }
+  JsonWriter& Field(std::string_view key, const std::string& v) { return Key(key).String(v); }
+  JsonWriter& Field(std::string_view key, int64_t v) { return Key(key).Int(v); }
+  JsonWriter& Field(std::string_view key, int v) { return Key(key).Int(v); }
+  JsonWriter& Field(std::string_view key, double v) { return Key(key).Double(v); }
+  JsonWriter& Field(std::string_view key, bool v) { return Key(key).Bool(v); }
+
+  const std::string& str() const { return out_; }
+
+ private:
+  void BeforeValue();
+
+  std::string out_;
+  std::vector<bool> first_;  // per open container: nothing written in it yet
+  bool after_key_ = false;
+};
+
+// A plain text table: a header row, then rows, columns two spaces apart.
+// Right-aligned columns are for numbers.
+class Table {
+ public:
+  explicit Table(std::vector<std::string> header, std::vector<bool> right_aligned = {});
+  void AddRow(std::vector<std::string> row);
+  std::string Render() const;
+
+ private:
+  std::vector<std::string> header_;
+  std::vector<bool> right_;
+  std::vector<std::vector<std::string>> rows_;
+};
+
+// A capacity or other real for people: at most three decimals, no trailing
+// zeros ("4", "2.5", "0.333").
+std::string FormatReal(double v);
+// Milliseconds since the Unix epoch as "2024-05-01 12:00:00Z" (UTC), "-" for 0.
+std::string FormatUnixMillis(int64_t ms);
+// A label as decimal and, for a known dimension, its bits: "5 (101)".
+std::string FormatLabel(int label, int dimension);
+
+// One line for an RPC that failed, without the program name or newline:
+// "cannot reach HOST:PORT: connection refused (is hyperfedd running?)" for an
+// unreachable daemon, the daemon's own message for a refusal.
+std::string RpcErrorLine(grpc::StatusCode code, const std::string& message, const std::string& endpoint,
+                         absl::Duration timeout);
+
+std::string StatusText(const v1::StatusReply& r);
+std::string StatusJson(const v1::StatusReply& r);
+
+std::string TopologyText(const v1::TopologyReply& r);
+std::string TopologyDot(const v1::TopologyReply& r);
+std::string TopologyJson(const v1::TopologyReply& r);
+
+std::string JobsText(const v1::JobsReply& r);
+std::string JobsJson(const std::string& site, const v1::JobsReply& r);
+
+std::string MigrationsText(const v1::MigrationsReply& r);
+std::string MigrationsJson(const v1::MigrationsReply& r);
+
+// Balance. `sites` maps labels to site ids for the table (missing: "-").
+// The event's message lines, as they arrive.
+std::string BalanceEventText(const v1::RoundEvent& e);
+// The final event's before/after table and figures.
+std::string BalanceResultText(const v1::RoundEvent& e, const std::map<int, std::string>& sites);
+// One JSON line for an event; a final event carries the table.
+std::string BalanceEventJson(const v1::RoundEvent& e, const std::map<int, std::string>& sites);
+
+std::string SubmitText(const v1::SubmitReply& r);
+std::string SubmitJson(const v1::SubmitReply& r);
+
+// Health: one row per service name ("" is the server as a whole); status is
+// SERVING, NOT_SERVING, UNKNOWN or SERVICE_UNKNOWN.
+struct HealthRow {
+  std::string service;
+  std::string status;
+};
+std::string HealthText(const std::string& endpoint, const std::vector<HealthRow>& rows);
+std::string HealthJson(const std::string& endpoint, const std::vector<HealthRow>& rows);
+
+}  // namespace hyperfed::client

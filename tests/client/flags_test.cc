@@ -1,0 +1,250 @@
+#include "client/flags.h"
+
+#include <unistd.h>
+
+#include <cstdio>
+#include <fstream>
+
+#include "gtest/gtest.h"
+
+namespace hyperfed::client {
+namespace {
+
+absl::StatusOr<Options> Parse(std::vector<std::string> args, Environment env = {}) { return ParseArgs(args, env); }
+
+// The usage error's message, or "" if parsing succeeded.
+std::string Error(std::vector<std::string> args, Environment env = {}) {
+  auto o = Parse(std::move(args), env);
+  if (o.ok()) return "";
+  EXPECT_EQ(o.status().code(), absl::StatusCode::kInvalidArgument);
+  return std::string(o.status().message());
+}
+
+TEST(FlagsTest, DefaultsWithoutFlagsOrEnvironment) {
+  auto o = Parse({"status"});
+  ASSERT_TRUE(o.ok()) << o.status();
+  EXPECT_EQ(o->command, "status");
+  EXPECT_EQ(o->endpoint, "127.0.0.1:7101");
+  EXPECT_EQ(o->timeout, absl::Seconds(10));
+  EXPECT_FALSE(o->json);
+  EXPECT_FALSE(o->insecure);
+  EXPECT_EQ(o->token, "");
+}
+
+TEST(FlagsTest, EnvironmentGivesEndpointAndTokenAndFlagsOverrideIt) {
+  Environment env{"site-b:7200", "envtoken"};
+  auto o = Parse({"status"}, env);
+  ASSERT_TRUE(o.ok()) << o.status();
+  EXPECT_EQ(o->endpoint, "site-b:7200");
+  EXPECT_EQ(o->token, "envtoken");
+  o = Parse({"status", "--endpoint", "10.0.0.1:1", "--token=flagtoken"}, env);
+  ASSERT_TRUE(o.ok()) << o.status();
+  EXPECT_EQ(o->endpoint, "10.0.0.1:1");
+  EXPECT_EQ(o->token, "flagtoken");
+}
+
+TEST(FlagsTest, GlobalFlagsGoBeforeOrAfterTheCommand) {
+  auto a = Parse({"--json", "--endpoint", "h:1", "--insecure", "jobs", "--site", "site-c"});
+  auto b = Parse({"jobs", "--site=site-c", "--insecure", "--endpoint=h:1", "--json"});
+  for (auto* o : {&a, &b}) {
+    ASSERT_TRUE(o->ok()) << o->status();
+    EXPECT_EQ((*o)->command, "jobs");
+    EXPECT_EQ((*o)->site, "site-c");
+    EXPECT_EQ((*o)->endpoint, "h:1");
+    EXPECT_TRUE((*o)->json);
+    EXPECT_TRUE((*o)->insecure);
+  }
+}
+
+TEST(FlagsTest, SubmitParsesCountsAndDurations) {
+  auto o = Parse({"submit", "--count", "12", "--duration", "500ms", "--site", "s", "--name", "n", "--cores", "4"});
+  ASSERT_TRUE(o.ok()) << o.status();
+  EXPECT_EQ(o->count, 12);
+  EXPECT_EQ(o->duration, absl::Milliseconds(500));
+  EXPECT_EQ(o->site, "s");
+  EXPECT_EQ(o->name, "n");
+  EXPECT_EQ(o->cores, 4);
+  o = Parse({"submit", "--count=1", "--duration=2m"});
+  ASSERT_TRUE(o.ok()) << o.status();
+  EXPECT_EQ(o->duration, absl::Minutes(2));
+  o = Parse({"submit", "--count=1", "--duration=1h30m"});
+  ASSERT_TRUE(o.ok()) << o.status();
+  EXPECT_EQ(o->duration, absl::Minutes(90));
+}
+
+TEST(FlagsTest, PositionalArguments) {
+  auto o = Parse({"drain", "site-b"});
+  ASSERT_TRUE(o.ok()) << o.status();
+  EXPECT_EQ(o->command, "drain");
+  EXPECT_EQ(o->site, "site-b");
+  o = Parse({"undrain", "site-b"});
+  ASSERT_TRUE(o.ok());
+  EXPECT_EQ(o->site, "site-b");
+  o = Parse({"explain", "site-a-00ff"});
+  ASSERT_TRUE(o.ok());
+  EXPECT_EQ(o->job, "site-a-00ff");
+  o = Parse({"force-release", "--", "-odd-id"});  // after --, a leading dash is no flag
+  ASSERT_TRUE(o.ok()) << o.status();
+  EXPECT_EQ(o->migration_id, "-odd-id");
+}
+
+TEST(FlagsTest, BalanceWaitWaitsTenMinutesUnlessTold) {
+  auto o = Parse({"balance", "--wait"});
+  ASSERT_TRUE(o.ok());
+  EXPECT_TRUE(o->wait);
+  EXPECT_EQ(o->timeout, absl::Minutes(10));
+  o = Parse({"balance", "--wait", "--timeout", "30s", "--dry-run"});
+  ASSERT_TRUE(o.ok());
+  EXPECT_TRUE(o->dry_run);
+  EXPECT_EQ(o->timeout, absl::Seconds(30));
+  o = Parse({"balance"});
+  ASSERT_TRUE(o.ok());
+  EXPECT_EQ(o->timeout, absl::Seconds(10));
+}
+
+TEST(FlagsTest, HelpForms) {
+  auto o = Parse({"--help"});
+  ASSERT_TRUE(o.ok());
+  EXPECT_EQ(o->command, "help");
+  EXPECT_EQ(o->help_topic, "");
+  o = Parse({"help", "balance"});
+  ASSERT_TRUE(o.ok());
+  EXPECT_EQ(o->command, "help");
+  EXPECT_EQ(o->help_topic, "balance");
+  o = Parse({"submit", "--help"});  // no --count needed just to read the usage
+  ASSERT_TRUE(o.ok()) << o.status();
+  EXPECT_EQ(o->help_topic, "submit");
+  o = Parse({"-h", "drain"});
+  ASSERT_TRUE(o.ok());
+  EXPECT_EQ(o->help_topic, "drain");
+  EXPECT_NE(Error({"help", "nope"}).find("'nope'"), std::string::npos);
+}
+
+TEST(FlagsTest, UsageErrorsNameWhatIsWrong) {
+  struct Case {
+    std::vector<std::string> args;
+    const char* needle;
+  } cases[] = {
+      {{}, "no command"},
+      {{"frobnicate"}, "'frobnicate'"},
+      {{"status", "--frobnicate"}, "--frobnicate"},
+      {{"status", "-x"}, "'-x'"},
+      {{"status", "--limit", "3"}, "--limit does not apply to 'status'"},
+      {{"status", "extra"}, "'extra'"},
+      {{"status", "--endpoint"}, "--endpoint needs a value"},
+      {{"status", "--json=yes"}, "--json takes no value"},
+      {{"status", "--endpoint", "nohostport"}, "--endpoint"},
+      {{"status", "--endpoint", "h:99999"}, "--endpoint"},
+      {{"status", "--endpoint", "::1:80"}, "IPv6"},
+      {{"status", "--timeout", "10"}, "--timeout: '10' is not a duration"},
+      {{"status", "--timeout", "0s"}, "--timeout"},
+      {{"status", "--timeout", "-1s"}, "--timeout"},
+      {{"status", "--token", ""}, "--token"},
+      {{"status", "--token", "a b"}, "--token"},
+      {{"status", "--token", "t", "--token-file", "f"}, "not both"},
+      {{"status", "--insecure", "--ca", "ca.pem"}, "--insecure"},
+      {{"status", "--insecure", "--server-name", "site-a"}, "--insecure"},
+      {{"status", "--cert", "c.pem", "--ca", "ca.pem"}, "--cert and --key"},
+      {{"migrations", "--limit", "ten"}, "--limit: 'ten' is not a whole number"},
+      {{"migrations", "--limit", "0"}, "--limit"},
+      {{"drain"}, "drain needs a SITE"},
+      {{"drain", "a", "b"}, "'b'"},
+      {{"explain"}, "JOB"},
+      {{"force-release"}, "MIGRATION_ID"},
+      {{"jobs", "--site", ""}, "--site"},
+      {{"submit", "--duration", "1s"}, "--count"},
+      {{"submit", "--count", "3"}, "--duration"},
+      {{"submit", "--count", "0", "--duration", "1s"}, "--count"},
+      {{"submit", "--count", "3", "--duration", "soon"}, "--duration: 'soon'"},
+      {{"submit", "--count", "3", "--duration", "-5s"}, "--duration"},
+      {{"submit", "--count", "3", "--duration", "1s", "--cores", "0"}, "--cores"},
+      {{"topology", "--wait"}, "--wait does not apply to 'topology'"},
+  };
+  for (const Case& c : cases) {
+    std::string e = Error(c.args);
+    EXPECT_NE(e.find(c.needle), std::string::npos) << "args: " << testing::PrintToString(c.args) << " error: " << e;
+    EXPECT_EQ(e.find('\n'), std::string::npos) << e;
+  }
+}
+
+TEST(FlagsTest, BadTokenFromTheEnvironmentIsAUsageError) {
+  EXPECT_NE(Error({"status"}, Environment{std::nullopt, "bad\ntoken"}).find("HYPERFED_TOKEN"), std::string::npos);
+}
+
+class LoadFilesTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    char t[] = "/tmp/hyperfedctl-flags-XXXXXX";
+    ASSERT_NE(mkdtemp(t), nullptr);
+    dir_ = t;
+  }
+  void TearDown() override {
+    for (const auto& f : files_) std::remove(f.c_str());
+    rmdir(dir_.c_str());
+  }
+  std::string Write(const std::string& name, const std::string& text) {
+    std::string path = dir_ + "/" + name;
+    std::ofstream(path) << text;
+    files_.push_back(path);
+    return path;
+  }
+  std::string dir_;
+  std::vector<std::string> files_;
+};
+
+TEST_F(LoadFilesTest, ReadsTokenAndPemFiles) {
+  auto o = Parse({"status", "--token-file", Write("token", "  s3cret\n"), "--ca",
+                  Write("ca.pem", "-----BEGIN CERTIFICATE-----\nx\n-----END CERTIFICATE-----\n"), "--cert",
+                  Write("c.pem", "-----BEGIN CERTIFICATE-----\n"), "--key", Write("k.pem", "-----BEGIN PRIVATE KEY-----\n"),
+                  "--server-name", "site-a"});
+  ASSERT_TRUE(o.ok()) << o.status();
+  ASSERT_TRUE(LoadFiles(&*o).ok());
+  EXPECT_EQ(o->token, "s3cret");
+  EXPECT_NE(o->ca.find("BEGIN CERTIFICATE"), std::string::npos);
+  EXPECT_NE(o->key.find("PRIVATE KEY"), std::string::npos);
+  EXPECT_EQ(o->server_name, "site-a");
+}
+
+TEST_F(LoadFilesTest, TokenFileWinsOverTheEnvironment) {
+  auto o = Parse({"status", "--token-file", Write("token", "fromfile")}, Environment{std::nullopt, "fromenv"});
+  ASSERT_TRUE(o.ok()) << o.status();
+  ASSERT_TRUE(LoadFiles(&*o).ok());
+  EXPECT_EQ(o->token, "fromfile");
+}
+
+TEST_F(LoadFilesTest, UnreadableOrWrongFilesNameTheFlag) {
+  auto o = Parse({"status", "--ca", dir_ + "/missing.pem"});
+  ASSERT_TRUE(o.ok());
+  auto st = LoadFiles(&*o);
+  EXPECT_EQ(st.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_NE(st.message().find("--ca"), std::string::npos) << st;
+  EXPECT_NE(st.message().find("missing.pem"), std::string::npos) << st;
+
+  o = Parse({"status", "--ca", Write("notpem", "hello")});
+  ASSERT_TRUE(o.ok());
+  st = LoadFiles(&*o);
+  EXPECT_NE(st.message().find("no PEM"), std::string::npos) << st;
+
+  o = Parse({"status", "--token-file", Write("empty", "\n\n")});
+  ASSERT_TRUE(o.ok());
+  st = LoadFiles(&*o);
+  EXPECT_NE(st.message().find("--token-file"), std::string::npos) << st;
+  EXPECT_NE(st.message().find("empty"), std::string::npos) << st;
+}
+
+TEST(UsageTest, EveryCommandHasUsageAndTheOverviewListsIt) {
+  auto overview = UsageText("");
+  ASSERT_TRUE(overview.ok());
+  for (const std::string& c : CommandNames()) {
+    EXPECT_NE(overview->find("  " + c), std::string::npos) << c;
+    auto u = UsageText(c);
+    ASSERT_TRUE(u.ok()) << c;
+    EXPECT_NE(u->find("usage: hyperfedctl " + c), std::string::npos) << *u;
+  }
+  EXPECT_NE(UsageText("submit")->find("--duration D"), std::string::npos);
+  EXPECT_NE(overview->find("--endpoint HOST:PORT"), std::string::npos);
+  EXPECT_EQ(UsageText("nope").status().code(), absl::StatusCode::kNotFound);
+}
+
+}  // namespace
+}  // namespace hyperfed::client

@@ -1,0 +1,359 @@
+#include "client/output.h"
+
+#include "absl/strings/str_split.h"
+#include "gtest/gtest.h"
+#include "tests/client/json_check.h"
+
+namespace hyperfed::client {
+namespace {
+
+using testing::CheckJsonLines;
+
+// A string that breaks naive JSON writers: quotes, backslash, control
+// characters, valid UTF-8, and one byte that is not UTF-8.
+const std::string kNasty = std::string("a\"b\\c\nd\te\x01 \xc3\xa9 \xe2\x82\xac") + "\xff" + "z";
+
+#define EXPECT_JSON(text, asserts)                                              \
+  do {                                                                          \
+    auto check_ = CheckJsonLines(text, asserts);                                   \
+    if (!check_) GTEST_SKIP() << "python3 not found: cannot parse the JSON to check it"; \
+    EXPECT_EQ(*check_, "") << "JSON: " << (text);                                    \
+  } while (0)
+
+TEST(JsonTest, TheCheckerRejectsBadJsonAndFailedAsserts) {
+  auto bad = CheckJsonLines("{\"a\": 1,}\n", "");
+  if (!bad) GTEST_SKIP() << "python3 not found: cannot parse the JSON to check it";
+  EXPECT_NE(*bad, "");
+  EXPECT_NE(*CheckJsonLines("{\"a\": 1}\n", "assert docs[0]['a'] == 2"), "");
+  EXPECT_EQ(*CheckJsonLines("{\"a\": 1}\n", "assert docs[0]['a'] == 1"), "");
+}
+
+TEST(JsonTest, QuoteEscapesWhatJsonRequires) {
+  EXPECT_EQ(JsonQuote("plain"), "\"plain\"");
+  EXPECT_EQ(JsonQuote("a\"b\\c"), "\"a\\\"b\\\\c\"");
+  EXPECT_EQ(JsonQuote("l1\nl2\r\t\b\f"), "\"l1\\nl2\\r\\t\\b\\f\"");
+  EXPECT_EQ(JsonQuote(std::string("\x01\x1f", 2)), "\"\\u0001\\u001f\"");
+  EXPECT_EQ(JsonQuote(std::string("nul\0x", 5)), "\"nul\\u0000x\"");
+  EXPECT_EQ(JsonQuote("\xc3\xa9\xe2\x82\xac\xf0\x9f\x98\x80"), "\"\xc3\xa9\xe2\x82\xac\xf0\x9f\x98\x80\"");
+  // Not UTF-8: a stray continuation byte, a truncated sequence, an overlong
+  // encoding, a surrogate.
+  EXPECT_EQ(JsonQuote("\x80"), "\"\\ufffd\"");
+  EXPECT_EQ(JsonQuote("\xe2\x82"), "\"\\ufffd\\ufffd\"");
+  EXPECT_EQ(JsonQuote("\xc0\xaf"), "\"\\ufffd\\ufffd\"");
+  EXPECT_EQ(JsonQuote("\xed\xa0\x80"), "\"\\ufffd\\ufffd\\ufffd\"");
+}
+
+TEST(JsonTest, NumbersRoundTripAndNonFiniteIsNull) {
+  EXPECT_EQ(JsonNumber(0.1), "0.1");
+  EXPECT_EQ(JsonNumber(2), "2");
+  EXPECT_EQ(JsonNumber(-1.5), "-1.5");
+  EXPECT_EQ(JsonNumber(std::nan("")), "null");
+  EXPECT_EQ(JsonNumber(1.0 / 0.0), "null");
+}
+
+TEST(JsonTest, WriterPlacesCommas) {
+  JsonWriter w;
+  w.BeginObject().Field("a", 1).Key("b").BeginArray().Int(1).String("x").BeginObject().EndObject().BeginArray()
+      .EndArray().EndArray().Field("c", true).Key("d").Null().EndObject();
+  EXPECT_EQ(w.str(), R"({"a":1,"b":[1,"x",{},[]],"c":true,"d":null})");
+}
+
+TEST(JsonTest, NastyStringsParse) {
+  JsonWriter w;
+  w.BeginObject().Field(kNasty, kNasty).Field("n", std::nan("")).Field("big", 1e300).EndObject();
+  EXPECT_JSON(w.str(),
+              "d = docs[0]\n"
+              "v = d['a\"b\\\\c\\nd\\te\\x01 \\u00e9 \\u20ac\\ufffdz']\n"
+              "assert v == 'a\"b\\\\c\\nd\\te\\x01 \\u00e9 \\u20ac\\ufffdz', repr(v)\n"
+              "assert d['n'] is None and d['big'] == 1e300\n");
+}
+
+TEST(TableTest, ColumnsAlignAndNumbersGoRight) {
+  Table t({"NAME", "N"}, {false, true});
+  t.AddRow({"a", "1"});
+  t.AddRow({"longer", "100"});
+  t.AddRow({"\xc3\xa9t\xc3\xa9", "7"});  // width counts characters, not bytes
+  EXPECT_EQ(t.Render(),
+            "NAME      N\n"
+            "a         1\n"
+            "longer  100\n"
+            "\xc3\xa9t\xc3\xa9       7\n");
+}
+
+TEST(FormatTest, RealsLabelsTimes) {
+  EXPECT_EQ(FormatReal(4), "4");
+  EXPECT_EQ(FormatReal(2.5), "2.5");
+  EXPECT_EQ(FormatReal(1.0 / 3), "0.333");
+  EXPECT_EQ(FormatReal(-0.0001), "0");
+  EXPECT_EQ(FormatLabel(5, 3), "5 (101)");
+  EXPECT_EQ(FormatLabel(5, 0), "5");
+  EXPECT_EQ(FormatUnixMillis(0), "-");
+  EXPECT_EQ(FormatUnixMillis(1714564800000), "2024-05-01 12:00:00Z");
+}
+
+TEST(RpcErrorTest, OneLineForEachKindOfFailure) {
+  const std::string ep = "127.0.0.1:7101";
+  EXPECT_EQ(RpcErrorLine(grpc::StatusCode::UNAVAILABLE,
+                         "failed to connect to all addresses; last error: UNKNOWN: ipv4:127.0.0.1:7101: Failed to "
+                         "connect to remote host: Connection refused",
+                         ep, absl::Seconds(10)),
+            "cannot reach 127.0.0.1:7101: connection refused (is hyperfedd running?)");
+  EXPECT_NE(RpcErrorLine(grpc::StatusCode::UNAVAILABLE, "Ssl handshake failed: SSL_ERROR_SSL", ep, absl::Seconds(1))
+                .find("TLS handshake failed"),
+            std::string::npos);
+  EXPECT_EQ(RpcErrorLine(grpc::StatusCode::UNAVAILABLE, "no coordinator", ep, absl::Seconds(1)),
+            "127.0.0.1:7101 is unavailable: no coordinator");
+  EXPECT_EQ(RpcErrorLine(grpc::StatusCode::DEADLINE_EXCEEDED, "Deadline Exceeded", ep, absl::Seconds(10)),
+            "no answer from 127.0.0.1:7101 within 10s (is hyperfedd running? --timeout gives it longer)");
+  EXPECT_EQ(RpcErrorLine(grpc::StatusCode::UNAUTHENTICATED, "wrong admin token", ep, absl::Seconds(1)),
+            "wrong admin token");
+  EXPECT_EQ(RpcErrorLine(grpc::StatusCode::INVALID_ARGUMENT, "site 'x' is not\nin the roster", ep, absl::Seconds(1)),
+            "site 'x' is not; in the roster");
+  EXPECT_EQ(RpcErrorLine(grpc::StatusCode::PERMISSION_DENIED, "", ep, absl::Seconds(1)),
+            "127.0.0.1:7101 refused: permission denied");
+}
+
+v1::SiteStatus Site(const std::string& name, int label, const std::string& state, int64_t load, double cap) {
+  v1::SiteStatus s;
+  s.set_site(name);
+  s.set_label(label);
+  s.set_state(state);
+  s.set_load(load);
+  s.set_capacity(cap);
+  s.set_load_per_capacity(cap > 0 ? load / cap : 0);
+  s.set_last_round("r-7");
+  s.set_endpoint(name + ":7101");
+  s.set_age_ms(120);
+  return s;
+}
+
+v1::StatusReply SampleStatus() {
+  v1::StatusReply r;
+  r.set_site("site-a");
+  r.set_algorithm("improved-dem");
+  r.set_last_round("r-7");
+  r.set_last_round_summary("moved 5 jobs");
+  *r.add_sites() = Site("site-a", 0, "self", 10, 4);
+  *r.add_sites() = Site("site-b", 1, "up", 3, 2);
+  *r.add_sites() = Site("site-c", 2, "down", 0, 0);
+  *r.add_sites() = Site(kNasty, 3, "drained", 1, 8);
+  return r;
+}
+
+TEST(StatusOutputTest, TableHasEveryColumnAndTheRoundSummary) {
+  std::string t = StatusText(SampleStatus());
+  for (const char* s : {"SITE", "LABEL", "STATE", "LOAD", "CAPACITY", "LOAD/CAP", "LAST ROUND", "answered by site-a",
+                        "algorithm: improved-dem", "last round: r-7", "moved 5 jobs"})
+    EXPECT_NE(t.find(s), std::string::npos) << s << " missing in\n" << t;
+  std::vector<std::string> lines = absl::StrSplit(t, '\n');
+  ASSERT_GE(lines.size(), 3u);
+  ASSERT_EQ(lines.size(), 11u) << "a control character broke the table:\n" << t;
+  EXPECT_EQ(lines[1], "SITE                    LABEL  STATE    LOAD  CAPACITY  LOAD/CAP  LAST ROUND") << t;
+  EXPECT_EQ(lines[2], "site-a                 0 (00)  self       10         4     2.500  r-7") << t;
+  EXPECT_EQ(lines[4], "site-c                 2 (10)  down        0         0         -  r-7") << t;
+  EXPECT_EQ(lines[5], "a\"b\\c\\nd\\te\\x01 \xc3\xa9 \xe2\x82\xac\xffz  3 (11)  drained     1         8     0.125  r-7") << t;
+}
+
+TEST(StatusOutputTest, JsonParsesWithEveryRow) {
+  EXPECT_JSON(StatusJson(SampleStatus()),
+              "d = docs[0]\n"
+              "assert d['site'] == 'site-a' and d['algorithm'] == 'improved-dem' and d['last_round'] == 'r-7'\n"
+              "assert [s['label'] for s in d['sites']] == [0, 1, 2, 3]\n"
+              "a = d['sites'][0]\n"
+              "assert a['load'] == 10 and a['capacity'] == 4 and a['load_per_capacity'] == 2.5, a\n"
+              "assert a['state'] == 'self' and a['age_ms'] == 120 and a['endpoint'] == 'site-a:7101'\n"
+              "assert d['sites'][3]['site'].startswith('a\"b\\\\c\\n')\n");
+}
+
+v1::TopologyReply SampleTopology() {
+  v1::TopologyReply r;
+  r.set_dimension(2);
+  *r.add_sites() = Site("site-a", 0, "self", 4, 1);
+  *r.add_sites() = Site("site-b", 1, "up", 2, 1);
+  *r.add_sites() = Site("site-c", 2, "down", 0, 1);
+  r.add_fault_labels(2);
+  r.add_fault_labels(3);
+  r.set_mode("mcwa around 2 faults: site-c down, position 3 empty");
+  return r;
+}
+
+TEST(TopologyOutputTest, TextListsEveryPositionAndTheFaultSet) {
+  std::string t = TopologyText(SampleTopology());
+  for (const char* s : {"2-cube (4 positions)", "0 (00)  site-a", "3 (11)  -       empty", "fault set: 2 (10), 3 (11)",
+                        "mode: mcwa around 2 faults"})
+    EXPECT_NE(t.find(s), std::string::npos) << s << " missing in\n" << t;
+}
+
+TEST(TopologyOutputTest, DotDrawsTheCubeWithFaultsDashed) {
+  std::string d = TopologyDot(SampleTopology());
+  EXPECT_EQ(d,
+            "graph hyperfed {\n"
+            "  node [shape=box];\n"
+            "  n0 [label=\"00\\nsite-a\\nself\"];\n"
+            "  n1 [label=\"01\\nsite-b\\nup\"];\n"
+            "  n2 [label=\"10\\nsite-c\\ndown\\nfault\", style=dashed];\n"
+            "  n3 [label=\"11\\n(empty)\\nfault\", style=dashed];\n"
+            "  n0 -- n1;\n"
+            "  n0 -- n2 [style=dashed];\n"
+            "  n1 -- n3 [style=dashed];\n"
+            "  n2 -- n3 [style=dashed];\n"
+            "}\n");
+}
+
+TEST(TopologyOutputTest, DotEscapesQuotesInSiteNames) {
+  v1::TopologyReply r;
+  r.set_dimension(1);
+  *r.add_sites() = Site("we\"ird\\", 0, "self", 0, 1);
+  std::string d = TopologyDot(r);
+  EXPECT_NE(d.find("label=\"0\\nwe\\\"ird\\\\\\nself\""), std::string::npos) << d;
+  EXPECT_NE(d.find("n0 -- n1 [style=dashed];"), std::string::npos) << d;
+}
+
+TEST(TopologyOutputTest, JsonParses) {
+  EXPECT_JSON(TopologyJson(SampleTopology()),
+              "d = docs[0]\n"
+              "assert d['dimension'] == 2 and d['fault_labels'] == [2, 3] and d['mode'].startswith('mcwa')\n"
+              "assert [s['site'] for s in d['sites']] == ['site-a', 'site-b', 'site-c']\n");
+}
+
+v1::JobsReply SampleJobs() {
+  v1::JobsReply r;
+  v1::Job* j = r.add_jobs();
+  j->set_id("17");
+  j->set_site("site-a");
+  j->set_state("pending");
+  j->set_queued_at_ms(1714564800000);
+  j->mutable_spec()->set_key("site-a-00000000000000ff");
+  j->mutable_spec()->set_name(kNasty);
+  j->mutable_spec()->set_cores(2);
+  j = r.add_jobs();
+  j->set_id("18");
+  j->set_site("site-a");
+  j->set_state("running");
+  j->set_pinned(true);
+  return r;
+}
+
+TEST(JobsOutputTest, TextAndJson) {
+  std::string t = JobsText(SampleJobs());
+  EXPECT_NE(t.find("17  site-a-00000000000000ff  site-a  pending"), std::string::npos) << t;
+  EXPECT_NE(t.find("2024-05-01 12:00:00Z"), std::string::npos) << t;
+  EXPECT_NE(t.find("2 jobs"), std::string::npos) << t;
+  EXPECT_EQ(JobsText(v1::JobsReply()), "no jobs\n");
+  EXPECT_JSON(JobsJson("site-a", SampleJobs()),
+              "d = docs[0]\n"
+              "assert d['site'] == 'site-a' and len(d['jobs']) == 2\n"
+              "j = d['jobs'][0]\n"
+              "assert j['id'] == '17' and j['key'] == 'site-a-00000000000000ff' and j['cores'] == 2\n"
+              "assert j['queued_at_ms'] == 1714564800000 and j['pinned'] is False\n"
+              "assert d['jobs'][1]['pinned'] is True and d['jobs'][1]['state'] == 'running'\n");
+}
+
+TEST(MigrationsOutputTest, TextAndJson) {
+  v1::MigrationsReply r;
+  v1::Migration* m = r.add_migrations();
+  m->set_id("m-1");
+  m->set_direction("out");
+  m->set_peer("site-b");
+  m->set_state("done");
+  m->set_jobs(2);
+  m->set_round_id("r-3");
+  m->set_updated_ms(1714564800000);
+  m->add_job_keys("k1");
+  m->add_job_keys("k2");
+  std::string t = MigrationsText(r);
+  EXPECT_NE(t.find("m-1  out        site-b  done      2  r-3    2024-05-01 12:00:00Z"), std::string::npos) << t;
+  EXPECT_EQ(MigrationsText(v1::MigrationsReply()), "no migrations\n");
+  EXPECT_JSON(MigrationsJson(r),
+              "m = docs[0]['migrations'][0]\n"
+              "assert m['id'] == 'm-1' and m['jobs'] == 2 and m['job_keys'] == ['k1', 'k2'], m\n");
+}
+
+v1::RoundEvent FinalEvent() {
+  v1::RoundEvent e;
+  e.set_round_id("r-9");
+  e.set_message("site-a: exchanged dimension 1\nround r-9 done");
+  e.set_final(true);
+  e.set_ok(true);
+  auto row = [](google::protobuf::RepeatedPtrField<v1::LoadRow>* rows, int label, int64_t load, double cap) {
+    v1::LoadRow* r = rows->Add();
+    r->set_label(label);
+    r->set_load(load);
+    r->set_capacity(cap);
+  };
+  row(e.mutable_before(), 0, 10, 1);
+  row(e.mutable_before(), 1, 0, 1);
+  row(e.mutable_after(), 0, 5, 1);
+  row(e.mutable_after(), 1, 5, 1);
+  v1::Transfer* t = e.add_transfers();
+  t->set_step(0);
+  t->set_from(0);
+  t->set_to(1);
+  t->set_count(5);
+  e.set_moved(5);
+  e.set_steps(1);
+  e.set_messages(4);
+  e.set_max_share_error_before(5);
+  e.set_max_share_error_after(0);
+  return e;
+}
+
+TEST(BalanceOutputTest, EventLinesThenTheBeforeAfterTable) {
+  v1::RoundEvent first;
+  first.set_round_id("r-9");
+  first.set_message("site-a: round r-9 started\n");
+  EXPECT_EQ(BalanceEventText(first), "site-a: round r-9 started\n");
+  std::map<int, std::string> sites{{0, "site-a"}};  // label 1 unknown: "-"
+  std::string t = BalanceResultText(FinalEvent(), sites);
+  EXPECT_EQ(t,
+            "\nround r-9 finished\n"
+            "SITE    LABEL  CAPACITY  LOAD BEFORE  LOAD AFTER\n"
+            "site-a      0         1           10           5\n"
+            "-           1         1            0           5\n"
+            "\nmoved 5 jobs in 1 step, 4 messages\n"
+            "max share error: 5 -> 0\n"
+            "transfers:\n"
+            "  step 0: 0 -> 1: 5 jobs\n");
+  v1::RoundEvent bad = FinalEvent();
+  bad.set_ok(false);
+  EXPECT_NE(BalanceResultText(bad, sites).find("round r-9 ended early"), std::string::npos);
+}
+
+TEST(BalanceOutputTest, JsonLinesOneObjectPerEventWithTheTableInTheFinalOne) {
+  v1::RoundEvent first;
+  first.set_round_id("r-9");
+  first.set_message(kNasty);
+  std::map<int, std::string> sites{{0, "site-a"}, {1, "site-b"}};
+  std::string lines = BalanceEventJson(first, sites) + BalanceEventJson(FinalEvent(), sites);
+  EXPECT_EQ(std::count(lines.begin(), lines.end(), '\n'), 2) << lines;
+  EXPECT_JSON(lines,
+              "assert len(docs) == 2\n"
+              "assert docs[0]['final'] is False and docs[0]['round_id'] == 'r-9' and 'table' not in docs[0]\n"
+              "f = docs[1]\n"
+              "assert f['final'] is True and f['ok'] is True and f['moved'] == 5 and f['steps'] == 1\n"
+              "assert f['messages'] == 4 and f['max_share_error_before'] == 5 and f['max_share_error_after'] == 0\n"
+              "assert f['table'] == [{'site': 'site-a', 'label': 0, 'capacity': 1, 'load_before': 10, "
+              "'load_after': 5}, {'site': 'site-b', 'label': 1, 'capacity': 1, 'load_before': 0, 'load_after': 5}], "
+              "f['table']\n"
+              "assert f['transfers'] == [{'step': 0, 'from': 0, 'to': 1, 'count': 5}]\n");
+}
+
+TEST(SubmitAndHealthOutputTest, TextAndJson) {
+  v1::SubmitReply s;
+  s.add_ids("1");
+  s.add_ids("2");
+  s.add_keys("k1");
+  s.add_keys("k2");
+  EXPECT_EQ(SubmitText(s), "submitted 2 jobs\nID  KEY\n1   k1\n2   k2\n");
+  std::vector<HealthRow> rows{{"", "SERVING"}, {"hyperfed.v1.Admin", "SERVING"}, {"hyperfed.v1.Peer", "NOT_SERVING"}};
+  std::string h = HealthText("h:1", rows);
+  EXPECT_NE(h.find("(server)           SERVING"), std::string::npos) << h;
+  EXPECT_JSON(SubmitJson(s) + HealthJson("h:1", rows),
+              "assert docs[0] == {'ids': ['1', '2'], 'keys': ['k1', 'k2']}\n"
+              "h = docs[1]\n"
+              "assert h['endpoint'] == 'h:1' and h['serving'] is False and len(h['services']) == 3\n"
+              "assert h['services'][0] == {'service': '', 'status': 'SERVING'}\n");
+}
+
+}  // namespace
+}  // namespace hyperfed::client
