@@ -584,9 +584,14 @@ std::string BalanceEventJson(const v1::RoundEvent& e, const std::map<int, std::s
 // ------------------------------------------------------------------ submit, health
 
 std::string SubmitText(const v1::SubmitReply& r) {
+  constexpr int kListed = 20;  // beyond this, the ids are summarised (--json lists them all)
   Table t({"ID", "KEY"});
-  for (int i = 0; i < r.ids_size(); ++i) t.AddRow({r.ids(i), i < r.keys_size() ? r.keys(i) : "-"});
-  return absl::StrCat("submitted ", r.ids_size(), r.ids_size() == 1 ? " job\n" : " jobs\n", t.Render());
+  for (int i = 0; i < r.ids_size() && i < kListed; ++i) t.AddRow({r.ids(i), i < r.keys_size() ? r.keys(i) : "-"});
+  std::string more;
+  if (r.ids_size() > kListed)
+    more = absl::StrCat("... and ", r.ids_size() - kListed, " more (ids up to ", r.ids(r.ids_size() - 1),
+                        "; --json lists every id and key)\n");
+  return absl::StrCat("submitted ", r.ids_size(), r.ids_size() == 1 ? " job\n" : " jobs\n", t.Render(), more);
 }
 
 std::string SubmitJson(const v1::SubmitReply& r) {

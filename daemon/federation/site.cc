@@ -109,7 +109,7 @@ void Site::HeartbeatLoop() {
     {
       std::lock_guard<std::mutex> l(mu_);
       round = current_round_;
-      if (!rounds_.empty()) last = rounds_.back().id;
+      if (last_report_) last = last_report_->round_id;
     }
     if (snap.ok()) membership_.SetSelf(snap->first, snap->second, drained_, round, last);
     HeartbeatInfo hb;

@@ -345,6 +345,14 @@ TEST(SubmitAndHealthOutputTest, TextAndJson) {
   s.add_keys("k1");
   s.add_keys("k2");
   EXPECT_EQ(SubmitText(s), "submitted 2 jobs\nID  KEY\n1   k1\n2   k2\n");
+  v1::SubmitReply many;
+  for (int i = 1; i <= 25; ++i) {
+    many.add_ids(std::to_string(i));
+    many.add_keys("k" + std::to_string(i));
+  }
+  const std::string text = SubmitText(many);
+  EXPECT_NE(text.find("... and 5 more (ids up to 25"), std::string::npos) << text;
+  EXPECT_EQ(text.find("k21"), std::string::npos) << "only the first 20 are listed";
   std::vector<HealthRow> rows{{"", "SERVING"}, {"hyperfed.v1.Admin", "SERVING"}, {"hyperfed.v1.Peer", "NOT_SERVING"}};
   std::string h = HealthText("h:1", rows);
   EXPECT_NE(h.find("(server)           SERVING"), std::string::npos) << h;
