@@ -145,6 +145,9 @@ absl::StatusOr<int> Daemon::Start() {
     auto m = MetricsServer::Start(config_.site.metrics_listen, [this] { return RenderMetrics(); });
     if (!m.ok()) return m.status();
     metrics_ = *std::move(m);
+    Log(absl::StrCat(config_.site.id, ": metrics on http://", config_.site.metrics_listen.substr(
+                                                                    0, config_.site.metrics_listen.rfind(':')),
+                     ":", metrics_->port(), "/metrics"));
   }
   Log(absl::StrCat(config_.site.id, ": serving on port ", port, " (label ", config_.site.label, ", ",
                    config_.roster.size(), " sites in a ", config_.Dimension(), "-cube, adapter ",

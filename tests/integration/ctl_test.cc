@@ -123,3 +123,22 @@ TEST_F(CtlTest, UnreachableDaemonIsOneLineAndExitOne) {
 
 }  // namespace
 }  // namespace hyperfed::testing
+
+namespace hyperfed::testing {
+namespace {
+
+TEST_F(CtlTest, PrometheusEndpointServesCounters) {
+  // The daemon logs where its metrics endpoint listens (port 0 in tests).
+  const std::string log = fed_->Log(1);
+  const auto at = log.find("metrics on http://");
+  ASSERT_NE(at, std::string::npos) << log;
+  const std::string url = log.substr(at + 11, log.find('\n', at) - at - 11);
+  Out o = Shell("python3 -c 'import urllib.request,sys; print(urllib.request.urlopen(sys.argv[1], timeout=5).read().decode())' " + url);
+  ASSERT_EQ(o.code, 0) << o.text;
+  for (const char* name : {"hyperfed_rounds_total", "hyperfed_round_duration_seconds_sum", "hyperfed_jobs_moved_out_total",
+                           "hyperfed_load", "hyperfed_capacity", "hyperfed_peers_up 3"})
+    EXPECT_NE(o.text.find(name), std::string::npos) << name << "\n" << o.text;
+}
+
+}  // namespace
+}  // namespace hyperfed::testing

@@ -50,8 +50,8 @@ absl::StatusOr<std::unique_ptr<TestFederation>> TestFederation::Start(const Fede
   f->opts_ = o;
   // tmpfs when there is one: SQLite's fsyncs cost nothing there, and a
   // kill -9 (what the crash tests do) loses nothing either way.
-  std::string tmpl = std::filesystem::is_directory("/dev/shm") ? "/dev/shm/hyperfed-fed-XXXXXX"
-                                                               : "/tmp/hyperfed-fed-XXXXXX";
+  std::string tmpl = o.tmpfs && std::filesystem::is_directory("/dev/shm") ? "/dev/shm/hyperfed-fed-XXXXXX"
+                                                                         : "/tmp/hyperfed-fed-XXXXXX";
   if (!mkdtemp(tmpl.data())) return absl::InternalError("mkdtemp failed");
   f->dir_ = tmpl;
   std::string ids;
@@ -68,7 +68,8 @@ absl::StatusOr<std::unique_ptr<TestFederation>> TestFederation::Start(const Fede
   for (int i = 0; i < o.sites; ++i) {
     const int slots = i < static_cast<int>(o.slots.size()) ? o.slots[i] : 4;
     std::ofstream c(f->ConfigPath(i));
-    c << "site: {id: site-" << i << ", label: " << i << ", listen: \"127.0.0.1:" << f->sites_[i].port << "\"}\n"
+    c << "site: {id: site-" << i << ", label: " << i << ", listen: \"127.0.0.1:" << f->sites_[i].port
+      << "\", metrics_listen: \"127.0.0.1:0\"}\n"
       << "roster:\n"
       << roster << "capacity: from_adapter\n"
       << "balancer: {algorithm: " << o.algorithm << ", interval: 0s, heartbeat_interval: " << o.heartbeat
@@ -96,6 +97,8 @@ TestFederation::~TestFederation() {
     std::filesystem::remove_all(dir_, ec);
   }
 }
+
+pid_t TestFederation::Pid(int i) const { return sites_[i].pid; }
 
 std::string TestFederation::Endpoint(int i) const { return absl::StrCat("127.0.0.1:", sites_[i].port); }
 std::string TestFederation::ConfigPath(int i) const { return absl::StrCat(dir_, "/site-", i, ".yaml"); }

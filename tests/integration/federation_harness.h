@@ -29,6 +29,9 @@ struct FederationOptions {
   std::string heartbeat = "300ms";
   int max_batch = 1000;
   bool insecure = false;
+  // State on tmpfs (/dev/shm) when there is one; false puts it under /tmp
+  // (a real disk: fsync costs what it costs in production).
+  bool tmpfs = true;
 };
 
 class TestFederation {
@@ -39,6 +42,7 @@ class TestFederation {
   int size() const { return static_cast<int>(sites_.size()); }
   std::string SiteId(int i) const { return "site-" + std::to_string(i); }
   std::string Endpoint(int i) const;
+  pid_t Pid(int i) const;
   const std::string& dir() const { return dir_; }
   std::string CertDir() const { return dir_ + "/certs"; }
   std::string ConfigPath(int i) const;

@@ -1,0 +1,163 @@
+// hyperfedd benchmarks, measured in one run on this machine:
+//   - the loopback RPC round trip (the floor): grpc.health.v1.Health/Check
+//     over mutual TLS;
+//   - a full round's latency (operator's Balance with wait, end to end) for
+//     8, 16 and 32 sites, p50 and p99, without and with migrations;
+//   - jobs per second migrated between two sites, journal and scheduler
+//     state on a real disk (fsync on) and on tmpfs;
+//   - an idle daemon's resident memory and CPU.
+// Run: build/hyperfed_daemon_bench [--quick]   (figures in docs/benchmarks.md)
+
+#include <sys/resource.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <fstream>
+#include <sstream>
+#include <thread>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "grpc/health/v1/health.grpc.pb.h"
+#include "tests/integration/federation_harness.h"
+#include "tests/integration/jobs_util.h"
+
+using namespace hyperfed::testing;
+
+namespace {
+
+std::string Read(const std::string& p) {
+  std::ifstream in(p);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+double Percentile(std::vector<double> v, double q) {
+  std::sort(v.begin(), v.end());
+  return v.empty() ? 0 : v[std::min(v.size() - 1, static_cast<size_t>(q * (v.size() - 1) + 0.5))];
+}
+
+std::unique_ptr<grpc::health::v1::Health::Stub> HealthStub(TestFederation& f, int i) {
+  grpc::SslCredentialsOptions o;
+  o.pem_root_certs = Read(f.CertDir() + "/ca.pem");
+  o.pem_cert_chain = Read(f.CertDir() + "/admin.pem");
+  o.pem_private_key = Read(f.CertDir() + "/admin-key.pem");
+  grpc::ChannelArguments args;
+  args.SetSslTargetNameOverride(f.SiteId(i));
+  return grpc::health::v1::Health::NewStub(grpc::CreateCustomChannel(f.Endpoint(i), grpc::SslCredentials(o), args));
+}
+
+double RpcFloorMs(TestFederation& f, int calls) {
+  auto stub = HealthStub(f, 0);
+  std::vector<double> ms;
+  for (int i = 0; i < calls + 50; ++i) {
+    grpc::health::v1::HealthCheckRequest req;
+    grpc::health::v1::HealthCheckResponse resp;
+    grpc::ClientContext ctx;
+    const absl::Time t = absl::Now();
+    if (!stub->Check(&ctx, req, &resp).ok()) continue;
+    if (i >= 50) ms.push_back(absl::ToDoubleMilliseconds(absl::Now() - t));  // after warm-up
+  }
+  std::printf("  loopback RPC round trip (Health/Check, mTLS): p50 %.3f ms, p99 %.3f ms over %zu calls\n",
+              Percentile(ms, 0.5), Percentile(ms, 0.99), ms.size());
+  return Percentile(ms, 0.5);
+}
+
+void Rounds(int sites, int rounds, bool migrations, double floor_ms) {
+  auto f = TestFederation::Start({.sites = sites, .step_timeout = "20s", .peer_timeout = "5s", .heartbeat = "1s"});
+  if (!f.ok()) {
+    std::printf("  %d sites: could not start: %s\n", sites, std::string(f.status().message()).c_str());
+    return;
+  }
+  std::vector<double> ms;
+  for (int r = 0; r < rounds; ++r) {
+    if (migrations) {
+      // 10 jobs per site at one site (rotating): the round moves 9/10 of them.
+      if (!Submit(**f, r % sites, 10 * sites, 3'600'000).ok()) continue;
+      std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    }
+    const absl::Time t = absl::Now();
+    auto res = RunRound(**f, 0);
+    if (res.ok() && res->ok()) ms.push_back(absl::ToDoubleMilliseconds(absl::Now() - t));
+  }
+  int n = 0;
+  while ((1 << n) < sites) ++n;
+  std::printf("  %2d sites (%d dimensions), %s: round p50 %.2f ms, p99 %.2f ms over %zu rounds; "
+              "p50 / (dimensions x RPC floor) = %.1f\n",
+              sites, n, migrations ? "with migrations   " : "without migrations", Percentile(ms, 0.5),
+              Percentile(ms, 0.99), ms.size(), Percentile(ms, 0.5) / (n * floor_ms));
+}
+
+void Throughput(int jobs, bool tmpfs) {
+  auto f = TestFederation::Start({.sites = 2, .slots = {1, 1}, .step_timeout = "60s", .tmpfs = tmpfs});
+  if (!f.ok()) return;
+  for (int i = 0; i < 2; ++i) {
+    (void)Submit(**f, i, 1, 3'600'000);
+    WaitRunning(**f, i, 1, absl::Seconds(10));
+  }
+  for (int done = 0; done < 2 * jobs; done += 10000) (void)Submit(**f, 0, std::min(10000, 2 * jobs - done), 3'600'000);
+  const absl::Time t = absl::Now();
+  auto res = RunRound(**f, 0, false, absl::Minutes(10));
+  const double s = absl::ToDoubleSeconds(absl::Now() - t);
+  if (!res.ok()) {
+    std::printf("  migration throughput: round failed: %s\n", std::string(res.status().message()).c_str());
+    return;
+  }
+  std::printf("  migration between two sites, state on %s: %lld jobs in %.2f s = %.0f jobs/s\n",
+              tmpfs ? "tmpfs " : "disk  ", static_cast<long long>(res->moved()), s, res->moved() / s);
+}
+
+void Idle(int sites, int seconds) {
+  auto f = TestFederation::Start({.sites = sites, .heartbeat = "1s"});
+  if (!f.ok()) return;
+  std::this_thread::sleep_for(std::chrono::seconds(2));
+  auto cpu = [&](pid_t pid) {
+    std::string stat = Read(absl::StrCat("/proc/", pid, "/stat"));
+    std::istringstream in(stat.substr(stat.rfind(')') + 2));
+    std::string field;
+    long long utime = 0, stime = 0;
+    for (int i = 3; i <= 15 && in >> field; ++i) {
+      if (i == 14) utime = std::stoll(field);
+      if (i == 15) stime = std::stoll(field);
+    }
+    return (utime + stime) / static_cast<double>(sysconf(_SC_CLK_TCK));
+  };
+  const double c0 = cpu((*f)->Pid(0));
+  std::this_thread::sleep_for(std::chrono::seconds(seconds));
+  const double c1 = cpu((*f)->Pid(0));
+  long rss_kb = 0;
+  std::istringstream st(Read(absl::StrCat("/proc/", (*f)->Pid(0), "/status")));
+  std::string line;
+  while (std::getline(st, line))
+    if (line.rfind("VmRSS:", 0) == 0) rss_kb = std::stol(line.substr(6));
+  std::printf("  idle daemon (one of %d sites, heartbeat 1s): %.2f%% CPU over %d s, %.1f MB resident\n", sites,
+              100.0 * (c1 - c0) / seconds, seconds, rss_kb / 1024.0);
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  const bool quick = argc > 1 && std::string(argv[1]) == "--quick";
+  std::printf("hyperfedd benchmarks (%s)\n", quick ? "quick" : "full");
+  double floor_ms = 0.2;
+  {
+    auto f = TestFederation::Start({.sites = 1});
+    if (!f.ok()) {
+      std::printf("cannot start a site: %s\n", std::string(f.status().message()).c_str());
+      return 1;
+    }
+    floor_ms = RpcFloorMs(**f, quick ? 300 : 2000);
+  }
+  const int rounds = quick ? 10 : 40;
+  for (int sites : {8, 16, 32}) {
+    Rounds(sites, rounds, false, floor_ms);
+    Rounds(sites, rounds, true, floor_ms);
+  }
+  Throughput(quick ? 2000 : 10000, true);
+  Throughput(quick ? 2000 : 10000, false);
+  Idle(8, quick ? 5 : 20);
+  return 0;
+}
