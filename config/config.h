@@ -29,8 +29,9 @@ struct RosterEntry {
   std::string id;
   int label = 0;
   std::string endpoint;        // host:port
-  // Optional cost of sending a job to this site from the configured site
-  // (lower is nearer); used to prefer near destinations. Default 1.
+  // Reserved: parsed and checked (>= 0), not used yet. Every site must
+  // derive the same transfers, so nearness comes from the labels shared by
+  // every roster (near sites share small subcubes), not from per-site costs.
   int64_t cost = 1;
 };
 
@@ -41,8 +42,9 @@ struct CapacityConfig {
 };
 
 struct BalancerConfig {
-  // Full-cube round mode: "exact" (default) or "improved-dem" (the paper's
-  // weighted improved DEM as printed).
+  // Round mode: "exact" (default), "improved-dem" (the paper's weighted
+  // improved DEM as printed) or "mcwa" (accepted; runs as exact until the
+  // fault-handling issue adds the paper's MCWA mode).
   std::string algorithm = "exact";
   absl::Duration interval = absl::Seconds(30);      // timer rounds; 0 = off
   int64_t underload_threshold = 0;   // a site below this many pending jobs asks for a round; 0 = off
