@@ -21,17 +21,26 @@ bool Membership::UpLocked(const PeerInfo& p, absl::Time now) const {
   return p.self || now - p.last_seen <= timeout_;
 }
 
+namespace {
+
+void Record(PeerInfo& p, absl::Time now, int64_t load, double capacity, bool drained, const std::string& round_id,
+            const std::string& last_round) {
+  p.last_seen = now;
+  p.load = load;
+  p.capacity = capacity;
+  p.drained = drained;
+  p.round_id = round_id;
+  p.last_round = last_round;
+}
+
+}  // namespace
+
 bool Membership::Seen(const std::string& site, int64_t load, double capacity, bool drained,
                       const std::string& round_id, const std::string& last_round) {
   std::lock_guard<std::mutex> l(mu_);
   for (auto& [label, p] : by_label_) {
     if (p.site != site || p.self) continue;
-    p.last_seen = clock_->Now();
-    p.load = load;
-    p.capacity = capacity;
-    p.drained = drained;
-    p.round_id = round_id;
-    p.last_round = last_round;
+    Record(p, clock_->Now(), load, capacity, drained, round_id, last_round);
     return true;
   }
   return false;
@@ -40,15 +49,8 @@ bool Membership::Seen(const std::string& site, int64_t load, double capacity, bo
 void Membership::SetSelf(int64_t load, double capacity, bool drained, const std::string& round_id,
                          const std::string& last_round) {
   std::lock_guard<std::mutex> l(mu_);
-  for (auto& [label, p] : by_label_) {
-    if (!p.self) continue;
-    p.last_seen = clock_->Now();
-    p.load = load;
-    p.capacity = capacity;
-    p.drained = drained;
-    p.round_id = round_id;
-    p.last_round = last_round;
-  }
+  for (auto& [label, p] : by_label_)
+    if (p.self) Record(p, clock_->Now(), load, capacity, drained, round_id, last_round);
 }
 
 std::vector<PeerInfo> Membership::View() const {
