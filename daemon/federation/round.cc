@@ -90,6 +90,7 @@ struct Place {
   int parent = -1;             // tree parent (-1: in the balancing subcube)
   std::vector<int> children;   // tree children
   int tree_depth = 0;
+  int subcube_dim = 0;         // the balancing subcube's dimension
   int members = 0;             // sites in this site's component
 };
 
@@ -101,6 +102,7 @@ absl::StatusOr<Place> PlaceOf(const RoundSpec& spec, int self_label) {
   Place p;
   if (faults.empty()) {
     for (int k = 0; k < spec.dimension; ++k) p.dims.push_back(k);
+    p.subcube_dim = spec.dimension;
     p.members = topo->size();
     return p;
   }
@@ -112,6 +114,7 @@ absl::StatusOr<Place> PlaceOf(const RoundSpec& spec, int self_label) {
     for (balance::NodeId c : bs.Children(self_label)) p.children.push_back(c);
     if (bs.InSubcube(self_label)) p.dims = bs.Dims();
     p.tree_depth = bs.tree_depth;
+    p.subcube_dim = bs.dim;
     p.members = static_cast<int>(bs.order.size());
     return p;
   }
@@ -214,9 +217,8 @@ class Runner {
     if (static_cast<int>(table.size()) != place->members)
       return absl::InternalError(absl::StrCat("gathered ", table.size(), " sites of ", place->members));
     report_.table = table;
-    report_.steps = place->parent >= 0 || !place->children.empty() || !spec_.faults.empty()
-                        ? 2 * place->tree_depth + static_cast<int>(place->dims.size()) + 1
-                        : spec_.dimension + 1;
+    // T up + k exchanges + T down + 1 migration (n + 1 on a full cube).
+    report_.steps = 2 * place->tree_depth + place->subcube_dim + 1;
 
     balance::DirectPlan plan = balance::PlanDirectTransfers(table);
     for (size_t i = 0; i < table.size(); ++i)

@@ -1,0 +1,195 @@
+// One round's site parts run in one process, talking through in-process
+// mailboxes: the transfers they decide are exactly the simulator's plan.
+
+#include "daemon/federation/round.h"
+
+#include <future>
+#include <map>
+#include <random>
+
+#include "absl/strings/str_cat.h"
+#include "daemon/balance/dem.h"
+#include "daemon/balance/exact.h"
+#include "daemon/balance/topology.h"
+#include "gtest/gtest.h"
+
+namespace hyperfed::federation {
+namespace {
+
+std::string Site(int label) { return absl::StrCat("site-", label); }
+int Label(const std::string& site) { return std::stoi(site.substr(5)); }
+
+// Carries Exchange calls to the callee's mailbox in-process (a stand-in for
+// gRPC, which the integration tests exercise); rounds are started directly.
+class InProcessPeers : public PeerClient {
+ public:
+  explicit InProcessPeers(std::map<int, Mailbox*> boxes) : boxes_(std::move(boxes)) {}
+  absl::StatusOr<balance::LoadTable> Exchange(const std::string& site, const ExchangeMessage& m,
+                                              absl::Duration timeout) override {
+    auto it = boxes_.find(Label(site));
+    if (it == boxes_.end()) return absl::UnavailableError("no such site");
+    return it->second->Deliver(m, timeout);
+  }
+  absl::StatusOr<bool> StartRound(const std::string&, const RoundSpec&, absl::Duration) override {
+    return absl::UnimplementedError("not used");
+  }
+  absl::Status ReportRound(const std::string&, const RoundReport&, absl::Duration) override {
+    return absl::UnimplementedError("not used");
+  }
+  absl::StatusOr<std::string> RequestBalance(const std::string&, const std::string&, const std::string&,
+                                             absl::Duration) override {
+    return absl::UnimplementedError("not used");
+  }
+  absl::Status Heartbeat(const std::string&, const HeartbeatInfo&, absl::Duration) override {
+    return absl::UnimplementedError("not used");
+  }
+
+ private:
+  std::map<int, Mailbox*> boxes_;
+};
+
+// Moves nothing real: records what it was asked and says it all moved.
+class RecordingMover : public JobMover {
+ public:
+  absl::StatusOr<Result> MoveJobs(const std::string& dest, int64_t count, const std::string&) override {
+    std::lock_guard<std::mutex> l(mu_);
+    asked_[dest] += count;
+    return Result{count, 0};
+  }
+  std::map<std::string, int64_t> asked_;
+  std::mutex mu_;
+};
+
+struct Outcome {
+  std::map<int, RoundReport> reports;
+  std::vector<balance::Load> final_loads;
+};
+
+// Runs the parts of every live site; `absent` sites never start.
+Outcome RunAll(int n, const std::vector<int>& faults, const std::vector<balance::Load>& loads,
+               const std::vector<double>& caps, const std::string& algorithm, const std::vector<int>& absent = {},
+               absl::Duration step_timeout = absl::Seconds(5)) {
+  FakeClock clock;
+  std::map<int, std::unique_ptr<Mailbox>> boxes;
+  std::map<int, Mailbox*> raw;
+  std::vector<int> live;
+  for (int u = 0; u < (1 << n); ++u) {
+    if (std::find(faults.begin(), faults.end(), u) != faults.end()) continue;
+    live.push_back(u);
+    boxes[u] = std::make_unique<Mailbox>(&clock);
+    raw[u] = boxes[u].get();
+  }
+  InProcessPeers peers(raw);
+  std::map<int, RecordingMover> movers;
+  RoundSpec spec{"r1", Site(0), faults, n, algorithm};
+  std::map<int, std::future<RoundReport>> parts;
+  std::map<int, RoundContext> ctxs;
+  for (int u : live) {
+    if (std::find(absent.begin(), absent.end(), u) != absent.end()) continue;
+    RoundContext& c = ctxs[u];
+    c.self_site = Site(u);
+    c.self_label = u;
+    c.site_of_label = Site;
+    c.peers = &peers;
+    c.mailbox = raw[u];
+    c.mover = &movers[u];
+    c.step_timeout = step_timeout;
+  }
+  for (auto& [u, c] : ctxs)
+    parts[u] = std::async(std::launch::async, [&, u] { return RunRound(ctxs[u], spec, loads[u], caps[u]); });
+  Outcome o;
+  o.final_loads = loads;
+  for (auto& [u, f] : parts) {
+    o.reports[u] = f.get();
+    for (const auto& [dest, count] : movers[u].asked_) {
+      o.final_loads[u] -= count;
+      o.final_loads[Label(dest)] += count;
+    }
+  }
+  return o;
+}
+
+TEST(RoundTest, ExactRoundOnAFullCubeIsTheSimulatorsPlan) {
+  std::mt19937_64 rng(3);
+  for (int trial = 0; trial < 5; ++trial) {
+    const int n = 3;
+    std::vector<balance::Load> w(8);
+    std::vector<double> p(8);
+    for (int u = 0; u < 8; ++u) {
+      w[u] = rng() % 300;
+      p[u] = 1 + rng() % 16;
+    }
+    Outcome o = RunAll(n, {}, w, p, "exact");
+    auto plan = balance::ExactPlan(*balance::Topology::Hypercube(n), w, p);
+    ASSERT_TRUE(plan.ok());
+    EXPECT_EQ(o.final_loads, plan->final_loads);
+    for (const auto& [u, r] : o.reports) {
+      EXPECT_TRUE(r.ok) << r.error;
+      EXPECT_EQ(r.steps, n + 1);
+      EXPECT_EQ(static_cast<int>(r.table.size()), 8) << "every site learns every row";
+    }
+  }
+}
+
+TEST(RoundTest, ExactRoundAroundFaultsUsesTheMcwaTopology) {
+  // Seed 004 Example 2's fault set in a 4-cube.
+  const std::vector<int> faults{0b0101, 0b0110, 0b1000, 0b1010};
+  std::vector<balance::Load> w(16, 0);
+  std::vector<double> p(16, 1);
+  std::mt19937_64 rng(9);
+  for (int u = 0; u < 16; ++u) {
+    if (std::find(faults.begin(), faults.end(), u) != faults.end()) continue;
+    w[u] = rng() % 100;
+    p[u] = 1 + rng() % 8;
+  }
+  Outcome o = RunAll(4, faults, w, p, "exact");
+  std::vector<balance::NodeId> f(faults.begin(), faults.end());
+  auto plan = balance::ExactPlan(*balance::Topology::Hypercube(4, f), w, p);
+  ASSERT_TRUE(plan.ok());
+  EXPECT_EQ(o.final_loads, plan->final_loads);
+  for (const auto& [u, r] : o.reports) {
+    EXPECT_TRUE(r.ok) << Site(u) << ": " << r.error;
+    EXPECT_EQ(r.steps, plan->metrics.steps) << "2T + k + 1";
+  }
+}
+
+TEST(RoundTest, ImprovedDemRoundIsThePapersSweep) {
+  std::vector<balance::Load> w{7, 120, 31, 0, 55, 2, 90, 13};
+  std::vector<double> p{2, 4, 2, 4, 1, 8, 3, 5};
+  Outcome o = RunAll(3, {}, w, p, "improved-dem");
+  auto plan = balance::ImprovedDemPlan(*balance::Topology::Hypercube(3), w, p);
+  ASSERT_TRUE(plan.ok());
+  EXPECT_EQ(o.final_loads, plan->final_loads);
+  for (const auto& [u, r] : o.reports) EXPECT_EQ(r.quota, plan->final_loads[u]);
+}
+
+TEST(RoundTest, AMissingPeerEndsTheRoundAtThatStepAndNothingMoves) {
+  std::vector<balance::Load> w{40, 0, 0, 0};
+  std::vector<double> p{1, 1, 1, 1};
+  // Site 3 is live in the fault set but never takes part.
+  Outcome o = RunAll(2, {}, w, p, "exact", {3}, absl::Milliseconds(300));
+  EXPECT_EQ(o.final_loads, w) << "no site can finish the gather, so no job moves";
+  EXPECT_FALSE(o.reports[1].ok);
+  EXPECT_NE(o.reports[1].error.find("site-3"), std::string::npos) << o.reports[1].error;
+  EXPECT_FALSE(o.reports[0].ok);
+}
+
+TEST(MailboxTest, ExchangeWaitsForTheCalleeToReachTheStep) {
+  FakeClock clock;
+  Mailbox box(&clock);
+  ExchangeMessage m{"r", ExchangeKind::kExchange, 1, 4, {{4, 10, 1}}};
+  auto early = box.Deliver(m, absl::Milliseconds(50));
+  EXPECT_EQ(early.status().code(), absl::StatusCode::kDeadlineExceeded);
+  box.Publish("r", 1, {{5, 3, 2}});
+  auto reply = box.Deliver(m, absl::Milliseconds(50));
+  ASSERT_TRUE(reply.ok());
+  EXPECT_EQ(*reply, (balance::LoadTable{{5, 3, 2}}));
+  auto got = box.Await("r", ExchangeKind::kExchange, 1, 4, absl::Milliseconds(50));
+  ASSERT_TRUE(got.ok());
+  EXPECT_EQ(*got, (balance::LoadTable{{4, 10, 1}}));
+  box.Forget("r");
+  EXPECT_FALSE(box.Await("r", ExchangeKind::kUp, 0, 4, absl::Milliseconds(10)).ok());
+}
+
+}  // namespace
+}  // namespace hyperfed::federation
