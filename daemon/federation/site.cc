@@ -347,6 +347,7 @@ absl::StatusOr<std::string> Site::Balance(bool dry_run, const std::string& reaso
   rounds_.push_back(view);
   if (rounds_.size() > kRoundsKept) rounds_.pop_front();
   workers_.emplace_back([this, id = view.id] { Coordinate(id); });
+  Log(absl::StrCat(config_.site.id, ": starting round ", view.id, " (", reason, ")"));
   return view.id;
 }
 

@@ -72,7 +72,8 @@ absl::StatusOr<std::unique_ptr<TestFederation>> TestFederation::Start(const Fede
       << "\", metrics_listen: \"127.0.0.1:0\"}\n"
       << "roster:\n"
       << roster << "capacity: from_adapter\n"
-      << "balancer: {algorithm: " << o.algorithm << ", interval: 0s, heartbeat_interval: " << o.heartbeat
+      << "balancer: {algorithm: " << o.algorithm << ", interval: " << o.interval
+      << ", underload_threshold: " << o.underload_threshold << ", heartbeat_interval: " << o.heartbeat
       << ", peer_timeout: " << o.peer_timeout << ", step_timeout: " << o.step_timeout << ", max_batch: " << o.max_batch
       << "}\n"
       << "scheduler: {adapter: sim, options: {slots: \"" << slots << "\", time_scale: \"1\"}}\n"

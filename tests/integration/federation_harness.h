@@ -28,6 +28,8 @@ struct FederationOptions {
   std::string peer_timeout = "2s";
   std::string heartbeat = "300ms";
   int max_batch = 1000;
+  std::string interval = "0s";      // timer rounds (0s: off)
+  int underload_threshold = 0;      // 0: off
   bool insecure = false;
   // State on tmpfs (/dev/shm) when there is one; false puts it under /tmp
   // (a real disk: fsync costs what it costs in production).

@@ -135,3 +135,52 @@ TEST(FederationTest, DryRunPlansWithoutMovingAndDrainEmptiesASite) {
 
 }  // namespace
 }  // namespace hyperfed::testing
+
+namespace hyperfed::testing {
+namespace {
+
+// Waits until the pending loads settle at `expected` (rounds started by the
+// daemons themselves).
+bool WaitLoads(TestFederation& f, const std::vector<int64_t>& expected, absl::Duration timeout) {
+  const absl::Time end = absl::Now() + timeout;
+  while (absl::Now() < end) {
+    std::vector<int64_t> w;
+    for (int i = 0; i < f.size(); ++i) w.push_back(CountState(ListJobs(f, i), "pending"));
+    if (w == expected) return true;
+    std::this_thread::sleep_for(std::chrono::milliseconds(200));
+  }
+  return false;
+}
+
+TEST(AutomaticRoundTest, AnUnderloadedSiteAsksForARound) {
+  const std::vector<int> slots{1, 1, 1, 1};
+  auto f = TestFederation::Start({.sites = 4, .slots = slots, .underload_threshold = 5});
+  ASSERT_TRUE(f.ok()) << f.status();
+  for (int i = 0; i < 4; ++i) {
+    ASSERT_TRUE(Submit(**f, i, 1, kLong).ok());
+    ASSERT_TRUE(WaitRunning(**f, i, 1, absl::Seconds(10)));
+  }
+  ASSERT_TRUE(Submit(**f, 2, 100, kLong).ok());
+  // Sites 0, 1 and 3 hold nothing pending (< 5) while site 2 has 100.
+  EXPECT_TRUE(WaitLoads(**f, {25, 25, 25, 25}, absl::Seconds(30))) << (*f)->Log(0) << (*f)->Log(1);
+  std::string logs;
+  for (int i : {0, 1, 3}) logs += (*f)->Log(i);
+  EXPECT_NE(logs.find("underloaded"), std::string::npos) << logs;
+  EXPECT_NE((*f)->Log(0).find("(underload"), std::string::npos) << "the coordinator started it for that reason";
+}
+
+TEST(AutomaticRoundTest, TheTimerBalancesWhenTheImbalanceIsWorthIt) {
+  const std::vector<int> slots{1, 1};
+  auto f = TestFederation::Start({.sites = 2, .slots = slots, .interval = "1s"});
+  ASSERT_TRUE(f.ok()) << f.status();
+  for (int i = 0; i < 2; ++i) {
+    ASSERT_TRUE(Submit(**f, i, 1, kLong).ok());
+    ASSERT_TRUE(WaitRunning(**f, i, 1, absl::Seconds(10)));
+  }
+  ASSERT_TRUE(Submit(**f, 1, 30, kLong).ok());
+  EXPECT_TRUE(WaitLoads(**f, {15, 15}, absl::Seconds(30))) << (*f)->Log(0);
+  EXPECT_NE((*f)->Log(0).find("(timer)"), std::string::npos) << (*f)->Log(0);
+}
+
+}  // namespace
+}  // namespace hyperfed::testing
