@@ -10,6 +10,11 @@
 // of the process (SQLite's WAL keeps committed transactions: they are in the
 // file, not in the process).
 //
+// The "_one" points fire after each adapter batch call of the Migrator,
+// which covers a chunk of up to Migrator's adapter_chunk jobs (256 by
+// default), so ":N" counts chunks, not jobs: "out_after_hold_one:2" is after
+// the second chunk of holds, with the first chunk's jobs held.
+//
 // The points, in protocol order. "out_" points run on the source, "in_"
 // points on the destination.
 
@@ -20,7 +25,7 @@ namespace hyperfed::migration {
 // Source, MigrateOut.
 // OUT PREPARING journaled (jobs chosen and reserved), nothing held yet.
 inline constexpr std::string_view kCrashOutAfterIntent = "out_after_intent";
-// After each single Hold (use "out_after_hold_one:N" for the N-th job).
+// After each chunk of holds (HoldMany; "out_after_hold_one:N": the N-th chunk).
 inline constexpr std::string_view kCrashOutAfterHoldOne = "out_after_hold_one";
 // Every job of the batch held, OUT PREPARED not yet journaled.
 inline constexpr std::string_view kCrashOutAfterHold = "out_after_hold";
@@ -28,7 +33,7 @@ inline constexpr std::string_view kCrashOutAfterHold = "out_after_hold";
 inline constexpr std::string_view kCrashOutAfterPrepared = "out_after_prepared";
 // Transfer answered with the new ids; no held copy cancelled yet.
 inline constexpr std::string_view kCrashOutAfterReply = "out_after_reply";
-// After each cancelled held copy.
+// After each chunk of cancelled held copies (CancelMany).
 inline constexpr std::string_view kCrashOutAfterCancelOne = "out_after_cancel_one";
 // Every held copy cancelled; COMMITTED not yet journaled.
 inline constexpr std::string_view kCrashOutAfterCancel = "out_after_cancel";
@@ -49,7 +54,7 @@ inline constexpr std::string_view kCrashOutAfterAborted = "out_after_aborted";
 // by Recover or HandleAbort).
 // IN PREPARED journaled (specs stored), nothing submitted.
 inline constexpr std::string_view kCrashInAfterPrepared = "in_after_prepared";
-// After each single Submit.
+// After each chunk of submits (SubmitMany).
 inline constexpr std::string_view kCrashInAfterSubmitOne = "in_after_submit_one";
 // Every job submitted; COMMITTED not yet journaled.
 inline constexpr std::string_view kCrashInAfterSubmit = "in_after_submit";

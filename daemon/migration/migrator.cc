@@ -53,6 +53,20 @@ bool PrintableId(const std::string& s) {
   return std::all_of(s.begin(), s.end(), [](char c) { return c > ' ' && c < 127; });
 }
 
+// Calls fn(begin, end) for each chunk [begin, end) of at most `chunk` of n items.
+template <typename F>
+void ForChunks(size_t n, int64_t chunk, F fn) {
+  const size_t step = static_cast<size_t>(chunk);
+  for (size_t begin = 0; begin < n; begin += step) fn(begin, std::min(n, begin + step));
+}
+
+std::vector<std::string> SourceIds(const std::vector<JournalJob>& jobs, size_t begin, size_t end) {
+  std::vector<std::string> ids;
+  ids.reserve(end - begin);
+  for (size_t i = begin; i < end; ++i) ids.push_back(jobs[i].source_id);
+  return ids;
+}
+
 std::vector<std::string> Keys(const MigrationRecord& r) {
   std::vector<std::string> keys;
   keys.reserve(r.jobs.size());
@@ -63,13 +77,14 @@ std::vector<std::string> Keys(const MigrationRecord& r) {
 }  // namespace
 
 Migrator::Migrator(std::string self_site, scheduler::SchedulerAdapter* adapter, Journal* journal,
-                   PeerTransport* transport, const Clock* clock, int64_t max_batch)
+                   PeerTransport* transport, const Clock* clock, int64_t max_batch, int64_t adapter_chunk)
     : self_site_(std::move(self_site)),
       adapter_(adapter),
       journal_(journal),
       transport_(transport),
       clock_(clock),
-      max_batch_(std::max<int64_t>(1, max_batch)) {}
+      max_batch_(std::max<int64_t>(1, max_batch)),
+      adapter_chunk_(std::max<int64_t>(1, adapter_chunk)) {}
 
 std::string Migrator::Tag(const std::string& migration_id, size_t index) {
   return absl::StrCat("hyperfed:", migration_id, ":", index);
@@ -224,29 +239,43 @@ absl::StatusOr<std::vector<OutResult>> Migrator::MigrateOut(const std::string& d
 absl::Status Migrator::PrepareBatch(const std::string& id, std::vector<JournalJob> jobs, int64_t* dropped) {
   std::vector<JournalJob> held;
   std::vector<std::string> notes;
-  for (JournalJob& j : jobs) {
-    // A job that started, finished or vanished since the listing cannot be
-    // held; it simply does not move.
-    if (absl::Status s = adapter_->Hold(j.source_id); !s.ok()) {
-      notes.push_back(absl::StrCat(j.key, " not held: ", s.message()));
-      continue;
+  ForChunks(jobs.size(), adapter_chunk_, [&](size_t begin, size_t end) {
+    std::vector<absl::Status> st = adapter_->HoldMany(SourceIds(jobs, begin, end));
+    for (size_t i = begin; i < end; ++i) {
+      JournalJob& j = jobs[i];
+      // A job that started, finished or vanished since the listing cannot be
+      // held; it simply does not move.
+      const absl::Status& s = i - begin < st.size() ? st[i - begin] : absl::InternalError("no answer from HoldMany");
+      if (!s.ok()) {
+        notes.push_back(absl::StrCat(j.key, " not held: ", s.message()));
+        continue;
+      }
+      held.push_back(std::move(j));
     }
     CrashPoint(kCrashOutAfterHoldOne);
-    held.push_back(std::move(j));
-  }
+  });
   CrashPoint(kCrashOutAfterHold);
   std::vector<JournalJob> ready;
-  for (JournalJob& j : held) {
-    absl::StatusOr<scheduler::JobSpec> spec = adapter_->Export(j.source_id);
-    if (!spec.ok()) {
-      notes.push_back(absl::StrCat(j.key, " not exported: ", spec.status().message()));
-      (void)adapter_->Release(j.source_id);
-      continue;
+  ForChunks(held.size(), adapter_chunk_, [&](size_t begin, size_t end) {
+    std::vector<absl::StatusOr<scheduler::JobSpec>> specs = adapter_->ExportMany(SourceIds(held, begin, end));
+    std::vector<std::string> unexported;
+    for (size_t i = begin; i < end; ++i) {
+      JournalJob& j = held[i];
+      absl::StatusOr<scheduler::JobSpec> spec =
+          i - begin < specs.size() ? std::move(specs[i - begin]) : absl::InternalError("no answer from ExportMany");
+      if (!spec.ok()) {
+        notes.push_back(absl::StrCat(j.key, " not exported: ", spec.status().message()));
+        unexported.push_back(j.source_id);
+        continue;
+      }
+      j.spec = *std::move(spec);
+      j.spec.key = j.key;
+      ready.push_back(std::move(j));
     }
-    j.spec = *std::move(spec);
-    j.spec.key = j.key;
-    ready.push_back(std::move(j));
-  }
+    // Still covered by the PREPARING record: a failed release is released by
+    // Recover.
+    if (!unexported.empty()) (void)adapter_->ReleaseMany(unexported);
+  });
   *dropped += static_cast<int64_t>(jobs.size() - ready.size());
   std::string note = absl::StrJoin(notes, "; ");
   if (ready.empty()) {
@@ -268,13 +297,23 @@ absl::Status Migrator::AbandonPreparing(const MigrationRecord& r, const std::str
   // No Transfer was sent for a PREPARING record, so nobody else can have
   // these jobs: releasing is safe. Release of a pending job is a no-op;
   // a running or vanished one is left alone.
-  for (const JournalJob& j : r.jobs) {
-    absl::Status s = adapter_->Release(j.source_id);
-    if (!s.ok() && s.code() != absl::StatusCode::kNotFound && s.code() != absl::StatusCode::kFailedPrecondition) {
-      return Annotate(s, absl::StrCat("migration ", r.id, ": release ", j.source_id));
-    }
-  }
+  if (absl::Status s = ReleaseAll(r); !s.ok()) return s;
   return journal_->Update(Direction::kOut, r.id, MigrationState::kAborted, note, clock_->Now());
+}
+
+absl::Status Migrator::ReleaseAll(const MigrationRecord& r) {
+  absl::Status first = absl::OkStatus();
+  ForChunks(r.jobs.size(), adapter_chunk_, [&](size_t begin, size_t end) {
+    if (!first.ok()) return;
+    std::vector<absl::Status> st = adapter_->ReleaseMany(SourceIds(r.jobs, begin, end));
+    for (size_t i = begin; i < end && first.ok(); ++i) {
+      absl::Status s = i - begin < st.size() ? st[i - begin] : absl::InternalError("no answer from ReleaseMany");
+      if (!s.ok() && s.code() != absl::StatusCode::kNotFound && s.code() != absl::StatusCode::kFailedPrecondition) {
+        first = Annotate(s, absl::StrCat("migration ", r.id, ": release ", r.jobs[i].source_id));
+      }
+    }
+  });
+  return first;
 }
 
 absl::Status Migrator::DriveOut(const std::string& id) {
@@ -352,18 +391,27 @@ absl::Status Migrator::CommitOut(const MigrationRecord& r, const std::vector<std
                                  const std::string& note) {
   std::vector<std::string> notes;
   if (!note.empty()) notes.push_back(note);
-  for (const JournalJob& j : r.jobs) {
-    absl::Status s = adapter_->Cancel(j.source_id);
-    if (s.code() == absl::StatusCode::kFailedPrecondition) {
-      // Running (or done) here after someone released our hold: the
-      // destination has its copy too. Nothing safe is left to do but say so.
-      notes.push_back(absl::StrCat("DUPLICATE: ", j.key, " could not be cancelled at ", self_site_, " (",
-                                   s.message(), ") and was submitted at ", r.peer));
-    } else if (!s.ok() && s.code() != absl::StatusCode::kNotFound) {
-      return Annotate(s, absl::StrCat("migration ", r.id, ": cancel ", j.source_id));
+  absl::Status failed = absl::OkStatus();
+  ForChunks(r.jobs.size(), adapter_chunk_, [&](size_t begin, size_t end) {
+    if (!failed.ok()) return;
+    std::vector<absl::Status> st = adapter_->CancelMany(SourceIds(r.jobs, begin, end));
+    for (size_t i = begin; i < end; ++i) {
+      const JournalJob& j = r.jobs[i];
+      absl::Status s = i - begin < st.size() ? st[i - begin] : absl::InternalError("no answer from CancelMany");
+      if (s.code() == absl::StatusCode::kFailedPrecondition) {
+        // Running (or done) here after someone released our hold: the
+        // destination has its copy too. Nothing safe is left to do but say so.
+        notes.push_back(absl::StrCat("DUPLICATE: ", j.key, " could not be cancelled at ", self_site_, " (",
+                                     s.message(), ") and was submitted at ", r.peer));
+      } else if (!s.ok() && s.code() != absl::StatusCode::kNotFound) {
+        if (failed.ok()) failed = Annotate(s, absl::StrCat("migration ", r.id, ": cancel ", j.source_id));
+      }
     }
-    CrashPoint(kCrashOutAfterCancelOne);
-  }
+    if (failed.ok()) CrashPoint(kCrashOutAfterCancelOne);
+  });
+  // Not committed: the record stays as it was and the cancels are retried
+  // (a repeated cancel is a no-op).
+  if (!failed.ok()) return failed;
   CrashPoint(kCrashOutAfterCancel);
   if (absl::Status s = journal_->Update(Direction::kOut, r.id, MigrationState::kCommitted, absl::StrJoin(notes, "; "),
                                         clock_->Now(), &new_ids);
@@ -387,12 +435,7 @@ absl::Status Migrator::SendAbort(const MigrationRecord& r) {
   }
   // The destination recorded the abort and will refuse the id: ours are the
   // only copies.
-  for (const JournalJob& j : r.jobs) {
-    absl::Status s = adapter_->Release(j.source_id);
-    if (!s.ok() && s.code() != absl::StatusCode::kNotFound && s.code() != absl::StatusCode::kFailedPrecondition) {
-      return Annotate(s, absl::StrCat("migration ", r.id, ": release ", j.source_id));
-    }
-  }
+  if (absl::Status s = ReleaseAll(r); !s.ok()) return s;
   CrashPoint(kCrashOutAfterRelease);
   if (absl::Status s = journal_->Update(Direction::kOut, r.id, MigrationState::kAborted,
                                         absl::StrCat("abort answered by ", r.peer), clock_->Now());
@@ -446,12 +489,7 @@ absl::Status Migrator::ForceRelease(const std::string& migration_id) {
   if (r.state == MigrationState::kPreparing) return AbandonPreparing(r, "released by the operator; never sent");
   // Release first: a crash before the FORCED write leaves a PREPARED record
   // with unheld jobs, which recovery aborts through the destination.
-  for (const JournalJob& j : r.jobs) {
-    absl::Status s = adapter_->Release(j.source_id);
-    if (!s.ok() && s.code() != absl::StatusCode::kNotFound && s.code() != absl::StatusCode::kFailedPrecondition) {
-      return Annotate(s, absl::StrCat("migration ", r.id, ": release ", j.source_id));
-    }
-  }
+  if (absl::Status s = ReleaseAll(r); !s.ok()) return s;
   return journal_->Update(Direction::kOut, r.id, MigrationState::kForced,
                           absl::StrCat("operator forced release without an answer from ", r.peer,
                                        "; the jobs may also have been submitted there"),
@@ -487,14 +525,27 @@ absl::Status Migrator::Validate(const TransferRequest& req) const {
 absl::StatusOr<std::vector<std::string>> Migrator::CompleteIn(const MigrationRecord& r) {
   std::vector<std::string> ids;
   ids.reserve(r.jobs.size());
-  for (size_t i = 0; i < r.jobs.size(); ++i) {
+  absl::Status failed = absl::OkStatus();
+  ForChunks(r.jobs.size(), adapter_chunk_, [&](size_t begin, size_t end) {
+    if (!failed.ok()) return;
     // Idempotent by tag: a job submitted before a crash is found, not
     // submitted again.
-    absl::StatusOr<std::string> id = adapter_->Submit(r.jobs[i].spec, Tag(r.id, i), false);
-    if (!id.ok()) return Annotate(id.status(), absl::StrCat("migration ", r.id, ": submit job ", i));
-    ids.push_back(*std::move(id));
+    std::vector<std::pair<scheduler::JobSpec, std::string>> batch;
+    batch.reserve(end - begin);
+    for (size_t i = begin; i < end; ++i) batch.emplace_back(r.jobs[i].spec, Tag(r.id, i));
+    std::vector<absl::StatusOr<std::string>> got = adapter_->SubmitMany(batch, false);
+    for (size_t i = begin; i < end; ++i) {
+      absl::StatusOr<std::string> id =
+          i - begin < got.size() ? std::move(got[i - begin]) : absl::InternalError("no answer from SubmitMany");
+      if (!id.ok()) {
+        failed = Annotate(id.status(), absl::StrCat("migration ", r.id, ": submit job ", i));
+        return;
+      }
+      ids.push_back(*std::move(id));
+    }
     CrashPoint(kCrashInAfterSubmitOne);
-  }
+  });
+  if (!failed.ok()) return failed;
   CrashPoint(kCrashInAfterSubmit);
   if (absl::Status s = journal_->Update(Direction::kIn, r.id, MigrationState::kCommitted, "", clock_->Now(), &ids);
       !s.ok()) {

@@ -56,6 +56,16 @@
 // (journaled FORCED) and the caller must say that the destination may run
 // the jobs too.
 //
+// Batches to the scheduler: holds, exports, cancels, releases and submits go
+// to the adapter in chunks of at most `adapter_chunk` jobs through its batch
+// calls (HoldMany, ExportMany, CancelMany, ReleaseMany, SubmitMany), one
+// adapter transaction per chunk instead of one per job. Nothing above needs
+// a chunk to be all-or-nothing: every step that is chunked is safe to repeat
+// (a hold of a held job, a cancel of a cancelled one and a release of a
+// pending one are no-ops; Submit is idempotent by tag), and every chunk is
+// covered by the same journal record as a single call was, so a crash in the
+// middle of a chunk leaves exactly what a crash between two single calls did.
+//
 // Destination:
 //   1. Journal IN PREPARED with the specs (so the record can be completed
 //      without the source), unless the id is known: COMMITTED -> answer the
@@ -116,6 +126,11 @@ struct OutResult {
   absl::Status status;             // OK when committed; else why not
 };
 
+// Jobs per adapter batch call (see "Batches to the scheduler" above). A few
+// hundred: one transaction of that size is still short, so a local submit
+// waiting on the scheduler's lock is not held up for long.
+inline constexpr int64_t kDefaultAdapterChunk = 256;
+
 // Limits for requests from peers (DESIGN section 8: bounded batches).
 inline constexpr int64_t kMaxJobsPerTransfer = 100000;
 inline constexpr size_t kMaxIdLength = 200;
@@ -123,9 +138,11 @@ inline constexpr size_t kMaxIdLength = 200;
 class Migrator {
  public:
   // Nothing is owned; everything must outlive the Migrator. `max_batch` is
-  // the most jobs per Transfer call (values below 1 count as 1).
+  // the most jobs per Transfer call, `adapter_chunk` the most jobs per
+  // adapter batch call (values below 1 count as 1).
   Migrator(std::string self_site, scheduler::SchedulerAdapter* adapter, Journal* journal,
-           PeerTransport* transport, const Clock* clock, int64_t max_batch);
+           PeerTransport* transport, const Clock* clock, int64_t max_batch,
+           int64_t adapter_chunk = kDefaultAdapterChunk);
 
   // Source side: moves `count` migratable jobs (pending, not held, not
   // running, not pinned, not in another migration), the most recently queued
@@ -183,6 +200,9 @@ class Migrator {
   absl::Status CommitOut(const MigrationRecord& r, const std::vector<std::string>& new_ids,
                          const std::string& note);
   absl::Status AbandonPreparing(const MigrationRecord& r, const std::string& note);
+  // Releases every job of the record (unknown, running and done ones are
+  // left alone), in chunks.
+  absl::Status ReleaseAll(const MigrationRecord& r);
   absl::Status PrepareBatch(const std::string& id, std::vector<JournalJob> jobs, int64_t* dropped);
   // Destination: submits what is missing of an IN PREPARED record, journals
   // COMMITTED and returns the new ids. Caller holds the record busy.
@@ -200,6 +220,7 @@ class Migrator {
   PeerTransport* const transport_;
   const Clock* const clock_;
   const int64_t max_batch_;
+  const int64_t adapter_chunk_;
 
   // Serializes the source's choice of jobs with its PREPARING writes.
   std::mutex select_mu_;

@@ -14,6 +14,7 @@
 #include <map>
 #include <memory>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "absl/status/status.h"
@@ -94,6 +95,31 @@ class SchedulerAdapter {
 
   // Pin or unpin a job (pinned jobs are never chosen to move).
   virtual absl::Status SetPinned(const std::string& id, bool pinned) = 0;
+
+  // ---- Batch forms, for moving many jobs at once.
+  //
+  // Each returns one result per input item, in input order, and each item
+  // behaves exactly as the single call on it would (the same errors, the same
+  // no-ops, the same idempotence by tag; an item of SubmitMany whose tag an
+  // earlier item of the same batch carries returns that item's id). A bad
+  // item gets its own error and does not stop the others.
+  //
+  // The defaults loop over the single calls, so every adapter works
+  // unchanged; an adapter overrides them when it can do a batch in one step
+  // (the sim adapter does each batch in one SQLite transaction). The
+  // interface does NOT promise all-or-nothing: after a crash mid-batch any
+  // subset of the items may have taken effect, so callers must only use
+  // batches of operations that are safe to repeat (holds, cancels and
+  // releases are no-ops when repeated; SubmitMany is idempotent by tag).
+  // When the adapter cannot do the batch at all (its store fails), every
+  // item not done carries that error.
+  virtual std::vector<absl::Status> HoldMany(const std::vector<std::string>& ids);
+  virtual std::vector<absl::Status> ReleaseMany(const std::vector<std::string>& ids);
+  virtual std::vector<absl::Status> CancelMany(const std::vector<std::string>& ids);
+  virtual std::vector<absl::StatusOr<JobSpec>> ExportMany(const std::vector<std::string>& ids);
+  // Every item is submitted held when `held` is true.
+  virtual std::vector<absl::StatusOr<std::string>> SubmitMany(
+      const std::vector<std::pair<JobSpec, std::string>>& spec_and_tag, bool held = false);
 };
 
 }  // namespace hyperfed::scheduler

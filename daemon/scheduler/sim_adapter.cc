@@ -474,65 +474,116 @@ absl::StatusOr<Capacity> SimAdapter::GetCapacity() {
   return Capacity{.units = options_.slots, .speed = options_.speed};
 }
 
-absl::Status SimAdapter::Hold(const std::string& id) {
-  absl::MutexLock l(&mu_);
-  return InTransaction("hold", [&]() -> absl::Status {
-    int64_t row = 0;
-    auto state = StateOf(id, &row);
-    if (!state.ok()) return state.status();
-    switch (*state) {
-      case JobState::kHeld:
-        return absl::OkStatus();
-      case JobState::kPending:
-        return SetState(row, JobState::kHeld);
-      default:
-        return absl::FailedPreconditionError(
-            absl::StrCat("sim scheduler: cannot hold job ", id, ": it is ", JobStateName(*state)));
-    }
-  });
+// Hold, Release and Cancel of one job inside a transaction. The job's own
+// outcome (NotFound, FailedPrecondition) goes to *item; the return value is a
+// failure of the store, which rolls the whole transaction back.
+absl::Status SimAdapter::ChangeStateIn(StateChange change, const std::string& id, absl::Status* item) {
+  int64_t row = 0;
+  auto state = StateOf(id, &row);
+  if (!state.ok()) {
+    // StateOf says NotFound only for an unknown id; anything else is the store.
+    if (!absl::IsNotFound(state.status())) return state.status();
+    *item = state.status();
+    return absl::OkStatus();
+  }
+  const char* verb = "";
+  JobState no_op = JobState::kHeld;
+  JobState target = JobState::kHeld;
+  bool allowed = false;
+  switch (change) {
+    case StateChange::kHold:
+      verb = "hold";
+      no_op = JobState::kHeld;
+      target = JobState::kHeld;
+      allowed = *state == JobState::kPending;
+      break;
+    case StateChange::kRelease:
+      verb = "release";
+      no_op = JobState::kPending;
+      target = JobState::kPending;
+      allowed = *state == JobState::kHeld;
+      break;
+    case StateChange::kCancel:
+      verb = "cancel";
+      no_op = JobState::kCancelled;
+      target = JobState::kCancelled;
+      allowed = *state == JobState::kPending || *state == JobState::kHeld;
+      break;
+  }
+  if (*state == no_op) {
+    *item = absl::OkStatus();
+    return absl::OkStatus();
+  }
+  if (!allowed) {
+    *item = absl::FailedPreconditionError(
+        absl::StrCat("sim scheduler: cannot ", verb, " job ", id, ": it is ", JobStateName(*state)));
+    return absl::OkStatus();
+  }
+  if (absl::Status s = SetState(row, target); !s.ok()) return s;
+  *item = absl::OkStatus();
+  return absl::OkStatus();
 }
+
+std::vector<absl::Status> SimAdapter::ChangeStateMany(StateChange change, const std::vector<std::string>& ids) {
+  const char* op = change == StateChange::kHold ? "hold" : change == StateChange::kRelease ? "release" : "cancel";
+  std::vector<absl::Status> out(ids.size());
+  absl::MutexLock l(&mu_);
+  absl::Status s = InTransaction(op, [&]() -> absl::Status {
+    for (size_t i = 0; i < ids.size(); ++i) {
+      if (absl::Status st = ChangeStateIn(change, ids[i], &out[i]); !st.ok()) return st;
+    }
+    return absl::OkStatus();
+  });
+  // Rolled back: no item took effect.
+  if (!s.ok()) std::fill(out.begin(), out.end(), s);
+  return out;
+}
+
+absl::Status SimAdapter::Hold(const std::string& id) { return ChangeStateMany(StateChange::kHold, {id})[0]; }
 
 absl::Status SimAdapter::Release(const std::string& id) {
-  absl::MutexLock l(&mu_);
-  return InTransaction("release", [&]() -> absl::Status {
-    int64_t row = 0;
-    auto state = StateOf(id, &row);
-    if (!state.ok()) return state.status();
-    switch (*state) {
-      case JobState::kPending:
-        return absl::OkStatus();
-      case JobState::kHeld:
-        return SetState(row, JobState::kPending);
-      default:
-        return absl::FailedPreconditionError(
-            absl::StrCat("sim scheduler: cannot release job ", id, ": it is ", JobStateName(*state)));
-    }
-  });
+  return ChangeStateMany(StateChange::kRelease, {id})[0];
 }
 
-absl::Status SimAdapter::Cancel(const std::string& id) {
-  absl::MutexLock l(&mu_);
-  return InTransaction("cancel", [&]() -> absl::Status {
-    int64_t row = 0;
-    auto state = StateOf(id, &row);
-    if (!state.ok()) return state.status();
-    switch (*state) {
-      case JobState::kCancelled:
-        return absl::OkStatus();
-      case JobState::kPending:
-      case JobState::kHeld:
-        return SetState(row, JobState::kCancelled);
-      default:
-        return absl::FailedPreconditionError(
-            absl::StrCat("sim scheduler: cannot cancel job ", id, ": it is ", JobStateName(*state)));
-    }
-  });
+absl::Status SimAdapter::Cancel(const std::string& id) { return ChangeStateMany(StateChange::kCancel, {id})[0]; }
+
+std::vector<absl::Status> SimAdapter::HoldMany(const std::vector<std::string>& ids) {
+  return ChangeStateMany(StateChange::kHold, ids);
 }
 
-absl::StatusOr<JobSpec> SimAdapter::Export(const std::string& id) {
-  auto job = GetJob(id);
-  if (!job.ok()) return job.status();
-  return std::move(job->spec);
+std::vector<absl::Status> SimAdapter::ReleaseMany(const std::vector<std::string>& ids) {
+  return ChangeStateMany(StateChange::kRelease, ids);
+}
+
+std::vector<absl::Status> SimAdapter::CancelMany(const std::vector<std::string>& ids) {
+  return ChangeStateMany(StateChange::kCancel, ids);
+}
+
+absl::StatusOr<JobSpec> SimAdapter::Export(const std::string& id) { return std::move(ExportMany({id})[0]); }
+
+std::vector<absl::StatusOr<JobSpec>> SimAdapter::ExportMany(const std::vector<std::string>& ids) {
+  std::vector<absl::StatusOr<JobSpec>> out(ids.size(), absl::UnknownError("not exported"));
+  absl::MutexLock l(&mu_);
+  absl::Status s = InTransaction("get", [&]() -> absl::Status {
+    for (size_t i = 0; i < ids.size(); ++i) {
+      int64_t row = 0;
+      if (!ParseId(ids[i], &row)) {
+        out[i] = UnknownId(ids[i]);
+        continue;
+      }
+      auto job = LoadJob(row);
+      if (job.ok()) {
+        out[i] = std::move(job->spec);
+      } else if (absl::IsNotFound(job.status())) {  // LoadJob: NotFound only for an unknown id
+        out[i] = UnknownId(ids[i]);
+      } else {
+        return job.status();
+      }
+    }
+    return absl::OkStatus();
+  });
+  if (!s.ok()) std::fill(out.begin(), out.end(), absl::StatusOr<JobSpec>(s));
+  return out;
 }
 
 absl::StatusOr<Job> SimAdapter::GetJob(const std::string& id) {
@@ -550,52 +601,84 @@ absl::StatusOr<Job> SimAdapter::GetJob(const std::string& id) {
   return job;
 }
 
+absl::Status SimAdapter::SubmitIn(const JobSpec& spec, const std::string& tag, bool held, std::string* id) {
+  if (!tag.empty()) {
+    // The `tag <> ''` term lets SQLite use the partial unique index.
+    Stmt st(db_, "SELECT id FROM jobs WHERE tag=?1 AND tag <> ''");
+    st.Bind(1, tag);
+    auto row = st.Step();
+    if (!row.ok()) return row.status();
+    if (*row) {
+      *id = absl::StrCat(st.Int(0));
+      return absl::OkStatus();
+    }
+  }
+  const bool pinned = !options_.pin_marker.empty() && absl::StartsWith(spec.name, options_.pin_marker);
+  Stmt ins(db_,
+           "INSERT INTO jobs(name, script, cores, memory_mb, time_limit_s, workdir, duration_ms, cost,"
+           " key, state, pinned, tag, queued_at_ms) VALUES(?1,?2,?3,?4,?5,?6,?7,?8,?9,?10,?11,?12,?13)");
+  ins.Bind(1, spec.name)
+      .Bind(2, spec.script)
+      .Bind(3, int64_t{spec.cores})
+      .Bind(4, spec.memory_mb)
+      .Bind(5, spec.time_limit_s)
+      .Bind(6, spec.workdir)
+      .Bind(7, spec.duration_ms)
+      .Bind(8, spec.cost)
+      .Bind(9, spec.key)
+      .Bind(10, int64_t{held ? kHeldCode : kPendingCode})
+      .Bind(11, int64_t{pinned ? 1 : 0})
+      .Bind(12, tag)
+      .Bind(13, NowMs());
+  if (auto s = ins.Run(); !s.ok()) return s;
+  const int64_t row = sqlite3_last_insert_rowid(db_);
+  CrashPoint("submit:job-row");
+  for (const auto& [k, v] : spec.env) {
+    Stmt e(db_, "INSERT INTO job_env(job_id, name, value) VALUES(?1, ?2, ?3)");
+    e.Bind(1, row).Bind(2, k).Bind(3, v);
+    if (auto s = e.Run(); !s.ok()) return s;
+  }
+  *id = absl::StrCat(row);
+  return absl::OkStatus();
+}
+
 absl::StatusOr<std::string> SimAdapter::Submit(const JobSpec& spec, const std::string& tag, bool held) {
   if (auto s = ValidateSpec(spec); !s.ok()) return s;
   absl::MutexLock l(&mu_);
   std::string id;
-  absl::Status s = InTransaction("submit", [&]() -> absl::Status {
-    if (!tag.empty()) {
-      // The `tag <> ''` term lets SQLite use the partial unique index.
-      Stmt st(db_, "SELECT id FROM jobs WHERE tag=?1 AND tag <> ''");
-      st.Bind(1, tag);
-      auto row = st.Step();
-      if (!row.ok()) return row.status();
-      if (*row) {
-        id = absl::StrCat(st.Int(0));
-        return absl::OkStatus();
-      }
-    }
-    const bool pinned = !options_.pin_marker.empty() && absl::StartsWith(spec.name, options_.pin_marker);
-    Stmt ins(db_,
-             "INSERT INTO jobs(name, script, cores, memory_mb, time_limit_s, workdir, duration_ms, cost,"
-             " key, state, pinned, tag, queued_at_ms) VALUES(?1,?2,?3,?4,?5,?6,?7,?8,?9,?10,?11,?12,?13)");
-    ins.Bind(1, spec.name)
-        .Bind(2, spec.script)
-        .Bind(3, int64_t{spec.cores})
-        .Bind(4, spec.memory_mb)
-        .Bind(5, spec.time_limit_s)
-        .Bind(6, spec.workdir)
-        .Bind(7, spec.duration_ms)
-        .Bind(8, spec.cost)
-        .Bind(9, spec.key)
-        .Bind(10, int64_t{held ? kHeldCode : kPendingCode})
-        .Bind(11, int64_t{pinned ? 1 : 0})
-        .Bind(12, tag)
-        .Bind(13, NowMs());
-    if (auto s = ins.Run(); !s.ok()) return s;
-    const int64_t row = sqlite3_last_insert_rowid(db_);
-    CrashPoint("submit:job-row");
-    for (const auto& [k, v] : spec.env) {
-      Stmt e(db_, "INSERT INTO job_env(job_id, name, value) VALUES(?1, ?2, ?3)");
-      e.Bind(1, row).Bind(2, k).Bind(3, v);
-      if (auto s = e.Run(); !s.ok()) return s;
-    }
-    id = absl::StrCat(row);
-    return absl::OkStatus();
-  });
+  absl::Status s = InTransaction("submit", [&] { return SubmitIn(spec, tag, held, &id); });
   if (!s.ok()) return s;
   return id;
+}
+
+std::vector<absl::StatusOr<std::string>> SimAdapter::SubmitMany(
+    const std::vector<std::pair<JobSpec, std::string>>& spec_and_tag, bool held) {
+  std::vector<absl::StatusOr<std::string>> out(spec_and_tag.size(), absl::UnknownError("not submitted"));
+  // Invalid specs are refused one by one, before the transaction.
+  std::vector<bool> valid(spec_and_tag.size());
+  for (size_t i = 0; i < spec_and_tag.size(); ++i) {
+    absl::Status v = ValidateSpec(spec_and_tag[i].first);
+    valid[i] = v.ok();
+    if (!v.ok()) out[i] = v;
+  }
+  absl::MutexLock l(&mu_);
+  absl::Status s = InTransaction("submit", [&]() -> absl::Status {
+    for (size_t i = 0; i < spec_and_tag.size(); ++i) {
+      if (!valid[i]) continue;
+      std::string id;
+      // A tag met earlier in this batch is found by the SELECT: same id.
+      if (absl::Status st = SubmitIn(spec_and_tag[i].first, spec_and_tag[i].second, held, &id); !st.ok()) return st;
+      out[i] = std::move(id);
+    }
+    return absl::OkStatus();
+  });
+  if (!s.ok()) {
+    // Rolled back: nothing of the batch was submitted.
+    for (size_t i = 0; i < out.size(); ++i) {
+      if (valid[i]) out[i] = s;
+    }
+  }
+  return out;
 }
 
 absl::StatusOr<std::vector<Job>> SimAdapter::FindByTag(const std::string& tag) {

@@ -30,6 +30,7 @@
 #include <map>
 #include <memory>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "absl/status/status.h"
@@ -93,6 +94,17 @@ class SimAdapter : public SchedulerAdapter {
   absl::StatusOr<std::vector<Job>> FindByTag(const std::string& tag) override;
   absl::Status SetPinned(const std::string& id, bool pinned) override;
 
+  // Each batch is one transaction: after a crash, all of it or none of it.
+  // Per-item errors as the single calls; an invalid spec in SubmitMany gets
+  // InvalidArgument and the others are submitted. A store failure rolls the
+  // batch back and every item carries it.
+  std::vector<absl::Status> HoldMany(const std::vector<std::string>& ids) override;
+  std::vector<absl::Status> ReleaseMany(const std::vector<std::string>& ids) override;
+  std::vector<absl::Status> CancelMany(const std::vector<std::string>& ids) override;
+  std::vector<absl::StatusOr<JobSpec>> ExportMany(const std::vector<std::string>& ids) override;
+  std::vector<absl::StatusOr<std::string>> SubmitMany(
+      const std::vector<std::pair<JobSpec, std::string>>& spec_and_tag, bool held = false) override;
+
   // Advances the queue to the clock's now (every other call does this too).
   absl::Status Tick();
 
@@ -127,6 +139,17 @@ class SimAdapter : public SchedulerAdapter {
   absl::StatusOr<JobState> StateOf(const std::string& id, int64_t* row_id)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   absl::Status SetState(int64_t row_id, JobState s) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  enum class StateChange { kHold, kRelease, kCancel };
+  // One job's step inside a transaction: the job's own outcome goes to
+  // *item, a store failure is returned (and rolls the transaction back).
+  absl::Status ChangeStateIn(StateChange change, const std::string& id, absl::Status* item)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Hold/Release/Cancel of every id in one transaction.
+  std::vector<absl::Status> ChangeStateMany(StateChange change, const std::vector<std::string>& ids)
+      ABSL_LOCKS_EXCLUDED(mu_);
+  // Inserts a validated spec (or finds the job carrying `tag`).
+  absl::Status SubmitIn(const JobSpec& spec, const std::string& tag, bool held, std::string* id)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void CrashPoint(absl::string_view point) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   int64_t NowMs() const;
 

@@ -36,6 +36,11 @@ using testing::Fault;
 using testing::TempDir;
 using testing::TestTransport;
 
+// Jobs per adapter batch call: 2, so that a batch of 3 jobs is two chunks
+// and the "_one" points (which fire per chunk) are reached twice in a batch,
+// with a crash between the chunks of one batch.
+constexpr int64_t kChunk = 2;
+
 std::string JobsFile(const std::string& dir, const std::string& site) { return dir + "/" + site + ".jobs"; }
 std::string JournalFile(const std::string& dir, const std::string& site) { return dir + "/" + site + ".db"; }
 
@@ -116,7 +121,7 @@ class ForkTransport : public PeerTransport {
       auto journal = Journal::Open(JournalFile(dir_, dest));
       if (!journal.ok()) _exit(21);
       FakeClock clock;
-      Migrator m(dest, &adapter, journal->get(), nullptr, &clock, 100);
+      Migrator m(dest, &adapter, journal->get(), nullptr, &clock, 100, kChunk);
       std::string out = handle(m);
       size_t off = 0;
       while (off < out.size()) {
@@ -165,7 +170,7 @@ constexpr int kChildDestKilled = 10;
   if (!journal.ok()) _exit(31);
   FakeClock clock;
   ForkTransport transport(dir);
-  Migrator m("A", &adapter, journal->get(), &transport, &clock, 3);
+  Migrator m("A", &adapter, journal->get(), &transport, &clock, 3, kChunk);
   switch (sc) {
     case Scenario::kPlain:
       (void)m.MigrateOut("B", 4, "r1");
@@ -231,8 +236,8 @@ std::string CrashAndRecover(Scenario sc, const std::string& point, int order) {
   auto bj = Journal::Open(JournalFile(dir.path(), "B"));
   EXPECT_TRUE(aj.ok() && bj.ok());
   if (!aj.ok() || !bj.ok()) return how;
-  Migrator am("A", &aa, aj->get(), &transport, &clock, 3);
-  Migrator bm("B", &ba, bj->get(), &transport, &clock, 3);
+  Migrator am("A", &aa, aj->get(), &transport, &clock, 3, kChunk);
+  Migrator bm("B", &ba, bj->get(), &transport, &clock, 3, kChunk);
   transport.Connect("A", &am);
   transport.Connect("B", &bm);
   bool settled = false;

@@ -364,5 +364,134 @@ TEST_P(AdapterContractTest, UnknownIdsAreNotFound) {
   EXPECT_EQ(ListedCount(), 1);
 }
 
+// ---- Batch calls: one result per item, in order, each as the single call.
+
+TEST_P(AdapterContractTest, EmptyBatchesAnswerNothing) {
+  EXPECT_TRUE(adapter_->HoldMany({}).empty());
+  EXPECT_TRUE(adapter_->ReleaseMany({}).empty());
+  EXPECT_TRUE(adapter_->CancelMany({}).empty());
+  EXPECT_TRUE(adapter_->ExportMany({}).empty());
+  EXPECT_TRUE(adapter_->SubmitMany({}, true).empty());
+  EXPECT_EQ(ListedCount(), 0);
+}
+
+TEST_P(AdapterContractTest, HoldReleaseCancelManyGivePerItemResults) {
+  ASSERT_TRUE(env_->Saturate(adapter_.get()).ok());  // so released jobs stay pending
+  auto blocker = ByTag("contract-blocker-0");
+  ASSERT_TRUE(blocker.ok()) << blocker.status();
+  auto p = adapter_->Submit(Quick("bp"), "bp");
+  auto h = adapter_->Submit(Quick("bh"), "bh", /*held=*/true);
+  ASSERT_TRUE(p.ok() && h.ok());
+
+  // Mixed: a pending job, an unknown id, an already held job (no-op), a
+  // running job, a malformed id.
+  auto held = adapter_->HoldMany({*p, "999999999", *h, blocker->id, "no-such-job"});
+  ASSERT_EQ(held.size(), 5u);
+  EXPECT_TRUE(held[0].ok()) << held[0];
+  EXPECT_TRUE(absl::IsNotFound(held[1])) << held[1];
+  EXPECT_TRUE(held[2].ok()) << held[2];
+  EXPECT_TRUE(absl::IsFailedPrecondition(held[3])) << held[3];
+  EXPECT_TRUE(absl::IsNotFound(held[4])) << held[4];
+  EXPECT_EQ(ListedState(*p), "held");
+  EXPECT_EQ(ListedState(*h), "held");
+  EXPECT_EQ(ListedState(blocker->id), "running");
+
+  auto released = adapter_->ReleaseMany({*h, "", *p, blocker->id});
+  ASSERT_EQ(released.size(), 4u);
+  EXPECT_TRUE(released[0].ok()) << released[0];
+  EXPECT_TRUE(absl::IsNotFound(released[1])) << released[1];
+  EXPECT_TRUE(released[2].ok()) << released[2];
+  EXPECT_TRUE(absl::IsFailedPrecondition(released[3])) << released[3];
+  EXPECT_EQ(ListedState(*p), "pending");
+  EXPECT_EQ(ListedState(*h), "pending");
+
+  // The same id twice: the second cancel is a no-op.
+  ASSERT_TRUE(adapter_->Hold(*h).ok());
+  auto cancelled = adapter_->CancelMany({*p, "-1", *h, *p, blocker->id});
+  ASSERT_EQ(cancelled.size(), 5u);
+  EXPECT_TRUE(cancelled[0].ok()) << cancelled[0];
+  EXPECT_TRUE(absl::IsNotFound(cancelled[1])) << cancelled[1];
+  EXPECT_TRUE(cancelled[2].ok()) << cancelled[2];
+  EXPECT_TRUE(cancelled[3].ok()) << cancelled[3];
+  EXPECT_TRUE(absl::IsFailedPrecondition(cancelled[4])) << cancelled[4];
+  EXPECT_EQ(TagState("bp"), "cancelled");
+  EXPECT_EQ(TagState("bh"), "cancelled");
+  EXPECT_EQ(ListedState(blocker->id), "running");
+
+  // Cancelled jobs can be neither held nor released, in a batch as alone.
+  auto after = adapter_->HoldMany({*p});
+  ASSERT_EQ(after.size(), 1u);
+  EXPECT_TRUE(absl::IsFailedPrecondition(after[0])) << after[0];
+  after = adapter_->ReleaseMany({*h});
+  ASSERT_EQ(after.size(), 1u);
+  EXPECT_TRUE(absl::IsFailedPrecondition(after[0])) << after[0];
+}
+
+TEST_P(AdapterContractTest, SubmitManyIsIdempotentByTag) {
+  auto single = adapter_->Submit(Long("single"), "bm-single", /*held=*/true);
+  ASSERT_TRUE(single.ok()) << single.status();
+  auto first = adapter_->SubmitMany({{Long("a"), "bm-a"},
+                                     {Long("b"), "bm-b"},
+                                     {Quick("a-again"), "bm-a"},  // a tag met earlier in the batch
+                                     {Quick("s-again"), "bm-single"},
+                                     {Long("untagged"), ""}},
+                                    /*held=*/true);
+  ASSERT_EQ(first.size(), 5u);
+  for (const auto& r : first) ASSERT_TRUE(r.ok()) << r.status();
+  EXPECT_NE(*first[0], *first[1]);
+  EXPECT_EQ(*first[2], *first[0]);
+  EXPECT_EQ(*first[3], *single);
+  EXPECT_NE(*first[4], *first[0]);
+  EXPECT_NE(*first[4], *first[1]);
+  EXPECT_NE(*first[4], *single);
+  EXPECT_EQ(ListedCount(), 4);
+  auto a = ByTag("bm-a");
+  ASSERT_TRUE(a.ok()) << a.status();
+  EXPECT_EQ(a->id, *first[0]);
+  EXPECT_EQ(a->spec.name, "a") << "the first submission of a tag wins";
+  EXPECT_EQ(a->state, JobState::kHeld);
+  EXPECT_EQ(ListedState(*first[4]), "held");
+  EXPECT_EQ(ByTag("bm-single").value_or(Job{}).spec.name, "single");
+
+  // A retried batch: every tag is known, nothing new is queued, the old ids
+  // come back in order, and a new tag among them is submitted once.
+  auto again = adapter_->SubmitMany({{Quick("b2"), "bm-b"}, {Long("new"), "bm-new"}, {Quick("a2"), "bm-a"}},
+                                    /*held=*/false);
+  ASSERT_EQ(again.size(), 3u);
+  for (const auto& r : again) ASSERT_TRUE(r.ok()) << r.status();
+  EXPECT_EQ(*again[0], *first[1]);
+  EXPECT_EQ(*again[2], *first[0]);
+  EXPECT_EQ(ListedCount(), 5);
+  EXPECT_EQ(TagState("bm-b"), "held") << "a retry does not change the held flag";
+  auto n = ByTag("bm-new");
+  ASSERT_TRUE(n.ok()) << n.status();
+  EXPECT_EQ(n->id, *again[1]);
+  EXPECT_NE(n->state, JobState::kHeld);
+  auto once_more = adapter_->SubmitMany({{Long("new"), "bm-new"}}, false);
+  ASSERT_EQ(once_more.size(), 1u);
+  ASSERT_TRUE(once_more[0].ok()) << once_more[0].status();
+  EXPECT_EQ(*once_more[0], *again[1]);
+  EXPECT_EQ(ListedCount(), 5);
+}
+
+TEST_P(AdapterContractTest, ExportManyGivesSpecsAndPerItemErrors) {
+  const JobSpec full = FullSpec("xfull");
+  const JobSpec other = Long("xother");
+  auto a = adapter_->Submit(full, "xfull", /*held=*/true);
+  auto b = adapter_->Submit(other, "xother", /*held=*/true);
+  ASSERT_TRUE(a.ok() && b.ok());
+  ASSERT_TRUE(adapter_->Cancel(*b).ok());  // export works after cancel too
+  auto specs = adapter_->ExportMany({*a, "999999999", *b, "no-such-job", *a});
+  ASSERT_EQ(specs.size(), 5u);
+  ASSERT_TRUE(specs[0].ok()) << specs[0].status();
+  EXPECT_EQ(*specs[0], full);
+  EXPECT_TRUE(absl::IsNotFound(specs[1].status())) << specs[1].status();
+  ASSERT_TRUE(specs[2].ok()) << specs[2].status();
+  EXPECT_EQ(*specs[2], other);
+  EXPECT_TRUE(absl::IsNotFound(specs[3].status())) << specs[3].status();
+  ASSERT_TRUE(specs[4].ok()) << specs[4].status();
+  EXPECT_EQ(*specs[4], full);
+}
+
 }  // namespace
 }  // namespace hyperfed::scheduler::testing

@@ -38,6 +38,39 @@ class SimEnv : public AdapterContractEnv {
   std::map<std::string, std::string> options_;
 };
 
+// The sim adapter's single calls only, so that the contract also runs the
+// interface's default batch calls (a loop over the single calls), which every
+// adapter without its own batch calls uses.
+class SingleCallsOnly : public SchedulerAdapter {
+ public:
+  explicit SingleCallsOnly(std::unique_ptr<SchedulerAdapter> inner) : inner_(std::move(inner)) {}
+  std::string Name() const override { return inner_->Name(); }
+  absl::StatusOr<std::vector<Job>> ListJobs() override { return inner_->ListJobs(); }
+  absl::StatusOr<Capacity> GetCapacity() override { return inner_->GetCapacity(); }
+  absl::Status Hold(const std::string& id) override { return inner_->Hold(id); }
+  absl::Status Release(const std::string& id) override { return inner_->Release(id); }
+  absl::Status Cancel(const std::string& id) override { return inner_->Cancel(id); }
+  absl::StatusOr<JobSpec> Export(const std::string& id) override { return inner_->Export(id); }
+  absl::StatusOr<std::string> Submit(const JobSpec& spec, const std::string& tag, bool held) override {
+    return inner_->Submit(spec, tag, held);
+  }
+  absl::StatusOr<std::vector<Job>> FindByTag(const std::string& tag) override { return inner_->FindByTag(tag); }
+  absl::Status SetPinned(const std::string& id, bool pinned) override { return inner_->SetPinned(id, pinned); }
+
+ private:
+  std::unique_ptr<SchedulerAdapter> inner_;
+};
+
+class SingleCallsEnv : public SimEnv {
+ public:
+  SingleCallsEnv() : SimEnv({}) {}
+  absl::StatusOr<std::unique_ptr<SchedulerAdapter>> MakeAdapter() override {
+    auto a = SimEnv::MakeAdapter();
+    if (!a.ok()) return a.status();
+    return std::unique_ptr<SchedulerAdapter>(std::make_unique<SingleCallsOnly>(*std::move(a)));
+  }
+};
+
 INSTANTIATE_TEST_SUITE_P(
     Sim, AdapterContractTest,
     ::testing::Values(
@@ -46,7 +79,8 @@ INSTANTIATE_TEST_SUITE_P(
                              [] {
                                return std::make_unique<SimEnv>(
                                    std::map<std::string, std::string>{{"slots", "1"}, {"time_scale", "10"}});
-                             }}),
+                             }},
+        AdapterContractParam{"DefaultBatchCalls", [] { return std::make_unique<SingleCallsEnv>(); }}),
     AdapterContractParamName);
 
 // ---- Sim-specific behaviour ----
@@ -234,6 +268,22 @@ TEST_F(SimAdapterTest, BadSpecIsRejectedAndSubmitsNothing) {
   }
   EXPECT_TRUE(a->FindByTag("bad-tag")->empty());
   EXPECT_EQ(MustSubmit(a.get(), Spec("good", 10)), "1") << "rejected submits use no id";
+}
+
+TEST_F(SimAdapterTest, BadSpecInABatchIsRejectedAloneAndTheRestIsSubmitted) {
+  auto a = Open();
+  JobSpec bad = Spec("bad", 10);
+  bad.cores = 0;
+  auto r = a->SubmitMany({{Spec("g1", 10), "g1"}, {bad, "bad"}, {Spec("g2", 10), "g2"}}, /*held=*/true);
+  ASSERT_EQ(r.size(), 3u);
+  ASSERT_TRUE(r[0].ok()) << r[0].status();
+  EXPECT_TRUE(absl::IsInvalidArgument(r[1].status())) << r[1].status();
+  ASSERT_TRUE(r[2].ok()) << r[2].status();
+  EXPECT_EQ(*r[0], "1");
+  EXPECT_EQ(*r[2], "2") << "a rejected item uses no id";
+  EXPECT_TRUE(a->FindByTag("bad")->empty());
+  EXPECT_EQ(State(a.get(), "1"), "held");
+  EXPECT_EQ(State(a.get(), "2"), "held");
 }
 
 TEST_F(SimAdapterTest, EmptyTagCannotBeSearched) {
@@ -476,6 +526,17 @@ TEST_P(SimAdapterCrashTest, KillMidTransactionLeavesTheQueueAsBefore) {
       JobSpec s = Spec("crash", 10);
       s.env = {{"A", "1"}, {"B", "2"}};
       (void)(*a)->Submit(s, "crash");
+    } else if (c.op == "submit-many") {
+      // One transaction for the batch: a kill inside it keeps none of it.
+      JobSpec s = Spec("crash", 10);
+      s.env = {{"A", "1"}, {"B", "2"}};
+      (void)(*a)->SubmitMany({{s, "crash"}, {Spec("crash2", 10), "crash2"}});
+    } else if (c.op == "hold-many") {
+      (void)(*a)->HoldMany({"2", "3"});
+    } else if (c.op == "cancel-many") {
+      (void)(*a)->CancelMany({"2", "3"});
+    } else if (c.op == "release-many") {
+      (void)(*a)->ReleaseMany({"3", "2"});
     } else if (c.op == "cancel") {
       (void)(*a)->Cancel("2");
     } else if (c.op == "hold") {
@@ -494,6 +555,7 @@ TEST_P(SimAdapterCrashTest, KillMidTransactionLeavesTheQueueAsBefore) {
   EXPECT_EQ(State(a.get(), "3"), "held");
   EXPECT_EQ(a->GetJob("2")->spec.env, (std::map<std::string, std::string>{{"K", "V"}}));
   EXPECT_TRUE(a->FindByTag("crash")->empty());
+  EXPECT_TRUE(a->FindByTag("crash2")->empty());
   EXPECT_EQ(a->ListJobs()->size(), 3u);
   // A retried submit goes through once, with the next id.
   EXPECT_EQ(MustSubmit(a.get(), Spec("crash", 10), "crash"), "4");
@@ -511,9 +573,15 @@ INSTANTIATE_TEST_SUITE_P(Points, SimAdapterCrashTest,
                                            CrashCase{"hold:before-commit", "hold"},
                                            CrashCase{"release:before-commit", "release"},
                                            CrashCase{"fill:job-started", "advance"},
-                                           CrashCase{"tick:before-commit", "advance"}),
+                                           CrashCase{"tick:before-commit", "advance"},
+                                           CrashCase{"submit:job-row", "submit-many"},
+                                           CrashCase{"submit:before-commit", "submit-many"},
+                                           CrashCase{"hold:before-commit", "hold-many"},
+                                           CrashCase{"cancel:before-commit", "cancel-many"},
+                                           CrashCase{"release:before-commit", "release-many"}),
                          [](const ::testing::TestParamInfo<CrashCase>& info) {
                            std::string n = info.param.point;
+                           if (absl::EndsWith(info.param.op, "-many")) n += "_many";
                            for (char& ch : n) {
                              if (!isalnum(static_cast<unsigned char>(ch))) ch = '_';
                            }
