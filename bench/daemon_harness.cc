@@ -6,7 +6,7 @@
 //   - jobs per second migrated between two sites, journal and scheduler
 //     state on a real disk (fsync on) and on tmpfs;
 //   - an idle daemon's resident memory and CPU.
-// Run: build/hyperfed_daemon_bench [--quick]   (figures in docs/benchmarks.md)
+// Run: build/hyperfed_daemon_bench [--quick | --throughput]   (figures in docs/benchmarks.md)
 
 #include <sys/resource.h>
 #include <unistd.h>
@@ -140,7 +140,13 @@ void Idle(int sites, int seconds) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  const bool quick = argc > 1 && std::string(argv[1]) == "--quick";
+  const std::string mode = argc > 1 ? argv[1] : "";
+  const bool quick = mode == "--quick";
+  if (mode == "--throughput") {
+    Throughput(10000, true);
+    Throughput(10000, false);
+    return 0;
+  }
   std::printf("hyperfedd benchmarks (%s)\n", quick ? "quick" : "full");
   double floor_ms = 0.2;
   {

@@ -76,11 +76,9 @@ std::string Site::SiteOfLabel(int label) const {
 }
 
 absl::StatusOr<std::pair<int64_t, double>> Site::Snapshot() {
-  auto jobs = adapter_->ListJobs();
-  if (!jobs.ok()) return jobs.status();
-  int64_t load = 0;
-  for (const scheduler::Job& j : *jobs)
-    if (j.state == scheduler::JobState::kPending && !j.pinned) ++load;
+  auto count = adapter_->CountMigratable();
+  if (!count.ok()) return count.status();
+  const int64_t load = *count;
   double capacity = 0;
   if (config_.capacity.from_adapter) {
     auto c = adapter_->GetCapacity();

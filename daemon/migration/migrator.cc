@@ -335,14 +335,19 @@ absl::Status Migrator::DriveOut(const std::string& id) {
       case MigrationState::kPrepared: {
         // Every job was held when PREPARED was written; one that is runnable
         // again was released behind our back: never send it (again).
-        absl::StatusOr<std::vector<Job>> listed = adapter_->ListJobs();
-        if (!listed.ok()) return Annotate(listed.status(), absl::StrCat("migration ", id, ": list jobs"));
-        std::map<std::string, JobState> state;
-        for (const Job& j : *listed) state[j.id] = j.state;
+        // Only this record's jobs are looked at (not the whole queue).
+        std::vector<std::string> ids;
+        for (const JournalJob& j : r.jobs) ids.push_back(j.source_id);
+        std::vector<absl::StatusOr<Job>> got_jobs = adapter_->GetJobs(ids);
         std::vector<std::string> unheld;
-        for (const JournalJob& j : r.jobs) {
-          auto it = state.find(j.source_id);
-          if (it != state.end() && it->second != JobState::kHeld) unheld.push_back(j.key);
+        for (size_t i = 0; i < r.jobs.size(); ++i) {
+          const absl::StatusOr<Job>& j = got_jobs[i];
+          if (!j.ok() && !absl::IsNotFound(j.status()))
+            return Annotate(j.status(), absl::StrCat("migration ", id, ": read job ", ids[i]));
+          // A job not found, done or cancelled has vanished (see above); a
+          // pending or running one was released behind our back.
+          if (j.ok() && (j->state == JobState::kPending || j->state == JobState::kRunning))
+            unheld.push_back(r.jobs[i].key);
         }
         if (!unheld.empty()) {
           if (absl::Status s = journal_->Update(

@@ -1,5 +1,7 @@
 #include "daemon/scheduler/adapter.h"
 
+#include <map>
+
 namespace hyperfed::scheduler {
 
 const char* JobStateName(JobState s) {
@@ -37,6 +39,33 @@ std::vector<absl::Status> SchedulerAdapter::CancelMany(const std::vector<std::st
   std::vector<absl::Status> out;
   out.reserve(ids.size());
   for (const std::string& id : ids) out.push_back(Cancel(id));
+  return out;
+}
+
+absl::StatusOr<int64_t> SchedulerAdapter::CountMigratable() {
+  auto jobs = ListJobs();
+  if (!jobs.ok()) return jobs.status();
+  int64_t n = 0;
+  for (const Job& j : *jobs) n += j.state == JobState::kPending && !j.pinned;
+  return n;
+}
+
+std::vector<absl::StatusOr<Job>> SchedulerAdapter::GetJobs(const std::vector<std::string>& ids) {
+  std::vector<absl::StatusOr<Job>> out;
+  auto jobs = ListJobs();
+  if (!jobs.ok()) {
+    out.assign(ids.size(), jobs.status());
+    return out;
+  }
+  std::map<std::string, const Job*> by_id;
+  for (const Job& j : *jobs) by_id[j.id] = &j;
+  for (const std::string& id : ids) {
+    auto it = by_id.find(id);
+    if (it == by_id.end())
+      out.push_back(absl::NotFoundError("no queued or running job " + id));
+    else
+      out.push_back(*it->second);
+  }
   return out;
 }
 

@@ -72,6 +72,11 @@ class SchedulerAdapter {
 
   virtual absl::StatusOr<Capacity> GetCapacity() = 0;
 
+  // How many jobs could move now: pending (not held, not running) and not
+  // pinned. This is a site's load. The default counts ListJobs; adapters with
+  // an index override it (the daemon asks every heartbeat).
+  virtual absl::StatusOr<int64_t> CountMigratable();
+
   // Hold a pending job (it will not start); release a held one. Holding a
   // held job and releasing a pending one are no-ops. NotFound for an unknown
   // id; FailedPrecondition for a running, done or cancelled job.
@@ -117,6 +122,10 @@ class SchedulerAdapter {
   virtual std::vector<absl::Status> ReleaseMany(const std::vector<std::string>& ids);
   virtual std::vector<absl::Status> CancelMany(const std::vector<std::string>& ids);
   virtual std::vector<absl::StatusOr<JobSpec>> ExportMany(const std::vector<std::string>& ids);
+  // The jobs with these ids, in any state. The default looks them up in
+  // ListJobs, so there a done or cancelled job is NotFound; adapters that
+  // keep finished jobs (sim) answer those too. NotFound for an unknown id.
+  virtual std::vector<absl::StatusOr<Job>> GetJobs(const std::vector<std::string>& ids);
   // Every item is submitted held when `held` is true.
   virtual std::vector<absl::StatusOr<std::string>> SubmitMany(
       const std::vector<std::pair<JobSpec, std::string>>& spec_and_tag, bool held = false);

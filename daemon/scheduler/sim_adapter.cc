@@ -470,6 +470,19 @@ absl::StatusOr<std::vector<Job>> SimAdapter::ListJobs() {
   return jobs;
 }
 
+absl::StatusOr<int64_t> SimAdapter::CountMigratable() {
+  absl::MutexLock l(&mu_);
+  int64_t n = 0;
+  absl::Status s = InTransaction("count", [&]() -> absl::Status {
+    auto r = QueryInt(db_, absl::StrCat("SELECT COUNT(*) FROM jobs WHERE state = ", kPendingCode, " AND pinned = 0"));
+    if (!r.ok()) return r.status();
+    n = *r;
+    return absl::OkStatus();
+  });
+  if (!s.ok()) return s;
+  return n;
+}
+
 absl::StatusOr<Capacity> SimAdapter::GetCapacity() {
   return Capacity{.units = options_.slots, .speed = options_.speed};
 }
@@ -583,6 +596,29 @@ std::vector<absl::StatusOr<JobSpec>> SimAdapter::ExportMany(const std::vector<st
     return absl::OkStatus();
   });
   if (!s.ok()) std::fill(out.begin(), out.end(), absl::StatusOr<JobSpec>(s));
+  return out;
+}
+
+std::vector<absl::StatusOr<Job>> SimAdapter::GetJobs(const std::vector<std::string>& ids) {
+  std::vector<absl::StatusOr<Job>> out(ids.size(), absl::UnknownError("not read"));
+  absl::MutexLock l(&mu_);
+  absl::Status s = InTransaction("get", [&]() -> absl::Status {
+    for (size_t i = 0; i < ids.size(); ++i) {
+      int64_t row = 0;
+      if (!ParseId(ids[i], &row)) {
+        out[i] = UnknownId(ids[i]);
+        continue;
+      }
+      auto job = LoadJob(row);
+      if (job.ok() || absl::IsNotFound(job.status())) {
+        out[i] = job.ok() ? std::move(job) : absl::StatusOr<Job>(UnknownId(ids[i]));
+      } else {
+        return job.status();
+      }
+    }
+    return absl::OkStatus();
+  });
+  if (!s.ok()) std::fill(out.begin(), out.end(), absl::StatusOr<Job>(s));
   return out;
 }
 

@@ -102,6 +102,8 @@ class SimAdapter : public SchedulerAdapter {
   std::vector<absl::Status> ReleaseMany(const std::vector<std::string>& ids) override;
   std::vector<absl::Status> CancelMany(const std::vector<std::string>& ids) override;
   std::vector<absl::StatusOr<JobSpec>> ExportMany(const std::vector<std::string>& ids) override;
+  std::vector<absl::StatusOr<Job>> GetJobs(const std::vector<std::string>& ids) override;
+  absl::StatusOr<int64_t> CountMigratable() override;
   std::vector<absl::StatusOr<std::string>> SubmitMany(
       const std::vector<std::pair<JobSpec, std::string>>& spec_and_tag, bool held = false) override;
 

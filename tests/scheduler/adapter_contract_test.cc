@@ -493,5 +493,41 @@ TEST_P(AdapterContractTest, ExportManyGivesSpecsAndPerItemErrors) {
   EXPECT_EQ(*specs[4], full);
 }
 
+TEST_P(AdapterContractTest, CountMigratableCountsPendingUnpinnedJobs) {
+  auto base = adapter_->CountMigratable();
+  ASSERT_TRUE(base.ok()) << base.status();
+  auto held = adapter_->Submit(Long("cheld"), "cheld", /*held=*/true);
+  auto pinned = adapter_->Submit(Long("cpinned"), "cpinned", /*held=*/true);
+  ASSERT_TRUE(held.ok() && pinned.ok());
+  ASSERT_TRUE(adapter_->SetPinned(*pinned, true).ok());
+  auto after = adapter_->CountMigratable();
+  ASSERT_TRUE(after.ok());
+  EXPECT_EQ(*after, *base) << "held jobs are not migratable";
+  ASSERT_TRUE(adapter_->Release(*pinned).ok());
+  auto jobs = adapter_->GetJobs({*pinned});
+  ASSERT_TRUE(jobs[0].ok());
+  const bool still_pending = jobs[0]->state == JobState::kPending;
+  auto now = adapter_->CountMigratable();
+  ASSERT_TRUE(now.ok());
+  EXPECT_EQ(*now, *base) << "pinned jobs are not migratable (pending: " << still_pending << ")";
+}
+
+TEST_P(AdapterContractTest, GetJobsGivesStatesAndPerItemErrors) {
+  auto held = adapter_->Submit(Long("gheld"), "gheld", /*held=*/true);
+  auto pending = adapter_->Submit(Long("gpending"), "gpending", /*held=*/true);
+  ASSERT_TRUE(held.ok() && pending.ok());
+  ASSERT_TRUE(adapter_->Release(*pending).ok());
+  auto jobs = adapter_->GetJobs({*held, "no-such-job", *pending});
+  ASSERT_EQ(jobs.size(), 3u);
+  ASSERT_TRUE(jobs[0].ok()) << jobs[0].status();
+  EXPECT_EQ(jobs[0]->id, *held);
+  EXPECT_EQ(jobs[0]->state, JobState::kHeld);
+  EXPECT_EQ(jobs[0]->tag, "gheld");
+  EXPECT_TRUE(absl::IsNotFound(jobs[1].status())) << jobs[1].status();
+  ASSERT_TRUE(jobs[2].ok()) << jobs[2].status();
+  EXPECT_NE(jobs[2]->state, JobState::kHeld) << "released: pending or already running";
+  EXPECT_TRUE(adapter_->GetJobs({}).empty());
+}
+
 }  // namespace
 }  // namespace hyperfed::scheduler::testing
