@@ -1,0 +1,114 @@
+// Failed and missing sites: rounds go on around them over the MCWA topology,
+// with exact weighted quotas among the live sites and no job lost.
+
+#include <thread>
+
+#include "absl/strings/str_cat.h"
+#include "daemon/balance/plan.h"
+#include "gtest/gtest.h"
+#include "tests/integration/federation_harness.h"
+#include "tests/integration/jobs_util.h"
+
+namespace hyperfed::testing {
+namespace {
+
+constexpr int64_t kLong = 3'600'000;
+
+void FillSlots(TestFederation& f, const std::vector<int>& slots) {
+  for (int i = 0; i < f.size(); ++i) {
+    if (!f.Running(i)) continue;
+    ASSERT_TRUE(Submit(f, i, slots[i], kLong).ok());
+    ASSERT_TRUE(WaitRunning(f, i, slots[i], absl::Seconds(10)));
+  }
+}
+
+// max_share_error of the pending loads over the running sites.
+double ShareError(TestFederation& f, const std::vector<int>& slots, int64_t* total) {
+  std::vector<balance::Load> w;
+  std::vector<double> p;
+  *total = 0;
+  for (int i = 0; i < f.size(); ++i) {
+    if (!f.Running(i)) continue;
+    w.push_back(CountState(ListJobs(f, i), "pending"));
+    p.push_back(slots[i]);
+    *total += w.back();
+  }
+  return balance::MaxShareError(w, p);
+}
+
+class SizeTest : public ::testing::TestWithParam<int> {};
+
+TEST_P(SizeTest, FederationsOfAnySizeBalanceExactly) {
+  const int sites = GetParam();
+  std::vector<int> slots;
+  for (int i = 0; i < sites; ++i) slots.push_back(1 + (i * 3) % 5);
+  auto f = TestFederation::Start({.sites = sites, .slots = slots});
+  ASSERT_TRUE(f.ok()) << f.status();
+  FillSlots(**f, slots);
+  ASSERT_TRUE(Submit(**f, sites - 1, 300, kLong).ok());
+  const auto before = AllKeys(**f);
+  auto r = RunRound(**f, 0);
+  ASSERT_TRUE(r.ok()) << r.status();
+  EXPECT_TRUE(r->ok()) << r->message();
+  EXPECT_NE(r->message().find("faults "), std::string::npos);
+  int64_t total = 0;
+  EXPECT_LT(ShareError(**f, slots, &total), 1.0) << r->message();
+  EXPECT_EQ(total, 300);
+  EXPECT_EQ(AllKeys(**f), before);
+}
+
+INSTANTIATE_TEST_SUITE_P(Sites, SizeTest, ::testing::Values(5, 6, 7));
+
+TEST(FailedSiteTest, RoundsGoAroundAKilledSiteAndTheFullCubeReturnsWithIt) {
+  const std::vector<int> slots{1, 2, 3, 4, 1, 2, 3, 4};
+  auto f = TestFederation::Start({.sites = 8, .slots = slots});
+  ASSERT_TRUE(f.ok()) << f.status();
+  TestFederation& fed = **f;
+  FillSlots(fed, slots);
+  ASSERT_TRUE(Submit(fed, 6, 40, kLong).ok());  // these stay with site 6 while it is down
+  ASSERT_TRUE(Submit(fed, 2, 400, kLong).ok());
+  fed.Kill(6);
+  ASSERT_TRUE(fed.WaitHealthy(absl::Seconds(20), 6).ok()) << "the others see site 6 down";
+  auto r = RunRound(fed, 1);
+  ASSERT_TRUE(r.ok()) << r.status();
+  EXPECT_TRUE(r->ok()) << r->message();
+  EXPECT_NE(r->message().find("faults 6"), std::string::npos) << r->message();
+  int64_t total = 0;
+  EXPECT_LT(ShareError(fed, slots, &total), 1.0) << r->message();
+  EXPECT_EQ(total, 400) << "the survivors balance their own 400 jobs";
+
+  // Site 6 comes back from its journal and queue: its 40 jobs are there,
+  // and the next round runs on the full cube again.
+  ASSERT_TRUE(fed.StartSite(6).ok());
+  ASSERT_TRUE(fed.WaitHealthy(absl::Seconds(30)).ok());
+  EXPECT_EQ(CountState(ListJobs(fed, 6), "pending"), 40);
+  auto r2 = RunRound(fed, 0);
+  ASSERT_TRUE(r2.ok()) << r2.status();
+  EXPECT_TRUE(r2->ok()) << r2->message();
+  EXPECT_NE(r2->message().find("faults none"), std::string::npos) << r2->message();
+  EXPECT_LT(ShareError(fed, slots, &total), 1.0);
+  EXPECT_EQ(total, 440);
+}
+
+TEST(FailedSiteTest, ThreeFailedSitesOfEight) {
+  const std::vector<int> slots{2, 2, 2, 2, 2, 2, 2, 2};
+  auto f = TestFederation::Start({.sites = 8, .slots = slots});
+  ASSERT_TRUE(f.ok()) << f.status();
+  TestFederation& fed = **f;
+  FillSlots(fed, slots);
+  ASSERT_TRUE(Submit(fed, 0, 250, kLong).ok());
+  for (int dead : {3, 5, 6}) fed.Kill(dead);
+  ASSERT_TRUE(fed.WaitHealthy(absl::Seconds(20), 4).ok());
+  const auto before = AllKeys(fed);
+  auto r = RunRound(fed, 0);
+  ASSERT_TRUE(r.ok()) << r.status();
+  EXPECT_TRUE(r->ok()) << r->message();
+  EXPECT_NE(r->message().find("faults 3,5,6"), std::string::npos) << r->message();
+  int64_t total = 0;
+  EXPECT_LT(ShareError(fed, slots, &total), 1.0) << r->message();
+  EXPECT_EQ(total, 250);
+  EXPECT_EQ(AllKeys(fed), before);
+}
+
+}  // namespace
+}  // namespace hyperfed::testing
