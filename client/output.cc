@@ -349,6 +349,7 @@ std::string StatusText(const v1::StatusReply& r) {
     out += "last round: none yet\n";
   } else {
     absl::StrAppend(&out, "last round: ", r.last_round(), "\n");
+    if (!r.last_round_mode().empty()) absl::StrAppend(&out, "  ran: ", OneLine(r.last_round_mode()), "\n");
     if (!r.last_round_summary().empty()) absl::StrAppend(&out, "  ", OneLine(r.last_round_summary()), "\n");
   }
   return out;
@@ -358,6 +359,7 @@ std::string StatusJson(const v1::StatusReply& r) {
   JsonWriter w;
   w.BeginObject().Field("site", r.site()).Field("algorithm", r.algorithm());
   w.Field("last_round", r.last_round()).Field("last_round_summary", r.last_round_summary());
+  w.Field("last_round_mode", r.last_round_mode());
   w.Key("sites").BeginArray();
   for (const auto& s : r.sites()) SiteJson(w, s);
   w.EndArray().EndObject();
@@ -365,6 +367,13 @@ std::string StatusJson(const v1::StatusReply& r) {
 }
 
 // ------------------------------------------------------------------ topology
+
+// "X0X1": X for a free dimension, else the base's bit (highest dimension first).
+std::string SubcubePattern(const v1::BalancingSubcube& b, int n) {
+  std::string p;
+  for (int d = n - 1; d >= 0; --d) p += ((b.mask() >> d) & 1) ? 'X' : (((b.base() >> d) & 1) ? '1' : '0');
+  return p;
+}
 
 std::string TopologyText(const v1::TopologyReply& r) {
   const int n = r.dimension();
@@ -381,6 +390,12 @@ std::string TopologyText(const v1::TopologyReply& r) {
   }
   absl::StrAppend(&out, t.Render(), "\nfault set: ", faults.empty() ? "none" : absl::StrJoin(faults, ", "),
                   "\nmode: ", Or(OneLine(r.mode()), "-"), "\n");
+  for (const auto& b : r.subcubes()) {
+    absl::StrAppend(&out, "balancing subcube ", SubcubePattern(b, n), " (dimension ", b.dim(), "), tree depth ",
+                    b.tree_depth(), "\n");
+    for (const auto& e : b.edges())
+      absl::StrAppend(&out, "  tree: ", FormatLabel(e.child(), n), " -> ", FormatLabel(e.parent(), n), "\n");
+  }
   return out;
 }
 
@@ -396,11 +411,18 @@ std::string TopologyDot(const v1::TopologyReply& r) {
     if (p.fault) label += "\nfault";
     absl::StrAppend(&out, "  n", p.label, " [label=", DotQuote(label), Dashed(p) ? ", style=dashed" : "", "];\n");
   }
+  // Tree edges of the MCWA topology (child -> parent), drawn bold.
+  std::set<std::pair<int, int>> tree;
+  for (const auto& b : r.subcubes())
+    for (const auto& e : b.edges()) tree.insert({std::min(e.child(), e.parent()), std::max(e.child(), e.parent())});
   for (const Position& p : pos) {
     for (int d = 0; d < n && n <= kMaxDrawnDimension; ++d) {
       int q = p.label ^ (1 << d);
       if (q < p.label || !at.count(q)) continue;
-      absl::StrAppend(&out, "  n", p.label, " -- n", q, Dashed(p) || Dashed(*at[q]) ? " [style=dashed]" : "", ";\n");
+      const char* style = Dashed(p) || Dashed(*at[q]) ? " [style=dashed]"
+                          : tree.count({p.label, q})   ? " [style=bold, color=blue]"
+                                                       : "";
+      absl::StrAppend(&out, "  n", p.label, " -- n", q, style, ";\n");
     }
   }
   return out + "}\n";
@@ -411,6 +433,13 @@ std::string TopologyJson(const v1::TopologyReply& r) {
   w.BeginObject().Field("dimension", r.dimension()).Field("mode", r.mode());
   w.Key("fault_labels").BeginArray();
   for (int f : r.fault_labels()) w.Int(f);
+  w.EndArray().Key("subcubes").BeginArray();
+  for (const auto& b : r.subcubes()) {
+    w.BeginObject().Field("dim", b.dim()).Field("base", b.base()).Field("mask", b.mask());
+    w.Field("tree_depth", b.tree_depth()).Key("edges").BeginArray();
+    for (const auto& e : b.edges()) w.BeginObject().Field("child", e.child()).Field("parent", e.parent()).EndObject();
+    w.EndArray().EndObject();
+  }
   w.EndArray().Key("sites").BeginArray();
   for (const auto& s : r.sites()) SiteJson(w, s);
   w.EndArray().EndObject();

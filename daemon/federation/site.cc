@@ -7,6 +7,7 @@
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
 #include "daemon/balance/dem.h"
+#include "daemon/balance/mcwa.h"
 #include "daemon/balance/plan.h"
 #include "daemon/balance/topology.h"
 #include "daemon/common/log.h"
@@ -17,6 +18,23 @@ namespace {
 constexpr size_t kRoundsKept = 32;
 
 std::string Labels(const std::vector<int>& v) { return v.empty() ? "none" : absl::StrJoin(v, ","); }
+
+// The step count the papers give for a round on this topology, to print
+// beside ours: CWA's 3 log N on a full cube, MCWA's 3 log N + T around faults
+// (seed 004 section 4), DEM's 3 log N for the improved DEM.
+std::string PaperBound(const RoundSpec& spec) {
+  const int n = spec.dimension;
+  if (spec.algorithm == "improved-dem") return absl::StrCat(" (seed 003's DEM: 3 log N = ", 3 * n, ")");
+  if (spec.faults.empty()) return absl::StrCat(" (the papers' CWA: 3 log N = ", 3 * n, ")");
+  std::vector<balance::NodeId> f(spec.faults.begin(), spec.faults.end());
+  auto topo = balance::Topology::Hypercube(n, f);
+  if (!topo.ok()) return "";
+  auto subcubes = balance::SelectBalancingSubcubes(*topo);
+  if (!subcubes.ok() || subcubes->empty()) return "";
+  int depth = 0;
+  for (const auto& bs : *subcubes) depth = std::max(depth, bs.tree_depth);
+  return absl::StrCat(" (seed 004's MCWA: 3 log N + T = ", 3 * n + depth, ")");
+}
 
 double ShareError(const balance::LoadTable& t) {
   std::vector<balance::Load> w;
@@ -282,6 +300,7 @@ absl::StatusOr<std::string> Site::Balance(bool dry_run, const std::string& reaso
   std::string algorithm = config_.balancer.algorithm == "improved-dem" ? "improved-dem" : "exact";
   RoundView view;
   view.spec = RoundSpec{"", config_.site.id, faults, n, algorithm};
+  view.mode = NextMode().second;
   view.started = clock_->Now();
   view.dry_run = dry_run;
   auto self = Snapshot();
@@ -453,7 +472,7 @@ void Site::FinishRoundLocked(RoundView& r) {
   r.events.push_back(absl::StrCat("round ", r.id, r.ok ? " finished" : " ended early", ": moved ", r.moved,
                                   " jobs; max share error ", absl::StrFormat("%.2f", r.share_error_before), " -> ",
                                   absl::StrFormat("%.2f", r.share_error_after), "; ", r.messages,
-                                  " round messages, ", r.steps, " steps"));
+                                  " round messages, ", r.steps, " steps", PaperBound(r.spec)));
   Log(absl::StrCat(config_.site.id, ": ", r.events.back()));
   const double secs = absl::ToDoubleSeconds(r.finished - r.started);
   ++counters_.rounds;

@@ -31,6 +31,7 @@ namespace hyperfed::federation {
 struct RoundView {
   std::string id;
   RoundSpec spec;
+  std::string mode;                      // what it ran and why, in words
   std::vector<std::string> events;
   bool done = false;
   bool ok = false;

@@ -8,6 +8,8 @@
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
 #include "daemon/common/log.h"
+#include "daemon/balance/mcwa.h"
+#include "daemon/balance/topology.h"
 #include "daemon/server/convert.h"
 
 namespace hyperfed::server {
@@ -259,6 +261,7 @@ grpc::Status AdminService::Status(grpc::ServerContext* ctx, const v1::StatusRequ
   if (last) {
     reply->set_last_round(last->id);
     reply->set_last_round_summary(last->events.empty() ? "" : last->events.back());
+    reply->set_last_round_mode(last->mode);
   }
   const absl::Time now = absl::Now();
   for (const federation::PeerInfo& p : d_.site->membership().View()) {
@@ -292,6 +295,27 @@ grpc::Status AdminService::Topology(grpc::ServerContext* ctx, const v1::Topology
   auto [faults, mode] = d_.site->NextMode();
   for (int f : faults) reply->add_fault_labels(f);
   reply->set_mode(mode);
+  if (!faults.empty()) {
+    std::vector<balance::NodeId> f(faults.begin(), faults.end());
+    auto topo = balance::Topology::Hypercube(d_.site->membership().dimension(), f);
+    auto subcubes = topo.ok() ? balance::SelectBalancingSubcubes(*topo)
+                              : absl::StatusOr<std::vector<balance::BalancingSubcube>>(topo.status());
+    if (subcubes.ok()) {
+      for (const balance::BalancingSubcube& bs : *subcubes) {
+        v1::BalancingSubcube* b = reply->add_subcubes();
+        b->set_dim(bs.dim);
+        b->set_base(bs.base);
+        b->set_mask(bs.mask);
+        b->set_tree_depth(bs.tree_depth);
+        for (size_t u = 0; u < bs.parent.size(); ++u) {
+          if (bs.parent[u] < 0) continue;
+          v1::TreeEdge* e = b->add_edges();
+          e->set_child(static_cast<int>(u));
+          e->set_parent(bs.parent[u]);
+        }
+      }
+    }
+  }
   return grpc::Status::OK;
 }
 

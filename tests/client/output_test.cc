@@ -363,5 +363,30 @@ TEST(SubmitAndHealthOutputTest, TextAndJson) {
               "assert h['services'][0] == {'service': '', 'status': 'SERVING'}\n");
 }
 
+TEST(TopologyOutputTest, BalancingSubcubeAndTreesAreShown) {
+  v1::TopologyReply r;
+  r.set_dimension(4);
+  v1::BalancingSubcube* b = r.add_subcubes();
+  b->set_dim(2);
+  b->set_base(0b0001);
+  b->set_mask(0b1010);
+  b->set_tree_depth(2);
+  v1::TreeEdge* e = b->add_edges();
+  e->set_child(0b0100);
+  e->set_parent(0b0000);
+  for (int label : {0, 4}) {
+    v1::SiteStatus* site = r.add_sites();
+    site->set_site("s" + std::to_string(label));
+    site->set_label(label);
+    site->set_state("up");
+  }
+  const std::string t = TopologyText(r);
+  EXPECT_NE(t.find("balancing subcube X0X1 (dimension 2), tree depth 2"), std::string::npos) << t;
+  EXPECT_NE(t.find("tree: 4 (0100) -> 0 (0000)"), std::string::npos) << t;
+  EXPECT_NE(TopologyDot(r).find("bold"), std::string::npos) << "tree edges are drawn bold";
+  EXPECT_NE(TopologyJson(r).find("\"tree_depth\":2,\"edges\":[{\"child\":4,\"parent\":0}]"), std::string::npos)
+      << TopologyJson(r);
+}
+
 }  // namespace
 }  // namespace hyperfed::client

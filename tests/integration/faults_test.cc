@@ -76,6 +76,24 @@ TEST(FailedSiteTest, RoundsGoAroundAKilledSiteAndTheFullCubeReturnsWithIt) {
   int64_t total = 0;
   EXPECT_LT(ShareError(fed, slots, &total), 1.0) << r->message();
   EXPECT_EQ(total, 400) << "the survivors balance their own 400 jobs";
+  EXPECT_NE(r->message().find("3 log N + T"), std::string::npos) << "steps beside the paper's bound\n" << r->message();
+  {
+    // The operator's views: the fault set, the balancing subcube and trees,
+    // and why the last round ran what it ran.
+    v1::TopologyReply topo;
+    auto ctx = fed.Context();
+    ASSERT_TRUE(fed.Admin(0)->Topology(ctx.get(), v1::TopologyRequest(), &topo).ok());
+    ASSERT_EQ(topo.fault_labels_size(), 1);
+    EXPECT_EQ(topo.fault_labels(0), 6);
+    ASSERT_EQ(topo.subcubes_size(), 1);
+    EXPECT_EQ(topo.subcubes(0).dim(), 2);  // the largest healthy subcube of a 3-cube without 110
+    EXPECT_EQ(topo.subcubes(0).edges_size(), 7 - 4) << "every live site outside the subcube hangs on a tree";
+    v1::StatusReply st;
+    auto c2 = fed.Context();
+    ASSERT_TRUE(fed.Admin(0)->Status(c2.get(), v1::StatusRequest(), &st).ok());
+    EXPECT_NE(st.last_round_mode().find("MCWA topology"), std::string::npos) << st.last_round_mode();
+    EXPECT_NE(st.last_round_mode().find("6"), std::string::npos) << st.last_round_mode();
+  }
 
   // Site 6 comes back from its journal and queue: its 40 jobs are there,
   // and the next round runs on the full cube again.
