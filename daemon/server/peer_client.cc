@@ -5,6 +5,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "daemon/server/convert.h"
+#include "daemon/server/partition_hook.h"
 
 namespace hyperfed::server {
 namespace {
@@ -21,6 +22,10 @@ absl::StatusOr<std::string> ReadFile(const std::string& path, const char* what) 
 
 absl::Status Unknown(const std::string& site) {
   return absl::NotFoundError(absl::StrCat("site ", site, " is not in the roster"));
+}
+
+absl::Status Cut(const std::string& site) {
+  return absl::UnavailableError(absl::StrCat("no route to ", site, " (partition test hook)"));
 }
 
 }  // namespace
@@ -89,6 +94,7 @@ absl::StatusOr<balance::LoadTable> GrpcPeers::Exchange(const std::string& site, 
                                                        absl::Duration timeout) {
   Conn* c = Get(site);
   if (!c) return Unknown(site);
+  if (PartitionedFrom(site)) return Cut(site);
   v1::ExchangeRequest req;
   req.set_round_id(m.round_id);
   req.set_kind(static_cast<v1::ExchangeRequest::Kind>(static_cast<int>(m.kind)));
@@ -106,6 +112,7 @@ absl::StatusOr<bool> GrpcPeers::StartRound(const std::string& site, const federa
                                            absl::Duration timeout) {
   Conn* c = Get(site);
   if (!c) return Unknown(site);
+  if (PartitionedFrom(site)) return Cut(site);
   v1::StartRoundRequest req;
   req.set_round_id(spec.round_id);
   req.set_coordinator(spec.coordinator);
@@ -122,6 +129,7 @@ absl::Status GrpcPeers::ReportRound(const std::string& site, const federation::R
                                     absl::Duration timeout) {
   Conn* c = Get(site);
   if (!c) return Unknown(site);
+  if (PartitionedFrom(site)) return Cut(site);
   v1::RoundReport req;
   ToProto(report, &req);
   v1::ReportRoundReply reply;
@@ -133,6 +141,7 @@ absl::StatusOr<std::string> GrpcPeers::RequestBalance(const std::string& site, c
                                                       const std::string& reason, absl::Duration timeout) {
   Conn* c = Get(site);
   if (!c) return Unknown(site);
+  if (PartitionedFrom(site)) return Cut(site);
   v1::RequestBalanceRequest req;
   req.set_site(from);
   req.set_reason(reason);
@@ -146,6 +155,7 @@ absl::Status GrpcPeers::Heartbeat(const std::string& site, const federation::Hea
                                   absl::Duration timeout) {
   Conn* c = Get(site);
   if (!c) return Unknown(site);
+  if (PartitionedFrom(site)) return Cut(site);
   v1::HeartbeatRequest req;
   req.set_site(info.site);
   req.set_label(info.label);
@@ -168,6 +178,7 @@ absl::StatusOr<migration::TransferReply> GrpcPeers::Transfer(const std::string& 
                                                              const migration::TransferRequest& req) {
   Conn* c = Get(dest_site);
   if (!c) return Unknown(dest_site);
+  if (PartitionedFrom(dest_site)) return Cut(dest_site);
   v1::TransferRequest p;
   p.set_migration_id(req.migration_id);
   p.set_source_site(req.source_site);
@@ -185,6 +196,7 @@ absl::StatusOr<migration::AbortReply> GrpcPeers::Abort(const std::string& dest_s
                                                        const std::string& source_site) {
   Conn* c = Get(dest_site);
   if (!c) return Unknown(dest_site);
+  if (PartitionedFrom(dest_site)) return Cut(dest_site);
   v1::AbortRequest p;
   p.set_migration_id(migration_id);
   p.set_source_site(source_site);

@@ -11,6 +11,7 @@
 #include "daemon/balance/mcwa.h"
 #include "daemon/balance/topology.h"
 #include "daemon/server/convert.h"
+#include "daemon/server/partition_hook.h"
 
 namespace hyperfed::server {
 namespace {
@@ -79,6 +80,8 @@ std::string NewJobKey(const std::string& site) {
 // ------------------------------------------------------------------ Peer
 
 grpc::Status PeerService::CheckPeer(grpc::ServerContext* ctx, const std::string& claimed) const {
+  if (PartitionedFrom(claimed))
+    return grpc::Status(grpc::StatusCode::UNAVAILABLE, "no route from " + claimed + " (partition test hook)");
   if (!d_.config->FindSite(claimed))
     return grpc::Status(grpc::StatusCode::PERMISSION_DENIED, absl::StrCat("site '", claimed, "' is not in the roster"));
   if (d_.config->security.insecure) return grpc::Status::OK;

@@ -115,6 +115,8 @@ absl::Status TestFederation::StartSite(int i, const std::map<std::string, std::s
     (void)out;
     dup2(fileno(stderr), fileno(stdout));
     unsetenv("HYPERFED_CRASH_AT");
+    unsetenv("HYPERFED_PARTITION_FILE");
+    if (opts_.partition_hook) setenv("HYPERFED_PARTITION_FILE", absl::StrCat(dir_, "/partition-", i).c_str(), 1);
     for (const auto& [k, v] : env) setenv(k.c_str(), v.c_str(), 1);
     execl(bin.c_str(), bin.c_str(), "--config", cfg.c_str(), static_cast<char*>(nullptr));
     _exit(127);
@@ -122,6 +124,18 @@ absl::Status TestFederation::StartSite(int i, const std::map<std::string, std::s
   sites_[i].pid = pid;
   return absl::OkStatus();
 }
+
+void TestFederation::Cut(int i, const std::vector<int>& from) {
+  const std::string path = absl::StrCat(dir_, "/partition-", i);
+  const std::string tmp = path + ".tmp";
+  {
+    std::ofstream out(tmp);
+    for (int j : from) out << SiteId(j) << "\n";
+  }
+  std::rename(tmp.c_str(), path.c_str());  // atomically: the daemon never reads half a file
+}
+
+void TestFederation::Heal(int i) { std::remove(absl::StrCat(dir_, "/partition-", i).c_str()); }
 
 bool TestFederation::Running(int i) {
   if (sites_[i].pid <= 0) return false;

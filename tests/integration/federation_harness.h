@@ -34,6 +34,9 @@ struct FederationOptions {
   // State on tmpfs (/dev/shm) when there is one; false puts it under /tmp
   // (a real disk: fsync costs what it costs in production).
   bool tmpfs = true;
+  // Every site reads HYPERFED_PARTITION_FILE=<dir>/partition-<i> (see
+  // daemon/server/partition_hook.h), so Cut/Heal work.
+  bool partition_hook = false;
 };
 
 class TestFederation {
@@ -64,6 +67,11 @@ class TestFederation {
   bool Running(int i);
   // Waits for site i's process to exit by itself (e.g. at a crash point).
   bool WaitExit(int i, absl::Duration timeout);
+
+  // Cuts site i off from the listed sites (both directions need a Cut at
+  // each end) / restores every link of site i.
+  void Cut(int i, const std::vector<int>& from);
+  void Heal(int i);
 
   // Every running site answers Status and sees `expected_up` others up.
   absl::Status WaitHealthy(absl::Duration timeout, int expected_up = -1);
