@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <deque>
+#include <map>
 #include <queue>
 #include <random>
 #include <vector>
@@ -50,14 +51,11 @@ class Machine {
       const double t = -neg_t;
       end_ = std::max(end_, t);
       busy_[u] = false;
-      const bool was_idle_now = queue_[u].empty();
       StartNext(u, t);
-      const Load waiting = static_cast<Load>(queue_[u].size());
-      if (waiting < cfg_.threshold && (armed_[u] || was_idle_now)) {
-        armed_[u] = false;
+      // One trigger rule for all three algorithms (see speedup.h).
+      if (armed_[u] && static_cast<Load>(queue_[u].size()) < cfg_.threshold) {
         if (auto s = Balance(u, t); !s.ok()) return s;
       }
-      if (waiting >= cfg_.threshold) armed_[u] = true;
     }
     return absl::OkStatus();
   }
@@ -100,6 +98,15 @@ class Machine {
     return l;
   }
 
+  // After a balancing action every participant below the threshold is
+  // disarmed (its need has just been answered) and every one at or above it
+  // is armed.
+  void Rearm(NodeId v) { armed_[v] = static_cast<Load>(queue_[v].size()) >= cfg_.threshold; }
+
+  // A synchronous round (DEM, MCWA): every healthy node stops for the whole
+  // round. Duration = (request broadcast + the plan's information steps) x
+  // info_cost + sum over migration phases of the phase's busiest node (tasks
+  // it sends plus receives, times hops) x migration_cost.
   absl::Status Balance(NodeId u, double t) {
     ++rounds_;
     if (algo_ == SpeedupAlgorithm::kRid) return RidRequest(u, t);
@@ -114,27 +121,36 @@ class Machine {
       for (const auto& bs : subcubes_) phases = std::max(phases, 2 * bs.tree_depth + bs.dim);
     }
     if (!plan.ok()) return plan.status();
-    // Every healthy node spends the information steps; a node's own sends
-    // and receives cost it migration_cost each (relaying nodes pay twice).
-    const double info = static_cast<double>(plan->metrics.steps - phases) * cfg_.info_cost;
-    std::vector<Load> handled(topo_.size(), 0);
+    const int info_steps = topo_.dimensions() + plan->metrics.steps - phases;
+    double d = static_cast<double>(info_steps) * cfg_.info_cost;
+    std::map<int, std::vector<Load>> handled;  // phase -> per node task-hops
     for (const auto& tr : plan->transfers) {
       MoveTasks(tr.from, tr.to, tr.count);
-      handled[tr.from] += tr.count;
-      handled[tr.to] += tr.count;
+      auto& h = handled.try_emplace(tr.step, topo_.size(), 0).first->second;
+      h[tr.from] += tr.count * tr.hops;
+      h[tr.to] += tr.count * tr.hops;
       hops_ += tr.count * tr.hops;
     }
+    for (const auto& [step, h] : handled)
+      d += static_cast<double>(*std::max_element(h.begin(), h.end())) * cfg_.migration_cost;
     for (int v = 0; v < topo_.size(); ++v) {
       if (!topo_.alive(v)) continue;
-      Pause(v, t, info + static_cast<double>(handled[v]) * cfg_.migration_cost);
-      if (static_cast<Load>(queue_[v].size()) >= cfg_.threshold) armed_[v] = true;
+      Pause(v, t, d);
+      Rearm(v);
     }
     return absl::OkStatus();
   }
 
+  // RID (asynchronous): only the requester and its healthy neighbours stop.
+  // Request and load reply are 2 information steps for all of them; then the
+  // neighbours send, each busy for what it sends, and the requester receives
+  // one task after another.
   absl::Status RidRequest(NodeId u, double t) {
     const std::vector<NodeId> nbrs = topo_.Neighbors(u);
-    if (nbrs.empty()) return absl::OkStatus();
+    if (nbrs.empty()) {
+      Rearm(u);
+      return absl::OkStatus();
+    }
     std::vector<Load> nl;
     for (NodeId k : nbrs) nl.push_back(static_cast<Load>(queue_[k].size()));
     const std::vector<Load> req = balance::RidRequests(static_cast<Load>(queue_[u].size()), nl);
@@ -143,11 +159,11 @@ class Machine {
       const Load g = balance::RidGrant(nl[j], {req[j]})[0];
       MoveTasks(nbrs[j], u, g);
       got += g;
-      Pause(nbrs[j], t, cfg_.info_cost + static_cast<double>(g) * cfg_.migration_cost);
+      Pause(nbrs[j], t, 2 * cfg_.info_cost + static_cast<double>(g) * cfg_.migration_cost);
     }
     hops_ += got;
     Pause(u, t, 2 * cfg_.info_cost + static_cast<double>(got) * cfg_.migration_cost);
-    if (static_cast<Load>(queue_[u].size()) >= cfg_.threshold) armed_[u] = true;
+    Rearm(u);
     return absl::OkStatus();
   }
 

@@ -8,22 +8,45 @@
 // faulty nodes are drawn at random and their tasks dealt to the others;
 // migrating one task costs 10% of E[tau] and sending load information 1%.
 //
-// What the paper leaves open, and how we fill it:
-// - A node runs its tasks one at a time; its load is its count of waiting
-//   tasks (the running task does not move). A task keeps its time when it
-//   migrates.
-// - A node asks for balancing when, at a task completion, its waiting count
-//   falls below `threshold` (edge triggered: again only after it has been at
-//   or above the threshold) or it has just run out of work.
-// - DEM and MCWA are synchronous: a request starts a round on all healthy
-//   nodes, which all pause for D = info_steps x info_cost + sum over the
-//   round's migration phases of (largest number of tasks a node sends plus
-//   receives in that phase) x migration_cost. info_steps is the plan's step
-//   count minus its migration phases (DEM: 2n of 3n; MCWA: 2k + 2T of
-//   3k + 4T). MCWA's trees are built once per run (the faults are fixed).
-// - RID is asynchronous: the requester pauses 2 x info_cost plus
-//   migration_cost per task received; each asked neighbour pauses info_cost
-//   plus migration_cost per task it sends.
+// What the paper leaves open, chosen once and identically for all three
+// algorithms (E[tau] = 1):
+// - Execution: a node runs its tasks one at a time; its load is its count of
+//   waiting tasks (the running task does not move); a task keeps its time
+//   when it migrates (tau is a property of the task, drawn at its origin).
+// - Trigger: a node asks for balancing at a task completion when it has
+//   fewer than `threshold` waiting tasks and is armed. threshold = 1, i.e. it
+//   asks when it starts its last task: the paper's initiators hold no
+//   waiting task (node 100 with load 0 in Fig. 1 and Example 1; "severely
+//   underloaded", section 2), and RID's "drops below a prespecified
+//   threshold" (section 3.1) is the same test. After a balancing action every
+//   node that took part as a receiver of the answer (all healthy nodes in a
+//   synchronous round, the requester in RID) is disarmed if it is still
+//   below the threshold (its need has just been answered; otherwise an empty
+//   cube would start a round at every completion) and armed otherwise; a
+//   node is re-armed as soon as it holds `threshold` waiting tasks again.
+// - DEM and MCWA are synchronous (section 2: "all nonfaulty nodes perform
+//   task migrations in a synchronous manner", after "all nodes reach an
+//   agreed-upon synchronization point"): a round stops every healthy node for
+//   its whole duration D (a running task resumes after it), with
+//     D = (n + info steps) x info_cost
+//       + sum over migration phases of (busiest node's tasks sent plus
+//         received in that phase, times hops) x migration_cost.
+//   n is the request broadcast over the n-cube (section 6: "all ... begin
+//   when an underloaded node broadcasts a load-balancing request"); info
+//   steps are the plan's communication steps minus its migration phases
+//   (DEM: 2 log N of 3 log N; MCWA: 2k + 2T of 3k + 4T, the paper's
+//   3 log N + T). Charging per phase makes a task relayed over h tree
+//   levels or subcube dimensions cost h migrations on the critical path, so
+//   MCWA's deep trees (Fig. 9) show up in the time. A node handles one task
+//   message at a time (sends plus receives), since the paper gives one cost
+//   per task migration and none for concurrency. MCWA's trees are built once
+//   per run (the faults are fixed).
+// - RID is asynchronous (section 3.1): only the requester and its healthy
+//   neighbours stop: 2 x info_cost each (request, load reply, one
+//   communication step each, as for the synchronous steps), plus
+//   migration_cost per task each neighbour sends, and per task the requester
+//   receives (one task message at a time, as above). Neighbours are asked in
+//   one step, so the n requests cost one step, not n.
 // - The balanced run ends when the last task finishes; speedup = time
 //   without balancing (the largest per-node sum) / that time.
 
@@ -45,7 +68,7 @@ struct SpeedupConfig {
   int tasks_per_node = 100;
   double migration_cost = 0.10;  // per task, in units of E[tau]
   double info_cost = 0.01;       // per information step, in units of E[tau]
-  balance::Load threshold = 3;   // waiting tasks below which a node asks
+  balance::Load threshold = 1;   // waiting tasks below which a node asks
   uint64_t seed = 1;
 };
 
