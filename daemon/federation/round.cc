@@ -9,6 +9,7 @@
 #include "daemon/balance/dem.h"
 #include "daemon/balance/mcwa.h"
 #include "daemon/balance/topology.h"
+#include "daemon/migration/crash_point.h"
 
 namespace hyperfed::federation {
 
@@ -172,6 +173,9 @@ class Runner {
   }
 
   absl::Status RunExact(int64_t load, double capacity) {
+    // Fault injection for the mid-round failure tests (HYPERFED_CRASH_AT):
+    // round_started, round_after_exchange[:N], round_before_moves.
+    migration::CrashPoint("round_started");
     auto place = PlaceOf(spec_, ctx_.self_label);
     if (!place.ok()) return place.status();
     balance::LoadTable table{{ctx_.self_label, load, capacity}};
@@ -205,6 +209,7 @@ class Runner {
         if (!rows.ok()) return rows.status();
         if (auto st = merge(*rows); !st.ok()) return st;
         Event(absl::StrCat("exchanged dimension ", d, ", knows ", table.size(), " sites"));
+        migration::CrashPoint("round_after_exchange");
       }
     }
     for (int c : place->children) {
@@ -228,6 +233,7 @@ class Runner {
       Event("nothing to send");
       return absl::OkStatus();
     }
+    migration::CrashPoint("round_before_moves");
     // Every destination at once: one migration per destination.
     std::vector<std::future<absl::StatusOr<JobMover::Result>>> futures;
     for (const balance::Transfer& t : mine)

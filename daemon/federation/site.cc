@@ -417,18 +417,31 @@ void Site::Coordinate(std::string round_id) {
     }
   }
   AddEvent(round_id, absl::StrCat(accepted.size(), " of ", live.size(), " live sites started"));
-  // Wait for every report (the parts end by themselves at their step timeouts).
-  const absl::Duration budget = config_.balancer.step_timeout * (6 + 4 * spec.dimension) + absl::Minutes(2);
+  // Wait for every report (the parts end by themselves at their step
+  // timeouts). A site that dies mid-round never reports: once every site
+  // still missing is down in this site's view, the round ends without it.
+  const absl::Time deadline =
+      clock_->Now() + config_.balancer.step_timeout * (6 + 4 * spec.dimension) + absl::Minutes(2);
   std::unique_lock<std::mutex> l(mu_);
-  RoundView* r = FindLocked(round_id);
-  cv_.wait_for(l, absl::ToChronoNanoseconds(budget), [&] {
-    r = FindLocked(round_id);
-    return stopping_ || !r || r->done;
-  });
-  r = FindLocked(round_id);
-  if (r && !r->done) {
-    r->events.push_back("gave up waiting for the remaining reports");
-    FinishRoundLocked(*r);
+  while (true) {
+    RoundView* r = FindLocked(round_id);
+    if (stopping_ || !r || r->done) return;
+    std::vector<std::string> missing;
+    for (const std::string& site : r->accepted)
+      if (std::find(r->reported.begin(), r->reported.end(), site) == r->reported.end()) missing.push_back(site);
+    bool all_down = !missing.empty();
+    for (const std::string& site : missing) {
+      auto p = membership_.Find(site);
+      all_down = all_down && p && !p->up;
+    }
+    if (all_down || clock_->Now() >= deadline) {
+      r->events.push_back(all_down ? absl::StrCat(absl::StrJoin(missing, ", "), " went down during the round")
+                                   : "gave up waiting for the remaining reports");
+      r->any_failed = true;
+      FinishRoundLocked(*r);
+      return;
+    }
+    cv_.wait_for(l, absl::ToChronoNanoseconds(config_.balancer.heartbeat_interval));
   }
 }
 

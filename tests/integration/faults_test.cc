@@ -132,3 +132,60 @@ TEST(FailedSiteTest, ThreeFailedSitesOfEight) {
 
 }  // namespace
 }  // namespace hyperfed::testing
+
+namespace hyperfed::testing {
+namespace {
+
+// A site dies in the middle of a round (SIGKILL at a step of its part): the
+// round ends at that step, what was done stands, the next round runs around
+// it, and when it returns every job is still there exactly once.
+class MidRoundFailureTest : public ::testing::TestWithParam<const char*> {};
+
+TEST_P(MidRoundFailureTest, RoundEndsAtThatStepAndTheNextGoesAround) {
+  const std::vector<int> slots(8, 1);
+  auto f = TestFederation::Start({.sites = 8, .slots = slots});
+  ASSERT_TRUE(f.ok()) << f.status();
+  TestFederation& fed = **f;
+  FillSlots(fed, slots);
+  ASSERT_TRUE(Submit(fed, 5, 200, kLong).ok());  // site 5 would send
+  ASSERT_TRUE(Submit(fed, 2, 100, kLong).ok());
+  fed.Stop(5);
+  ASSERT_TRUE(fed.StartSite(5, {{"HYPERFED_CRASH_AT", GetParam()}}).ok());
+  ASSERT_TRUE(fed.WaitHealthy(absl::Seconds(30)).ok());
+  const auto before = AllKeys(fed);
+  ASSERT_EQ(before.size(), 308u);
+
+  auto first = RunRound(fed, 0);
+  ASSERT_TRUE(fed.WaitExit(5, absl::Seconds(30))) << "site 5 never reached " << GetParam();
+  ASSERT_TRUE(first.ok()) << first.status();
+  EXPECT_FALSE(first->ok()) << "the round ends at the step where site 5 died\n" << first->message();
+
+  ASSERT_TRUE(fed.WaitHealthy(absl::Seconds(20), 6).ok());
+  auto second = RunRound(fed, 0);
+  ASSERT_TRUE(second.ok()) << second.status();
+  EXPECT_TRUE(second->ok()) << second->message();
+  EXPECT_NE(second->message().find("faults 5"), std::string::npos) << second->message();
+  int64_t total = 0;
+  EXPECT_LT(ShareError(fed, slots, &total), 1.0) << second->message();
+
+  ASSERT_TRUE(fed.StartSite(5).ok());
+  ASSERT_TRUE(fed.WaitHealthy(absl::Seconds(30)).ok());
+  // Recovery may still be settling a transfer site 5 had in flight.
+  const absl::Time end = absl::Now() + absl::Seconds(30);
+  std::multiset<std::string> keys;
+  while (absl::Now() < end && (keys = AllKeys(fed)) != before) std::this_thread::sleep_for(std::chrono::milliseconds(250));
+  EXPECT_EQ(keys, before) << "every job exactly once after site 5 returns";
+}
+
+INSTANTIATE_TEST_SUITE_P(Steps, MidRoundFailureTest,
+                         ::testing::Values("round_started", "round_after_exchange:1", "round_after_exchange:2",
+                                           "round_before_moves"),
+                         [](const ::testing::TestParamInfo<const char*>& i) {
+                           std::string n = i.param;
+                           for (char& c : n)
+                             if (c == ':') c = '_';
+                           return n;
+                         });
+
+}  // namespace
+}  // namespace hyperfed::testing
