@@ -28,12 +28,6 @@ using namespace hyperfed::testing;
 
 namespace {
 
-std::string Read(const std::string& p) {
-  std::ifstream in(p);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
 
 double Percentile(std::vector<double> v, double q) {
   std::sort(v.begin(), v.end());
@@ -42,9 +36,9 @@ double Percentile(std::vector<double> v, double q) {
 
 std::unique_ptr<grpc::health::v1::Health::Stub> HealthStub(TestFederation& f, int i) {
   grpc::SslCredentialsOptions o;
-  o.pem_root_certs = Read(f.CertDir() + "/ca.pem");
-  o.pem_cert_chain = Read(f.CertDir() + "/admin.pem");
-  o.pem_private_key = Read(f.CertDir() + "/admin-key.pem");
+  o.pem_root_certs = ReadFile(f.CertDir() + "/ca.pem");
+  o.pem_cert_chain = ReadFile(f.CertDir() + "/admin.pem");
+  o.pem_private_key = ReadFile(f.CertDir() + "/admin-key.pem");
   grpc::ChannelArguments args;
   args.SetSslTargetNameOverride(f.SiteId(i));
   return grpc::health::v1::Health::NewStub(grpc::CreateCustomChannel(f.Endpoint(i), grpc::SslCredentials(o), args));
@@ -115,7 +109,7 @@ void Idle(int sites, int seconds) {
   if (!f.ok()) return;
   std::this_thread::sleep_for(std::chrono::seconds(2));
   auto cpu = [&](pid_t pid) {
-    std::string stat = Read(absl::StrCat("/proc/", pid, "/stat"));
+    std::string stat = ReadFile(absl::StrCat("/proc/", pid, "/stat"));
     std::istringstream in(stat.substr(stat.rfind(')') + 2));
     std::string field;
     long long utime = 0, stime = 0;
@@ -129,7 +123,7 @@ void Idle(int sites, int seconds) {
   std::this_thread::sleep_for(std::chrono::seconds(seconds));
   const double c1 = cpu((*f)->Pid(0));
   long rss_kb = 0;
-  std::istringstream st(Read(absl::StrCat("/proc/", (*f)->Pid(0), "/status")));
+  std::istringstream st(ReadFile(absl::StrCat("/proc/", (*f)->Pid(0), "/status")));
   std::string line;
   while (std::getline(st, line))
     if (line.rfind("VmRSS:", 0) == 0) rss_kb = std::stol(line.substr(6));

@@ -15,19 +15,13 @@
 namespace hyperfed::testing {
 namespace {
 
-std::string Read(const std::string& p) {
-  std::ifstream in(p);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
 
 // A Peer stub to site `to`, presenting site `as`'s certificate.
 std::unique_ptr<v1::Peer::Stub> PeerAs(TestFederation& f, int to, const std::string& as) {
   grpc::SslCredentialsOptions o;
-  o.pem_root_certs = Read(f.CertDir() + "/ca.pem");
-  o.pem_cert_chain = Read(f.CertDir() + "/" + as + ".pem");
-  o.pem_private_key = Read(f.CertDir() + "/" + as + "-key.pem");
+  o.pem_root_certs = ReadFile(f.CertDir() + "/ca.pem");
+  o.pem_cert_chain = ReadFile(f.CertDir() + "/" + as + ".pem");
+  o.pem_private_key = ReadFile(f.CertDir() + "/" + as + "-key.pem");
   grpc::ChannelArguments args;
   args.SetSslTargetNameOverride(f.SiteId(to));
   return v1::Peer::NewStub(grpc::CreateCustomChannel(f.Endpoint(to), grpc::SslCredentials(o), args));
@@ -151,7 +145,7 @@ TEST_F(BadInputTest, BatchOverTheLimitIsRefusedAndSubmitsNothing) {
 
 TEST_F(BadInputTest, AdminWithoutTokenOrCertificateIsUnauthenticated) {
   grpc::SslCredentialsOptions o;
-  o.pem_root_certs = Read(fed_->CertDir() + "/ca.pem");  // server-auth TLS only, no client certificate
+  o.pem_root_certs = ReadFile(fed_->CertDir() + "/ca.pem");  // server-auth TLS only, no client certificate
   grpc::ChannelArguments args;
   args.SetSslTargetNameOverride("site-0");
   auto stub = v1::Admin::NewStub(grpc::CreateCustomChannel(fed_->Endpoint(0), grpc::SslCredentials(o), args));

@@ -32,14 +32,15 @@ int FreePort() {
   return port;
 }
 
+
+}  // namespace
+
 std::string ReadFile(const std::string& p) {
   std::ifstream in(p);
   std::stringstream ss;
   ss << in.rdbuf();
   return ss.str();
 }
-
-}  // namespace
 
 std::string HyperfeddPath() { return HYPERFEDD_PATH; }
 std::string HyperfedctlPath() { return HYPERFEDCTL_PATH; }

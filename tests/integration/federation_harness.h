@@ -90,6 +90,9 @@ class TestFederation {
   FederationOptions opts_;
 };
 
+// A whole file's text ("" when it cannot be read).
+std::string ReadFile(const std::string& path);
+
 // Paths set by CMake.
 std::string HyperfeddPath();
 std::string HyperfedctlPath();
