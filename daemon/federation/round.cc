@@ -2,6 +2,8 @@
 
 #include <algorithm>
 #include <future>
+#include <map>
+#include <set>
 #include <thread>
 
 #include "absl/strings/str_cat.h"
@@ -73,6 +75,9 @@ void Mailbox::Forget(const std::string& round_id) {
 namespace {
 
 constexpr int kBarrierStep = 1000;
+// Capacity standing in for a drained site's 0 in the MCWA plan (the library
+// needs > 0): its share stays far below one job.
+constexpr double kDrainedCapacity = 1e-9;
 
 // Rows from a peer must name live positions of this round's cube.
 absl::Status CheckRows(const balance::LoadTable& rows, const RoundSpec& spec) {
@@ -133,7 +138,9 @@ class Runner {
   RoundReport Run(int64_t load, double capacity) {
     report_.load_before = load;
     report_.quota = load;
-    absl::Status st = spec_.algorithm == "improved-dem" ? RunImprovedDem(load, capacity) : RunExact(load, capacity);
+    absl::Status st = spec_.algorithm == "improved-dem" ? RunImprovedDem(load, capacity)
+                      : spec_.algorithm == "mcwa"       ? RunMcwa(load, capacity)
+                                                        : RunExact(load, capacity);
     report_.ok = st.ok();
     if (!st.ok()) report_.error = std::string(st.message());
     ctx_.mailbox->Forget(spec_.round_id);
@@ -172,7 +179,10 @@ class Runner {
     return theirs;
   }
 
-  absl::Status RunExact(int64_t load, double capacity) {
+  // Every live site's (label, load, capacity) row of this site's component,
+  // gathered up the trees, across the balancing subcube (the full cube when
+  // there are no faults) and back down the trees. Sets messages and steps.
+  absl::Status Gather(int64_t load, double capacity, Place* place_out, balance::LoadTable* table_out) {
     // Fault injection for the mid-round failure tests (HYPERFED_CRASH_AT):
     // round_started, round_after_exchange[:N], round_before_moves.
     migration::CrashPoint("round_started");
@@ -224,6 +234,15 @@ class Runner {
     report_.table = table;
     // T up + k exchanges + T down + 1 migration (n + 1 on a full cube).
     report_.steps = 2 * place->tree_depth + place->subcube_dim + 1;
+    *place_out = *std::move(place);
+    *table_out = std::move(table);
+    return absl::OkStatus();
+  }
+
+  absl::Status RunExact(int64_t load, double capacity) {
+    Place place;
+    balance::LoadTable table;
+    if (auto st = Gather(load, capacity, &place, &table); !st.ok()) return st;
 
     balance::DirectPlan plan = balance::PlanDirectTransfers(table);
     for (size_t i = 0; i < table.size(); ++i)
@@ -259,6 +278,109 @@ class Runner {
       }
       Event(absl::StrCat("moved ", r->moved, " jobs to ", SiteOf(mine[i].to),
                          r->shortfall ? absl::StrCat(" (", r->shortfall, " short)") : ""));
+    }
+    return first_error;
+  }
+
+  // Seed 004 Algorithm 3 (MCWA), with the gather of RunExact standing in for
+  // its load phases: every site computes the same whole-system plan from the
+  // same table with the balance library, then carries out its own edge
+  // transfers phase by phase (tree levels up, the subcube walk, tree levels
+  // down). Jobs relayed through a site move on in a later phase, as in the
+  // paper; a relay that got fewer than planned sends what it has.
+  absl::Status RunMcwa(int64_t load, double capacity) {
+    Place place;
+    balance::LoadTable table;
+    if (auto st = Gather(load, capacity, &place, &table); !st.ok()) return st;
+    const int n = spec_.dimension;
+    const size_t size = size_t{1} << n;
+    std::vector<balance::Load> w(size, 0);
+    // Positions outside this component keep capacity 1 and load 0: they form
+    // their own components, which the plan balances apart from this one.
+    std::vector<double> p(size, 1.0);
+    bool any_capacity = false;
+    for (const balance::LoadRow& r : table) {
+      w[r.label] = r.load;
+      // The library wants capacities > 0; a drained site (0) gets a share
+      // far below one job, so its quota is 0.
+      p[r.label] = r.capacity > 0 ? r.capacity : kDrainedCapacity;
+      any_capacity = any_capacity || r.capacity > 0;
+    }
+    if (!any_capacity) {
+      Event("every site of the component is drained: nothing to balance");
+      return absl::OkStatus();
+    }
+    std::vector<balance::NodeId> faults(spec_.faults.begin(), spec_.faults.end());
+    auto topo = balance::Topology::Hypercube(n, faults);
+    if (!topo.ok()) return topo.status();
+    auto plan = balance::McwaPlan(*topo, w, p);
+    if (!plan.ok()) return plan.status();
+    report_.quota = plan->final_loads[ctx_.self_label];
+    report_.steps = static_cast<int>(plan->metrics.steps);  // 3k + 4T
+
+    std::map<int, std::vector<balance::Transfer>> sends;  // phase -> this site's transfers
+    std::map<int, std::vector<int>> senders;              // phase -> labels sending to this site
+    for (const balance::Transfer& t : plan->transfers) {
+      if (t.from == ctx_.self_label) sends[t.step].push_back(t);
+      if (t.to == ctx_.self_label) senders[t.step].push_back(t.from);
+    }
+    std::set<int> phases;
+    for (const auto& [s, v] : sends) phases.insert(s);
+    for (const auto& [s, v] : senders) phases.insert(s);
+    if (phases.empty()) {
+      Event("nothing to send or receive");
+      return absl::OkStatus();
+    }
+    migration::CrashPoint("round_before_moves");
+    // A sender may still be in earlier phases of its own; it is at most a
+    // tree's depth of phases behind this site.
+    const absl::Duration wait = ctx_.step_timeout * (2 + place.tree_depth);
+    absl::Status first_error;
+    for (int s : phases) {
+      const std::vector<balance::Transfer>& out = sends[s];
+      std::vector<std::future<absl::StatusOr<JobMover::Result>>> futures;
+      for (const balance::Transfer& t : out)
+        futures.push_back(std::async(std::launch::async, [this, t] {
+          return ctx_.mover->MoveJobs(SiteOf(t.to), t.count, spec_.round_id);
+        }));
+      for (size_t i = 0; i < futures.size(); ++i) {
+        const balance::Transfer& t = out[i];
+        auto r = futures[i].get();
+        int64_t moved = 0;
+        if (!r.ok()) {
+          if (first_error.ok())
+            first_error = absl::UnavailableError(absl::StrCat("phase ", s, ": moving ", t.count, " jobs to ",
+                                                              SiteOf(t.to), ": ", r.status().message()));
+          report_.shortfall += t.count;
+        } else {
+          moved = r->moved;
+          report_.moved_out += r->moved;
+          report_.shortfall += r->shortfall;
+          if (r->moved > 0) {
+            balance::Transfer done = t;
+            done.count = r->moved;
+            report_.transfers.push_back(done);
+          }
+          Event(absl::StrCat("phase ", s, ": moved ", r->moved, " jobs to ", SiteOf(t.to),
+                             r->shortfall ? absl::StrCat(" (", r->shortfall, " short)") : ""));
+        }
+        // The receiver goes on with what it got, even after a failed move.
+        ExchangeMessage m{spec_.round_id, ExchangeKind::kDown, kMcwaPhaseStep + s, ctx_.self_label,
+                          {{ctx_.self_label, moved, 0}}};
+        if (auto d = ctx_.peers->Exchange(SiteOf(t.to), m, ctx_.step_timeout); !d.ok()) {
+          if (first_error.ok())
+            first_error = absl::UnavailableError(absl::StrCat("phase ", s, ": ", SiteOf(t.to),
+                                                              " did not take the notice: ", d.status().message()));
+        } else {
+          ++report_.messages;
+        }
+      }
+      for (int from : senders[s]) {
+        auto r = ctx_.mailbox->Await(spec_.round_id, ExchangeKind::kDown, kMcwaPhaseStep + s, from, wait);
+        if (!r.ok())
+          return absl::UnavailableError(absl::StrCat("phase ", s, ": ", SiteOf(from), " (label ", from,
+                                                     ") did not say its transfer was done"));
+      }
     }
     return first_error;
   }

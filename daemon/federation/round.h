@@ -24,10 +24,17 @@ namespace hyperfed::federation {
 
 enum class ExchangeKind { kUp = 1, kExchange = 2, kDown = 3 };
 
+// kDown with step kMcwaPhaseStep + s: the sender's MCWA transfer of plan
+// phase s (1 <= s < kMcwaPhases) to the callee is done.
+inline constexpr int kMcwaPhaseStep = 2000;
+inline constexpr int kMcwaPhases = 100;
+
 struct ExchangeMessage {
   std::string round_id;
   ExchangeKind kind = ExchangeKind::kExchange;
-  int step = 0;  // the dimension for kExchange; 1000 + k for the barrier after migrating in dimension k
+  // The dimension for kExchange; 1000 + k for the barrier after migrating in
+  // dimension k; kMcwaPhaseStep + s for an MCWA phase-s notice.
+  int step = 0;
   int from_label = 0;
   balance::LoadTable rows;
 };
@@ -37,7 +44,7 @@ struct RoundSpec {
   std::string coordinator;
   std::vector<int> faults;  // sorted labels
   int dimension = 0;
-  std::string algorithm;    // "exact" or "improved-dem"
+  std::string algorithm;    // "exact", "mcwa" or "improved-dem"
 };
 
 struct RoundReport {

@@ -285,10 +285,13 @@ std::pair<std::vector<int>, std::string> Site::NextMode() const {
   std::string algo = config_.balancer.algorithm;
   std::string why;
   if (faults.empty()) {
-    why = absl::StrCat(algo, " on the full ", membership_.dimension(), "-cube (configured full-cube mode)");
+    why = absl::StrCat(algo, " on the full ", membership_.dimension(), "-cube",
+                       algo == "mcwa" ? ", where it is CWA" : "", " (configured full-cube mode)");
   } else {
     why = absl::StrCat(algo == "improved-dem" ? "improved-dem, skipping dimensions whose partner is missing"
-                                              : "exact over the MCWA topology",
+                       : algo == "mcwa"
+                           ? "mcwa (seed 004 Algorithm 3) over the balancing subcube and its trees"
+                           : "exact over the MCWA topology",
                        ": positions ", Labels(faults), " are failed or empty");
   }
   return {faults, why};
@@ -297,7 +300,8 @@ std::pair<std::vector<int>, std::string> Site::NextMode() const {
 absl::StatusOr<std::string> Site::Balance(bool dry_run, const std::string& reason) {
   const int n = membership_.dimension();
   std::vector<int> faults = membership_.FaultLabels();
-  std::string algorithm = config_.balancer.algorithm == "improved-dem" ? "improved-dem" : "exact";
+  const std::string& configured = config_.balancer.algorithm;
+  std::string algorithm = configured == "improved-dem" || configured == "mcwa" ? configured : "exact";
   RoundView view;
   view.spec = RoundSpec{"", config_.site.id, faults, n, algorithm};
   view.mode = NextMode().second;
@@ -327,6 +331,9 @@ absl::StatusOr<std::string> Site::Balance(bool dry_run, const std::string& reaso
       if (algorithm == "improved-dem") {
         for (auto& c : p) c = c > 0 ? c : 1e-9;  // the pair rule needs p > 0; drained sites hold ~nothing
         plan = balance::ImprovedDemPlan(*topo, w, p);
+      } else if (algorithm == "mcwa") {
+        for (auto& c : p) c = c > 0 ? c : 1e-9;  // as the round does: drained sites get quota 0
+        plan = balance::McwaPlan(*topo, w, p);
       } else {
         plan = balance::ExactPlan(*topo, w, p);
       }

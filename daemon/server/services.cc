@@ -110,7 +110,7 @@ grpc::Status PeerService::StartRound(grpc::ServerContext* ctx, const v1::StartRo
   if (req->round_id().empty() || req->round_id().size() > kMaxIdLength) return Invalid("round_id: 1..200 characters");
   if (req->dimension() != n)
     return Invalid(absl::StrCat("dimension ", req->dimension(), " but this site's roster makes a ", n, "-cube"));
-  if (req->algorithm() != "exact" && req->algorithm() != "improved-dem")
+  if (req->algorithm() != "exact" && req->algorithm() != "mcwa" && req->algorithm() != "improved-dem")
     return Invalid(absl::StrCat("unknown algorithm '", req->algorithm(), "'"));
   std::set<int> faults;
   for (int f : req->fault_labels()) {
@@ -137,7 +137,10 @@ grpc::Status PeerService::Exchange(grpc::ServerContext* ctx, const v1::ExchangeR
   if (req->kind() != v1::ExchangeRequest::UP && req->kind() != v1::ExchangeRequest::EXCHANGE &&
       req->kind() != v1::ExchangeRequest::DOWN)
     return Invalid("kind must be UP, EXCHANGE or DOWN");
-  if (req->step() < 0 || (req->step() >= 31 && (req->step() < 1000 || req->step() >= 1031)))
+  const int step = req->step();
+  const bool mcwa_notice = req->kind() == v1::ExchangeRequest::DOWN && step > federation::kMcwaPhaseStep &&
+                           step < federation::kMcwaPhaseStep + federation::kMcwaPhases;
+  if (step < 0 || (step >= 31 && (step < 1000 || step >= 1031) && !mcwa_notice))
     return Invalid(absl::StrCat("step ", req->step(), " out of range"));
   if (auto st = CheckRows(req->rows(), d_.config->Dimension()); !st.ok()) return st;
   federation::ExchangeMessage m{req->round_id(), static_cast<federation::ExchangeKind>(req->kind()), req->step(),

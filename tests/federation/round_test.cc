@@ -10,6 +10,7 @@
 #include "absl/strings/str_cat.h"
 #include "daemon/balance/dem.h"
 #include "daemon/balance/exact.h"
+#include "daemon/balance/mcwa.h"
 #include "daemon/balance/topology.h"
 #include "gtest/gtest.h"
 
@@ -150,6 +151,66 @@ TEST(RoundTest, ExactRoundAroundFaultsUsesTheMcwaTopology) {
   for (const auto& [u, r] : o.reports) {
     EXPECT_TRUE(r.ok) << Site(u) << ": " << r.error;
     EXPECT_EQ(r.steps, plan->metrics.steps) << "2T + k + 1";
+  }
+}
+
+TEST(RoundTest, McwaRoundOnAFullCubeIsTheLibrarysPlan) {
+  std::mt19937_64 rng(21);
+  for (int trial = 0; trial < 3; ++trial) {
+    const int n = 3;
+    std::vector<balance::Load> w(8);
+    std::vector<double> p(8);
+    for (int u = 0; u < 8; ++u) {
+      w[u] = rng() % 300;
+      p[u] = 1 + rng() % 16;
+    }
+    Outcome o = RunAll(n, {}, w, p, "mcwa");
+    auto plan = balance::McwaPlan(*balance::Topology::Hypercube(n), w, p);
+    ASSERT_TRUE(plan.ok());
+    EXPECT_EQ(o.final_loads, plan->final_loads);
+    for (const auto& [u, r] : o.reports) {
+      EXPECT_TRUE(r.ok) << Site(u) << ": " << r.error;
+      EXPECT_EQ(r.steps, 3 * n) << "CWA's 3 log N on a full cube";
+      EXPECT_EQ(r.quota, plan->final_loads[u]);
+    }
+  }
+}
+
+TEST(RoundTest, McwaRoundAroundFaultsRelaysThroughTheTrees) {
+  // Seed 004 Example 2's fault set in a 4-cube; loads piled on tree nodes so
+  // that jobs pass through relays.
+  const std::vector<int> faults{0b0101, 0b0110, 0b1000, 0b1010};
+  std::vector<balance::Load> w(16, 0);
+  std::vector<double> p(16, 1);
+  std::mt19937_64 rng(17);
+  for (int u = 0; u < 16; ++u) {
+    if (std::find(faults.begin(), faults.end(), u) != faults.end()) continue;
+    w[u] = rng() % 100;
+    p[u] = 1 + rng() % 8;
+  }
+  std::vector<balance::NodeId> f(faults.begin(), faults.end());
+  auto topo = balance::Topology::Hypercube(4, f);
+  ASSERT_TRUE(topo.ok());
+  std::vector<balance::BalancingSubcube> chosen;
+  auto probe = balance::McwaPlan(*topo, w, p, &chosen);
+  ASSERT_TRUE(probe.ok());
+  ASSERT_EQ(chosen.size(), 1u);
+  for (int u = 0; u < 16; ++u)
+    if (chosen[0].Member(u) && chosen[0].level[u] == chosen[0].tree_depth) w[u] += 400;  // deepest leaves
+  auto plan = balance::McwaPlan(*topo, w, p);
+  ASSERT_TRUE(plan.ok());
+  bool relayed = false;  // some site both receives and sends on
+  for (const auto& a : plan->transfers)
+    for (const auto& b : plan->transfers) relayed = relayed || (a.to == b.from && a.step < b.step);
+  EXPECT_TRUE(relayed);
+
+  Outcome o = RunAll(4, faults, w, p, "mcwa");
+  EXPECT_EQ(o.final_loads, plan->final_loads);
+  EXPECT_LT(balance::MaxShareError(o.final_loads, p, topo->alive_mask()), 1.0);
+  for (const auto& [u, r] : o.reports) {
+    EXPECT_TRUE(r.ok) << Site(u) << ": " << r.error;
+    EXPECT_EQ(r.steps, plan->metrics.steps) << "3k + 4T";
+    EXPECT_EQ(r.steps, 3 * chosen[0].dim + 4 * chosen[0].tree_depth);
   }
 }
 

@@ -108,6 +108,52 @@ TEST(FailedSiteTest, RoundsGoAroundAKilledSiteAndTheFullCubeReturnsWithIt) {
   EXPECT_EQ(total, 440);
 }
 
+TEST(FailedSiteTest, McwaRoundsGoAroundAKilledSiteAndCwaRunsWhenItReturns) {
+  const std::vector<int> slots{1, 2, 3, 4, 1, 2, 3, 4};
+  auto f = TestFederation::Start({.sites = 8, .slots = slots, .algorithm = "mcwa"});
+  ASSERT_TRUE(f.ok()) << f.status();
+  TestFederation& fed = **f;
+  FillSlots(fed, slots);
+  ASSERT_TRUE(Submit(fed, 6, 30, kLong).ok());  // these stay with site 6 while it is down
+  // Without 110 the balancing subcube is a 2-cube with trees of depth 1:
+  // site 7's jobs cross the subcube and go down the trees, some through
+  // relays, each hop a real migration.
+  ASSERT_TRUE(Submit(fed, 7, 300, kLong).ok());
+  fed.Kill(6);
+  ASSERT_TRUE(fed.WaitHealthy(absl::Seconds(20), 6).ok()) << "the others see site 6 down";
+  const auto before = AllKeys(fed);
+  auto r = RunRound(fed, 1);
+  ASSERT_TRUE(r.ok()) << r.status();
+  EXPECT_TRUE(r->ok()) << r->message();
+  EXPECT_NE(r->message().find("mcwa"), std::string::npos) << r->message();
+  EXPECT_NE(r->message().find("faults 6"), std::string::npos) << r->message();
+  EXPECT_NE(r->message().find("3 log N + T = 10"), std::string::npos) << "steps beside the paper's bound\n"
+                                                                        << r->message();
+  int64_t total = 0;
+  EXPECT_LT(ShareError(fed, slots, &total), 1.0) << r->message();
+  EXPECT_EQ(total, 300);
+  EXPECT_EQ(AllKeys(fed), before) << "every job exactly once, relays included";
+  {
+    v1::StatusReply st;
+    auto ctx = fed.Context();
+    ASSERT_TRUE(fed.Admin(0)->Status(ctx.get(), v1::StatusRequest(), &st).ok());
+    EXPECT_NE(st.last_round_mode().find("seed 004 Algorithm 3"), std::string::npos) << st.last_round_mode();
+  }
+
+  ASSERT_TRUE(fed.StartSite(6).ok());
+  ASSERT_TRUE(fed.WaitHealthy(absl::Seconds(30)).ok());
+  EXPECT_EQ(CountState(ListJobs(fed, 6), "pending"), 30);
+  const auto all = AllKeys(fed);
+  auto r2 = RunRound(fed, 0);
+  ASSERT_TRUE(r2.ok()) << r2.status();
+  EXPECT_TRUE(r2->ok()) << r2->message();
+  EXPECT_NE(r2->message().find("faults none"), std::string::npos) << r2->message();
+  EXPECT_NE(r2->message().find("9 steps"), std::string::npos) << "CWA's 3 log N\n" << r2->message();
+  EXPECT_LT(ShareError(fed, slots, &total), 1.0) << r2->message();
+  EXPECT_EQ(total, 330);
+  EXPECT_EQ(AllKeys(fed), all);
+}
+
 TEST(FailedSiteTest, ThreeFailedSitesOfEight) {
   const std::vector<int> slots{2, 2, 2, 2, 2, 2, 2, 2};
   auto f = TestFederation::Start({.sites = 8, .slots = slots});
