@@ -176,6 +176,22 @@ TEST(RoundTest, McwaRoundOnAFullCubeIsTheLibrarysPlan) {
   }
 }
 
+TEST(RoundTest, DrainedSitesEndEmptyInEveryMode) {
+  // Site 2 is drained (capacity 0): its pending jobs leave and it takes none.
+  std::vector<balance::Load> w{10, 0, 90, 20, 0, 5, 0, 35};
+  std::vector<double> p{2, 2, 0, 2, 2, 2, 2, 2};
+  for (const char* mode : {"exact", "mcwa"}) {
+    Outcome o = RunAll(3, {}, w, p, mode);
+    EXPECT_EQ(o.final_loads[2], 0) << mode;
+    balance::Load total = 0;
+    for (balance::Load x : o.final_loads) total += x;
+    EXPECT_EQ(total, 160) << mode;
+    std::vector<double> live_caps = p;
+    EXPECT_LT(balance::MaxShareError(o.final_loads, live_caps), 1.0) << mode;
+    for (const auto& [u, r] : o.reports) EXPECT_TRUE(r.ok) << mode << " " << Site(u) << ": " << r.error;
+  }
+}
+
 TEST(RoundTest, McwaRoundAroundFaultsRelaysThroughTheTrees) {
   // Seed 004 Example 2's fault set in a 4-cube; loads piled on tree nodes so
   // that jobs pass through relays.

@@ -104,6 +104,21 @@ TEST_F(BadInputTest, LabelOutsideTheCubeIsInvalid) {
   grpc::Status st = PeerAs(*fed_, 0, "site-1")->Exchange(ctx.get(), req, &reply);
   EXPECT_EQ(st.error_code(), grpc::StatusCode::INVALID_ARGUMENT) << st.error_message();
 
+  // Steps outside the protocol's numbering, and a transfer-phase notice
+  // (steps 2001..2099) that is not of kind DOWN, are refused too.
+  for (auto [kind, step] : {std::pair{v1::ExchangeRequest::EXCHANGE, 500}, std::pair{v1::ExchangeRequest::UP, 2005},
+                            std::pair{v1::ExchangeRequest::DOWN, 5000}}) {
+    v1::ExchangeRequest bad;
+    bad.set_round_id("r1");
+    bad.set_kind(kind);
+    bad.set_step(step);
+    bad.set_from_label(1);
+    v1::ExchangeReply br;
+    auto c = Ctx();
+    grpc::Status s2 = PeerAs(*fed_, 0, "site-1")->Exchange(c.get(), bad, &br);
+    EXPECT_EQ(s2.error_code(), grpc::StatusCode::INVALID_ARGUMENT) << "step " << step << ": " << s2.error_message();
+  }
+
   v1::StartRoundRequest start;
   start.set_round_id("r2");
   start.set_coordinator("site-1");
