@@ -575,27 +575,10 @@ std::vector<absl::Status> SimAdapter::CancelMany(const std::vector<std::string>&
 absl::StatusOr<JobSpec> SimAdapter::Export(const std::string& id) { return std::move(ExportMany({id})[0]); }
 
 std::vector<absl::StatusOr<JobSpec>> SimAdapter::ExportMany(const std::vector<std::string>& ids) {
-  std::vector<absl::StatusOr<JobSpec>> out(ids.size(), absl::UnknownError("not exported"));
-  absl::MutexLock l(&mu_);
-  absl::Status s = InTransaction("get", [&]() -> absl::Status {
-    for (size_t i = 0; i < ids.size(); ++i) {
-      int64_t row = 0;
-      if (!ParseId(ids[i], &row)) {
-        out[i] = UnknownId(ids[i]);
-        continue;
-      }
-      auto job = LoadJob(row);
-      if (job.ok()) {
-        out[i] = std::move(job->spec);
-      } else if (absl::IsNotFound(job.status())) {  // LoadJob: NotFound only for an unknown id
-        out[i] = UnknownId(ids[i]);
-      } else {
-        return job.status();
-      }
-    }
-    return absl::OkStatus();
-  });
-  if (!s.ok()) std::fill(out.begin(), out.end(), absl::StatusOr<JobSpec>(s));
+  std::vector<absl::StatusOr<JobSpec>> out;
+  out.reserve(ids.size());
+  for (absl::StatusOr<Job>& job : GetJobs(ids))
+    out.push_back(job.ok() ? absl::StatusOr<JobSpec>(std::move(job->spec)) : absl::StatusOr<JobSpec>(job.status()));
   return out;
 }
 
