@@ -18,18 +18,24 @@
 namespace hyperfed::testing {
 namespace {
 
-int FreePort() {
-  int fd = socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in a{};
-  a.sin_family = AF_INET;
-  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  a.sin_port = 0;
-  bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a);
-  socklen_t len = sizeof a;
-  getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len);
-  int port = ntohs(a.sin_port);
-  close(fd);
-  return port;
+// `n` distinct free loopback ports: every socket stays bound until all are
+// chosen, so the kernel cannot hand the same port out twice.
+std::vector<int> FreePorts(int n) {
+  std::vector<int> fds, ports;
+  for (int i = 0; i < n; ++i) {
+    int fd = socket(AF_INET, SOCK_STREAM, 0);
+    sockaddr_in a{};
+    a.sin_family = AF_INET;
+    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    a.sin_port = 0;
+    bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a);
+    socklen_t len = sizeof a;
+    getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len);
+    fds.push_back(fd);
+    ports.push_back(ntohs(a.sin_port));
+  }
+  for (int fd : fds) close(fd);
+  return ports;
 }
 
 
@@ -62,7 +68,9 @@ absl::StatusOr<std::unique_ptr<TestFederation>> TestFederation::Start(const Fede
   if (std::system(gen.c_str()) != 0) return absl::InternalError("scripts/gen-certs failed: " + ReadFile(f->dir_ + "/gen-certs.log"));
   f->token_ = std::string(absl::StripAsciiWhitespace(ReadFile(f->dir_ + "/certs/admin-token")));
   f->sites_.resize(o.sites);
-  for (auto& s : f->sites_) s.port = FreePort();
+  // gRPC and metrics ports for every site, all distinct.
+  const std::vector<int> ports = FreePorts(2 * o.sites);
+  for (int i = 0; i < o.sites; ++i) f->sites_[i].port = ports[i];
   std::string roster;
   for (int i = 0; i < o.sites; ++i)
     absl::StrAppend(&roster, "  - {id: site-", i, ", label: ", i, ", endpoint: \"127.0.0.1:", f->sites_[i].port, "\"}\n");
@@ -70,7 +78,7 @@ absl::StatusOr<std::unique_ptr<TestFederation>> TestFederation::Start(const Fede
     const int slots = i < static_cast<int>(o.slots.size()) ? o.slots[i] : 4;
     std::ofstream c(f->ConfigPath(i));
     c << "site: {id: site-" << i << ", label: " << i << ", listen: \"127.0.0.1:" << f->sites_[i].port
-      << "\", metrics_listen: \"127.0.0.1:0\"}\n"
+      << "\", metrics_listen: \"127.0.0.1:" << ports[o.sites + i] << "\"}\n"
       << "roster:\n"
       << roster << "capacity: from_adapter\n"
       << "balancer: {algorithm: " << o.algorithm << ", interval: " << o.interval
