@@ -45,14 +45,8 @@ absl::StatusOr<double> DiffusionAlpha(const Topology& topo, ExchangeParameter pa
 
 namespace {
 
-struct RunResult {
-  int64_t steps = 0;
-  bool reached = false;
-  int64_t messages = 0;
-};
-
 template <typename T, typename OnMove>
-RunResult RunDiffusion(const Topology& topo, std::vector<T>& w, double alpha,
+IterativeRun RunDiffusion(const Topology& topo, std::vector<T>& w, double alpha,
                        const IterativeOptions& opts, OnMove on_move, std::vector<double>* trace) {
   constexpr bool kInteger = std::is_integral_v<T>;
   const std::vector<bool>& alive = topo.alive_mask();
@@ -65,10 +59,7 @@ RunResult RunDiffusion(const Topology& topo, std::vector<T>& w, double alpha,
     edges += static_cast<int64_t>(nbrs[u].size());
   }
   edges /= 2;
-  auto variance = [&] {
-    if constexpr (kInteger) return WorkloadVariance(w, alive);
-    else return WorkloadVarianceReal(w, alive);
-  };
+  auto variance = [&] { return WorkloadVarianceOf(w, alive); };
   auto stop = [&] {
     if (opts.stop == StopTest::kVariance) return variance() <= opts.target_variance;
     for (NodeId u = 0; u < n; ++u)
@@ -76,7 +67,7 @@ RunResult RunDiffusion(const Topology& topo, std::vector<T>& w, double alpha,
         if (w[u] - w[v] > 1) return false;
     return true;
   };
-  RunResult r;
+  IterativeRun r;
   if (trace) trace->push_back(variance());
   std::vector<T> next(n), around;
   while (true) {
@@ -123,7 +114,7 @@ absl::StatusOr<Plan> DiffusionPlan(const Topology& topo, absl::Span<const Load> 
   if (!alpha.ok()) return alpha.status();
   std::vector<Load> w(loads.begin(), loads.end());
   IterativeRecorder rec(w, opts.merge_block);
-  RunResult r = RunDiffusion<Load>(
+  IterativeRun r = RunDiffusion<Load>(
       topo, w, *alpha, opts,
       [&](int64_t step, NodeId u, NodeId v, Load t) {
         if (t > 0) rec.Move(step, u, v, t);
@@ -142,7 +133,7 @@ absl::StatusOr<IterativeTrace> DiffusionTraceReal(const Topology& topo,
   if (!alpha.ok()) return alpha.status();
   IterativeTrace trace;
   std::vector<double> w(loads.begin(), loads.end());
-  RunResult r = RunDiffusion<double>(topo, w, *alpha, opts, [](int64_t, NodeId, NodeId, double) {},
+  IterativeRun r = RunDiffusion<double>(topo, w, *alpha, opts, [](int64_t, NodeId, NodeId, double) {},
                                      keep_variance ? &trace.variance : nullptr);
   trace.steps = r.steps;
   trace.reached = r.reached;

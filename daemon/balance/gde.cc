@@ -22,22 +22,10 @@ double GdeTransferReal(double w_i, double w_j, double lambda) { return lambda * 
 
 namespace {
 
-template <typename T>
-double Variance(const std::vector<T>& w, const std::vector<bool>& alive) {
-  if constexpr (std::is_integral_v<T>) return WorkloadVariance(w, alive);
-  else return WorkloadVarianceReal(w, alive);
-}
-
-struct RunResult {
-  int64_t steps = 0;
-  bool reached = false;
-  int64_t messages = 0;
-};
-
 // The sweep loop shared by the integer and the real-valued forms; T is Load
 // or double. on_move(step, u, v, t): u sends t to v (t may be negative).
 template <typename T, typename OnMove>
-RunResult RunGde(const Topology& topo, std::vector<T>& w, double lambda,
+IterativeRun RunGde(const Topology& topo, std::vector<T>& w, double lambda,
                  const IterativeOptions& opts, OnMove on_move, std::vector<double>* trace) {
   constexpr bool kInteger = std::is_integral_v<T>;
   const auto classes = EdgeColoring(topo);
@@ -46,14 +34,14 @@ RunResult RunGde(const Topology& topo, std::vector<T>& w, double lambda,
     if constexpr (kInteger) return GdeTransfer(a, b, lambda);
     else return GdeTransferReal(a, b, lambda);
   };
-  auto variance = [&] { return Variance(w, alive); };
+  auto variance = [&] { return WorkloadVarianceOf(w, alive); };
   auto neighbours_balanced = [&] {
     for (const auto& c : classes)
       for (auto [u, v] : c)
         if (w[u] - w[v] > 1 || w[v] - w[u] > 1) return false;
     return true;
   };
-  RunResult r;
+  IterativeRun r;
   if (trace) trace->push_back(variance());
   while (true) {
     // Stop tests at a sweep boundary.
@@ -126,7 +114,7 @@ absl::StatusOr<Plan> GdePlan(const Topology& topo, absl::Span<const Load> loads,
   if (!lambda.ok()) return lambda.status();
   std::vector<Load> w(loads.begin(), loads.end());
   IterativeRecorder rec(w, opts.merge_block);
-  RunResult r = RunGde<Load>(
+  IterativeRun r = RunGde<Load>(
       topo, w, *lambda, opts, [&](int64_t step, NodeId u, NodeId v, Load t) { rec.Move(step, u, v, t); },
       nullptr);
   rec.AddMessages(r.messages);
@@ -141,7 +129,7 @@ absl::StatusOr<IterativeTrace> GdeTraceReal(const Topology& topo, absl::Span<con
   if (!lambda.ok()) return lambda.status();
   IterativeTrace trace;
   std::vector<double> w(loads.begin(), loads.end());
-  RunResult r = RunGde<double>(
+  IterativeRun r = RunGde<double>(
       topo, w, *lambda, opts, [](int64_t, NodeId, NodeId, double) {},
       keep_variance ? &trace.variance : nullptr);
   trace.steps = r.steps;

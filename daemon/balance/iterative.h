@@ -7,6 +7,7 @@
 
 #include <cstdint>
 #include <utility>
+#include <type_traits>
 #include <vector>
 
 #include "absl/container/flat_hash_map.h"
@@ -60,6 +61,21 @@ struct IterativeTrace {
 // by N).
 double WorkloadVariance(absl::Span<const Load> loads, const std::vector<bool>& alive = {});
 double WorkloadVarianceReal(absl::Span<const double> loads, const std::vector<bool>& alive = {});
+
+// WorkloadVariance for Load or double loads (the integer and the
+// real-valued forms of GDE and diffusion share their loops).
+template <typename T>
+double WorkloadVarianceOf(const std::vector<T>& w, const std::vector<bool>& alive) {
+  if constexpr (std::is_integral_v<T>) return WorkloadVariance(w, alive);
+  else return WorkloadVarianceReal(w, alive);
+}
+
+// What one iterative run did.
+struct IterativeRun {
+  int64_t steps = 0;
+  bool reached = false;   // the stop test held
+  int64_t messages = 0;
+};
 
 // Largest |w_u - w_v| over the edges of the topology.
 Load MaxNeighborDifference(const Topology& topo, absl::Span<const Load> loads);
