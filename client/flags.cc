@@ -32,11 +32,11 @@ const std::vector<FlagSpec>& GlobalFlags() {
   static const auto* flags = new std::vector<FlagSpec>{
       {"endpoint", "HOST:PORT", "the daemon to ask (env HYPERFED_ENDPOINT, else 127.0.0.1:7101)"},
       {"token", "T", "admin token, sent as 'authorization: Bearer T' (env HYPERFED_TOKEN)"},
-      {"token-file", "FILE", "read the admin token from FILE"},
-      {"ca", "FILE", "CA certificate (PEM) that signed the daemon's certificate"},
+      {"token-file", "FILE", "read the admin token from FILE (env HYPERFED_TOKEN_FILE)"},
+      {"ca", "FILE", "CA certificate (PEM) that signed the daemon's certificate (env HYPERFED_CA)"},
       {"cert", "FILE", "client certificate (PEM), optional; needs --key"},
       {"key", "FILE", "client private key (PEM), optional; needs --cert"},
-      {"server-name", "NAME", "expect this name (a site id) in the daemon's certificate"},
+      {"server-name", "NAME", "expect this name (a site id) in the daemon's certificate (env HYPERFED_SERVER_NAME)"},
       {"insecure", nullptr, "plain text, no TLS (daemons with insecure: true only)"},
       {"timeout", "D", "give up after D (default 10s; balance --wait: 10m)"},
       {"json", nullptr, "machine-readable output (JSON; balance --wait: JSON Lines)"},
@@ -322,6 +322,17 @@ absl::StatusOr<Options> ParseArgs(const std::vector<std::string>& args, const En
     else if (name == "cores") {
       if (auto st = ParseInt(name, value, 1, 1 << 20, &o.cores); !st.ok()) return st;
     }
+  }
+
+  // The environment's file and TLS defaults, where no flag gave one.
+  auto flag_given = [&flags](const char* name) {
+    return std::any_of(flags.begin(), flags.end(), [name](const auto& f) { return f.first == name; });
+  };
+  auto env_set = [](const std::optional<std::string>& v) { return v && !v->empty(); };
+  if (env_set(env.token_file) && !flag_given("token-file") && !token_flag_given) o.token_file = *env.token_file;
+  if (!o.insecure) {
+    if (env_set(env.ca) && !flag_given("ca")) o.ca_file = *env.ca;
+    if (env_set(env.server_name) && !flag_given("server-name")) o.server_name = *env.server_name;
   }
 
   // Whole-command checks.

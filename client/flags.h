@@ -20,6 +20,12 @@ inline constexpr char kDefaultEndpoint[] = "127.0.0.1:7101";
 struct Environment {
   std::optional<std::string> endpoint;  // HYPERFED_ENDPOINT
   std::optional<std::string> token;     // HYPERFED_TOKEN
+  // Defaults for --token-file, --ca and --server-name, so that a container
+  // (and its health check) can run plain `hyperfedctl status`. A flag wins;
+  // --token wins over HYPERFED_TOKEN_FILE; --insecure drops the TLS ones.
+  std::optional<std::string> token_file;   // HYPERFED_TOKEN_FILE
+  std::optional<std::string> ca;           // HYPERFED_CA
+  std::optional<std::string> server_name;  // HYPERFED_SERVER_NAME
 };
 
 // What one invocation asks for. Fields a command does not take stay at

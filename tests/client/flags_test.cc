@@ -43,6 +43,30 @@ TEST(FlagsTest, EnvironmentGivesEndpointAndTokenAndFlagsOverrideIt) {
   EXPECT_EQ(o->token, "flagtoken");
 }
 
+TEST(FlagsTest, EnvironmentGivesTokenFileCaAndServerNameAndFlagsOverrideThem) {
+  Environment env{std::nullopt, std::nullopt, "/etc/hyperfed/admin-token", "/etc/hyperfed/ca.pem", "site-c"};
+  auto o = Parse({"status"}, env);
+  ASSERT_TRUE(o.ok()) << o.status();
+  EXPECT_EQ(o->token_file, "/etc/hyperfed/admin-token");
+  EXPECT_EQ(o->ca_file, "/etc/hyperfed/ca.pem");
+  EXPECT_EQ(o->server_name, "site-c");
+  o = Parse({"status", "--ca", "mine.pem", "--server-name", "site-d", "--token-file", "t"}, env);
+  ASSERT_TRUE(o.ok()) << o.status();
+  EXPECT_EQ(o->token_file, "t");
+  EXPECT_EQ(o->ca_file, "mine.pem");
+  EXPECT_EQ(o->server_name, "site-d");
+  // --token replaces the environment's token file instead of clashing with it.
+  o = Parse({"status", "--token", "flagtoken"}, env);
+  ASSERT_TRUE(o.ok()) << o.status();
+  EXPECT_EQ(o->token, "flagtoken");
+  EXPECT_EQ(o->token_file, "");
+  // --insecure drops the environment's TLS settings instead of clashing with them.
+  o = Parse({"status", "--insecure"}, env);
+  ASSERT_TRUE(o.ok()) << o.status();
+  EXPECT_EQ(o->ca_file, "");
+  EXPECT_EQ(o->server_name, "");
+}
+
 TEST(FlagsTest, GlobalFlagsGoBeforeOrAfterTheCommand) {
   auto a = Parse({"--json", "--endpoint", "h:1", "--insecure", "jobs", "--site", "site-c"});
   auto b = Parse({"jobs", "--site=site-c", "--insecure", "--endpoint=h:1", "--json"});
