@@ -7,7 +7,7 @@
 #include <signal.h>
 #include <spawn.h>
 #include <string.h>
-#include <sys/pidfd.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -198,7 +198,8 @@ absl::StatusOr<CommandResult> RunCommand(const std::vector<std::string>& argv, c
   for (int fd : {fds.in_w, fds.out_r, fds.err_r}) fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK);
   // A pidfd wakes poll() the moment the command exits; without one (an old
   // kernel) we look every 10 ms.
-  fds.pidfd = pidfd_open(pid, 0);
+  // (glibc 2.36's <sys/pidfd.h> is not C++-safe, hence the raw syscall.)
+  fds.pidfd = static_cast<int>(syscall(SYS_pidfd_open, pid, 0));
 
   CommandResult r;
   size_t written = 0;
