@@ -143,6 +143,15 @@ bool ReadSome(int fd, std::string* into, size_t cap, bool keep_tail, bool* trunc
   }
 }
 
+// Never leaves a command running or unreaped behind an error.
+void KillAndReap(pid_t pid) {
+  kill(-pid, SIGKILL);
+  kill(pid, SIGKILL);  // in case it left its group
+  int wstatus = 0;
+  while (waitpid(pid, &wstatus, 0) == -1 && errno == EINTR) {
+  }
+}
+
 }  // namespace
 
 absl::StatusOr<CommandResult> RunCommand(const std::vector<std::string>& argv, const std::string& input,
@@ -221,10 +230,7 @@ absl::StatusOr<CommandResult> RunCommand(const std::vector<std::string>& argv, c
     }
     const absl::Duration left = deadline - absl::Now();
     if (left <= absl::ZeroDuration()) {
-      kill(-pid, SIGKILL);
-      kill(pid, SIGKILL);  // in case it left its group
-      while (waitpid(pid, &wstatus, 0) == -1 && errno == EINTR) {
-      }
+      KillAndReap(pid);
       return absl::DeadlineExceededError(
           absl::StrCat("timed out after ", absl::FormatDuration(timeout), " and was killed"));
     }
@@ -238,7 +244,9 @@ absl::StatusOr<CommandResult> RunCommand(const std::vector<std::string>& argv, c
     int wait_ms = static_cast<int>(std::min<double>(std::ceil(absl::ToDoubleMilliseconds(left)), 1e6));
     if (fds.pidfd < 0) wait_ms = std::min(wait_ms, 10);
     if (poll(p, n, wait_ms) < 0 && errno != EINTR) {
-      return absl::InternalError(absl::StrCat("poll: ", strerror(errno)));
+      const int e = errno;
+      KillAndReap(pid);
+      return absl::InternalError(absl::StrCat("poll: ", strerror(e)));
     }
     if (in_i >= 0 && p[in_i].revents != 0) {
       ssize_t w = WriteNoSigpipe(fds.in_w, input.data() + written, input.size() - written);

@@ -418,6 +418,29 @@ TEST_F(ExecAdapterTest, SpecWithControlCharactersRoundTripsThroughJson) {
   EXPECT_EQ(*got, s);
 }
 
+TEST_F(ExecAdapterTest, LargeSpecAndLargeOutputPassWithoutDeadlock) {
+  // Both far beyond a pipe's buffer, and the command writes before it
+  // reads: stdin must be written while stdout is read, or the two processes
+  // wait for each other for ever.
+  const std::string in = dir_.Sub("stdin");
+  auto a = Make({{"submit", Sh(absl::StrCat("head -c 3000000 /dev/zero | tr '\\0' ' '; cat > ", in,
+                                            "; echo '{\"id\": \"big\"}'"))}});
+  JobSpec s{.name = "big", .script = std::string(3'000'000, 'x')};
+  auto id = a->Submit(s, "");
+  ASSERT_TRUE(id.ok()) << id.status();
+  EXPECT_EQ(*id, "big");
+  EXPECT_EQ(std::filesystem::file_size(in), JobSpecToJson(s)->size());
+}
+
+TEST_F(ExecAdapterTest, CommandThatDoesNotReadItsInputIsFine) {
+  // Writing to a pipe nobody reads raises SIGPIPE, which would end this
+  // test binary (and a daemon that did not ignore it).
+  auto a = Make({{"submit", Sh("echo '{\"id\": \"9\"}'")}});
+  auto id = a->Submit(JobSpec{.name = "big", .script = std::string(3'000'000, 'x')}, "");
+  ASSERT_TRUE(id.ok()) << id.status();
+  EXPECT_EQ(*id, "9");
+}
+
 // ---- exec_sched itself ----
 
 TEST(ExecSchedTest, ShutdownKillsRunningJobs) {
