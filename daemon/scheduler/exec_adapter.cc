@@ -202,7 +202,11 @@ absl::StatusOr<ExecOptions> ParseExecOptions(const std::map<std::string, std::st
 }
 
 absl::StatusOr<std::string> JobSpecToJson(const JobSpec& s) {
-  if (!std::isfinite(s.cost)) return absl::InvalidArgumentError("exec scheduler: job spec cost is not finite");
+  if (s.cores < 1 || s.memory_mb < 0 || s.time_limit_s < 0 || s.duration_ms < 0 || !std::isfinite(s.cost) ||
+      s.cost < 0) {
+    return absl::InvalidArgumentError(
+        "exec scheduler: job spec needs cores >= 1, memory_mb, time_limit_s, duration_ms >= 0 and a finite cost >= 0");
+  }
   std::string out = "{\"name\":";
   if (auto st = JsonString("name", s.name, &out); !st.ok()) return st;
   out += ",\"script\":";
@@ -231,14 +235,14 @@ absl::StatusOr<std::unique_ptr<ExecAdapter>> ExecAdapter::Create(const AdapterCo
   return std::unique_ptr<ExecAdapter>(new ExecAdapter(*std::move(o)));
 }
 
-absl::StatusOr<CommandResult> ExecAdapter::Run(const std::string& op, const std::vector<std::string>& args,
+absl::StatusOr<CommandOutput> ExecAdapter::Run(const std::string& op, const std::vector<std::string>& args,
                                                const std::string& input, bool job_op) {
   std::vector<std::string> argv = options_.commands.at(op);
   argv.insert(argv.end(), args.begin(), args.end());
   const std::string what = absl::StrCat("exec scheduler: ", op, " command `", QuoteCommandLine(argv), "`");
   auto r = RunCommand(argv, input, options_.timeout);
   if (!r.ok()) return absl::Status(r.status().code(), absl::StrCat(what, ": ", r.status().message()));
-  if (r->exit_code == 0) return r;
+  if (r->exit_code == 0) return CommandOutput{.what = what, .result = *std::move(r)};
   std::string err(absl::StripAsciiWhitespace(r->err));
   if (!err.empty()) err = absl::StrCat(": ", err);
   if (r->term_signal != 0) {
@@ -254,30 +258,30 @@ namespace {
 
 // Parses a command's stdout into `msg`; Internal, naming the command and
 // what was wrong, when it is not the JSON the contract asks for.
-absl::Status ParseOutput(const std::string& op, const CommandResult& r, google::protobuf::Message* msg) {
-  const std::string what = absl::StrCat("exec scheduler: ", op, " command printed ");
-  if (r.out_truncated) return absl::InternalError(absl::StrCat(what, "too much output"));
-  const absl::string_view out = absl::StripAsciiWhitespace(r.out);
+absl::Status ParseOutput(const CommandOutput& o, google::protobuf::Message* msg) {
+  const std::string what = absl::StrCat(o.what, " printed ");
+  if (o.result.out_truncated) return absl::InternalError(absl::StrCat(what, "too much output"));
+  const absl::string_view out = absl::StripAsciiWhitespace(o.result.out);
   if (out.empty()) return absl::InternalError(absl::StrCat(what, "nothing; want a JSON object on stdout"));
   google::protobuf::util::JsonParseOptions opts;
   opts.ignore_unknown_fields = false;
   auto st = google::protobuf::util::JsonStringToMessage(std::string(out), msg, opts);
   if (!st.ok()) {
     std::string head(out.substr(0, 200));
-    return absl::InternalError(absl::StrCat(what, "bad JSON (", st.message().as_string(), "); its stdout starts: ", head));
+    return absl::InternalError(
+        absl::StrCat(what, "bad JSON (", st.message().as_string(), "); its stdout starts: ", head));
   }
   return absl::OkStatus();
 }
 
-absl::StatusOr<std::vector<Job>> JobsFromOutput(const std::string& op, const CommandResult& r) {
+absl::StatusOr<std::vector<Job>> JobsFromOutput(const CommandOutput& o) {
   pb::JobList list;
-  if (auto st = ParseOutput(op, r, &list); !st.ok()) return st;
+  if (auto st = ParseOutput(o, &list); !st.ok()) return st;
   std::vector<Job> jobs;
   for (int i = 0; i < list.jobs_size(); ++i) {
     const pb::Job& p = list.jobs(i);
     auto bad = [&](absl::string_view why) {
-      return absl::InternalError(absl::StrCat("exec scheduler: ", op, " command printed a bad job (jobs[", i,
-                                              "]): ", why));
+      return absl::InternalError(absl::StrCat(o.what, " printed a bad job (jobs[", i, "]): ", why));
     };
     if (!ArgvSafe(p.id())) return bad(absl::StrCat("id \"", p.id(), "\" is empty or starts with '-'"));
     auto state = ParseState(p.state());
@@ -300,7 +304,7 @@ absl::StatusOr<std::vector<Job>> ExecAdapter::ListJobs() {
   absl::MutexLock l(&mu_);
   auto r = Run("list", {}, "", false);
   if (!r.ok()) return r.status();
-  auto jobs = JobsFromOutput("list", *r);
+  auto jobs = JobsFromOutput(*r);
   if (!jobs.ok()) return jobs.status();
   // A scheduler's listing may still show recently finished jobs.
   std::vector<Job> live;
@@ -315,10 +319,10 @@ absl::StatusOr<Capacity> ExecAdapter::GetCapacity() {
   auto r = Run("capacity", {}, "", false);
   if (!r.ok()) return r.status();
   pb::Capacity p;
-  if (auto st = ParseOutput("capacity", *r, &p); !st.ok()) return st;
+  if (auto st = ParseOutput(*r, &p); !st.ok()) return st;
   Capacity c{.units = p.units(), .speed = p.has_speed() ? p.speed() : 1.0};
   if (c.units < 1 || !std::isfinite(c.speed) || c.speed <= 0) {
-    return absl::InternalError(absl::StrCat("exec scheduler: capacity command printed units ", c.units,
+    return absl::InternalError(absl::StrCat(r->what, " printed units ", c.units,
                                             " and speed ", c.speed, "; want units >= 1 and speed > 0"));
   }
   return c;
@@ -346,14 +350,14 @@ absl::StatusOr<JobSpec> ExecAdapter::Export(const std::string& id) {
   auto r = Run("export", {id}, "", true);
   if (!r.ok()) return r.status();
   pb::JobSpec p;
-  if (auto st = ParseOutput("export", *r, &p); !st.ok()) return st;
+  if (auto st = ParseOutput(*r, &p); !st.ok()) return st;
   return FromProto(p);
 }
 
 absl::StatusOr<std::vector<Job>> ExecAdapter::FindByTagLocked(const std::string& tag) {
   auto r = Run("find_by_tag", {tag}, "", false);
   if (!r.ok()) return r.status();
-  auto jobs = JobsFromOutput("find_by_tag", *r);
+  auto jobs = JobsFromOutput(*r);
   if (!jobs.ok()) return jobs.status();
   std::vector<Job> same;
   for (Job& j : *jobs) {
@@ -385,10 +389,10 @@ absl::StatusOr<std::string> ExecAdapter::Submit(const JobSpec& spec, const std::
   auto r = Run("submit", {tag, held ? "true" : "false"}, *json, false);
   if (!r.ok()) return r.status();
   pb::SubmitResult p;
-  if (auto st = ParseOutput("submit", *r, &p); !st.ok()) return st;
+  if (auto st = ParseOutput(*r, &p); !st.ok()) return st;
   if (!ArgvSafe(p.id())) {
     return absl::InternalError(
-        absl::StrCat("exec scheduler: submit command printed id \"", p.id(), "\"; want a non-empty id not starting with '-'"));
+        absl::StrCat(r->what, " printed id \"", p.id(), "\"; want a non-empty id not starting with '-'"));
   }
   return p.id();
 }

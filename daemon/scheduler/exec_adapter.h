@@ -69,8 +69,15 @@ const std::vector<std::string>& ExecOperations();
 absl::StatusOr<ExecOptions> ParseExecOptions(const std::map<std::string, std::string>& options);
 
 // The JSON the adapter writes on a submit command's stdin.
-// InvalidArgument when a string is not valid UTF-8 or cost is not finite.
+// InvalidArgument when a string is not valid UTF-8, cores < 1, a size or
+// time is negative, or cost is negative or not finite.
 absl::StatusOr<std::string> JobSpecToJson(const JobSpec& spec);
+
+// What a command that exited 0 printed, and how to name it in errors.
+struct CommandOutput {
+  std::string what;  // "exec scheduler: OP command `ARGV`"
+  CommandResult result;
+};
 
 class ExecAdapter : public SchedulerAdapter {
  public:
@@ -96,7 +103,7 @@ class ExecAdapter : public SchedulerAdapter {
 
   // Runs operation `op` with `args` appended; Ok only for exit 0. With
   // `job_op`, exits 10 and 11 become NotFound and FailedPrecondition.
-  absl::StatusOr<CommandResult> Run(const std::string& op, const std::vector<std::string>& args,
+  absl::StatusOr<CommandOutput> Run(const std::string& op, const std::vector<std::string>& args,
                                     const std::string& input, bool job_op) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   absl::Status RunOnJob(const std::string& op, const std::string& id, std::vector<std::string> more_args);
   absl::StatusOr<std::vector<Job>> FindByTagLocked(const std::string& tag) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);

@@ -308,7 +308,8 @@ TEST_F(ExecAdapterTest, MalformedOutputIsAnErrorNamingTheCommandAndTheFault) {
     auto jobs = a->ListJobs();
     ASSERT_FALSE(jobs.ok());
     EXPECT_TRUE(absl::IsInternal(jobs.status())) << jobs.status();
-    EXPECT_TRUE(absl::StrContains(jobs.status().message(), "list command printed")) << jobs.status();
+    EXPECT_TRUE(absl::StrContains(jobs.status().message(), "list command `sh -c 'cat ")) << jobs.status();
+    EXPECT_TRUE(absl::StrContains(jobs.status().message(), "` printed")) << jobs.status();
     EXPECT_TRUE(absl::StrContains(jobs.status().message(), c.want)) << jobs.status();
   }
 }
@@ -400,12 +401,15 @@ TEST_F(ExecAdapterTest, FindByTagKeepsOnlyExactMatches) {
   EXPECT_EQ((*jobs)[0].id, "1");
 }
 
-TEST_F(ExecAdapterTest, SpecThatJsonCannotCarryIsRefusedBeforeAnyCommand) {
+TEST_F(ExecAdapterTest, BadSpecIsRefusedBeforeAnyCommand) {
   const std::string mark = dir_.Sub("ran");
   auto a = Make({{"submit", Sh(absl::StrCat("touch ", mark))}, {"find_by_tag", Sh(absl::StrCat("touch ", mark))}});
   EXPECT_TRUE(absl::IsInvalidArgument(a->Submit(JobSpec{.script = "\xff\xfe"}, "t").status()));
   EXPECT_TRUE(absl::IsInvalidArgument(a->Submit(JobSpec{.env = {{"K", "\xc0\x80"}}}, "t").status()));
   EXPECT_TRUE(absl::IsInvalidArgument(a->Submit(JobSpec{.cost = std::nan("")}, "t").status()));
+  EXPECT_TRUE(absl::IsInvalidArgument(a->Submit(JobSpec{.cores = 0}, "t").status()));
+  EXPECT_TRUE(absl::IsInvalidArgument(a->Submit(JobSpec{.memory_mb = -1}, "t").status()));
+  EXPECT_TRUE(absl::IsInvalidArgument(a->Submit(JobSpec{.cost = -2}, "").status()));
   EXPECT_FALSE(std::filesystem::exists(mark));
 }
 
