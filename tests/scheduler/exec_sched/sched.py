@@ -34,10 +34,11 @@ Test-only operation, not part of the contract:
 import fcntl
 import json
 import os
-import signal
-import subprocess
 import sys
 import time
+
+# subprocess and signal are imported where they are used: most calls need
+# neither, and every call pays for its imports.
 
 EXIT_NOT_FOUND = 10
 EXIT_WRONG_STATE = 11
@@ -100,6 +101,7 @@ def read_exit(job_dir):
 
 
 def start(state_dir, job):
+    import subprocess
     job_dir = os.path.join(state_dir, "jobs", job["id"])
     os.makedirs(job_dir, exist_ok=True)
     script = os.path.join(job_dir, "script")
@@ -215,6 +217,7 @@ def op_submit(q, tag, held):
 
 
 def op_shutdown(state_dir, q):
+    import signal
     for job in ordered(q):
         if job["state"] == "running" and read_exit(os.path.join(state_dir, "jobs", job["id"])) is None:
             try:
