@@ -8,12 +8,15 @@
 #include <signal.h>
 #include <sys/types.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
 #include <map>
 #include <memory>
 #include <sstream>
 #include <string>
+#include <thread>
+#include <vector>
 
 #include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
@@ -195,6 +198,13 @@ class ExecAdapterTest : public ::testing::Test {
   }
   // `sh -c SCRIPT op`: the operation's own arguments are $1, $2, ...
   static std::string Sh(const std::string& script) { return QuoteCommandLine({"sh", "-c", script, "op"}); }
+  // The same as a script file (for longer bodies); its path.
+  std::string Script(const std::string& name, const std::string& body) {
+    const std::string path = dir_.Sub(name);
+    std::ofstream(path) << "#!/bin/sh\n" << body;
+    std::filesystem::permissions(path, std::filesystem::perms::owner_all);
+    return QuoteCommandLine({path});
+  }
 
   TempDir dir_;
 };
@@ -390,6 +400,34 @@ TEST_F(ExecAdapterTest, TaggedSubmitReturnsTheJobFindByTagKnowsWithoutSubmitting
   ASSERT_TRUE(id.ok()) << id.status();
   EXPECT_EQ(*id, "5");
   EXPECT_FALSE(std::filesystem::exists(mark));
+}
+
+TEST_F(ExecAdapterTest, ConcurrentSubmitsOfOneTagRunSubmitOnce) {
+  // A submit command that does not look the tag up itself, and is slow
+  // enough that unserialized look-ups would all see "no job yet".
+  const std::string f = dir_.Sub("queued");
+  auto a = Make({{"submit", Script("submit", absl::StrCat(R"(sleep 0.05; echo $$ >> )", f, R"(
+echo "{\"id\": \"$$\"}"
+)"))},
+                 {"find_by_tag", Script("find", absl::StrCat("f=", f, R"(
+if [ -s "$f" ]; then
+  echo "{\"jobs\": [{\"id\": \"$(head -n1 "$f")\", \"state\": \"held\", \"tag\": \"$1\"}]}"
+else
+  echo '{"jobs": []}'
+fi
+)"))}});
+  std::vector<std::thread> threads;
+  std::vector<std::string> ids(4);
+  for (int t = 0; t < 4; ++t) {
+    threads.emplace_back([&, t] {
+      auto id = a->Submit(JobSpec{.name = "c"}, "mig-same", /*held=*/true);
+      ids[t] = id.ok() ? *id : id.status().ToString();
+    });
+  }
+  for (auto& th : threads) th.join();
+  const std::string queued = ReadFile(f);
+  EXPECT_EQ(std::count(queued.begin(), queued.end(), '\n'), 1) << queued;
+  for (const auto& id : ids) EXPECT_EQ(id, std::string(absl::StripAsciiWhitespace(queued)));
 }
 
 TEST_F(ExecAdapterTest, FindByTagKeepsOnlyExactMatches) {
