@@ -85,7 +85,11 @@ absl::StatusOr<std::unique_ptr<TestFederation>> TestFederation::Start(const Fede
       << ", underload_threshold: " << o.underload_threshold << ", heartbeat_interval: " << o.heartbeat
       << ", peer_timeout: " << o.peer_timeout << ", step_timeout: " << o.step_timeout << ", max_batch: " << o.max_batch
       << "}\n"
-      << "scheduler: {adapter: sim, options: {slots: \"" << slots << "\", time_scale: \"1\"}}\n"
+      << "scheduler: "
+      << (i < static_cast<int>(o.scheduler.size()) && !o.scheduler[i].empty()
+              ? o.scheduler[i]
+              : absl::StrCat("{adapter: sim, options: {slots: \"", slots, "\", time_scale: \"1\"}}"))
+      << "\n"
       << "state_dir: state/site-" << i << "\n";
     if (o.insecure) {
       c << "security: {insecure: true, admin_token_file: certs/admin-token}\n";

@@ -23,6 +23,9 @@ namespace hyperfed::testing {
 struct FederationOptions {
   int sites = 4;
   std::vector<int> slots;          // capacity (sim slots) per site; default 4 each
+  // The `scheduler:` value (YAML) per site, e.g. "{adapter: exec, options:
+  // {...}}"; missing or "": the sim adapter with `slots`.
+  std::vector<std::string> scheduler;
   std::string algorithm = "exact";
   std::string step_timeout = "5s";
   std::string peer_timeout = "2s";
