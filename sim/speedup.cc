@@ -100,13 +100,18 @@ class Machine {
 
   // After a balancing action every participant below the threshold is
   // disarmed (its need has just been answered) and every one at or above it
-  // is armed.
-  void Rearm(NodeId v) { armed_[v] = static_cast<Load>(queue_[v].size()) >= cfg_.threshold; }
+  // is armed, unless a synchronous round found the federation settled.
+  void Rearm(NodeId v) { armed_[v] = !settled_ && static_cast<Load>(queue_[v].size()) >= cfg_.threshold; }
 
-  // A synchronous round (DEM, MCWA): every healthy node stops for the whole
-  // round. Duration = (request broadcast + the plan's information steps) x
-  // info_cost + sum over migration phases of the phase's busiest node (tasks
-  // it sends plus receives, times hops) x migration_cost.
+  // A synchronous round (DEM, MCWA): every healthy node stops for the
+  // information part, (request broadcast + the plan's information steps) x
+  // info_cost, and then for its own migrations: the tasks it sends plus
+  // receives, times their hops, x migration_cost (section 3.3: the migration
+  // cost is proportional to the tasks moved and the distance they go).
+  // The round tells every node the global load (CWA sends the average down
+  // with the quotas; after DEM every node's load is about the average); when
+  // fewer than `threshold` waiting tasks per healthy node remain, no node
+  // asks again: another round could not give any node a task on average.
   absl::Status Balance(NodeId u, double t) {
     ++rounds_;
     if (algo_ == SpeedupAlgorithm::kRid) return RidRequest(u, t);
@@ -122,20 +127,20 @@ class Machine {
     }
     if (!plan.ok()) return plan.status();
     const int info_steps = topo_.dimensions() + plan->metrics.steps - phases;
-    double d = static_cast<double>(info_steps) * cfg_.info_cost;
-    std::map<int, std::vector<Load>> handled;  // phase -> per node task-hops
+    const double info = static_cast<double>(info_steps) * cfg_.info_cost;
+    std::vector<Load> handled(topo_.size(), 0);  // per node: task-hops sent plus received
     for (const auto& tr : plan->transfers) {
       MoveTasks(tr.from, tr.to, tr.count);
-      auto& h = handled.try_emplace(tr.step, topo_.size(), 0).first->second;
-      h[tr.from] += tr.count * tr.hops;
-      h[tr.to] += tr.count * tr.hops;
+      handled[tr.from] += tr.count * tr.hops;
+      handled[tr.to] += tr.count * tr.hops;
       hops_ += tr.count * tr.hops;
     }
-    for (const auto& [step, h] : handled)
-      d += static_cast<double>(*std::max_element(h.begin(), h.end())) * cfg_.migration_cost;
+    Load waiting = 0;
+    for (const auto& q : queue_) waiting += static_cast<Load>(q.size());
+    if (waiting < static_cast<Load>(healthy_) * cfg_.threshold) settled_ = true;
     for (int v = 0; v < topo_.size(); ++v) {
       if (!topo_.alive(v)) continue;
-      Pause(v, t, d);
+      Pause(v, t, info + static_cast<double>(handled[v]) * cfg_.migration_cost);
       Rearm(v);
     }
     return absl::OkStatus();
@@ -180,6 +185,7 @@ class Machine {
   Load hops_ = 0;
   int64_t rounds_ = 0;
   int healthy_ = 0;
+  bool settled_ = false;  // a synchronous round found < threshold waiting per node
 };
 
 }  // namespace

@@ -26,26 +26,31 @@
 //   node is re-armed as soon as it holds `threshold` waiting tasks again.
 // - DEM and MCWA are synchronous (section 2: "all nonfaulty nodes perform
 //   task migrations in a synchronous manner", after "all nodes reach an
-//   agreed-upon synchronization point"): a round stops every healthy node for
-//   its whole duration D (a running task resumes after it), with
-//     D = (n + info steps) x info_cost
-//       + sum over migration phases of (busiest node's tasks sent plus
-//         received in that phase, times hops) x migration_cost.
-//   n is the request broadcast over the n-cube (section 6: "all ... begin
-//   when an underloaded node broadcasts a load-balancing request"); info
-//   steps are the plan's communication steps minus its migration phases
-//   (DEM: 2 log N of 3 log N; MCWA: 2k + 2T of 3k + 4T, the paper's
-//   3 log N + T). Charging per phase makes a task relayed over h tree
-//   levels or subcube dimensions cost h migrations on the critical path, so
-//   MCWA's deep trees (Fig. 9) show up in the time. A node handles one task
-//   message at a time (sends plus receives), since the paper gives one cost
-//   per task migration and none for concurrency. MCWA's trees are built once
-//   per run (the faults are fixed).
+//   agreed-upon synchronization point"): a round stops every healthy node
+//   for its information part, (n + info steps) x info_cost, and then each
+//   node for its own migrations: the tasks it sends plus receives, times
+//   their hops, x migration_cost. n is the request broadcast over the n-cube
+//   (section 6: "all ... begin when an underloaded node broadcasts a
+//   load-balancing request"); info steps are the plan's communication steps
+//   minus its migration phases (DEM: 2 log N of 3 log N; MCWA: 2k + 2T of
+//   3k + 4T, the paper's 3 log N + T). Charging each node its task-hops
+//   follows section 3.3 ("the task migration cost is proportional to the
+//   total number of tasks to be migrated and the total distance"), so a task
+//   relayed over h tree levels or subcube dimensions costs h migrations, and
+//   MCWA's deep trees (Fig. 9) show up in the time. MCWA's trees are built
+//   once per run (the faults are fixed).
+// - A synchronous round gives every node the global load (CWA sends the
+//   average down with the quotas; after DEM every load is about the
+//   average). When a round leaves fewer than `threshold` waiting tasks per
+//   healthy node, no node asks again: without this rule every node would
+//   start one more round over the whole cube as it starts its last task,
+//   about N rounds that can move almost nothing. RID has no global load and
+//   goes on asking.
 // - RID is asynchronous (section 3.1): only the requester and its healthy
 //   neighbours stop: 2 x info_cost each (request, load reply, one
 //   communication step each, as for the synchronous steps), plus
 //   migration_cost per task each neighbour sends, and per task the requester
-//   receives (one task message at a time, as above). Neighbours are asked in
+//   receives (one task message at a time). Neighbours are asked in
 //   one step, so the n requests cost one step, not n.
 // - The balanced run ends when the last task finishes; speedup = time
 //   without balancing (the largest per-node sum) / that time.

@@ -184,7 +184,9 @@ class Runner {
   // there are no faults) and back down the trees. Sets messages and steps.
   absl::Status Gather(int64_t load, double capacity, Place* place_out, balance::LoadTable* table_out) {
     // Fault injection for the mid-round failure tests (HYPERFED_CRASH_AT):
-    // round_started, round_after_exchange[:N], round_before_moves.
+    // round_started, round_after_exchange[:N], round_before_moves, and in
+    // mcwa mode round_mcwa_phase[:N] at the start of this site's N-th
+    // transfer phase (after every earlier phase's jobs have arrived).
     migration::CrashPoint("round_started");
     auto place = PlaceOf(spec_, ctx_.self_label);
     if (!place.ok()) return place.status();
@@ -337,6 +339,7 @@ class Runner {
     const absl::Duration wait = ctx_.step_timeout * (2 + place.tree_depth);
     absl::Status first_error;
     for (int s : phases) {
+      migration::CrashPoint("round_mcwa_phase");
       const std::vector<balance::Transfer>& out = sends[s];
       std::vector<std::future<absl::StatusOr<JobMover::Result>>> futures;
       for (const balance::Transfer& t : out)

@@ -13,6 +13,7 @@
 #include "absl/strings/str_format.h"
 #include "absl/strings/strip.h"
 #include "daemon/common/log.h"
+#include "daemon/scheduler/exec_adapter.h"
 #include "daemon/scheduler/sim_adapter.h"
 
 namespace hyperfed::server {
@@ -58,6 +59,7 @@ absl::StatusOr<std::string> ReadToken(const std::string& path) {
 std::unique_ptr<scheduler::AdapterRegistry> BuiltinAdapters() {
   auto r = std::make_unique<scheduler::AdapterRegistry>();
   scheduler::RegisterSimAdapter(r.get());
+  scheduler::RegisterExecAdapter(r.get());
   return r;
 }
 

@@ -63,7 +63,9 @@ TEST_F(BadInputTest, PeerCertificateNamingAnotherSiteIsDenied) {
   auto c2 = fed_->Context();
   ASSERT_TRUE(fed_->Admin(0)->Status(c2.get(), v1::StatusRequest(), &s).ok());
   for (const auto& row : s.sites())
-    if (row.site() == "site-2") EXPECT_NE(row.load(), 999);
+    if (row.site() == "site-2") {
+      EXPECT_NE(row.load(), 999);
+    }
 }
 
 TEST_F(BadInputTest, AdminCertificateIsNoPeer) {

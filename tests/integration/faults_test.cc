@@ -4,7 +4,9 @@
 #include <thread>
 
 #include "absl/strings/str_cat.h"
+#include "daemon/balance/mcwa.h"
 #include "daemon/balance/plan.h"
+#include "daemon/balance/topology.h"
 #include "gtest/gtest.h"
 #include "tests/integration/federation_harness.h"
 #include "tests/integration/jobs_util.h"
@@ -152,6 +154,78 @@ TEST(FailedSiteTest, McwaRoundsGoAroundAKilledSiteAndCwaRunsWhenItReturns) {
   EXPECT_LT(ShareError(fed, slots, &total), 1.0) << r2->message();
   EXPECT_EQ(total, 330);
   EXPECT_EQ(AllKeys(fed), all);
+}
+
+// In mcwa mode jobs are relayed through tree and subcube sites phase by
+// phase. A relay dies after the jobs of its first phase have arrived and
+// before it passes them on: the round ends there, the jobs it holds come back
+// with it, and no job is lost or duplicated.
+TEST(FailedSiteTest, McwaRelayDiesBetweenTransferPhases) {
+  const std::vector<int> slots{1, 2, 3, 4, 1, 2, 3, 4};
+  auto f = TestFederation::Start({.sites = 8, .slots = slots, .algorithm = "mcwa"});
+  ASSERT_TRUE(f.ok()) << f.status();
+  TestFederation& fed = **f;
+  FillSlots(fed, slots);
+  ASSERT_TRUE(Submit(fed, 7, 300, kLong).ok());
+  fed.Kill(6);
+
+  // The plan every site will derive: pick a relay, a site whose first phase
+  // only receives and which sends in a later one. Not site 0: it coordinates
+  // the round, and this test watches the round's report through it.
+  std::vector<balance::Load> w(8, 0);
+  w[7] = 300;
+  std::vector<double> p(slots.begin(), slots.end());
+  auto topo = balance::Topology::Hypercube(3, {6});
+  ASSERT_TRUE(topo.ok()) << topo.status();
+  auto plan = balance::McwaPlan(*topo, w, p);
+  ASSERT_TRUE(plan.ok()) << plan.status();
+  int relay = -1;
+  for (int u = 7; u >= 1 && relay < 0; --u) {
+    int first = 1 << 30, first_send = 1 << 30, last_send = -1;
+    for (const balance::Transfer& t : plan->transfers) {
+      if (t.to == u || t.from == u) first = std::min(first, t.step);
+      if (t.from == u) first_send = std::min(first_send, t.step), last_send = std::max(last_send, t.step);
+    }
+    if (last_send > first && first_send > first) relay = u;
+  }
+  ASSERT_GE(relay, 0) << "the plan has no relay; the test needs one";
+  const int initiator = 0;
+
+  fed.Stop(relay);
+  ASSERT_TRUE(fed.StartSite(relay, {{"HYPERFED_CRASH_AT", "round_mcwa_phase:2"}}).ok());
+  ASSERT_TRUE(fed.WaitHealthy(absl::Seconds(30), 6).ok()) << "the others see site 6 down";
+  const auto before = AllKeys(fed);
+  ASSERT_EQ(before.size(), 300u + 17u);  // and the running jobs of every live site
+
+  auto first = RunRound(fed, initiator);
+  ASSERT_TRUE(fed.WaitExit(relay, absl::Seconds(60))) << "site " << relay << " never reached its second phase";
+  ASSERT_TRUE(first.ok()) << first.status();
+  EXPECT_FALSE(first->ok()) << "the round ends where the relay died\n" << first->message();
+  EXPECT_NE(first->message().find(absl::StrCat("site-", relay, " went down during the round")), std::string::npos)
+      << first->message();
+  EXPECT_NE(first->message().find("mcwa"), std::string::npos) << first->message();
+  // What the relay held when it died is not lost: it is in its queue, which
+  // is not up now.
+  std::multiset<std::string> up = AllKeys(fed);
+  EXPECT_LT(up.size(), before.size()) << "the relay held jobs when it died";
+  for (const std::string& k : up) EXPECT_EQ(up.count(k), 1u) << k;
+
+  ASSERT_TRUE(fed.WaitHealthy(absl::Seconds(30), 5).ok());
+  auto second = RunRound(fed, initiator);
+  ASSERT_TRUE(second.ok()) << second.status();
+  EXPECT_TRUE(second->ok()) << second->message();
+  EXPECT_NE(second->message().find(absl::StrCat("faults ", std::min(6, relay), ",", std::max(6, relay))),
+            std::string::npos)
+      << second->message();
+  int64_t total = 0;
+  EXPECT_LT(ShareError(fed, slots, &total), 1.0) << second->message();
+
+  ASSERT_TRUE(fed.StartSite(relay).ok());
+  ASSERT_TRUE(fed.WaitHealthy(absl::Seconds(30), 6).ok());
+  const absl::Time end = absl::Now() + absl::Seconds(30);
+  std::multiset<std::string> keys;
+  while (absl::Now() < end && (keys = AllKeys(fed)) != before) std::this_thread::sleep_for(std::chrono::milliseconds(250));
+  EXPECT_EQ(keys, before) << "every job exactly once after the relay returns";
 }
 
 TEST(FailedSiteTest, ThreeFailedSitesOfEight) {

@@ -73,19 +73,23 @@ absl::StatusOr<std::unique_ptr<TestFederation>> TestFederation::Start(const Fede
   for (int i = 0; i < o.sites; ++i) f->sites_[i].port = ports[i];
   std::string roster;
   for (int i = 0; i < o.sites; ++i)
-    absl::StrAppend(&roster, "  - {id: site-", i, ", label: ", i, ", endpoint: \"127.0.0.1:", f->sites_[i].port, "\"}\n");
+    absl::StrAppend(&roster, "  - {id: site-", i, ", label: ", i, ", endpoint: \"", f->Endpoint(i), "\"}\n");
   for (int i = 0; i < o.sites; ++i) {
     const int slots = i < static_cast<int>(o.slots.size()) ? o.slots[i] : 4;
     std::ofstream c(f->ConfigPath(i));
-    c << "site: {id: site-" << i << ", label: " << i << ", listen: \"127.0.0.1:" << f->sites_[i].port
-      << "\", metrics_listen: \"127.0.0.1:" << ports[o.sites + i] << "\"}\n"
+    c << "site: {id: site-" << i << ", label: " << i << ", listen: \"" << f->Endpoint(i)
+      << "\", metrics_listen: \"" << f->Host(i) << ":" << ports[o.sites + i] << "\"}\n"
       << "roster:\n"
       << roster << "capacity: from_adapter\n"
       << "balancer: {algorithm: " << o.algorithm << ", interval: " << o.interval
       << ", underload_threshold: " << o.underload_threshold << ", heartbeat_interval: " << o.heartbeat
       << ", peer_timeout: " << o.peer_timeout << ", step_timeout: " << o.step_timeout << ", max_batch: " << o.max_batch
       << "}\n"
-      << "scheduler: {adapter: sim, options: {slots: \"" << slots << "\", time_scale: \"1\"}}\n"
+      << "scheduler: "
+      << (i < static_cast<int>(o.scheduler.size()) && !o.scheduler[i].empty()
+              ? o.scheduler[i]
+              : absl::StrCat("{adapter: sim, options: {slots: \"", slots, "\", time_scale: \"1\"}}"))
+      << "\n"
       << "state_dir: state/site-" << i << "\n";
     if (o.insecure) {
       c << "security: {insecure: true, admin_token_file: certs/admin-token}\n";
@@ -110,7 +114,12 @@ TestFederation::~TestFederation() {
 
 pid_t TestFederation::Pid(int i) const { return sites_[i].pid; }
 
-std::string TestFederation::Endpoint(int i) const { return absl::StrCat("127.0.0.1:", sites_[i].port); }
+std::string TestFederation::Host(int i) const {
+  const auto& h = opts_.hosts;
+  return i < static_cast<int>(h.size()) && !h[i].empty() ? h[i] : "127.0.0.1";
+}
+
+std::string TestFederation::Endpoint(int i) const { return absl::StrCat(Host(i), ":", sites_[i].port); }
 std::string TestFederation::ConfigPath(int i) const { return absl::StrCat(dir_, "/site-", i, ".yaml"); }
 
 absl::Status TestFederation::StartSite(int i, const std::map<std::string, std::string>& env) {
@@ -127,7 +136,15 @@ absl::Status TestFederation::StartSite(int i, const std::map<std::string, std::s
     unsetenv("HYPERFED_PARTITION_FILE");
     if (opts_.partition_hook) setenv("HYPERFED_PARTITION_FILE", absl::StrCat(dir_, "/partition-", i).c_str(), 1);
     for (const auto& [k, v] : env) setenv(k.c_str(), v.c_str(), 1);
-    execl(bin.c_str(), bin.c_str(), "--config", cfg.c_str(), static_cast<char*>(nullptr));
+    const std::string ns = i < static_cast<int>(opts_.netns.size()) ? opts_.netns[i] : "";
+    if (ns.empty()) {
+      execl(bin.c_str(), bin.c_str(), "--config", cfg.c_str(), static_cast<char*>(nullptr));
+    } else {
+      // `ip netns exec` enters the namespace and execs the daemon in the
+      // same process, so the PID we hold is the daemon's.
+      execlp("ip", "ip", "netns", "exec", ns.c_str(), bin.c_str(), "--config", cfg.c_str(),
+             static_cast<char*>(nullptr));
+    }
     _exit(127);
   }
   sites_[i].pid = pid;

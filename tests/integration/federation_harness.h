@@ -1,7 +1,7 @@
 #pragma once
 
 // Starts a real federation for tests: one hyperfedd process per site on
-// 127.0.0.1 with mutual TLS (certificates from scripts/gen-certs), free
+// 127.0.0.1 (or an address of a network namespace) with mutual TLS (certificates from scripts/gen-certs), free
 // ports, a temporary folder for configs, state and logs. Processes are
 // children of the test and are stopped by their PIDs.
 
@@ -23,6 +23,9 @@ namespace hyperfed::testing {
 struct FederationOptions {
   int sites = 4;
   std::vector<int> slots;          // capacity (sim slots) per site; default 4 each
+  // The `scheduler:` value (YAML) per site, e.g. "{adapter: exec, options:
+  // {...}}"; missing or "": the sim adapter with `slots`.
+  std::vector<std::string> scheduler;
   std::string algorithm = "exact";
   std::string step_timeout = "5s";
   std::string peer_timeout = "2s";
@@ -37,6 +40,12 @@ struct FederationOptions {
   // Every site reads HYPERFED_PARTITION_FILE=<dir>/partition-<i> (see
   // daemon/server/partition_hook.h), so Cut/Heal work.
   bool partition_hook = false;
+  // Per site: the address it listens on and its roster endpoint
+  // ("" or missing: 127.0.0.1), and the network namespace its process runs
+  // in ("" or missing: the test's own), for partitions made with real links
+  // (tests/integration/netns.h).
+  std::vector<std::string> hosts;
+  std::vector<std::string> netns;
 };
 
 class TestFederation {
@@ -84,6 +93,7 @@ class TestFederation {
     int port = 0;
     pid_t pid = -1;
   };
+  std::string Host(int i) const;
   std::string dir_;
   std::string token_;
   std::vector<Site> sites_;

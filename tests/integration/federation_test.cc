@@ -24,9 +24,13 @@ constexpr int64_t kLong = 3'600'000;  // jobs that stay put for the test's life
 // site i: the round's load snapshot is then exactly `pending`.
 void Load(TestFederation& f, const std::vector<int>& slots, const std::vector<int>& pending) {
   for (int i = 0; i < f.size(); ++i) {
-    if (slots[i] > 0) ASSERT_TRUE(Submit(f, i, slots[i], kLong).ok());
+    if (slots[i] > 0) {
+      ASSERT_TRUE(Submit(f, i, slots[i], kLong).ok());
+    }
     ASSERT_TRUE(WaitRunning(f, i, slots[i], absl::Seconds(10))) << f.Log(i);
-    if (pending[i] > 0) ASSERT_TRUE(Submit(f, i, pending[i], kLong).ok());
+    if (pending[i] > 0) {
+      ASSERT_TRUE(Submit(f, i, pending[i], kLong).ok());
+    }
   }
 }
 

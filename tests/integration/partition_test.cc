@@ -1,15 +1,19 @@
 // A partition: two halves of a federation that can no longer talk. Neither
 // side loses or duplicates a job, each side balances within itself, and the
-// federation heals when the link returns. The cut is made with the daemon's
-// partition test hook (daemon/server/partition_hook.h), which refuses every
-// call across the cut at both ends; it stands in for a network partition.
+// federation heals when the link returns. The cut is made twice: over real
+// links between network namespaces (the link between the sides goes down;
+// needs root), and with the daemon's partition test hook
+// (daemon/server/partition_hook.h), which refuses every call across the cut
+// at both ends and runs anywhere.
 
+#include <functional>
 #include <thread>
 
 #include "daemon/balance/plan.h"
 #include "gtest/gtest.h"
 #include "tests/integration/federation_harness.h"
 #include "tests/integration/jobs_util.h"
+#include "tests/integration/netns.h"
 
 namespace hyperfed::testing {
 namespace {
@@ -22,8 +26,11 @@ std::vector<int64_t> Pending(TestFederation& f) {
   return w;
 }
 
-TEST(PartitionTest, EachSideBalancesAloneNothingIsLostAndTheFederationHeals) {
-  auto f = TestFederation::Start({.sites = 4, .slots = {1, 1, 1, 1}, .partition_hook = true});
+// Sites {0, 1} on one side, {2, 3} on the other; `cut` and `heal` act on
+// the link between them.
+void EachSideBalancesAloneAndTheFederationHeals(const FederationOptions& o, const std::function<void(TestFederation&)>& cut,
+                                                const std::function<void(TestFederation&)>& heal) {
+  auto f = TestFederation::Start(o);
   ASSERT_TRUE(f.ok()) << f.status();
   TestFederation& fed = **f;
   for (int i = 0; i < 4; ++i) {
@@ -34,11 +41,7 @@ TEST(PartitionTest, EachSideBalancesAloneNothingIsLostAndTheFederationHeals) {
   ASSERT_TRUE(Submit(fed, 3, 60, kLong).ok());
   const auto before = AllKeys(fed);
 
-  // Cut {0, 1} from {2, 3}.
-  fed.Cut(0, {2, 3});
-  fed.Cut(1, {2, 3});
-  fed.Cut(2, {0, 1});
-  fed.Cut(3, {0, 1});
+  cut(fed);
   // A round started before the sides notice ends early and moves nothing across.
   auto early = RunRound(fed, 0);
   ASSERT_TRUE(early.ok()) << early.status();
@@ -55,7 +58,7 @@ TEST(PartitionTest, EachSideBalancesAloneNothingIsLostAndTheFederationHeals) {
   EXPECT_EQ(AllKeys(fed), before) << "no job lost or duplicated on either side";
 
   // Heal: everyone sees everyone again and a round spans the whole cube.
-  for (int i = 0; i < 4; ++i) fed.Heal(i);
+  heal(fed);
   ASSERT_TRUE(fed.WaitHealthy(absl::Seconds(20)).ok());
   auto whole = RunRound(fed, 2);
   ASSERT_TRUE(whole.ok()) << whole.status();
@@ -63,6 +66,32 @@ TEST(PartitionTest, EachSideBalancesAloneNothingIsLostAndTheFederationHeals) {
   EXPECT_NE(whole->message().find("faults none"), std::string::npos) << whole->message();
   EXPECT_EQ(Pending(fed), (std::vector<int64_t>{25, 25, 25, 25}));
   EXPECT_EQ(AllKeys(fed), before);
+}
+
+TEST(PartitionTest, NetworkNamespacesEachSideBalancesAloneNothingIsLostAndTheFederationHeals) {
+  auto net = NetnsPair::Create();
+  if (!net.ok()) GTEST_SKIP() << "cannot make network namespaces here (" << net.status().message()
+                              << "); PartitionTest.HookEachSide... covers the partition with the test hook";
+  NetnsPair& n = **net;
+  FederationOptions o{.sites = 4, .slots = {1, 1, 1, 1}};
+  o.hosts = {n.host_a(), n.host_a(), n.host_b(), n.host_b()};
+  o.netns = {n.ns_a(), n.ns_a(), n.ns_b(), n.ns_b()};
+  EachSideBalancesAloneAndTheFederationHeals(
+      o, [&](TestFederation&) { ASSERT_TRUE(n.Cut().ok()); }, [&](TestFederation&) { ASSERT_TRUE(n.Heal().ok()); });
+}
+
+TEST(PartitionTest, HookEachSideBalancesAloneNothingIsLostAndTheFederationHeals) {
+  EachSideBalancesAloneAndTheFederationHeals(
+      {.sites = 4, .slots = {1, 1, 1, 1}, .partition_hook = true},
+      [](TestFederation& fed) {
+        fed.Cut(0, {2, 3});
+        fed.Cut(1, {2, 3});
+        fed.Cut(2, {0, 1});
+        fed.Cut(3, {0, 1});
+      },
+      [](TestFederation& fed) {
+        for (int i = 0; i < 4; ++i) fed.Heal(i);
+      });
 }
 
 }  // namespace
