@@ -14,6 +14,7 @@
 #include "absl/strings/strip.h"
 #include "daemon/common/log.h"
 #include "daemon/scheduler/sim_adapter.h"
+#include "daemon/scheduler/slurm_adapter.h"
 
 namespace hyperfed::server {
 namespace {
@@ -58,6 +59,7 @@ absl::StatusOr<std::string> ReadToken(const std::string& path) {
 std::unique_ptr<scheduler::AdapterRegistry> BuiltinAdapters() {
   auto r = std::make_unique<scheduler::AdapterRegistry>();
   scheduler::RegisterSimAdapter(r.get());
+  scheduler::RegisterSlurmAdapter(r.get());
   return r;
 }
 
