@@ -37,6 +37,10 @@ struct FederationOptions {
   // Every site reads HYPERFED_PARTITION_FILE=<dir>/partition-<i> (see
   // daemon/server/partition_hook.h), so Cut/Heal work.
   bool partition_hook = false;
+  // The scheduler adapter of every site. "sim" uses `slots`; any other
+  // adapter gets adapter_options[i] as site i's scheduler.options.
+  std::string adapter = "sim";
+  std::vector<std::map<std::string, std::string>> adapter_options;
 };
 
 class TestFederation {
