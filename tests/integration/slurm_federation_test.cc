@@ -188,10 +188,53 @@ TEST_F(SlurmFederationTest, FortyJobsAtOneSiteSplitEvenlyAndRunAtTheOther) {
   }
 }
 
+// Needs no Slurm: the options are checked before anything runs.
+TEST(SlurmConfigTest, ABadSlurmOptionNamesFileLineAndOption) {
+  std::string dir = (std::filesystem::temp_directory_path() / "hyperfed-slurm-conf-XXXXXX").string();
+  ASSERT_NE(mkdtemp(dir.data()), nullptr);
+  const std::string path = dir + "/site.yaml";
+  auto write = [&](const std::string& options) {
+    FILE* f = fopen(path.c_str(), "w");
+    ASSERT_NE(f, nullptr);
+    fputs(absl::StrCat("site: {id: s, label: 0, listen: \"127.0.0.1:7001\"}\n",
+                       "roster:\n  - {id: s, label: 0, endpoint: \"127.0.0.1:7001\"}\n",
+                       "scheduler:\n  adapter: slurm\n  options:\n", options,
+                       "state_dir: state\nsecurity: {insecure: true}\n")
+              .c_str(),
+          f);
+    fclose(f);
+  };
+  auto check = [&] {
+    auto r = scheduler::RunCommand({.argv = {HyperfeddPath(), "--config", path, "--check"}});
+    EXPECT_TRUE(r.ok()) << r.status();
+    return r.ok() ? std::make_pair(r->exit_code, r->err + r->out) : std::make_pair(-1, std::string());
+  };
+  write("    slurm_conf: /etc/slurm/slurm.conf\n    timeout: soon\n");
+  auto [code, text] = check();
+  EXPECT_EQ(code, 2);
+  EXPECT_TRUE(absl::StrContains(text, "site.yaml:8: scheduler.options.timeout: ")) << text;
+  EXPECT_TRUE(absl::StrContains(text, "\"soon\"")) << text;
+  write("    partitons: batch\n");
+  std::tie(code, text) = check();
+  EXPECT_EQ(code, 2);
+  EXPECT_TRUE(absl::StrContains(text, "site.yaml:7: scheduler.options.partitons: ")) << text;
+  write("    partitions: batch\n    submit_partition: other\n");
+  std::tie(code, text) = check();
+  EXPECT_EQ(code, 2);
+  EXPECT_TRUE(absl::StrContains(text, "site.yaml:8: scheduler.options.submit_partition: ")) << text;
+  write("    partitions: batch\n    submit_partition: batch\n");
+  std::tie(code, text) = check();
+  EXPECT_EQ(code, 0) << text;
+  std::error_code ec;
+  std::filesystem::remove_all(dir, ec);
+}
+
 struct CrashCase {
   const char* point;  // HYPERFED_CRASH_AT
   int site;           // 0: the source, 1: the destination
 };
+
+void PrintTo(const CrashCase& c, std::ostream* os) { *os << c.point << " at site-" << c.site; }
 
 class SlurmCrashTest : public ::testing::TestWithParam<CrashCase> {
  protected:
