@@ -84,13 +84,29 @@ std::string Str(const json& j, const char* key) {
 
 JobState MapState(const std::string& state, const std::string& reason) {
   if (state == "PENDING")
-    return reason == "JobHeldUser" || reason == "JobHeldAdmin" ? JobState::kHeld : JobState::kPending;
+    // JobHeldUser, JobHeldAdmin, and "launch failed requeued held": none
+    // starts until released.
+    return absl::StrContains(absl::AsciiStrToLower(reason), "held") ? JobState::kHeld : JobState::kPending;
   if (state == "RUNNING" || state == "SUSPENDED" || state == "CONFIGURING" || state == "COMPLETING" ||
       state == "RESIZING" || state == "SIGNALING" || state == "STAGE_OUT")
     return JobState::kRunning;
   if (state == "CANCELLED") return JobState::kCancelled;
   return JobState::kDone;
 }
+
+}  // namespace
+
+std::string NotPortable(const nlohmann::json& j) {
+  if (!Str(j, "dependency").empty()) return "a dependency";
+  if (Int(j, "array_job_id") != 0) return "a job array";
+  if (Int(j, "het_job_id") != 0) return "a heterogeneous job";
+  if (Int(j, "tasks") > 1 || Int(j, "node_count") > 1) return "more than one task or node";
+  for (const char* k : {"tres_per_job", "tres_per_node", "tres_per_socket", "tres_per_task", "licenses", "features"})
+    if (!Str(j, k).empty()) return absl::StrCat("a ", k, " request");
+  return "";
+}
+
+namespace {
 
 bool QueueOrder(const Job& a, const Job& b) {
   int64_t ia = 0, ib = 0;
@@ -301,6 +317,9 @@ absl::StatusOr<SlurmAdapter::Queue> SlurmAdapter::ReadQueue() {
     if (e.has_meta && e.meta.pinned >= 0) pinned = e.meta.pinned == 1;
     for (absl::string_view p : absl::StrSplit(e.partition, ','))
       pinned = pinned || options_.pinned_partitions.contains(std::string(p));
+    // What a JobSpec cannot carry pins the job: moved, it would run without
+    // it (too early, without its GPUs, as one task instead of many).
+    pinned = pinned || !NotPortable(j).empty();
     job.pinned = pinned;
     q.emplace(job.id, std::move(e));
   }

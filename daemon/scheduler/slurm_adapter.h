@@ -15,7 +15,8 @@
 // per call (or per batch).
 //
 // Slurm state -> JobState:
-//   PENDING with reason JobHeldUser/JobHeldAdmin -> kHeld; other PENDING ->
+//   PENDING with a hold reason (JobHeldUser, JobHeldAdmin, "launch failed
+//   requeued held") -> kHeld; other PENDING ->
 //   kPending; RUNNING, SUSPENDED, CONFIGURING, COMPLETING -> kRunning;
 //   CANCELLED -> kCancelled; every other end state (COMPLETED, FAILED,
 //   TIMEOUT, NODE_FAIL, OUT_OF_MEMORY, ...) -> kDone.
@@ -62,7 +63,8 @@
 //   submit_dir        working directory of sbatch, i.e. of jobs that arrive
 //                     without one ("" = the daemon's working directory)
 //   speed             capacity speed factor, > 0 (default 1)
-// Capacity is the CPUs of the nodes in the managed partitions.
+// Capacity is the CPUs of the nodes in the managed partitions. A job that a
+// spec cannot describe is pinned (see NotPortable).
 //
 // Idempotent Submit: under the adapter's mutex, the tag is looked up in
 // `squeue --json` and sbatch runs only when no job carries it. The tag is in
@@ -92,6 +94,7 @@
 #include "absl/status/statusor.h"
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
+#include "nlohmann/json.hpp"
 #include "daemon/scheduler/adapter.h"
 #include "daemon/scheduler/process.h"
 #include "daemon/scheduler/registry.h"
@@ -136,6 +139,12 @@ struct SlurmJobMeta {
 std::string EncodeSlurmComment(const SlurmJobMeta& m);
 // nullopt-like: false when the comment is not hyperfed's.
 bool DecodeSlurmComment(const std::string& comment, SlurmJobMeta* m);
+
+// Why a Slurm job (one element of `squeue --json`'s "jobs") cannot move, or
+// "" when it can: a spec has no field for dependencies, arrays,
+// heterogeneous jobs, several tasks or nodes, GRES/TRES (GPUs), licenses or
+// node features, so such a job is pinned.
+std::string NotPortable(const nlohmann::json& job);
 
 class SlurmAdapter : public SchedulerAdapter {
  public:

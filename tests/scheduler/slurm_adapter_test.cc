@@ -247,14 +247,25 @@ TEST_F(SlurmAdapterTest, PinMarkerAndPinnedPartitionNeverMove) {
   const std::string free_id = Sbatch({"--job-name=free"}, script);
   const std::string marked = Sbatch({"--job-name=local-1"}, script);
   const std::string kept = Sbatch({"--job-name=other", "--partition=keep"}, script);
+  // What a spec cannot describe is pinned too.
+  const std::string dep = Sbatch({"--job-name=dep", "--dependency=afterok:" + free_id}, script);
+  const std::string arr = Sbatch({"--job-name=arr", "--array=0-1"}, script);
+  const std::string tasks = Sbatch({"--job-name=tasks", "--ntasks=2"}, script);
   auto jobs = a->ListJobs();
   ASSERT_TRUE(jobs.ok()) << jobs.status();
-  ASSERT_EQ(jobs->size(), 3u);
   std::map<std::string, Job> by_id;
   for (const auto& j : *jobs) by_id[j.id] = j;
   EXPECT_FALSE(by_id[free_id].pinned);
   EXPECT_TRUE(by_id[marked].pinned);
   EXPECT_TRUE(by_id[kept].pinned);
+  for (const std::string& id : {dep, arr, tasks}) {
+    ASSERT_TRUE(by_id.contains(id)) << id;
+    EXPECT_TRUE(by_id[id].pinned) << by_id[id].spec.name;
+  }
+  for (const std::string& id : {dep, arr, tasks}) ASSERT_TRUE(cluster_->Cmd({"scancel", id}).ok());
+  jobs = a->ListJobs();
+  ASSERT_TRUE(jobs.ok()) << jobs.status();
+  ASSERT_EQ(jobs->size(), 3u);
   for (const auto& j : *jobs) EXPECT_EQ(j.state, JobState::kPending) << j.id;
   auto n = a->CountMigratable();
   ASSERT_TRUE(n.ok());
