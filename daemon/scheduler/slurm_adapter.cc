@@ -436,8 +436,11 @@ std::vector<absl::Status> SlurmAdapter::ChangeMany(Change c, const std::vector<s
   if (!q.ok()) return std::vector<absl::Status>(ids.size(), q.status());
   std::vector<absl::Status> out;
   out.reserve(ids.size());
+  absl::Status stuck;  // a timed-out command: Slurm is not answering
   for (const auto& id : ids) {
-    out.push_back(ChangeIn(*q, c, id));
+    // One timeout is enough: the rest would each wait as long again.
+    out.push_back(stuck.ok() ? ChangeIn(*q, c, id) : stuck);
+    if (absl::IsDeadlineExceeded(out.back())) stuck = out.back();
     // The same id again later in the batch sees the new state.
     if (out.back().ok()) {
       auto it = q->find(id);
@@ -602,6 +605,7 @@ std::vector<absl::StatusOr<std::string>> SlurmAdapter::SubmitMany(
     std::sort(tagged.begin(), tagged.end(), [](const Job* a, const Job* b) { return QueueOrder(*a, *b); });
     for (const Job* j : tagged) by_tag.emplace(j->tag, j->id);
     std::vector<absl::StatusOr<std::string>> out;
+    absl::Status stuck;  // as in ChangeMany
     for (const auto& [spec, tag] : spec_and_tag) {
       if (!tag.empty()) {
         if (auto it = by_tag.find(tag); it != by_tag.end()) {
@@ -609,13 +613,18 @@ std::vector<absl::StatusOr<std::string>> SlurmAdapter::SubmitMany(
           continue;
         }
       }
-      out.push_back(SubmitIn(spec, tag, held));
+      out.push_back(stuck.ok() ? SubmitIn(spec, tag, held) : stuck);
       if (out.back().ok() && !tag.empty()) by_tag[tag] = *out.back();
+      if (absl::IsDeadlineExceeded(out.back().status())) stuck = out.back().status();
     }
     return out;
   }
   std::vector<absl::StatusOr<std::string>> out;
-  for (const auto& [spec, tag] : spec_and_tag) out.push_back(SubmitIn(spec, tag, held));
+  absl::Status stuck;
+  for (const auto& [spec, tag] : spec_and_tag) {
+    out.push_back(stuck.ok() ? SubmitIn(spec, tag, held) : stuck);
+    if (absl::IsDeadlineExceeded(out.back().status())) stuck = out.back().status();
+  }
   return out;
 }
 

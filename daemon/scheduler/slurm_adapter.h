@@ -170,7 +170,9 @@ class SlurmAdapter : public SchedulerAdapter {
   // it). Replaces a comment that is not hyperfed's.
   absl::Status SetPinned(const std::string& id, bool pinned) override;
 
-  // One `squeue --json` per batch instead of one per item.
+  // One `squeue --json` per batch instead of one per item. After a command
+  // of the batch times out, the items not yet done get that error without
+  // trying (each would wait as long again).
   std::vector<absl::Status> HoldMany(const std::vector<std::string>& ids) override;
   std::vector<absl::Status> ReleaseMany(const std::vector<std::string>& ids) override;
   std::vector<absl::Status> CancelMany(const std::vector<std::string>& ids) override;

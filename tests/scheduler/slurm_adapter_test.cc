@@ -193,11 +193,23 @@ TEST_F(SlurmAdapterTest, AHungControllerIsATimeoutNotAHang) {
   const absl::Time start = absl::Now();
   auto jobs = a->ListJobs();
   const absl::Duration took = absl::Now() - start;
+  // A batch of untagged submits (no queue read first): the first sbatch
+  // times out and the others do not wait again.
+  JobSpec s{.name = "x", .script = "#!/bin/sh\ntrue\n", .cores = 1, .key = "k"};
+  const absl::Time batch_start = absl::Now();
+  auto ids = a->SubmitMany({{s, ""}, {s, ""}, {s, ""}}, true);
+  const absl::Duration batch_took = absl::Now() - batch_start;
   kill(ctld, SIGCONT);
   EXPECT_TRUE(absl::IsDeadlineExceeded(jobs.status())) << jobs.status();
   EXPECT_TRUE(absl::StrContains(jobs.status().message(), "`squeue --json` did not finish within 1s"))
       << jobs.status();
   EXPECT_LT(took, absl::Seconds(4));
+  ASSERT_EQ(ids.size(), 3u);
+  for (const auto& id : ids) {
+    EXPECT_TRUE(absl::IsDeadlineExceeded(id.status())) << id.status();
+    EXPECT_TRUE(absl::StrContains(id.status().message(), "`sbatch --parsable")) << id.status();
+  }
+  EXPECT_LT(batch_took, absl::Seconds(3));
   EXPECT_TRUE(a->ListJobs().ok()) << "works again once slurmctld answers";
 }
 
