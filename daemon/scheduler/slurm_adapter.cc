@@ -211,6 +211,8 @@ absl::StatusOr<SlurmOptions> ParseSlurmOptions(const std::map<std::string, std::
       o.timeout = d;
     } else if (name == "partitions") {
       o.partitions = SplitList(value);
+    } else if (name == "users") {
+      o.users = SplitList(value);
     } else if (name == "submit_partition") {
       o.submit_partition = value;
     } else if (name == "submit_account") {
@@ -238,7 +240,7 @@ absl::StatusOr<SlurmOptions> ParseSlurmOptions(const std::map<std::string, std::
       return absl::InvalidArgumentError(absl::StrCat(
           "scheduler option \"", name,
           "\" is unknown to the slurm adapter (known: bin_dir, partitions, pin_marker, pinned_partitions, "
-          "slurm_conf, speed, submit_account, submit_dir, submit_partition, timeout, workdir_policy)"));
+          "slurm_conf, speed, submit_account, submit_dir, submit_partition, timeout, users, workdir_policy)"));
     }
   }
   if (!o.submit_partition.empty() && !o.partitions.empty() && !o.partitions.contains(o.submit_partition)) {
@@ -288,6 +290,7 @@ absl::StatusOr<SlurmAdapter::Queue> SlurmAdapter::ReadQueue() {
         managed = managed || options_.partitions.contains(std::string(p));
       if (!managed) continue;
     }
+    if (!options_.users.empty() && !options_.users.contains(Str(j, "user_name"))) continue;
     Job& job = e.job;
     job.id = absl::StrCat(Int(j, "job_id"));
     job.state = MapState(Str(j, "job_state"), Str(j, "state_reason"));
@@ -302,7 +305,7 @@ absl::StatusOr<SlurmAdapter::Queue> SlurmAdapter::ReadQueue() {
     const int64_t minutes = Int(j, "time_limit");
     // Slurm's "infinite" is a huge number (or null): no limit.
     s.time_limit_s = minutes > 0 && minutes < (int64_t{1} << 31) - 1 ? minutes * 60 : 0;
-    const bool no_workdir = e.has_meta ? e.meta.no_workdir : !options_.keep_workdir;
+    const bool no_workdir = (e.has_meta && e.meta.no_workdir) || !options_.keep_workdir;
     s.workdir = no_workdir ? "" : Str(j, "current_working_directory");
     if (e.has_meta) {
       s.env = e.meta.env;

@@ -53,6 +53,10 @@
 //                     (DeadlineExceeded naming the command)
 //   partitions        comma-separated partitions hyperfed manages; jobs in
 //                     others are invisible to it ("" = every partition)
+//   users             comma-separated users whose jobs hyperfed manages
+//                     ("" = every user's). Jobs that arrive run as the user
+//                     the daemon runs as (a spec has no owner), so a site
+//                     usually lets hyperfed move its federation account's jobs.
 //   submit_partition  partition for jobs that arrive ("" = cluster default)
 //   submit_account    account for jobs that arrive ("" = the user's default)
 //   pinned_partitions comma-separated partitions whose jobs never move
@@ -110,6 +114,7 @@ struct SlurmOptions {
   std::string bin_dir;
   absl::Duration timeout = absl::Seconds(30);
   std::set<std::string> partitions;
+  std::set<std::string> users;
   std::string submit_partition;
   std::string submit_account;
   std::set<std::string> pinned_partitions;

@@ -319,6 +319,20 @@ TEST_F(SlurmAdapterTest, PartitionsAndAccountMapWhereJobsGoAndWhatIsSeen) {
   auto cap = a->GetCapacity();
   ASSERT_TRUE(cap.ok()) << cap.status();
   EXPECT_EQ(cap->units, 4);
+  // Another user's job (root may submit for anyone) is not hyperfed's
+  // when `users` names only root.
+  const std::string nobody = Sbatch({"--hold", "--uid=nobody", "--partition=fed", "--chdir=/tmp"}, "#!/bin/sh\ntrue\n");
+  ASSERT_FALSE(nobody.empty());
+  auto all_users = a->ListJobs();
+  ASSERT_TRUE(all_users.ok());
+  EXPECT_EQ(all_users->size(), 2u);
+  auto roots = Adapter({{"partitions", "fed"}, {"users", "root"}});
+  ASSERT_NE(roots, nullptr);
+  auto only_root = roots->ListJobs();
+  ASSERT_TRUE(only_root.ok());
+  ASSERT_EQ(only_root->size(), 1u);
+  EXPECT_EQ((*only_root)[0].id, *id);
+  EXPECT_TRUE(absl::IsNotFound(roots->Hold(nobody)));
   auto none = Adapter({{"partitions", "nosuch"}});
   ASSERT_NE(none, nullptr);
   EXPECT_TRUE(absl::IsFailedPrecondition(none->GetCapacity().status()));
