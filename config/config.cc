@@ -590,6 +590,7 @@ class Parser {
       std::string text;
       if (Scalar(value, Child("scheduler.options", name), "a scalar value", &text)) {
         c->scheduler.options[name] = text;
+        c->scheduler.option_lines[name] = ValueLine(value, Child("scheduler.options", name));
       }
     }
   }

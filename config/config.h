@@ -58,6 +58,7 @@ struct BalancerConfig {
 struct SchedulerConfig {
   std::string adapter = "sim";                  // registry name
   std::map<std::string, std::string> options;   // adapter options, as strings
+  std::map<std::string, int> option_lines;       // the line of each option, for errors
 };
 
 struct SecurityConfig {

@@ -4,7 +4,7 @@
 // set of operator-written commands, one per operation. Each command gets its
 // arguments on argv, the job spec (submit only) as JSON on stdin, and prints
 // JSON on stdout; its exit code says success, "no such job" or "wrong state".
-// docs/adapters-exec.md is the full contract and how to write the commands;
+// docs/adapters.md ("exec") is the full contract and how to write the commands;
 // tests/scheduler/exec_sched/ is a worked example that passes the shared
 // adapter contract suite.
 //

@@ -15,6 +15,7 @@
 #include "daemon/common/log.h"
 #include "daemon/scheduler/exec_adapter.h"
 #include "daemon/scheduler/sim_adapter.h"
+#include "daemon/scheduler/slurm_adapter.h"
 
 namespace hyperfed::server {
 namespace {
@@ -60,6 +61,7 @@ std::unique_ptr<scheduler::AdapterRegistry> BuiltinAdapters() {
   auto r = std::make_unique<scheduler::AdapterRegistry>();
   scheduler::RegisterSimAdapter(r.get());
   scheduler::RegisterExecAdapter(r.get());
+  scheduler::RegisterSlurmAdapter(r.get());
   return r;
 }
 
@@ -68,6 +70,22 @@ absl::Status CheckRuntime(const config::Config& c) {
   if (!r->Has(c.scheduler.adapter))
     return absl::InvalidArgumentError(absl::StrCat(c.path, ": scheduler.adapter: unknown adapter '",
                                                    c.scheduler.adapter, "'"));
+  if (c.scheduler.adapter == scheduler::kSlurmAdapterName) {
+    // Each option alone first, so that the error names its line; then all
+    // together (an option may contradict another).
+    auto where = [&](const std::string& name) {
+      auto it = c.scheduler.option_lines.find(name);
+      return it == c.scheduler.option_lines.end() ? c.path : absl::StrCat(c.path, ":", it->second);
+    };
+    for (const auto& [name, value] : c.scheduler.options) {
+      if (auto o = scheduler::ParseSlurmOptions({{name, value}}); !o.ok())
+        return absl::InvalidArgumentError(
+            absl::StrCat(where(name), ": scheduler.options.", name, ": ", o.status().message()));
+    }
+    if (auto o = scheduler::ParseSlurmOptions(c.scheduler.options); !o.ok())
+      return absl::InvalidArgumentError(absl::StrCat(where("submit_partition"),
+                                                     ": scheduler.options.submit_partition: ", o.status().message()));
+  }
   if (auto tls = ReadTlsFiles(c.security); !tls.ok()) return tls.status();
   if (auto t = ReadToken(c.security.admin_token_file); !t.ok()) return t.status();
   return absl::OkStatus();

@@ -610,6 +610,10 @@ TEST(ConfigExamplesTest, AllExamplesValidateWithCertificatesInPlace) {
   ASSERT_TRUE(demo.ok()) << demo.status();
   EXPECT_TRUE(demo->security.insecure);
   EXPECT_EQ(demo->Dimension(), 0);
+  absl::StatusOr<Config> slurm = LoadConfig(dir / "slurm-site.yaml");
+  ASSERT_TRUE(slurm.ok()) << slurm.status();
+  EXPECT_EQ(slurm->scheduler.adapter, "slurm");
+  EXPECT_EQ(slurm->scheduler.options.at("slurm_conf"), "/tmp/hyperfed-slurm/demo/slurm.conf");
 }
 
 TEST(ConfigExamplesTest, FederationExampleWithoutCertificatesNamesTheMissingFile) {

@@ -77,10 +77,8 @@ TEST(ExecAdapterFederationTest, RoundMovesJobsBetweenTwoExecSchedulers) {
   std::unique_ptr<TestFederation> f;
   {
     FederationOptions o{.sites = 2};
-    for (int i = 0; i < 2; ++i) {
-      o.scheduler.push_back(
-          absl::StrCat("{adapter: exec, options: {command: \"", SchedCommandLine(queues.path(i)), "\"}}"));
-    }
+    o.adapter = "exec";
+    for (int i = 0; i < 2; ++i) o.adapter_options.push_back({{"command", SchedCommandLine(queues.path(i))}});
     auto started = TestFederation::Start(o);
     ASSERT_TRUE(started.ok()) << started.status();
     f = *std::move(started);

@@ -12,6 +12,7 @@
 #include <sstream>
 #include <thread>
 
+#include "absl/strings/escaping.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/strip.h"
 
@@ -38,6 +39,18 @@ std::vector<int> FreePorts(int n) {
   return ports;
 }
 
+
+// Site i's `scheduler:` line.
+std::string SchedulerLine(const FederationOptions& o, int i, int slots) {
+  if (o.adapter == "sim")
+    return absl::StrCat("scheduler: {adapter: sim, options: {slots: \"", slots, "\", time_scale: \"1\"}}\n");
+  std::string opts;
+  if (i < static_cast<int>(o.adapter_options.size())) {
+    for (const auto& [k, v] : o.adapter_options[i])
+      absl::StrAppend(&opts, opts.empty() ? "" : ", ", k, ": \"", absl::CEscape(v), "\"");
+  }
+  return absl::StrCat("scheduler: {adapter: ", o.adapter, ", options: {", opts, "}}\n");
+}
 
 }  // namespace
 
@@ -85,11 +98,7 @@ absl::StatusOr<std::unique_ptr<TestFederation>> TestFederation::Start(const Fede
       << ", underload_threshold: " << o.underload_threshold << ", heartbeat_interval: " << o.heartbeat
       << ", peer_timeout: " << o.peer_timeout << ", step_timeout: " << o.step_timeout << ", max_batch: " << o.max_batch
       << "}\n"
-      << "scheduler: "
-      << (i < static_cast<int>(o.scheduler.size()) && !o.scheduler[i].empty()
-              ? o.scheduler[i]
-              : absl::StrCat("{adapter: sim, options: {slots: \"", slots, "\", time_scale: \"1\"}}"))
-      << "\n"
+      << SchedulerLine(o, i, slots)
       << "state_dir: state/site-" << i << "\n";
     if (o.insecure) {
       c << "security: {insecure: true, admin_token_file: certs/admin-token}\n";

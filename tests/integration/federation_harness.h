@@ -23,9 +23,6 @@ namespace hyperfed::testing {
 struct FederationOptions {
   int sites = 4;
   std::vector<int> slots;          // capacity (sim slots) per site; default 4 each
-  // The `scheduler:` value (YAML) per site, e.g. "{adapter: exec, options:
-  // {...}}"; missing or "": the sim adapter with `slots`.
-  std::vector<std::string> scheduler;
   std::string algorithm = "exact";
   std::string step_timeout = "5s";
   std::string peer_timeout = "2s";
@@ -46,6 +43,10 @@ struct FederationOptions {
   // (tests/integration/netns.h).
   std::vector<std::string> hosts;
   std::vector<std::string> netns;
+  // The scheduler adapter of every site. "sim" uses `slots`; any other
+  // adapter gets adapter_options[i] as site i's scheduler.options.
+  std::string adapter = "sim";
+  std::vector<std::map<std::string, std::string>> adapter_options;
 };
 
 class TestFederation {

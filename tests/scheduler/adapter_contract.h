@@ -36,6 +36,10 @@ class AdapterContractEnv {
  public:
   virtual ~AdapterContractEnv() = default;
 
+  // Non-empty: the adapter cannot run here (e.g. its scheduler is not
+  // installed) and every test skips, printing this.
+  virtual std::string SkipReason() const { return ""; }
+
   // A fresh adapter over an empty queue.
   virtual absl::StatusOr<std::unique_ptr<SchedulerAdapter>> MakeAdapter() = 0;
 

@@ -38,6 +38,7 @@ absl::Status AdapterContractEnv::Saturate(SchedulerAdapter* adapter) {
 void AdapterContractTest::SetUp() {
   env_ = GetParam().make_env();
   ASSERT_NE(env_, nullptr);
+  if (std::string why = env_->SkipReason(); !why.empty()) GTEST_SKIP() << why;
   auto a = env_->MakeAdapter();
   ASSERT_TRUE(a.ok()) << a.status();
   adapter_ = *std::move(a);

@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """exec_sched: a small batch scheduler written as one script, for hyperfed's
 `exec` adapter contract tests and as a worked example of the exec contract
-(docs/adapters-exec.md).
+(docs/adapters.md, "exec").
 
 Usage: sched.py --state DIR [--slots N] OP [ARGS...]
 

@@ -1,0 +1,229 @@
+#pragma once
+
+// The `slurm` adapter: drives a Slurm cluster through Slurm's own commands
+// (sbatch, squeue --json, scontrol, scancel, sinfo --json), each run as a
+// child process with a timeout (daemon/scheduler/process.h).
+//
+// Why the commands and not slurmrestd: the commands are on every Slurm
+// submit host and speak to slurmctld with the site's existing munge
+// authentication, so the adapter needs no extra daemon, token or TLS set-up
+// and runs wherever `sbatch` works. slurmrestd's API version (and its
+// plugins) differ between Slurm releases, it must be deployed and secured
+// separately (JWT or a local socket), and it refuses to run as root by
+// default. The cost of the commands is a process per call, which is
+// milliseconds; the adapter reads the whole queue with one `squeue --json`
+// per call (or per batch).
+//
+// Slurm state -> JobState:
+//   PENDING with a hold reason (JobHeldUser, JobHeldAdmin, "launch failed
+//   requeued held") -> kHeld; other PENDING ->
+//   kPending; RUNNING, SUSPENDED, CONFIGURING, COMPLETING -> kRunning;
+//   CANCELLED -> kCancelled; every other end state (COMPLETED, FAILED,
+//   TIMEOUT, NODE_FAIL, OUT_OF_MEMORY, ...) -> kDone.
+// `squeue --json` lists jobs in every state while slurmctld keeps them in
+// memory (MinJobAge after they end); FindByTag, GetJobs and Export of a
+// finished job work for that long. Set MinJobAge well above the time a
+// migration takes to settle (see docs/adapters.md).
+//
+// What hyperfed keeps in a job's comment: "hyperfed1;" followed by
+// percent-encoded fields: the tag (t), the job's federation key (k), its cost
+// (c), the sim duration (d), an explicit pin (p), "no working directory"
+// (w=0) and the environment (e, one per variable). Slurm limits a comment to
+// 1024 bytes; a spec that does not fit is refused (InvalidArgument) before
+// anything is submitted. A job submitted to Slurm directly has no such
+// comment: its key is "<cluster>/<job id>", its cost cores x time limit in
+// seconds (cores when unlimited), its tag "" and its environment empty (the
+// commands cannot read a job's environment; see env policy below).
+//
+// Spec <-> Slurm:
+//   name -> --job-name; script -> sbatch's stdin (byte for byte; back with
+//   `scontrol write batch_script`); cores -> --cpus-per-task (one task);
+//   memory_mb -> --mem; time_limit_s -> --time in minutes, rounded up;
+//   workdir -> --chdir; env -> the comment and --export=NAMES (values from
+//   sbatch's environment, so no value is ever parsed by Slurm), or
+//   --export=NONE when empty (the job gets the destination user's login
+//   environment, not the daemon's).
+//
+// Options (the config's scheduler.options, all strings):
+//   slurm_conf        path of slurm.conf, given to every command as SLURM_CONF
+//                     ("" = Slurm's default)
+//   bin_dir           folder of the Slurm commands ("" = search PATH)
+//   timeout           per command, e.g. "30s" (default 30s); a command still
+//                     running then is killed and the call fails
+//                     (DeadlineExceeded naming the command)
+//   partitions        comma-separated partitions hyperfed manages; jobs in
+//                     others are invisible to it ("" = every partition)
+//   users             comma-separated users whose jobs hyperfed manages
+//                     ("" = every user's). Jobs that arrive run as the user
+//                     the daemon runs as (a spec has no owner), so a site
+//                     usually lets hyperfed move its federation account's jobs.
+//   submit_partition  partition for jobs that arrive ("" = cluster default)
+//   submit_account    account for jobs that arrive ("" = the user's default)
+//   pinned_partitions comma-separated partitions whose jobs never move
+//   pin_marker        a job whose name starts with it is pinned ("" = off)
+//   workdir_policy    "keep" (default): a job's working directory travels
+//                     and must exist at the destination (shared or mirrored
+//                     paths); "drop": jobs run in submit_dir at the destination
+//   submit_dir        working directory of sbatch, i.e. of jobs that arrive
+//                     without one ("" = the daemon's working directory)
+//   speed             capacity speed factor, > 0 (default 1)
+// Capacity is the CPUs of the nodes in the managed partitions. A job that a
+// spec cannot describe is pinned (see NotPortable).
+//
+// Idempotent Submit: under the adapter's mutex, the tag is looked up in
+// `squeue --json` and sbatch runs only when no job carries it. The tag is in
+// the job record from the moment slurmctld accepts the job, so a crash (or a
+// timed-out sbatch) after acceptance leaves a job a retry finds. The window
+// that remains is outside this process: two daemons on one cluster with the
+// same tags, or a retry later than MinJobAge after the job ended. The
+// migrator's journal covers the latter: a COMMITTED transfer answers its
+// stored ids and never submits again, and an IN PREPARED record is finished
+// at restart, seconds later.
+//
+// Every command failure is a Status naming the command, its exit code and
+// its stderr (kUnavailable), a timeout is kDeadlineExceeded.
+//
+// Thread-safety: every method may be called from any thread; calls are
+// serialized on one mutex (Slurm orders them anyway).
+
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <set>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "absl/synchronization/mutex.h"
+#include "absl/time/time.h"
+#include "nlohmann/json.hpp"
+#include "daemon/scheduler/adapter.h"
+#include "daemon/scheduler/process.h"
+#include "daemon/scheduler/registry.h"
+
+namespace hyperfed::scheduler {
+
+inline constexpr char kSlurmAdapterName[] = "slurm";
+// Slurm refuses longer comments.
+inline constexpr size_t kSlurmMaxComment = 1024;
+
+struct SlurmOptions {
+  std::string slurm_conf;
+  std::string bin_dir;
+  absl::Duration timeout = absl::Seconds(30);
+  std::set<std::string> partitions;
+  std::set<std::string> users;
+  std::string submit_partition;
+  std::string submit_account;
+  std::set<std::string> pinned_partitions;
+  std::string pin_marker;
+  bool keep_workdir = true;
+  std::string submit_dir;
+  double speed = 1.0;
+};
+
+// Parses scheduler.options; InvalidArgument naming the first unknown or
+// malformed option.
+absl::StatusOr<SlurmOptions> ParseSlurmOptions(const std::map<std::string, std::string>& options);
+
+// What hyperfed stores in a job's comment (see the top of this file). Fields
+// not set are derived from the Slurm job.
+struct SlurmJobMeta {
+  std::string tag;
+  bool has_key = false;
+  std::string key;
+  bool has_cost = false;
+  double cost = 0;
+  int64_t duration_ms = 0;
+  int pinned = -1;                         // -1 = not stored, else 0/1
+  bool no_workdir = false;
+  std::map<std::string, std::string> env;
+};
+std::string EncodeSlurmComment(const SlurmJobMeta& m);
+// nullopt-like: false when the comment is not hyperfed's.
+bool DecodeSlurmComment(const std::string& comment, SlurmJobMeta* m);
+
+// Why a Slurm job (one element of `squeue --json`'s "jobs") cannot move, or
+// "" when it can: a spec has no field for dependencies, arrays,
+// heterogeneous jobs, several tasks or nodes, GRES/TRES (GPUs), licenses or
+// node features, so such a job is pinned.
+std::string NotPortable(const nlohmann::json& job);
+
+class SlurmAdapter : public SchedulerAdapter {
+ public:
+  // Parses the options; touches nothing (a Slurm that is down fails the
+  // first call, not the start).
+  static absl::StatusOr<std::unique_ptr<SlurmAdapter>> Open(const AdapterContext& ctx);
+
+  std::string Name() const override { return kSlurmAdapterName; }
+  absl::StatusOr<std::vector<Job>> ListJobs() override;
+  absl::StatusOr<Capacity> GetCapacity() override;
+  absl::StatusOr<int64_t> CountMigratable() override;
+  absl::Status Hold(const std::string& id) override;
+  absl::Status Release(const std::string& id) override;
+  absl::Status Cancel(const std::string& id) override;
+  absl::StatusOr<JobSpec> Export(const std::string& id) override;
+  // Besides the contract: InvalidArgument (nothing submitted) for cores < 1,
+  // negative memory or time, a script not starting with "#!" (sbatch needs
+  // it), an environment name that is empty or holds '=' or ',', or a comment
+  // over kSlurmMaxComment bytes.
+  absl::StatusOr<std::string> Submit(const JobSpec& spec, const std::string& tag, bool held = false) override;
+  absl::StatusOr<std::vector<Job>> FindByTag(const std::string& tag) override;
+  // FailedPrecondition for a done or cancelled job (Slurm no longer updates
+  // it). Replaces a comment that is not hyperfed's.
+  absl::Status SetPinned(const std::string& id, bool pinned) override;
+
+  // One `squeue --json` per batch instead of one per item. After a command
+  // of the batch times out, the items not yet done get that error without
+  // trying (each would wait as long again).
+  std::vector<absl::Status> HoldMany(const std::vector<std::string>& ids) override;
+  std::vector<absl::Status> ReleaseMany(const std::vector<std::string>& ids) override;
+  std::vector<absl::Status> CancelMany(const std::vector<std::string>& ids) override;
+  std::vector<absl::StatusOr<JobSpec>> ExportMany(const std::vector<std::string>& ids) override;
+  std::vector<absl::StatusOr<Job>> GetJobs(const std::vector<std::string>& ids) override;
+  std::vector<absl::StatusOr<std::string>> SubmitMany(
+      const std::vector<std::pair<JobSpec, std::string>>& spec_and_tag, bool held = false) override;
+
+  const SlurmOptions& options() const { return options_; }
+
+ private:
+  explicit SlurmAdapter(SlurmOptions options) : options_(std::move(options)) {}
+
+  // A job as squeue shows it, with what the adapter needs beyond Job.
+  struct Entry {
+    Job job;                       // spec.script not filled
+    std::string partition;
+    std::string comment;
+    bool has_meta = false;
+    SlurmJobMeta meta;
+  };
+  using Queue = std::map<std::string, Entry>;  // by id
+
+  // Runs a Slurm command: kUnavailable for a non-zero exit, with its stderr.
+  absl::StatusOr<CommandResult> Run(std::vector<std::string> argv, std::string stdin_text = "",
+                                    std::map<std::string, std::string> env = {}, std::string cwd = "");
+  // Every job of the managed partitions, in every state.
+  absl::StatusOr<Queue> ReadQueue() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // The job's batch script (cached: a Slurm job's script never changes).
+  absl::StatusOr<std::string> Script(const std::string& id) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  absl::Status FillScript(Job* job) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  enum class Change { kHold, kRelease, kCancel };
+  absl::Status ChangeIn(const Queue& q, Change c, const std::string& id) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  std::vector<absl::Status> ChangeMany(Change c, const std::vector<std::string>& ids);
+  absl::StatusOr<std::string> SubmitIn(const JobSpec& spec, const std::string& tag, bool held)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  absl::StatusOr<JobSpec> ExportIn(const Queue& q, const std::string& id) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Drops cached scripts of jobs no longer in the queue.
+  void TrimScripts(const Queue& q) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+
+  const SlurmOptions options_;
+  absl::Mutex mu_;
+  std::map<std::string, std::string> scripts_ ABSL_GUARDED_BY(mu_);
+};
+
+// Registers "slurm" (SlurmAdapter::Open) in `registry`.
+void RegisterSlurmAdapter(AdapterRegistry* registry);
+
+}  // namespace hyperfed::scheduler

@@ -1,0 +1,382 @@
+// The slurm adapter against a real single-node Slurm (scripts/slurm-cluster):
+// the shared contract, then what is Slurm's own. Every test starts its own
+// cluster (about 1.5 s) so tags and ids never leak between tests. Skipped,
+// saying why, where Slurm is not installed; scripts/setup installs it.
+
+#include "daemon/scheduler/slurm_adapter.h"
+
+#include <signal.h>
+
+#include <filesystem>
+#include <thread>
+
+#include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
+#include "gtest/gtest.h"
+#include "nlohmann/json.hpp"
+#include "tests/scheduler/adapter_contract.h"
+#include "tests/scheduler/slurm_cluster.h"
+#include "tests/scheduler/temp_dir.h"
+
+namespace hyperfed::scheduler::testing {
+namespace {
+
+using hyperfed::testing::SlurmCluster;
+using hyperfed::testing::SlurmMissing;
+
+// ---- The contract, on a real Slurm ----
+
+class SlurmEnv : public AdapterContractEnv {
+ public:
+  absl::StatusOr<std::unique_ptr<SchedulerAdapter>> MakeAdapter() override {
+    if (std::string why = SlurmMissing(); !why.empty()) return absl::FailedPreconditionError(why);
+    auto c = SlurmCluster::Start("contract");
+    if (!c.ok()) return c.status();
+    cluster_ = *std::move(c);
+    auto a = SlurmAdapter::Open(
+        {.state_dir = dir_.path(), .options = {{"slurm_conf", cluster_->conf()}, {"submit_dir", dir_.path()}}});
+    if (!a.ok()) return a.status();
+    return std::unique_ptr<SchedulerAdapter>(*std::move(a));
+  }
+  std::string SkipReason() const override { return SlurmMissing(); }
+  void LetTimePass(absl::Duration d) override { absl::SleepFor(d); }
+  absl::Duration PollStep() const override { return absl::Milliseconds(200); }
+
+ private:
+  TempDir dir_;
+  std::unique_ptr<SlurmCluster> cluster_;  // stopped before dir_ goes
+};
+
+INSTANTIATE_TEST_SUITE_P(Slurm, AdapterContractTest,
+                         ::testing::Values(AdapterContractParam{"Slurm", [] { return std::make_unique<SlurmEnv>(); }}),
+                         AdapterContractParamName);
+
+// ---- Slurm's own ----
+
+class SlurmAdapterTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    if (std::string why = SlurmMissing(); !why.empty()) GTEST_SKIP() << why;
+  }
+  void StartCluster() {
+    auto c = SlurmCluster::Start("own");
+    ASSERT_TRUE(c.ok()) << c.status();
+    cluster_ = *std::move(c);
+  }
+  std::unique_ptr<SlurmAdapter> Adapter(std::map<std::string, std::string> options) {
+    options["slurm_conf"] = cluster_->conf();
+    if (!options.contains("submit_dir")) options["submit_dir"] = dir_.path();
+    auto a = SlurmAdapter::Open({.state_dir = dir_.path(), .options = options});
+    EXPECT_TRUE(a.ok()) << a.status();
+    return a.ok() ? *std::move(a) : nullptr;
+  }
+  // sbatch straight to the cluster, as a user would; returns the id.
+  std::string Sbatch(const std::vector<std::string>& args, const std::string& script) {
+    std::vector<std::string> argv = {"sbatch", "--parsable"};
+    argv.insert(argv.end(), args.begin(), args.end());
+    auto r = cluster_->Cmd(argv, script, dir_.path());
+    EXPECT_TRUE(r.ok()) << r.status();
+    return r.ok() ? std::string(absl::StripAsciiWhitespace(r->out)) : "";
+  }
+
+  TempDir dir_;
+  std::unique_ptr<SlurmCluster> cluster_;
+};
+
+TEST(SlurmOptionsTest, BadOptionsAreRejectedNamingTheOption) {
+  auto unknown = ParseSlurmOptions({{"partiton", "a"}});
+  EXPECT_TRUE(absl::IsInvalidArgument(unknown.status()));
+  EXPECT_TRUE(absl::StrContains(unknown.status().message(), "\"partiton\"")) << unknown.status();
+  for (const auto& [k, v] : std::vector<std::pair<std::string, std::string>>{
+           {"timeout", "soon"}, {"timeout", "0s"}, {"timeout", "-1s"}, {"speed", "0"},
+           {"speed", "fast"}, {"workdir_policy", "move"}}) {
+    auto o = ParseSlurmOptions({{k, v}});
+    EXPECT_TRUE(absl::IsInvalidArgument(o.status())) << k << "=" << v;
+    EXPECT_TRUE(absl::StrContains(o.status().message(), "\"" + k + "\"")) << o.status();
+  }
+  auto outside = ParseSlurmOptions({{"partitions", "a,b"}, {"submit_partition", "c"}});
+  EXPECT_TRUE(absl::IsInvalidArgument(outside.status())) << "a submit partition hyperfed would not see";
+  auto good = ParseSlurmOptions({{"partitions", "a, b"}, {"submit_partition", "b"}, {"timeout", "5s"},
+                                 {"pinned_partitions", "keep"}, {"workdir_policy", "drop"}});
+  ASSERT_TRUE(good.ok()) << good.status();
+  EXPECT_EQ(good->partitions, (std::set<std::string>{"a", "b"}));
+  EXPECT_EQ(good->timeout, absl::Seconds(5));
+  EXPECT_FALSE(good->keep_workdir);
+}
+
+TEST(SlurmCommentTest, RoundTripsEveryFieldAndIgnoresOtherComments) {
+  SlurmJobMeta m;
+  m.tag = "hyperfed:m-1:0";
+  m.has_key = true;
+  m.key = "site a/7;x";
+  m.has_cost = true;
+  m.cost = 10800.25;
+  m.duration_ms = 1500;
+  m.pinned = 1;
+  m.no_workdir = true;
+  m.env = {{"A", "x=y;z"}, {"NL", "a\nb"}, {"EMPTY", ""}, {"U", "größe 大 %41"}};
+  const std::string c = EncodeSlurmComment(m);
+  EXPECT_TRUE(absl::StartsWith(c, "hyperfed1;")) << c;
+  EXPECT_FALSE(absl::StrContains(c, ' ')) << "scontrol update must see one word: " << c;
+  SlurmJobMeta back;
+  ASSERT_TRUE(DecodeSlurmComment(c, &back)) << c;
+  EXPECT_EQ(back.tag, m.tag);
+  EXPECT_EQ(back.key, m.key);
+  EXPECT_EQ(back.cost, m.cost);
+  EXPECT_EQ(back.duration_ms, m.duration_ms);
+  EXPECT_EQ(back.pinned, 1);
+  EXPECT_TRUE(back.no_workdir);
+  EXPECT_EQ(back.env, m.env);
+  EXPECT_FALSE(DecodeSlurmComment("a user's own comment", &back));
+  EXPECT_FALSE(DecodeSlurmComment("hyperfed1;t=%4", &back)) << "a cut escape";
+  EXPECT_FALSE(DecodeSlurmComment("", &back));
+}
+
+TEST(RunCommandTest, CapturesOutputsExitCodeAndStdin) {
+  auto r = RunCommand({.argv = {"sh", "-c", "cat; echo oops >&2; exit 3"}, .stdin_text = "line 1\nline 2"});
+  ASSERT_TRUE(r.ok()) << r.status();
+  EXPECT_EQ(r->out, "line 1\nline 2");
+  EXPECT_EQ(r->err, "oops\n");
+  EXPECT_EQ(r->exit_code, 3);
+  const absl::Status st = CommandFailure({"sh", "-c", "x"}, *r);
+  EXPECT_TRUE(absl::IsUnavailable(st));
+  EXPECT_TRUE(absl::StrContains(st.message(), "`sh -c x` exited with 3: oops")) << st;
+  auto env = RunCommand({.argv = {"sh", "-c", "printf %s \"$HF_X\""}, .env = {{"HF_X", "a b"}}});
+  ASSERT_TRUE(env.ok());
+  EXPECT_EQ(env->out, "a b");
+  auto missing = RunCommand({.argv = {"/no/such/command"}});
+  EXPECT_TRUE(absl::IsUnavailable(missing.status())) << missing.status();
+  EXPECT_TRUE(absl::StrContains(missing.status().message(), "/no/such/command"));
+}
+
+TEST(RunCommandTest, TimeoutKillsTheChildByPid) {
+  TempDir dir;
+  const std::string pid_file = dir.Sub("pid");
+  const absl::Time start = absl::Now();
+  auto r = RunCommand({.argv = {"sh", "-c", "echo $$ > " + pid_file + "; exec sleep 30"},
+                       .timeout = absl::Milliseconds(500)});
+  const absl::Duration took = absl::Now() - start;
+  EXPECT_TRUE(absl::IsDeadlineExceeded(r.status())) << r.status();
+  EXPECT_TRUE(absl::StrContains(r.status().message(), "sleep 30")) << r.status();
+  EXPECT_LT(took, absl::Seconds(5));
+  const pid_t pid = static_cast<pid_t>(std::stol(hyperfed::testing::ReadText(pid_file)));
+  EXPECT_NE(kill(pid, 0), 0) << "the child " << pid << " is still there";
+}
+
+TEST_F(SlurmAdapterTest, CommandFailureNamesCommandExitCodeAndStderr) {
+  StartCluster();
+  // A partition the cluster does not have: sbatch itself refuses.
+  auto a = Adapter({{"submit_partition", "nosuch"}});
+  ASSERT_NE(a, nullptr);
+  JobSpec s{.name = "huge", .script = "#!/bin/sh\ntrue\n", .cores = 1, .key = "k"};
+  auto id = a->Submit(s, "huge", false);
+  ASSERT_FALSE(id.ok());
+  EXPECT_TRUE(absl::IsUnavailable(id.status())) << id.status();
+  const std::string msg(id.status().message());
+  EXPECT_TRUE(absl::StrContains(msg, "`sbatch --parsable --job-name=huge --cpus-per-task=1")) << msg;
+  EXPECT_TRUE(absl::StrContains(msg, "--partition=nosuch")) << msg;
+  EXPECT_TRUE(absl::StrContains(msg, "exited with 1: sbatch: error: ")) << msg;
+  EXPECT_TRUE(absl::StrContains(msg, "invalid partition")) << msg;
+  auto jobs = a->ListJobs();
+  ASSERT_TRUE(jobs.ok()) << jobs.status();
+  EXPECT_TRUE(jobs->empty());
+}
+
+TEST_F(SlurmAdapterTest, AHungControllerIsATimeoutNotAHang) {
+  StartCluster();
+  auto a = Adapter({{"timeout", "1s"}});
+  ASSERT_NE(a, nullptr);
+  ASSERT_TRUE(a->ListJobs().ok());
+  const pid_t ctld = cluster_->CtldPid();
+  ASSERT_GT(ctld, 0);
+  ASSERT_EQ(kill(ctld, SIGSTOP), 0);
+  const absl::Time start = absl::Now();
+  auto jobs = a->ListJobs();
+  const absl::Duration took = absl::Now() - start;
+  // A batch of untagged submits (no queue read first): the first sbatch
+  // times out and the others do not wait again.
+  JobSpec s{.name = "x", .script = "#!/bin/sh\ntrue\n", .cores = 1, .key = "k"};
+  const absl::Time batch_start = absl::Now();
+  auto ids = a->SubmitMany({{s, ""}, {s, ""}, {s, ""}}, true);
+  const absl::Duration batch_took = absl::Now() - batch_start;
+  kill(ctld, SIGCONT);
+  EXPECT_TRUE(absl::IsDeadlineExceeded(jobs.status())) << jobs.status();
+  EXPECT_TRUE(absl::StrContains(jobs.status().message(), "`squeue --json` did not finish within 1s"))
+      << jobs.status();
+  EXPECT_LT(took, absl::Seconds(4));
+  ASSERT_EQ(ids.size(), 3u);
+  for (const auto& id : ids) {
+    EXPECT_TRUE(absl::IsDeadlineExceeded(id.status())) << id.status();
+    EXPECT_TRUE(absl::StrContains(id.status().message(), "`sbatch --parsable")) << id.status();
+  }
+  EXPECT_LT(batch_took, absl::Seconds(3));
+  EXPECT_TRUE(a->ListJobs().ok()) << "works again once slurmctld answers";
+}
+
+TEST_F(SlurmAdapterTest, ANativeJobExportsItsScriptAndResources) {
+  StartCluster();
+  auto a = Adapter({});
+  ASSERT_NE(a, nullptr);
+  const std::string script = "#!/bin/bash\n#SBATCH --comment=mine\necho \"native $1\"\n\n# end, no newline";
+  const std::string id = Sbatch({"--hold", "--job-name=native", "--cpus-per-task=2", "--mem=100", "--time=5"}, script);
+  ASSERT_FALSE(id.empty());
+  auto spec = a->Export(id);
+  ASSERT_TRUE(spec.ok()) << spec.status();
+  auto written = cluster_->Cmd({"scontrol", "write", "batch_script", id, "-"});
+  ASSERT_TRUE(written.ok());
+  EXPECT_EQ(spec->script, script);
+  EXPECT_EQ(written->out, script);
+  EXPECT_EQ(spec->name, "native");
+  EXPECT_EQ(spec->cores, 2);
+  EXPECT_EQ(spec->memory_mb, 100);
+  EXPECT_EQ(spec->time_limit_s, 300);
+  EXPECT_EQ(spec->workdir, dir_.path()) << "workdir_policy keep";
+  EXPECT_TRUE(spec->env.empty());
+  EXPECT_EQ(spec->key, "own/" + id) << "<cluster>/<id> for a job that never met hyperfed";
+  EXPECT_EQ(spec->cost, 600.0) << "cores x time limit in seconds";
+  auto listed = a->ListJobs();
+  ASSERT_TRUE(listed.ok());
+  ASSERT_EQ(listed->size(), 1u);
+  EXPECT_EQ((*listed)[0].tag, "") << "a user's comment is not a tag";
+  EXPECT_EQ((*listed)[0].state, JobState::kHeld);
+
+  auto dropped = Adapter({{"workdir_policy", "drop"}});
+  ASSERT_NE(dropped, nullptr);
+  auto spec2 = dropped->Export(id);
+  ASSERT_TRUE(spec2.ok());
+  EXPECT_EQ(spec2->workdir, "");
+}
+
+TEST_F(SlurmAdapterTest, PinMarkerAndPinnedPartitionNeverMove) {
+  StartCluster();
+  ASSERT_TRUE(cluster_->Cmd({"scontrol", "create", "PartitionName=keep", "Nodes=ALL"}).ok());
+  // The partition is down so that nothing starts and every job stays pending.
+  for (const char* p : {"debug", "keep"})
+    ASSERT_TRUE(cluster_->Cmd({"scontrol", "update", absl::StrCat("PartitionName=", p), "State=DOWN"}).ok());
+  auto a = Adapter({{"pin_marker", "local-"}, {"pinned_partitions", "keep"}});
+  ASSERT_NE(a, nullptr);
+  const std::string script = "#!/bin/sh\ntrue\n";
+  const std::string free_id = Sbatch({"--job-name=free"}, script);
+  const std::string marked = Sbatch({"--job-name=local-1"}, script);
+  const std::string kept = Sbatch({"--job-name=other", "--partition=keep"}, script);
+  // What a spec cannot describe is pinned too.
+  const std::string dep = Sbatch({"--job-name=dep", "--dependency=afterok:" + free_id}, script);
+  const std::string arr = Sbatch({"--job-name=arr", "--array=0-1"}, script);
+  const std::string tasks = Sbatch({"--job-name=tasks", "--ntasks=2"}, script);
+  auto jobs = a->ListJobs();
+  ASSERT_TRUE(jobs.ok()) << jobs.status();
+  std::map<std::string, Job> by_id;
+  for (const auto& j : *jobs) by_id[j.id] = j;
+  EXPECT_FALSE(by_id[free_id].pinned);
+  EXPECT_TRUE(by_id[marked].pinned);
+  EXPECT_TRUE(by_id[kept].pinned);
+  for (const std::string& id : {dep, arr, tasks}) {
+    ASSERT_TRUE(by_id.contains(id)) << id;
+    EXPECT_TRUE(by_id[id].pinned) << by_id[id].spec.name;
+  }
+  for (const std::string& id : {dep, arr, tasks}) ASSERT_TRUE(cluster_->Cmd({"scancel", id}).ok());
+  jobs = a->ListJobs();
+  ASSERT_TRUE(jobs.ok()) << jobs.status();
+  ASSERT_EQ(jobs->size(), 3u);
+  for (const auto& j : *jobs) EXPECT_EQ(j.state, JobState::kPending) << j.id;
+  auto n = a->CountMigratable();
+  ASSERT_TRUE(n.ok());
+  EXPECT_EQ(*n, 1);
+  // The operator may unpin a marked job, not one in a pinned partition.
+  EXPECT_TRUE(a->SetPinned(marked, false).ok());
+  EXPECT_TRUE(absl::IsFailedPrecondition(a->SetPinned(kept, false)));
+  EXPECT_EQ(*a->CountMigratable(), 2);
+  EXPECT_TRUE(a->SetPinned(free_id, true).ok());
+  EXPECT_EQ(*a->CountMigratable(), 1);
+}
+
+TEST_F(SlurmAdapterTest, PartitionsAndAccountMapWhereJobsGoAndWhatIsSeen) {
+  StartCluster();
+  ASSERT_TRUE(cluster_->Cmd({"scontrol", "create", "PartitionName=fed", "Nodes=ALL"}).ok());
+  auto a = Adapter({{"partitions", "fed"}, {"submit_partition", "fed"}, {"submit_account", "physics"}});
+  ASSERT_NE(a, nullptr);
+  const std::string other = Sbatch({"--hold", "--job-name=outside"}, "#!/bin/sh\ntrue\n");  // in debug
+  JobSpec s{.name = "in", .script = "#!/bin/sh\ntrue\n", .cores = 1, .key = "k-in"};
+  auto id = a->Submit(s, "t-in", true);
+  ASSERT_TRUE(id.ok()) << id.status();
+  auto q = cluster_->Cmd({"squeue", "--json"});
+  ASSERT_TRUE(q.ok());
+  auto doc = nlohmann::json::parse(q->out);
+  bool seen = false;
+  for (const auto& j : doc["jobs"]) {
+    if (std::to_string(j["job_id"].get<int64_t>()) != *id) continue;
+    seen = true;
+    EXPECT_EQ(j["partition"], "fed");
+    EXPECT_EQ(j["account"], "physics");
+  }
+  EXPECT_TRUE(seen);
+  auto jobs = a->ListJobs();
+  ASSERT_TRUE(jobs.ok());
+  ASSERT_EQ(jobs->size(), 1u) << "the job in partition debug is not hyperfed's";
+  EXPECT_EQ((*jobs)[0].id, *id);
+  EXPECT_TRUE(absl::IsNotFound(a->Hold(other)));
+  EXPECT_TRUE(absl::IsNotFound(a->Cancel(other)));
+  auto cap = a->GetCapacity();
+  ASSERT_TRUE(cap.ok()) << cap.status();
+  EXPECT_EQ(cap->units, 4);
+  // Another user's job (root may submit for anyone) is not hyperfed's
+  // when `users` names only root.
+  const std::string nobody = Sbatch({"--hold", "--uid=nobody", "--partition=fed", "--chdir=/tmp"}, "#!/bin/sh\ntrue\n");
+  ASSERT_FALSE(nobody.empty());
+  auto all_users = a->ListJobs();
+  ASSERT_TRUE(all_users.ok());
+  EXPECT_EQ(all_users->size(), 2u);
+  auto roots = Adapter({{"partitions", "fed"}, {"users", "root"}});
+  ASSERT_NE(roots, nullptr);
+  auto only_root = roots->ListJobs();
+  ASSERT_TRUE(only_root.ok());
+  ASSERT_EQ(only_root->size(), 1u);
+  EXPECT_EQ((*only_root)[0].id, *id);
+  EXPECT_TRUE(absl::IsNotFound(roots->Hold(nobody)));
+  auto none = Adapter({{"partitions", "nosuch"}});
+  ASSERT_NE(none, nullptr);
+  EXPECT_TRUE(absl::IsFailedPrecondition(none->GetCapacity().status()));
+}
+
+TEST_F(SlurmAdapterTest, OversizedCommentIsRefusedBeforeSubmitting) {
+  StartCluster();
+  auto a = Adapter({});
+  ASSERT_NE(a, nullptr);
+  JobSpec s{.name = "big", .script = "#!/bin/sh\ntrue\n", .cores = 1, .key = "k"};
+  s.env["BIG"] = std::string(2000, 'x');
+  auto id = a->Submit(s, "big", true);
+  EXPECT_TRUE(absl::IsInvalidArgument(id.status())) << id.status();
+  s.env = {{"A,B", "1"}};
+  EXPECT_TRUE(absl::IsInvalidArgument(a->Submit(s, "comma", true).status()));
+  s.env.clear();
+  s.script = "echo no shebang\n";
+  EXPECT_TRUE(absl::IsInvalidArgument(a->Submit(s, "noshebang", true).status()));
+  auto jobs = a->ListJobs();
+  ASSERT_TRUE(jobs.ok());
+  EXPECT_TRUE(jobs->empty());
+}
+
+TEST_F(SlurmAdapterTest, EnvironmentReachesTheJob) {
+  StartCluster();
+  auto a = Adapter({});
+  ASSERT_NE(a, nullptr);
+  const std::string out = dir_.Sub("env.out");
+  JobSpec s{.name = "env",
+            .script = "#!/bin/sh\nprintf '%s|%s|%s' \"$A\" \"$SPACED\" \"${HOME_NOT_SET-unset}\" > " + out + "\n",
+            .cores = 1,
+            .key = "k-env"};
+  s.env = {{"A", "1,2"}, {"SPACED", "x y"}};
+  auto id = a->Submit(s, "env", false);
+  ASSERT_TRUE(id.ok()) << id.status();
+  const absl::Time end = absl::Now() + absl::Seconds(60);
+  std::string got;
+  while (absl::Now() < end) {
+    auto j = a->FindByTag("env");
+    if (j.ok() && j->size() == 1 && (*j)[0].state == JobState::kDone) break;
+    absl::SleepFor(absl::Milliseconds(200));
+  }
+  EXPECT_EQ(hyperfed::testing::ReadText(out), "1,2|x y|unset");
+}
+
+}  // namespace
+}  // namespace hyperfed::scheduler::testing
