@@ -21,7 +21,7 @@ RUN apt-get update \
  && apt-get install -y --no-install-recommends \
       cmake make g++ pkg-config \
       libabsl-dev libgrpc++-dev protobuf-compiler-grpc libprotobuf-dev protobuf-compiler \
-      libyaml-cpp-dev libsqlite3-dev libgtest-dev libgmock-dev \
+      libyaml-cpp-dev libsqlite3-dev nlohmann-json3-dev libgtest-dev libgmock-dev \
  && rm -rf /var/lib/apt/lists/*
 WORKDIR /src
 # Only what the two binaries need, so edits to tests or docs keep the cache.
