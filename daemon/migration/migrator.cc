@@ -239,6 +239,10 @@ absl::StatusOr<std::vector<OutResult>> Migrator::MigrateOut(const std::string& d
 absl::Status Migrator::PrepareBatch(const std::string& id, std::vector<JournalJob> jobs, int64_t* dropped) {
   std::vector<JournalJob> held;
   std::vector<std::string> notes;
+  // Jobs that will not move but may be held now: a hold that timed out may
+  // have taken effect, and an unexported job was held. The PREPARING record
+  // still covers them; they are released before PREPARED drops them from it.
+  std::vector<std::string> to_release;
   ForChunks(jobs.size(), adapter_chunk_, [&](size_t begin, size_t end) {
     std::vector<absl::Status> st = adapter_->HoldMany(SourceIds(jobs, begin, end));
     for (size_t i = begin; i < end; ++i) {
@@ -248,6 +252,9 @@ absl::Status Migrator::PrepareBatch(const std::string& id, std::vector<JournalJo
       const absl::Status& s = i - begin < st.size() ? st[i - begin] : absl::InternalError("no answer from HoldMany");
       if (!s.ok()) {
         notes.push_back(absl::StrCat(j.key, " not held: ", s.message()));
+        // NotFound: gone; FailedPrecondition: started or ended. Anything
+        // else says nothing about whether the hold took effect.
+        if (!absl::IsNotFound(s) && !absl::IsFailedPrecondition(s)) to_release.push_back(j.source_id);
         continue;
       }
       held.push_back(std::move(j));
@@ -258,24 +265,35 @@ absl::Status Migrator::PrepareBatch(const std::string& id, std::vector<JournalJo
   std::vector<JournalJob> ready;
   ForChunks(held.size(), adapter_chunk_, [&](size_t begin, size_t end) {
     std::vector<absl::StatusOr<scheduler::JobSpec>> specs = adapter_->ExportMany(SourceIds(held, begin, end));
-    std::vector<std::string> unexported;
     for (size_t i = begin; i < end; ++i) {
       JournalJob& j = held[i];
       absl::StatusOr<scheduler::JobSpec> spec =
           i - begin < specs.size() ? std::move(specs[i - begin]) : absl::InternalError("no answer from ExportMany");
       if (!spec.ok()) {
         notes.push_back(absl::StrCat(j.key, " not exported: ", spec.status().message()));
-        unexported.push_back(j.source_id);
+        to_release.push_back(j.source_id);
         continue;
       }
       j.spec = *std::move(spec);
       j.spec.key = j.key;
       ready.push_back(std::move(j));
     }
-    // Still covered by the PREPARING record: a failed release is released by
-    // Recover.
-    if (!unexported.empty()) (void)adapter_->ReleaseMany(unexported);
   });
+  absl::Status release_failed;
+  ForChunks(to_release.size(), adapter_chunk_, [&](size_t begin, size_t end) {
+    std::vector<std::string> ids(to_release.begin() + begin, to_release.begin() + end);
+    std::vector<absl::Status> st = adapter_->ReleaseMany(ids);
+    for (size_t i = 0; i < ids.size(); ++i) {
+      const absl::Status s = i < st.size() ? st[i] : absl::InternalError("no answer from ReleaseMany");
+      // Releasing a pending job is a no-op; a gone, running or ended one
+      // needs nothing.
+      if (!s.ok() && !absl::IsNotFound(s) && !absl::IsFailedPrecondition(s) && release_failed.ok())
+        release_failed = Annotate(s, absl::StrCat("migration ", id, ": release ", ids[i], ", which will not move"));
+    }
+  });
+  // The record stays PREPARING, which still lists these jobs: Recover
+  // releases every job of it later, and no Transfer is sent.
+  if (!release_failed.ok()) return release_failed;
   *dropped += static_cast<int64_t>(jobs.size() - ready.size());
   std::string note = absl::StrJoin(notes, "; ");
   if (ready.empty()) {
@@ -523,6 +541,12 @@ absl::Status Migrator::Validate(const TransferRequest& req) const {
       return absl::InvalidArgumentError(where + "negative memory, time limit or duration");
     }
     if (!std::isfinite(s.cost) || s.cost < 0) return absl::InvalidArgumentError(where + "bad cost");
+    // Checked before anything is journaled or submitted: a spec this
+    // scheduler refuses refuses the whole transfer, so the source keeps
+    // (and releases) every job instead of a transfer that can never finish.
+    if (absl::Status c = adapter_->CheckSpec(s); !c.ok()) {
+      return absl::InvalidArgumentError(absl::StrCat(where, "this site's scheduler refuses it: ", c.message()));
+    }
   }
   return absl::OkStatus();
 }

@@ -4,6 +4,8 @@
 
 namespace hyperfed::scheduler {
 
+absl::Status SchedulerAdapter::CheckSpec(const JobSpec&) const { return absl::OkStatus(); }
+
 const char* JobStateName(JobState s) {
   switch (s) {
     case JobState::kPending:

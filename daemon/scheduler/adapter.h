@@ -95,6 +95,13 @@ class SchedulerAdapter {
   // and submits nothing.
   virtual absl::StatusOr<std::string> Submit(const JobSpec& spec, const std::string& tag, bool held = false) = 0;
 
+  // Whether Submit would take this spec, without submitting anything:
+  // InvalidArgument saying what this scheduler refuses (a script it cannot
+  // run, a name or environment it cannot carry). A site receiving jobs checks
+  // every spec of a transfer before it submits any, so a refusal refuses the
+  // whole transfer and the source keeps its jobs. The default takes any spec.
+  virtual absl::Status CheckSpec(const JobSpec& spec) const;
+
   // Jobs (in any state, done and cancelled included) carrying the tag.
   virtual absl::StatusOr<std::vector<Job>> FindByTag(const std::string& tag) = 0;
 

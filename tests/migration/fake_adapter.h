@@ -56,6 +56,18 @@ class FakeAdapter : public scheduler::SchedulerAdapter {
     fail_submits_ = n;
   }
 
+  // Makes the next `n` holds take effect and still report Unavailable, as a
+  // scheduler command that timed out after doing its work.
+  void HoldsTakeEffectButFail(int n) {
+    std::lock_guard<std::mutex> l(mu_);
+    hold_fail_after_effect_ = n;
+  }
+  // CheckSpec refuses specs with this name.
+  void RefuseSpecsNamed(std::string name) {
+    std::lock_guard<std::mutex> l(mu_);
+    refused_name_ = std::move(name);
+  }
+
   // ---- SchedulerAdapter
   std::string Name() const override { return "fake"; }
 
@@ -75,6 +87,10 @@ class FakeAdapter : public scheduler::SchedulerAdapter {
     if (st != scheduler::JobState::kPending) return absl::FailedPreconditionError(absl::StrCat("job ", id, " not pending"));
     st = scheduler::JobState::kHeld;
     Save();
+    if (hold_fail_after_effect_ > 0) {
+      --hold_fail_after_effect_;
+      return absl::UnavailableError("injected: the hold timed out after taking effect");
+    }
     return absl::OkStatus();
   }
 
@@ -101,6 +117,13 @@ class FakeAdapter : public scheduler::SchedulerAdapter {
     }
     st = scheduler::JobState::kCancelled;
     Save();
+    return absl::OkStatus();
+  }
+
+  absl::Status CheckSpec(const scheduler::JobSpec& spec) const override {
+    std::lock_guard<std::mutex> l(mu_);
+    if (!refused_name_.empty() && spec.name == refused_name_)
+      return absl::InvalidArgumentError(absl::StrCat("injected: no job named ", spec.name, " here"));
     return absl::OkStatus();
   }
 
@@ -237,6 +260,8 @@ class FakeAdapter : public scheduler::SchedulerAdapter {
   int64_t next_id_ = 1;
   int64_t next_time_ = 1000;
   int fail_submits_ = 0;
+  int hold_fail_after_effect_ = 0;
+  std::string refused_name_;
 };
 
 }  // namespace hyperfed::migration::testing

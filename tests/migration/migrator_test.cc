@@ -116,6 +116,46 @@ TEST_F(MigratorTest, MovesTheMostRecentlyQueuedMigratableJobsFirst) {
   EXPECT_EQ(tagged[0].id, out.jobs[0].dest_id);
 }
 
+// A hold that reports an error may still have taken effect (a scheduler
+// command that timed out after doing its work): the job does not move, and
+// it is released, not left held with no record covering it.
+TEST_F(MigratorTest, AHoldThatFailedAfterTakingEffectIsReleased) {
+  Site& a = Make("A");
+  Make("B");
+  AddJob(a, "k0");
+  AddJob(a, "k1");
+  a.adapter->HoldsTakeEffectButFail(1);  // the first hold: k1, the most recent
+  auto res = a.migrator->MigrateOut("B", 2, "r1");
+  ASSERT_TRUE(res.ok()) << res.status();
+  ASSERT_EQ(res->size(), 1u);
+  EXPECT_EQ((*res)[0].moved, 1);
+  EXPECT_EQ((*res)[0].job_keys, std::vector<std::string>{"k0"});
+  auto live = Live();
+  EXPECT_EQ(live["k0"], std::make_pair(std::string("B"), JobState::kPending));
+  EXPECT_EQ(live["k1"], std::make_pair(std::string("A"), JobState::kPending)) << "released, not held";
+}
+
+// A destination whose scheduler refuses one spec refuses the transfer before
+// submitting anything; the source aborts and keeps every job, runnable.
+TEST_F(MigratorTest, ASpecTheDestinationRefusesKeepsTheWholeBatchAtTheSource) {
+  Site& a = Make("A");
+  Site& b = Make("B");
+  AddJob(a, "k0");
+  AddJob(a, "k1");
+  AddJob(a, "k2");
+  b.adapter->RefuseSpecsNamed("k1");
+  auto res = a.migrator->MigrateOut("B", 3, "r1");
+  ASSERT_TRUE(res.ok()) << res.status();
+  ASSERT_EQ(res->size(), 1u);
+  EXPECT_EQ((*res)[0].moved, 0);
+  EXPECT_FALSE((*res)[0].status.ok());
+  EXPECT_NE((*res)[0].status.message().find("refuses it"), std::string::npos) << (*res)[0].status;
+  for (const auto& [key, where] : Live())
+    EXPECT_EQ(where, std::make_pair(std::string("A"), JobState::kPending)) << key;
+  EXPECT_TRUE(b.adapter->AllJobs().empty()) << "nothing submitted at B";
+  EXPECT_EQ(OutState(a, (*res)[0].migration_id), MigrationState::kAborted);
+}
+
 TEST_F(MigratorTest, SplitsIntoBatchesAndReportsTheShortfall) {
   Site& a = Make("A", /*max_batch=*/2);
   Make("B");
