@@ -12,11 +12,6 @@
 namespace hyperfed::testing {
 namespace {
 
-struct CrashCase {
-  const char* point;   // HYPERFED_CRASH_AT
-  int site;            // 0: the source (site-0 sends), 1: the destination
-};
-
 class CrashTest : public ::testing::TestWithParam<CrashCase> {};
 
 TEST_P(CrashTest, EveryJobExactlyOnceAfterRestart) {
@@ -65,24 +60,8 @@ TEST_P(CrashTest, EveryJobExactlyOnceAfterRestart) {
   for (const auto& k : runnable) EXPECT_EQ(runnable.count(k), 1u) << k;
 }
 
-// The "_one" points fire once per adapter chunk (kDefaultAdapterChunk jobs),
-// and the 10 jobs of this round are one chunk, so ":1" is the only count
-// reached. Crashes between the chunks of one batch are covered by
-// tests/migration/crash_test.cc (chunks of 2).
-INSTANTIATE_TEST_SUITE_P(
-    Points, CrashTest,
-    ::testing::Values(CrashCase{"out_after_intent", 0}, CrashCase{"out_after_hold_one:1", 0},
-                      CrashCase{"out_after_hold", 0}, CrashCase{"out_after_prepared", 0},
-                      CrashCase{"out_after_reply", 0}, CrashCase{"out_after_cancel_one:1", 0},
-                      CrashCase{"out_after_cancel", 0}, CrashCase{"out_after_committed", 0},
-                      CrashCase{"in_after_prepared", 1}, CrashCase{"in_after_submit_one:1", 1},
-                      CrashCase{"in_after_submit", 1}, CrashCase{"in_after_committed", 1}),
-    [](const ::testing::TestParamInfo<CrashCase>& i) {
-      std::string n = i.param.point;
-      for (char& ch : n)
-        if (ch == ':') ch = '_';
-      return n;
-    });
+// The 10 jobs of this round are one adapter chunk (see TransferCrashCases).
+INSTANTIATE_TEST_SUITE_P(Points, CrashTest, ::testing::ValuesIn(TransferCrashCases()), CrashCaseName);
 
 }  // namespace
 }  // namespace hyperfed::testing

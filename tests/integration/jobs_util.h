@@ -3,11 +3,13 @@
 // Helpers for integration tests: submit, list and count jobs through the
 // Admin service, and run a round.
 
+#include <ostream>
 #include <set>
 #include <string>
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "gtest/gtest.h"
 #include "tests/integration/federation_harness.h"
 
 namespace hyperfed::testing {
@@ -32,5 +34,34 @@ class RoundResult {
 };
 absl::StatusOr<RoundResult> RunRound(TestFederation& f, int site, bool dry_run = false,
                                      absl::Duration timeout = absl::Seconds(120));
+
+// A crash point of the transfer protocol (HYPERFED_CRASH_AT) and the site
+// that crashes there: 0 the source, 1 the destination.
+struct CrashCase {
+  const char* point;
+  int site;
+};
+inline void PrintTo(const CrashCase& c, std::ostream* os) { *os << c.point << " at site-" << c.site; }
+
+// Every step of a transfer on both sides. The "_one" points fire once per
+// adapter chunk (kDefaultAdapterChunk jobs); a round of one chunk reaches
+// only ":1". Crashes between the chunks of one batch are covered by
+// tests/migration/crash_test.cc (chunks of 2).
+inline const std::vector<CrashCase>& TransferCrashCases() {
+  static const std::vector<CrashCase> cases{
+      {"out_after_intent", 0},       {"out_after_hold_one:1", 0}, {"out_after_hold", 0},
+      {"out_after_prepared", 0},     {"out_after_reply", 0},      {"out_after_cancel_one:1", 0},
+      {"out_after_cancel", 0},       {"out_after_committed", 0},  {"in_after_prepared", 1},
+      {"in_after_submit_one:1", 1},  {"in_after_submit", 1},      {"in_after_committed", 1}};
+  return cases;
+}
+
+// A test name for a crash case: the point with ':' made '_'.
+inline std::string CrashCaseName(const ::testing::TestParamInfo<CrashCase>& i) {
+  std::string n = i.param.point;
+  for (char& ch : n)
+    if (ch == ':') ch = '_';
+  return n;
+}
 
 }  // namespace hyperfed::testing

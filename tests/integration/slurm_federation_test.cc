@@ -229,13 +229,6 @@ TEST(SlurmConfigTest, ABadSlurmOptionNamesFileLineAndOption) {
   std::filesystem::remove_all(dir, ec);
 }
 
-struct CrashCase {
-  const char* point;  // HYPERFED_CRASH_AT
-  int site;           // 0: the source, 1: the destination
-};
-
-void PrintTo(const CrashCase& c, std::ostream* os) { *os << c.point << " at site-" << c.site; }
-
 class SlurmCrashTest : public ::testing::TestWithParam<CrashCase> {
  protected:
   void SetUp() override {
@@ -285,20 +278,7 @@ TEST_P(SlurmCrashTest, EveryJobExactlyOnceByTagAcrossBothClusters) {
   }
 }
 
-INSTANTIATE_TEST_SUITE_P(
-    Points, SlurmCrashTest,
-    ::testing::Values(CrashCase{"out_after_intent", 0}, CrashCase{"out_after_hold_one:1", 0},
-                      CrashCase{"out_after_hold", 0}, CrashCase{"out_after_prepared", 0},
-                      CrashCase{"out_after_reply", 0}, CrashCase{"out_after_cancel_one:1", 0},
-                      CrashCase{"out_after_cancel", 0}, CrashCase{"out_after_committed", 0},
-                      CrashCase{"in_after_prepared", 1}, CrashCase{"in_after_submit_one:1", 1},
-                      CrashCase{"in_after_submit", 1}, CrashCase{"in_after_committed", 1}),
-    [](const ::testing::TestParamInfo<CrashCase>& i) {
-      std::string n = i.param.point;
-      for (char& ch : n)
-        if (ch == ':') ch = '_';
-      return n;
-    });
+INSTANTIATE_TEST_SUITE_P(Points, SlurmCrashTest, ::testing::ValuesIn(TransferCrashCases()), CrashCaseName);
 
 }  // namespace
 }  // namespace hyperfed::testing
