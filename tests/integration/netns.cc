@@ -4,6 +4,7 @@
 #include <unistd.h>
 
 #include <cstdio>
+#include <vector>
 
 #include "absl/strings/str_cat.h"
 
@@ -31,32 +32,31 @@ absl::StatusOr<std::unique_ptr<NetnsPair>> NetnsPair::Create() {
   n->made_a_ = true;
   if (auto s = n->Ip("netns add " + b); !s.ok()) return absl::FailedPreconditionError(s.message());
   n->made_b_ = true;
-  const std::string steps[] = {
-      // test <-> a
-      absl::StrCat("link add ", p, "ra type veth peer name ", p, "a0"),
-      absl::StrCat("link set ", p, "a0 netns ", a),
-      absl::StrCat("addr add ", net, "1/30 dev ", p, "ra"),
-      absl::StrCat("link set ", p, "ra up"),
-      absl::StrCat("-n ", a, " addr add ", n->host_a_, "/30 dev ", p, "a0"),
-      absl::StrCat("-n ", a, " link set ", p, "a0 up"),
-      absl::StrCat("-n ", a, " link set lo up"),
-      // test <-> b
-      absl::StrCat("link add ", p, "rb type veth peer name ", p, "b0"),
-      absl::StrCat("link set ", p, "b0 netns ", b),
-      absl::StrCat("addr add ", net, "5/30 dev ", p, "rb"),
-      absl::StrCat("link set ", p, "rb up"),
-      absl::StrCat("-n ", b, " addr add ", n->host_b_, "/30 dev ", p, "b0"),
-      absl::StrCat("-n ", b, " link set ", p, "b0 up"),
-      absl::StrCat("-n ", b, " link set lo up"),
-      // a <-> b
-      absl::StrCat("link add ", p, "ab type veth peer name ", p, "ba"),
-      absl::StrCat("link set ", p, "ab netns ", a),
-      absl::StrCat("link set ", p, "ba netns ", b),
-      absl::StrCat("-n ", a, " addr add ", n->ab_a_, "/30 dev ", p, "ab"),
-      absl::StrCat("-n ", b, " addr add ", n->ab_b_, "/30 dev ", p, "ba"),
-      absl::StrCat("-n ", a, " link set ", p, "ab up"),
-      absl::StrCat("-n ", b, " link set ", p, "ba up"),
+  std::vector<std::string> steps;
+  // The test's namespace to one side: its end gets `root_addr`, the side's
+  // end `side_addr`.
+  auto link_to = [&](const std::string& ns, const std::string& tag, const std::string& root_addr,
+                     const std::string& side_addr) {
+    const std::string root_if = absl::StrCat(p, "r", tag), side_if = absl::StrCat(p, tag, "0");
+    for (std::string s : {absl::StrCat("link add ", root_if, " type veth peer name ", side_if),
+                          absl::StrCat("link set ", side_if, " netns ", ns),
+                          absl::StrCat("addr add ", root_addr, "/30 dev ", root_if),
+                          absl::StrCat("link set ", root_if, " up"),
+                          absl::StrCat("-n ", ns, " addr add ", side_addr, "/30 dev ", side_if),
+                          absl::StrCat("-n ", ns, " link set ", side_if, " up"),
+                          absl::StrCat("-n ", ns, " link set lo up")})
+      steps.push_back(std::move(s));
   };
+  link_to(a, "a", net + "1", n->host_a_);
+  link_to(b, "b", net + "5", n->host_b_);
+  // a <-> b, the only path between the sides.
+  for (std::string s : {absl::StrCat("link add ", p, "ab type veth peer name ", p, "ba"),
+                        absl::StrCat("link set ", p, "ab netns ", a), absl::StrCat("link set ", p, "ba netns ", b),
+                        absl::StrCat("-n ", a, " addr add ", n->ab_a_, "/30 dev ", p, "ab"),
+                        absl::StrCat("-n ", b, " addr add ", n->ab_b_, "/30 dev ", p, "ba"),
+                        absl::StrCat("-n ", a, " link set ", p, "ab up"),
+                        absl::StrCat("-n ", b, " link set ", p, "ba up")})
+    steps.push_back(std::move(s));
   for (const std::string& s : steps)
     if (auto st = n->Ip(s); !st.ok()) return absl::FailedPreconditionError(st.message());
   if (auto st = n->Routes(); !st.ok()) return absl::FailedPreconditionError(st.message());
