@@ -20,6 +20,7 @@ namespace {
 using nlohmann::json;
 
 constexpr char kCommentPrefix[] = "hyperfed1";
+constexpr size_t kSlurmMaxOutput = size_t{1} << 30;
 
 std::set<std::string> SplitList(const std::string& v) {
   std::set<std::string> out;
@@ -261,11 +262,18 @@ absl::StatusOr<CommandResult> SlurmAdapter::Run(std::vector<std::string> argv, s
                                                 std::map<std::string, std::string> env, std::string cwd) {
   if (!options_.bin_dir.empty()) argv[0] = options_.bin_dir + "/" + argv[0];
   CommandSpec spec{.argv = argv, .stdin_text = std::move(stdin_text), .env = std::move(env),
-                   .cwd = std::move(cwd), .timeout = options_.timeout};
+                   .cwd = std::move(cwd), .timeout = options_.timeout,
+                   // `squeue --json` on a big cluster runs to many MiB; a cut
+                   // list would hide jobs, so only a runaway is cut.
+                   .max_output = kSlurmMaxOutput};
   if (!options_.slurm_conf.empty()) spec.env["SLURM_CONF"] = options_.slurm_conf;
   auto r = RunCommand(spec);
   if (!r.ok()) return r.status();
-  if (r->exit_code != 0) return CommandFailure(argv, *r);
+  if (r->exit_code != 0 || r->term_signal != 0) return CommandFailure(argv, *r);
+  if (r->out_truncated) {
+    return absl::UnavailableError(
+        absl::StrCat("`", CommandLine(argv), "` printed more than ", kSlurmMaxOutput >> 20, " MiB"));
+  }
   return r;
 }
 

@@ -2,7 +2,7 @@
 
 // The `slurm` adapter: drives a Slurm cluster through Slurm's own commands
 // (sbatch, squeue --json, scontrol, scancel, sinfo --json), each run as a
-// child process with a timeout (daemon/scheduler/process.h).
+// child process with a timeout (daemon/scheduler/subprocess.h).
 //
 // Why the commands and not slurmrestd: the commands are on every Slurm
 // submit host and speak to slurmctld with the site's existing munge
@@ -100,7 +100,7 @@
 #include "absl/time/time.h"
 #include "nlohmann/json.hpp"
 #include "daemon/scheduler/adapter.h"
-#include "daemon/scheduler/process.h"
+#include "daemon/scheduler/subprocess.h"
 #include "daemon/scheduler/registry.h"
 
 namespace hyperfed::scheduler {

@@ -132,37 +132,6 @@ TEST(SlurmCommentTest, RoundTripsEveryFieldAndIgnoresOtherComments) {
   EXPECT_FALSE(DecodeSlurmComment("", &back));
 }
 
-TEST(RunCommandTest, CapturesOutputsExitCodeAndStdin) {
-  auto r = RunCommand({.argv = {"sh", "-c", "cat; echo oops >&2; exit 3"}, .stdin_text = "line 1\nline 2"});
-  ASSERT_TRUE(r.ok()) << r.status();
-  EXPECT_EQ(r->out, "line 1\nline 2");
-  EXPECT_EQ(r->err, "oops\n");
-  EXPECT_EQ(r->exit_code, 3);
-  const absl::Status st = CommandFailure({"sh", "-c", "x"}, *r);
-  EXPECT_TRUE(absl::IsUnavailable(st));
-  EXPECT_TRUE(absl::StrContains(st.message(), "`sh -c x` exited with 3: oops")) << st;
-  auto env = RunCommand({.argv = {"sh", "-c", "printf %s \"$HF_X\""}, .env = {{"HF_X", "a b"}}});
-  ASSERT_TRUE(env.ok());
-  EXPECT_EQ(env->out, "a b");
-  auto missing = RunCommand({.argv = {"/no/such/command"}});
-  EXPECT_TRUE(absl::IsUnavailable(missing.status())) << missing.status();
-  EXPECT_TRUE(absl::StrContains(missing.status().message(), "/no/such/command"));
-}
-
-TEST(RunCommandTest, TimeoutKillsTheChildByPid) {
-  TempDir dir;
-  const std::string pid_file = dir.Sub("pid");
-  const absl::Time start = absl::Now();
-  auto r = RunCommand({.argv = {"sh", "-c", "echo $$ > " + pid_file + "; exec sleep 30"},
-                       .timeout = absl::Milliseconds(500)});
-  const absl::Duration took = absl::Now() - start;
-  EXPECT_TRUE(absl::IsDeadlineExceeded(r.status())) << r.status();
-  EXPECT_TRUE(absl::StrContains(r.status().message(), "sleep 30")) << r.status();
-  EXPECT_LT(took, absl::Seconds(5));
-  const pid_t pid = static_cast<pid_t>(std::stol(hyperfed::testing::ReadText(pid_file)));
-  EXPECT_NE(kill(pid, 0), 0) << "the child " << pid << " is still there";
-}
-
 TEST_F(SlurmAdapterTest, CommandFailureNamesCommandExitCodeAndStderr) {
   StartCluster();
   // A partition the cluster does not have: sbatch itself refuses.
@@ -201,7 +170,7 @@ TEST_F(SlurmAdapterTest, AHungControllerIsATimeoutNotAHang) {
   const absl::Duration batch_took = absl::Now() - batch_start;
   kill(ctld, SIGCONT);
   EXPECT_TRUE(absl::IsDeadlineExceeded(jobs.status())) << jobs.status();
-  EXPECT_TRUE(absl::StrContains(jobs.status().message(), "`squeue --json` did not finish within 1s"))
+  EXPECT_TRUE(absl::StrContains(jobs.status().message(), "`squeue --json` timed out after 1s and was killed"))
       << jobs.status();
   EXPECT_LT(took, absl::Seconds(4));
   ASSERT_EQ(ids.size(), 3u);
