@@ -244,6 +244,12 @@ absl::StatusOr<SlurmOptions> ParseSlurmOptions(const std::map<std::string, std::
           "slurm_conf, speed, submit_account, submit_dir, submit_partition, timeout, users, workdir_policy)"));
     }
   }
+  if (!o.partitions.empty() && o.submit_partition.empty()) {
+    // Without it sbatch puts a job in Slurm's default partition, which need
+    // not be managed: every job hyperfed submits must land where it looks.
+    return absl::InvalidArgumentError(
+        "scheduler option \"submit_partition\": required when \"partitions\" is set (one of them)");
+  }
   if (!o.submit_partition.empty() && !o.partitions.empty() && !o.partitions.contains(o.submit_partition)) {
     return absl::InvalidArgumentError(absl::StrCat("scheduler option \"submit_partition\": \"", o.submit_partition,
                                                    "\" is not one of \"partitions\"; hyperfed would lose "
@@ -292,13 +298,15 @@ absl::StatusOr<SlurmAdapter::Queue> SlurmAdapter::ReadQueue() {
     if (!j.is_object()) continue;
     Entry e;
     e.partition = Str(j, "partition");
+    // Jobs outside `partitions` and `users` stay in the queue, marked: tag
+    // lookups must see every job hyperfed submitted, wherever it is now, or
+    // a retried submit would run sbatch again.
     if (!options_.partitions.empty()) {
-      bool managed = false;
+      e.managed = false;
       for (absl::string_view p : absl::StrSplit(e.partition, ','))
-        managed = managed || options_.partitions.contains(std::string(p));
-      if (!managed) continue;
+        e.managed = e.managed || options_.partitions.contains(std::string(p));
     }
-    if (!options_.users.empty() && !options_.users.contains(Str(j, "user_name"))) continue;
+    if (!options_.users.empty() && !options_.users.contains(Str(j, "user_name"))) e.managed = false;
     Job& job = e.job;
     job.id = absl::StrCat(Int(j, "job_id"));
     job.state = MapState(Str(j, "job_state"), Str(j, "state_reason"));
@@ -372,7 +380,7 @@ absl::StatusOr<std::vector<Job>> SlurmAdapter::ListJobs() {
   TrimScripts(*q);
   std::vector<Job> out;
   for (auto& [id, e] : *q) {
-    if (e.job.state == JobState::kDone || e.job.state == JobState::kCancelled) continue;
+    if (!e.managed || e.job.state == JobState::kDone || e.job.state == JobState::kCancelled) continue;
     if (auto st = FillScript(&e.job); !st.ok()) return st;
     out.push_back(e.job);
   }
@@ -385,7 +393,7 @@ absl::StatusOr<int64_t> SlurmAdapter::CountMigratable() {
   auto q = ReadQueue();
   if (!q.ok()) return q.status();
   int64_t n = 0;
-  for (const auto& [id, e] : *q) n += e.job.state == JobState::kPending && !e.job.pinned;
+  for (const auto& [id, e] : *q) n += e.managed && e.job.state == JobState::kPending && !e.job.pinned;
   return n;
 }
 
@@ -415,7 +423,7 @@ absl::StatusOr<Capacity> SlurmAdapter::GetCapacity() {
 absl::Status SlurmAdapter::ChangeIn(const Queue& q, Change c, const std::string& id) {
   if (!AllDigits(id)) return NotFound(id);
   auto it = q.find(id);
-  if (it == q.end()) return NotFound(id);
+  if (it == q.end() || !it->second.Visible()) return NotFound(id);
   const JobState s = it->second.job.state;
   const char* what = c == Change::kHold ? "hold" : c == Change::kRelease ? "release" : "cancel";
   auto refuse = [&] {
@@ -501,7 +509,7 @@ std::vector<absl::Status> SlurmAdapter::CancelMany(const std::vector<std::string
 absl::StatusOr<JobSpec> SlurmAdapter::ExportIn(const Queue& q, const std::string& id) {
   if (!AllDigits(id)) return NotFound(id);
   auto it = q.find(id);
-  if (it == q.end()) return NotFound(id);
+  if (it == q.end() || !it->second.Visible()) return NotFound(id);
   Job job = it->second.job;
   if (auto st = FillScript(&job); !st.ok()) return st;
   return job.spec;
@@ -527,7 +535,7 @@ std::vector<absl::StatusOr<Job>> SlurmAdapter::GetJobs(const std::vector<std::st
   std::vector<absl::StatusOr<Job>> out;
   for (const auto& id : ids) {
     auto it = AllDigits(id) ? q->find(id) : q->end();
-    if (it == q->end()) {
+    if (it == q->end() || !it->second.Visible()) {
       out.push_back(NotFound(id));
       continue;
     }
@@ -645,7 +653,7 @@ absl::Status SlurmAdapter::SetPinned(const std::string& id, bool pinned) {
   auto q = ReadQueue();
   if (!q.ok()) return q.status();
   auto it = q->find(id);
-  if (it == q->end()) return NotFound(id);
+  if (it == q->end() || !it->second.Visible()) return NotFound(id);
   const Entry& e = it->second;
   if (e.job.state == JobState::kDone || e.job.state == JobState::kCancelled)
     return absl::FailedPreconditionError(absl::StrCat("slurm: job ", id, " is ", JobStateName(e.job.state)));

@@ -51,13 +51,18 @@
 //   timeout           per command, e.g. "30s" (default 30s); a command still
 //                     running then is killed and the call fails
 //                     (DeadlineExceeded naming the command)
-//   partitions        comma-separated partitions hyperfed manages; jobs in
-//                     others are invisible to it ("" = every partition)
+//   partitions        comma-separated partitions hyperfed manages; other
+//                     jobs are never listed or moved ("" = every
+//                     partition). Jobs hyperfed submitted (tagged in their
+//                     comment) stay reachable by tag and id wherever they
+//                     are, so a retried submit never runs a job twice.
+//                     Needs submit_partition.
 //   users             comma-separated users whose jobs hyperfed manages
 //                     ("" = every user's). Jobs that arrive run as the user
 //                     the daemon runs as (a spec has no owner), so a site
 //                     usually lets hyperfed move its federation account's jobs.
-//   submit_partition  partition for jobs that arrive ("" = cluster default)
+//   submit_partition  partition for jobs that arrive ("" = cluster default;
+//                     required, and one of them, when partitions is set)
 //   submit_account    account for jobs that arrive ("" = the user's default)
 //   pinned_partitions comma-separated partitions whose jobs never move
 //   pin_marker        a job whose name starts with it is pinned ("" = off)
@@ -198,13 +203,18 @@ class SlurmAdapter : public SchedulerAdapter {
     std::string comment;
     bool has_meta = false;
     SlurmJobMeta meta;
+    bool managed = true;  // in `partitions` and `users` (when set)
+    // Jobs hyperfed submitted (tagged) are reachable by id and tag even
+    // outside `partitions`/`users`; ListJobs and CountMigratable show only
+    // managed ones.
+    bool Visible() const { return managed || (has_meta && !meta.tag.empty()); }
   };
   using Queue = std::map<std::string, Entry>;  // by id
 
   // Runs a Slurm command: kUnavailable for a non-zero exit, with its stderr.
   absl::StatusOr<CommandResult> Run(std::vector<std::string> argv, std::string stdin_text = "",
                                     std::map<std::string, std::string> env = {}, std::string cwd = "");
-  // Every job of the managed partitions, in every state.
+  // Every job slurmctld holds, in every state, managed or not.
   absl::StatusOr<Queue> ReadQueue() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // The job's batch script (cached: a Slurm job's script never changes).
   absl::StatusOr<std::string> Script(const std::string& id) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);

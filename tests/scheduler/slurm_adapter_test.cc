@@ -94,6 +94,9 @@ TEST(SlurmOptionsTest, BadOptionsAreRejectedNamingTheOption) {
     EXPECT_TRUE(absl::IsInvalidArgument(o.status())) << k << "=" << v;
     EXPECT_TRUE(absl::StrContains(o.status().message(), "\"" + k + "\"")) << o.status();
   }
+  auto no_submit = ParseSlurmOptions({{"partitions", "a,b"}});
+  EXPECT_TRUE(absl::IsInvalidArgument(no_submit.status())) << "sbatch would pick the default partition";
+  EXPECT_TRUE(absl::StrContains(no_submit.status().message(), "\"submit_partition\"")) << no_submit.status();
   auto outside = ParseSlurmOptions({{"partitions", "a,b"}, {"submit_partition", "c"}});
   EXPECT_TRUE(absl::IsInvalidArgument(outside.status())) << "a submit partition hyperfed would not see";
   auto good = ParseSlurmOptions({{"partitions", "a, b"}, {"submit_partition", "b"}, {"timeout", "5s"},
@@ -295,16 +298,50 @@ TEST_F(SlurmAdapterTest, PartitionsAndAccountMapWhereJobsGoAndWhatIsSeen) {
   auto all_users = a->ListJobs();
   ASSERT_TRUE(all_users.ok());
   EXPECT_EQ(all_users->size(), 2u);
-  auto roots = Adapter({{"partitions", "fed"}, {"users", "root"}});
+  auto roots = Adapter({{"partitions", "fed"}, {"submit_partition", "fed"}, {"users", "root"}});
   ASSERT_NE(roots, nullptr);
   auto only_root = roots->ListJobs();
   ASSERT_TRUE(only_root.ok());
   ASSERT_EQ(only_root->size(), 1u);
   EXPECT_EQ((*only_root)[0].id, *id);
   EXPECT_TRUE(absl::IsNotFound(roots->Hold(nobody)));
-  auto none = Adapter({{"partitions", "nosuch"}});
+  auto none = Adapter({{"partitions", "nosuch"}, {"submit_partition", "nosuch"}});
   ASSERT_NE(none, nullptr);
   EXPECT_TRUE(absl::IsFailedPrecondition(none->GetCapacity().status()));
+}
+
+TEST_F(SlurmAdapterTest, TaggedJobOutsideThePartitionsIsStillFoundAndNotSubmittedTwice) {
+  StartCluster();
+  ASSERT_TRUE(cluster_->Cmd({"scontrol", "create", "PartitionName=fed", "Nodes=ALL"}).ok());
+  // Submitted by an adapter for "debug" (or an older config); the one
+  // running now manages "fed" only.
+  auto before = Adapter({{"partitions", "debug"}, {"submit_partition", "debug"}});
+  ASSERT_NE(before, nullptr);
+  JobSpec s{.name = "moved", .script = "#!/bin/sh\ntrue\n", .cores = 1, .key = "k-moved"};
+  auto id = before->Submit(s, "t-outside", true);
+  ASSERT_TRUE(id.ok()) << id.status();
+  auto a = Adapter({{"partitions", "fed"}, {"submit_partition", "fed"}});
+  ASSERT_NE(a, nullptr);
+  auto listed = a->ListJobs();
+  ASSERT_TRUE(listed.ok()) << listed.status();
+  EXPECT_TRUE(listed->empty()) << "a job outside the partitions is never listed (nor moved)";
+  auto found = a->FindByTag("t-outside");
+  ASSERT_TRUE(found.ok()) << found.status();
+  ASSERT_EQ(found->size(), 1u);
+  EXPECT_EQ((*found)[0].id, *id);
+  auto again = a->Submit(s, "t-outside", true);
+  ASSERT_TRUE(again.ok()) << again.status();
+  EXPECT_EQ(*again, *id) << "a retried submit must not run sbatch again";
+  auto batch = a->SubmitMany({{s, "t-outside"}}, true);
+  ASSERT_EQ(batch.size(), 1u);
+  ASSERT_TRUE(batch[0].ok()) << batch[0].status();
+  EXPECT_EQ(*batch[0], *id);
+  auto jobs = a->GetJobs({*id});
+  ASSERT_TRUE(jobs[0].ok()) << jobs[0].status();
+  EXPECT_EQ(jobs[0]->state, JobState::kHeld);
+  auto q = cluster_->Cmd({"squeue", "--json"});
+  ASSERT_TRUE(q.ok());
+  EXPECT_EQ(nlohmann::json::parse(q->out)["jobs"].size(), 1u) << "still exactly one job";
 }
 
 TEST_F(SlurmAdapterTest, OversizedCommentIsRefusedBeforeSubmitting) {
