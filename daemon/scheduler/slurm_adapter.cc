@@ -71,11 +71,21 @@ bool AllDigits(const std::string& s) {
   return !s.empty() && s.size() <= 18 && std::all_of(s.begin(), s.end(), [](char c) { return c >= '0' && c <= '9'; });
 }
 
-// A number field of squeue/sinfo JSON; Slurm writes null for "not set".
+// A number field of squeue/sinfo JSON: a plain number (Slurm 22.05, null for
+// "not set") or, from 23.02 on, {"set": bool, "infinite": bool, "number": n}.
+// Not set and infinite read as 0 (no value, no limit).
 int64_t Int(const json& j, const char* key) {
   auto it = j.find(key);
-  if (it == j.end() || !it->is_number()) return 0;
-  return it->get<int64_t>();
+  if (it == j.end()) return 0;
+  if (it->is_number()) return it->get<int64_t>();
+  if (it->is_object()) {
+    auto n = it->find("number");
+    if (n == it->end() || !n->is_number()) return 0;
+    if (auto set = it->find("set"); set != it->end() && set->is_boolean() && !set->get<bool>()) return 0;
+    if (auto inf = it->find("infinite"); inf != it->end() && inf->is_boolean() && inf->get<bool>()) return 0;
+    return n->get<int64_t>();
+  }
+  return 0;
 }
 std::string Str(const json& j, const char* key) {
   auto it = j.find(key);
@@ -83,17 +93,47 @@ std::string Str(const json& j, const char* key) {
   return it->get<std::string>();
 }
 
-JobState MapState(const std::string& state, const std::string& reason) {
-  if (state == "PENDING")
-    // JobHeldUser, JobHeldAdmin, and "launch failed requeued held": none
-    // starts until released.
-    return absl::StrContains(absl::AsciiStrToLower(reason), "held") ? JobState::kHeld : JobState::kPending;
-  if (state == "RUNNING" || state == "SUSPENDED" || state == "CONFIGURING" || state == "COMPLETING" ||
-      state == "RESIZING" || state == "SIGNALING" || state == "STAGE_OUT")
-    return JobState::kRunning;
-  if (state == "CANCELLED") return JobState::kCancelled;
-  return JobState::kDone;
+}  // namespace
+
+absl::StatusOr<std::string> SlurmStateWord(const json& job_state) {
+  if (job_state.is_string()) return job_state.get<std::string>();
+  if (job_state.is_array() && !job_state.empty() &&
+      std::all_of(job_state.begin(), job_state.end(), [](const json& w) { return w.is_string(); })) {
+    // Slurm >= 23.02 lists the base state and its flags. The flags that
+    // change what a job is doing win, in the order Slurm's own
+    // job_state_string() checks them; other flags are ignored.
+    for (const char* flag : {"COMPLETING", "CONFIGURING", "RESIZING", "RESV_DEL_HOLD", "REQUEUE_FED", "REQUEUE_HOLD",
+                             "REQUEUED", "SPECIAL_EXIT", "STAGE_OUT", "SIGNALING", "STOPPED"}) {
+      for (const json& w : job_state)
+        if (w.get<std::string>() == flag) return std::string(flag);
+    }
+    return job_state[0].get<std::string>();
+  }
+  return absl::FailedPreconditionError(
+      absl::StrCat("slurm: unsupported squeue --json format: job_state is ", job_state.dump().substr(0, 100),
+                   "; want a string (Slurm 22.05) or an array of strings (23.02 and later)"));
 }
+
+JobState MapSlurmState(const std::string& state, const std::string& reason) {
+  // JobHeldUser, JobHeldAdmin, "launch failed requeued held": none starts
+  // until released.
+  const bool held_reason = absl::StrContains(absl::AsciiStrToLower(reason), "held");
+  if (state == "PENDING" || state == "REQUEUED" || state == "REQUEUE_FED")
+    return held_reason ? JobState::kHeld : JobState::kPending;
+  if (state == "REQUEUE_HOLD" || state == "SPECIAL_EXIT" || state == "RESV_DEL_HOLD") return JobState::kHeld;
+  if (state == "RUNNING" || state == "SUSPENDED" || state == "STOPPED" || state == "CONFIGURING" ||
+      state == "COMPLETING" || state == "SIGNALING" || state == "STAGE_OUT" || state == "RESIZING")
+    return JobState::kRunning;
+  if (state == "COMPLETED" || state == "FAILED" || state == "TIMEOUT" || state == "NODE_FAIL" ||
+      state == "PREEMPTED" || state == "BOOT_FAIL" || state == "DEADLINE" || state == "OUT_OF_MEMORY")
+    return JobState::kDone;
+  if (state == "CANCELLED") return JobState::kCancelled;
+  // A state this adapter does not know: running is the one state in which
+  // hyperfed neither moves nor cancels a job, nor treats it as finished.
+  return JobState::kRunning;
+}
+
+namespace {
 
 }  // namespace
 
@@ -308,8 +348,14 @@ absl::StatusOr<SlurmAdapter::Queue> SlurmAdapter::ReadQueue() {
     }
     if (!options_.users.empty() && !options_.users.contains(Str(j, "user_name"))) e.managed = false;
     Job& job = e.job;
+    if (Int(j, "job_id") <= 0) {
+      return absl::FailedPreconditionError(absl::StrCat(
+          "slurm: unsupported squeue --json format: a job without a numeric job_id: ", j.dump().substr(0, 200)));
+    }
     job.id = absl::StrCat(Int(j, "job_id"));
-    job.state = MapState(Str(j, "job_state"), Str(j, "state_reason"));
+    auto word = j.contains("job_state") ? SlurmStateWord(j["job_state"]) : SlurmStateWord(json());
+    if (!word.ok()) return word.status();
+    job.state = MapSlurmState(*word, Str(j, "state_reason"));
     job.queued_at_ms = Int(j, "submit_time") * 1000;
     e.comment = Str(j, "comment");
     e.has_meta = DecodeSlurmComment(e.comment, &e.meta);

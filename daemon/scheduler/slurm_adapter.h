@@ -156,6 +156,20 @@ bool DecodeSlurmComment(const std::string& comment, SlurmJobMeta* m);
 // node features, so such a job is pinned.
 std::string NotPortable(const nlohmann::json& job);
 
+// The state word of a job's "job_state": the string itself (Slurm 22.05) or,
+// for the array of Slurm >= 23.02, the flag that decides (COMPLETING,
+// REQUEUE_HOLD, ...) else the base state. FailedPrecondition naming the
+// format for anything else: never guess that a job is finished.
+absl::StatusOr<std::string> SlurmStateWord(const nlohmann::json& job_state);
+// Slurm's state (and pending reason) as a JobState. Held: PENDING/REQUEUED
+// with a "held" reason, REQUEUE_HOLD, SPECIAL_EXIT, RESV_DEL_HOLD. Pending:
+// PENDING, REQUEUED, REQUEUE_FED. Running: RUNNING, SUSPENDED, STOPPED,
+// CONFIGURING, COMPLETING, SIGNALING, STAGE_OUT, RESIZING, and any state not
+// known here (never moved, never cancelled). Done: COMPLETED, FAILED,
+// TIMEOUT, NODE_FAIL, PREEMPTED, BOOT_FAIL, DEADLINE, OUT_OF_MEMORY.
+// Cancelled: CANCELLED.
+JobState MapSlurmState(const std::string& state, const std::string& reason);
+
 class SlurmAdapter : public SchedulerAdapter {
  public:
   // Parses the options; touches nothing (a Slurm that is down fails the

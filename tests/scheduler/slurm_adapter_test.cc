@@ -7,7 +7,10 @@
 
 #include <signal.h>
 
+#include <sys/stat.h>
+
 #include <filesystem>
+#include <fstream>
 #include <thread>
 
 #include "absl/strings/match.h"
@@ -133,6 +136,117 @@ TEST(SlurmCommentTest, RoundTripsEveryFieldAndIgnoresOtherComments) {
   EXPECT_FALSE(DecodeSlurmComment("a user's own comment", &back));
   EXPECT_FALSE(DecodeSlurmComment("hyperfed1;t=%4", &back)) << "a cut escape";
   EXPECT_FALSE(DecodeSlurmComment("", &back));
+}
+
+TEST(SlurmStateTest, EverySlurmStateMapsAndUnknownOnesCountAsRunning) {
+  const std::vector<std::pair<std::string, JobState>> cases = {
+      {"PENDING", JobState::kPending},        {"REQUEUED", JobState::kPending},
+      {"REQUEUE_FED", JobState::kPending},    {"REQUEUE_HOLD", JobState::kHeld},
+      {"SPECIAL_EXIT", JobState::kHeld},      {"RESV_DEL_HOLD", JobState::kHeld},
+      {"RUNNING", JobState::kRunning},        {"SUSPENDED", JobState::kRunning},
+      {"STOPPED", JobState::kRunning},        {"CONFIGURING", JobState::kRunning},
+      {"COMPLETING", JobState::kRunning},     {"SIGNALING", JobState::kRunning},
+      {"STAGE_OUT", JobState::kRunning},      {"RESIZING", JobState::kRunning},
+      {"COMPLETED", JobState::kDone},         {"FAILED", JobState::kDone},
+      {"TIMEOUT", JobState::kDone},           {"NODE_FAIL", JobState::kDone},
+      {"PREEMPTED", JobState::kDone},         {"BOOT_FAIL", JobState::kDone},
+      {"DEADLINE", JobState::kDone},          {"OUT_OF_MEMORY", JobState::kDone},
+      {"CANCELLED", JobState::kCancelled},    {"SOMETHING_NEW", JobState::kRunning},
+      {"", JobState::kRunning}};
+  for (const auto& [state, want] : cases) EXPECT_EQ(MapSlurmState(state, "None"), want) << state;
+  EXPECT_EQ(MapSlurmState("PENDING", "JobHeldUser"), JobState::kHeld);
+  EXPECT_EQ(MapSlurmState("PENDING", "JobHeldAdmin"), JobState::kHeld);
+  EXPECT_EQ(MapSlurmState("REQUEUED", "JobHeldAdmin"), JobState::kHeld);
+  EXPECT_EQ(MapSlurmState("PENDING", "Resources"), JobState::kPending);
+}
+
+TEST(SlurmStateTest, StateIsAStringOrAnArrayOfFlagsAndAnythingElseFails) {
+  using nlohmann::json;
+  EXPECT_EQ(*SlurmStateWord(json("PENDING")), "PENDING");
+  EXPECT_EQ(*SlurmStateWord(json::parse(R"(["PENDING"])")), "PENDING");
+  EXPECT_EQ(*SlurmStateWord(json::parse(R"(["COMPLETED","COMPLETING"])")), "COMPLETING");
+  EXPECT_EQ(*SlurmStateWord(json::parse(R"(["PENDING","REQUEUE_HOLD"])")), "REQUEUE_HOLD");
+  EXPECT_EQ(*SlurmStateWord(json::parse(R"(["RUNNING","UPDATE_DB"])")), "RUNNING") << "other flags ignored";
+  for (const char* bad : {"3", "null", "[]", "[1]", R"({"state":"PENDING"})"}) {
+    auto w = SlurmStateWord(json::parse(bad));
+    EXPECT_TRUE(absl::IsFailedPrecondition(w.status())) << bad;
+    EXPECT_TRUE(absl::StrContains(w.status().message(), "unsupported squeue --json format")) << w.status();
+  }
+}
+
+// squeue's JSON from other Slurm versions, which cannot run here: a fake
+// `squeue` in bin_dir prints canned output, and the adapter parses it.
+class CannedSqueueTest : public ::testing::Test {
+ protected:
+  std::unique_ptr<SlurmAdapter> AdapterPrinting(const std::string& squeue_json) {
+    {
+      std::ofstream f(dir_.Sub("queue.json"));
+      f << squeue_json;
+    }
+    {
+      std::ofstream f(dir_.Sub("squeue"));
+      f << "#!/bin/sh\ncat \"" << dir_.Sub("queue.json") << "\"\n";
+    }
+    EXPECT_EQ(chmod(dir_.Sub("squeue").c_str(), 0755), 0);
+    {
+      // `scontrol write batch_script ID -` prints the job's script.
+      std::ofstream f(dir_.Sub("scontrol"));
+      f << "#!/bin/sh\necho '#!/bin/sh'\necho \"echo job $4\"\n";
+    }
+    EXPECT_EQ(chmod(dir_.Sub("scontrol").c_str(), 0755), 0);
+    auto a = SlurmAdapter::Open({.state_dir = dir_.path(), .options = {{"bin_dir", dir_.path()}}});
+    EXPECT_TRUE(a.ok()) << a.status();
+    return a.ok() ? *std::move(a) : nullptr;
+  }
+  TempDir dir_;
+};
+
+TEST_F(CannedSqueueTest, Slurm2205And2302FormsGiveTheSameStates) {
+  const std::string v2205 = R"({"jobs": [
+    {"job_id": 1, "job_state": "PENDING", "state_reason": "Resources", "submit_time": 100, "cpus": 1},
+    {"job_id": 2, "job_state": "PENDING", "state_reason": "JobHeldUser", "submit_time": 101, "cpus": 1},
+    {"job_id": 3, "job_state": "REQUEUED", "state_reason": "None", "submit_time": 102, "cpus": 1},
+    {"job_id": 4, "job_state": "RUNNING", "state_reason": "None", "submit_time": 103, "cpus": 1},
+    {"job_id": 5, "job_state": "NEW_STATE", "state_reason": "None", "submit_time": 104, "cpus": 1}],
+    "errors": []})";
+  const std::string v2302 = R"({"jobs": [
+    {"job_id": 1, "job_state": ["PENDING"], "state_reason": "Resources",
+     "submit_time": {"set": true, "infinite": false, "number": 100}, "cpus": {"set": true, "number": 1}},
+    {"job_id": 2, "job_state": ["PENDING"], "state_reason": "JobHeldUser",
+     "submit_time": {"set": true, "infinite": false, "number": 101}, "cpus": {"set": true, "number": 1}},
+    {"job_id": 3, "job_state": ["PENDING", "REQUEUED"], "state_reason": "None",
+     "submit_time": {"set": true, "infinite": false, "number": 102}, "cpus": {"set": true, "number": 1}},
+    {"job_id": 4, "job_state": ["RUNNING"], "state_reason": "None",
+     "submit_time": {"set": true, "infinite": false, "number": 103}, "cpus": {"set": true, "number": 1}},
+    {"job_id": 5, "job_state": ["NEW_STATE"], "state_reason": "None",
+     "submit_time": {"set": true, "infinite": false, "number": 104}, "cpus": {"set": true, "number": 1}}],
+    "errors": []})";
+  for (const std::string& doc : {v2205, v2302}) {
+    auto a = AdapterPrinting(doc);
+    ASSERT_NE(a, nullptr);
+    auto n = a->CountMigratable();
+    ASSERT_TRUE(n.ok()) << n.status();
+    EXPECT_EQ(*n, 2) << "jobs 1 and 3 are pending; 2 held, 4 running, 5 unknown (running)";
+    auto jobs = a->GetJobs({"1", "2", "3", "4", "5"});
+    ASSERT_EQ(jobs.size(), 5u);
+    const JobState want[] = {JobState::kPending, JobState::kHeld, JobState::kPending, JobState::kRunning,
+                             JobState::kRunning};
+    for (int i = 0; i < 5; ++i) {
+      ASSERT_TRUE(jobs[i].ok()) << jobs[i].status();
+      EXPECT_EQ(jobs[i]->state, want[i]) << "job " << i + 1;
+      EXPECT_EQ(jobs[i]->queued_at_ms, (100 + i) * 1000) << "job " << i + 1;
+    }
+  }
+}
+
+TEST_F(CannedSqueueTest, AnUnknownFormatFailsLoudlyInsteadOfLookingDone) {
+  auto a = AdapterPrinting(R"({"jobs": [{"job_id": 1, "job_state": {"current": "PENDING"}}], "errors": []})");
+  ASSERT_NE(a, nullptr);
+  auto n = a->CountMigratable();
+  EXPECT_TRUE(absl::IsFailedPrecondition(n.status())) << n.status();
+  EXPECT_TRUE(absl::StrContains(n.status().message(), "unsupported squeue --json format")) << n.status();
+  auto jobs = a->GetJobs({"1"});
+  EXPECT_TRUE(absl::IsFailedPrecondition(jobs[0].status())) << jobs[0].status();
 }
 
 TEST_F(SlurmAdapterTest, CommandFailureNamesCommandExitCodeAndStderr) {
