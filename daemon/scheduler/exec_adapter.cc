@@ -240,7 +240,7 @@ absl::StatusOr<CommandOutput> ExecAdapter::Run(const std::string& op, const std:
   std::vector<std::string> argv = options_.commands.at(op);
   argv.insert(argv.end(), args.begin(), args.end());
   const std::string what = absl::StrCat("exec scheduler: ", op, " command `", QuoteCommandLine(argv), "`");
-  auto r = RunCommand(argv, input, options_.timeout);
+  auto r = RunCommand({.argv = argv, .stdin_text = input, .timeout = options_.timeout});
   if (!r.ok()) return absl::Status(r.status().code(), absl::StrCat(what, ": ", r.status().message()));
   if (r->exit_code == 0) return CommandOutput{.what = what, .result = *std::move(r)};
   std::string err(absl::StripAsciiWhitespace(r->err));

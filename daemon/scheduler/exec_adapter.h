@@ -42,7 +42,7 @@
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
 #include "daemon/scheduler/adapter.h"
-#include "daemon/scheduler/exec_process.h"
+#include "daemon/scheduler/subprocess.h"
 #include "daemon/scheduler/registry.h"
 
 namespace hyperfed::scheduler {

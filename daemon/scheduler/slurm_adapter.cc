@@ -20,6 +20,7 @@ namespace {
 using nlohmann::json;
 
 constexpr char kCommentPrefix[] = "hyperfed1";
+constexpr size_t kSlurmMaxOutput = size_t{1} << 30;
 
 std::set<std::string> SplitList(const std::string& v) {
   std::set<std::string> out;
@@ -70,11 +71,21 @@ bool AllDigits(const std::string& s) {
   return !s.empty() && s.size() <= 18 && std::all_of(s.begin(), s.end(), [](char c) { return c >= '0' && c <= '9'; });
 }
 
-// A number field of squeue/sinfo JSON; Slurm writes null for "not set".
+// A number field of squeue/sinfo JSON: a plain number (Slurm 22.05, null for
+// "not set") or, from 23.02 on, {"set": bool, "infinite": bool, "number": n}.
+// Not set and infinite read as 0 (no value, no limit).
 int64_t Int(const json& j, const char* key) {
   auto it = j.find(key);
-  if (it == j.end() || !it->is_number()) return 0;
-  return it->get<int64_t>();
+  if (it == j.end()) return 0;
+  if (it->is_number()) return it->get<int64_t>();
+  if (it->is_object()) {
+    auto n = it->find("number");
+    if (n == it->end() || !n->is_number()) return 0;
+    if (auto set = it->find("set"); set != it->end() && set->is_boolean() && !set->get<bool>()) return 0;
+    if (auto inf = it->find("infinite"); inf != it->end() && inf->is_boolean() && inf->get<bool>()) return 0;
+    return n->get<int64_t>();
+  }
+  return 0;
 }
 std::string Str(const json& j, const char* key) {
   auto it = j.find(key);
@@ -82,17 +93,47 @@ std::string Str(const json& j, const char* key) {
   return it->get<std::string>();
 }
 
-JobState MapState(const std::string& state, const std::string& reason) {
-  if (state == "PENDING")
-    // JobHeldUser, JobHeldAdmin, and "launch failed requeued held": none
-    // starts until released.
-    return absl::StrContains(absl::AsciiStrToLower(reason), "held") ? JobState::kHeld : JobState::kPending;
-  if (state == "RUNNING" || state == "SUSPENDED" || state == "CONFIGURING" || state == "COMPLETING" ||
-      state == "RESIZING" || state == "SIGNALING" || state == "STAGE_OUT")
-    return JobState::kRunning;
-  if (state == "CANCELLED") return JobState::kCancelled;
-  return JobState::kDone;
+}  // namespace
+
+absl::StatusOr<std::string> SlurmStateWord(const json& job_state) {
+  if (job_state.is_string()) return job_state.get<std::string>();
+  if (job_state.is_array() && !job_state.empty() &&
+      std::all_of(job_state.begin(), job_state.end(), [](const json& w) { return w.is_string(); })) {
+    // Slurm >= 23.02 lists the base state and its flags. The flags that
+    // change what a job is doing win, in the order Slurm's own
+    // job_state_string() checks them; other flags are ignored.
+    for (const char* flag : {"COMPLETING", "CONFIGURING", "RESIZING", "RESV_DEL_HOLD", "REQUEUE_FED", "REQUEUE_HOLD",
+                             "REQUEUED", "SPECIAL_EXIT", "STAGE_OUT", "SIGNALING", "STOPPED"}) {
+      for (const json& w : job_state)
+        if (w.get<std::string>() == flag) return std::string(flag);
+    }
+    return job_state[0].get<std::string>();
+  }
+  return absl::FailedPreconditionError(
+      absl::StrCat("slurm: unsupported squeue --json format: job_state is ", job_state.dump().substr(0, 100),
+                   "; want a string (Slurm 22.05) or an array of strings (23.02 and later)"));
 }
+
+JobState MapSlurmState(const std::string& state, const std::string& reason) {
+  // JobHeldUser, JobHeldAdmin, "launch failed requeued held": none starts
+  // until released.
+  const bool held_reason = absl::StrContains(absl::AsciiStrToLower(reason), "held");
+  if (state == "PENDING" || state == "REQUEUED" || state == "REQUEUE_FED")
+    return held_reason ? JobState::kHeld : JobState::kPending;
+  if (state == "REQUEUE_HOLD" || state == "SPECIAL_EXIT" || state == "RESV_DEL_HOLD") return JobState::kHeld;
+  if (state == "RUNNING" || state == "SUSPENDED" || state == "STOPPED" || state == "CONFIGURING" ||
+      state == "COMPLETING" || state == "SIGNALING" || state == "STAGE_OUT" || state == "RESIZING")
+    return JobState::kRunning;
+  if (state == "COMPLETED" || state == "FAILED" || state == "TIMEOUT" || state == "NODE_FAIL" ||
+      state == "PREEMPTED" || state == "BOOT_FAIL" || state == "DEADLINE" || state == "OUT_OF_MEMORY")
+    return JobState::kDone;
+  if (state == "CANCELLED") return JobState::kCancelled;
+  // A state this adapter does not know: running is the one state in which
+  // hyperfed neither moves nor cancels a job, nor treats it as finished.
+  return JobState::kRunning;
+}
+
+namespace {
 
 }  // namespace
 
@@ -243,6 +284,12 @@ absl::StatusOr<SlurmOptions> ParseSlurmOptions(const std::map<std::string, std::
           "slurm_conf, speed, submit_account, submit_dir, submit_partition, timeout, users, workdir_policy)"));
     }
   }
+  if (!o.partitions.empty() && o.submit_partition.empty()) {
+    // Without it sbatch puts a job in Slurm's default partition, which need
+    // not be managed: every job hyperfed submits must land where it looks.
+    return absl::InvalidArgumentError(
+        "scheduler option \"submit_partition\": required when \"partitions\" is set (one of them)");
+  }
   if (!o.submit_partition.empty() && !o.partitions.empty() && !o.partitions.contains(o.submit_partition)) {
     return absl::InvalidArgumentError(absl::StrCat("scheduler option \"submit_partition\": \"", o.submit_partition,
                                                    "\" is not one of \"partitions\"; hyperfed would lose "
@@ -261,11 +308,18 @@ absl::StatusOr<CommandResult> SlurmAdapter::Run(std::vector<std::string> argv, s
                                                 std::map<std::string, std::string> env, std::string cwd) {
   if (!options_.bin_dir.empty()) argv[0] = options_.bin_dir + "/" + argv[0];
   CommandSpec spec{.argv = argv, .stdin_text = std::move(stdin_text), .env = std::move(env),
-                   .cwd = std::move(cwd), .timeout = options_.timeout};
+                   .cwd = std::move(cwd), .timeout = options_.timeout,
+                   // `squeue --json` on a big cluster runs to many MiB; a cut
+                   // list would hide jobs, so only a runaway is cut.
+                   .max_output = kSlurmMaxOutput};
   if (!options_.slurm_conf.empty()) spec.env["SLURM_CONF"] = options_.slurm_conf;
   auto r = RunCommand(spec);
   if (!r.ok()) return r.status();
-  if (r->exit_code != 0) return CommandFailure(argv, *r);
+  if (r->exit_code != 0 || r->term_signal != 0) return CommandFailure(argv, *r);
+  if (r->out_truncated) {
+    return absl::UnavailableError(
+        absl::StrCat("`", CommandLine(argv), "` printed more than ", kSlurmMaxOutput >> 20, " MiB"));
+  }
   return r;
 }
 
@@ -284,16 +338,24 @@ absl::StatusOr<SlurmAdapter::Queue> SlurmAdapter::ReadQueue() {
     if (!j.is_object()) continue;
     Entry e;
     e.partition = Str(j, "partition");
+    // Jobs outside `partitions` and `users` stay in the queue, marked: tag
+    // lookups must see every job hyperfed submitted, wherever it is now, or
+    // a retried submit would run sbatch again.
     if (!options_.partitions.empty()) {
-      bool managed = false;
+      e.managed = false;
       for (absl::string_view p : absl::StrSplit(e.partition, ','))
-        managed = managed || options_.partitions.contains(std::string(p));
-      if (!managed) continue;
+        e.managed = e.managed || options_.partitions.contains(std::string(p));
     }
-    if (!options_.users.empty() && !options_.users.contains(Str(j, "user_name"))) continue;
+    if (!options_.users.empty() && !options_.users.contains(Str(j, "user_name"))) e.managed = false;
     Job& job = e.job;
+    if (Int(j, "job_id") <= 0) {
+      return absl::FailedPreconditionError(absl::StrCat(
+          "slurm: unsupported squeue --json format: a job without a numeric job_id: ", j.dump().substr(0, 200)));
+    }
     job.id = absl::StrCat(Int(j, "job_id"));
-    job.state = MapState(Str(j, "job_state"), Str(j, "state_reason"));
+    auto word = j.contains("job_state") ? SlurmStateWord(j["job_state"]) : SlurmStateWord(json());
+    if (!word.ok()) return word.status();
+    job.state = MapSlurmState(*word, Str(j, "state_reason"));
     job.queued_at_ms = Int(j, "submit_time") * 1000;
     e.comment = Str(j, "comment");
     e.has_meta = DecodeSlurmComment(e.comment, &e.meta);
@@ -364,7 +426,7 @@ absl::StatusOr<std::vector<Job>> SlurmAdapter::ListJobs() {
   TrimScripts(*q);
   std::vector<Job> out;
   for (auto& [id, e] : *q) {
-    if (e.job.state == JobState::kDone || e.job.state == JobState::kCancelled) continue;
+    if (!e.managed || e.job.state == JobState::kDone || e.job.state == JobState::kCancelled) continue;
     if (auto st = FillScript(&e.job); !st.ok()) return st;
     out.push_back(e.job);
   }
@@ -377,7 +439,7 @@ absl::StatusOr<int64_t> SlurmAdapter::CountMigratable() {
   auto q = ReadQueue();
   if (!q.ok()) return q.status();
   int64_t n = 0;
-  for (const auto& [id, e] : *q) n += e.job.state == JobState::kPending && !e.job.pinned;
+  for (const auto& [id, e] : *q) n += e.managed && e.job.state == JobState::kPending && !e.job.pinned;
   return n;
 }
 
@@ -407,7 +469,7 @@ absl::StatusOr<Capacity> SlurmAdapter::GetCapacity() {
 absl::Status SlurmAdapter::ChangeIn(const Queue& q, Change c, const std::string& id) {
   if (!AllDigits(id)) return NotFound(id);
   auto it = q.find(id);
-  if (it == q.end()) return NotFound(id);
+  if (it == q.end() || !it->second.Visible()) return NotFound(id);
   const JobState s = it->second.job.state;
   const char* what = c == Change::kHold ? "hold" : c == Change::kRelease ? "release" : "cancel";
   auto refuse = [&] {
@@ -493,7 +555,7 @@ std::vector<absl::Status> SlurmAdapter::CancelMany(const std::vector<std::string
 absl::StatusOr<JobSpec> SlurmAdapter::ExportIn(const Queue& q, const std::string& id) {
   if (!AllDigits(id)) return NotFound(id);
   auto it = q.find(id);
-  if (it == q.end()) return NotFound(id);
+  if (it == q.end() || !it->second.Visible()) return NotFound(id);
   Job job = it->second.job;
   if (auto st = FillScript(&job); !st.ok()) return st;
   return job.spec;
@@ -519,7 +581,7 @@ std::vector<absl::StatusOr<Job>> SlurmAdapter::GetJobs(const std::vector<std::st
   std::vector<absl::StatusOr<Job>> out;
   for (const auto& id : ids) {
     auto it = AllDigits(id) ? q->find(id) : q->end();
-    if (it == q->end()) {
+    if (it == q->end() || !it->second.Visible()) {
       out.push_back(NotFound(id));
       continue;
     }
@@ -637,7 +699,7 @@ absl::Status SlurmAdapter::SetPinned(const std::string& id, bool pinned) {
   auto q = ReadQueue();
   if (!q.ok()) return q.status();
   auto it = q->find(id);
-  if (it == q->end()) return NotFound(id);
+  if (it == q->end() || !it->second.Visible()) return NotFound(id);
   const Entry& e = it->second;
   if (e.job.state == JobState::kDone || e.job.state == JobState::kCancelled)
     return absl::FailedPreconditionError(absl::StrCat("slurm: job ", id, " is ", JobStateName(e.job.state)));

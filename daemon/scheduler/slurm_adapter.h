@@ -2,7 +2,7 @@
 
 // The `slurm` adapter: drives a Slurm cluster through Slurm's own commands
 // (sbatch, squeue --json, scontrol, scancel, sinfo --json), each run as a
-// child process with a timeout (daemon/scheduler/process.h).
+// child process with a timeout (daemon/scheduler/subprocess.h).
 //
 // Why the commands and not slurmrestd: the commands are on every Slurm
 // submit host and speak to slurmctld with the site's existing munge
@@ -51,13 +51,18 @@
 //   timeout           per command, e.g. "30s" (default 30s); a command still
 //                     running then is killed and the call fails
 //                     (DeadlineExceeded naming the command)
-//   partitions        comma-separated partitions hyperfed manages; jobs in
-//                     others are invisible to it ("" = every partition)
+//   partitions        comma-separated partitions hyperfed manages; other
+//                     jobs are never listed or moved ("" = every
+//                     partition). Jobs hyperfed submitted (tagged in their
+//                     comment) stay reachable by tag and id wherever they
+//                     are, so a retried submit never runs a job twice.
+//                     Needs submit_partition.
 //   users             comma-separated users whose jobs hyperfed manages
 //                     ("" = every user's). Jobs that arrive run as the user
 //                     the daemon runs as (a spec has no owner), so a site
 //                     usually lets hyperfed move its federation account's jobs.
-//   submit_partition  partition for jobs that arrive ("" = cluster default)
+//   submit_partition  partition for jobs that arrive ("" = cluster default;
+//                     required, and one of them, when partitions is set)
 //   submit_account    account for jobs that arrive ("" = the user's default)
 //   pinned_partitions comma-separated partitions whose jobs never move
 //   pin_marker        a job whose name starts with it is pinned ("" = off)
@@ -100,7 +105,7 @@
 #include "absl/time/time.h"
 #include "nlohmann/json.hpp"
 #include "daemon/scheduler/adapter.h"
-#include "daemon/scheduler/process.h"
+#include "daemon/scheduler/subprocess.h"
 #include "daemon/scheduler/registry.h"
 
 namespace hyperfed::scheduler {
@@ -151,6 +156,20 @@ bool DecodeSlurmComment(const std::string& comment, SlurmJobMeta* m);
 // node features, so such a job is pinned.
 std::string NotPortable(const nlohmann::json& job);
 
+// The state word of a job's "job_state": the string itself (Slurm 22.05) or,
+// for the array of Slurm >= 23.02, the flag that decides (COMPLETING,
+// REQUEUE_HOLD, ...) else the base state. FailedPrecondition naming the
+// format for anything else: never guess that a job is finished.
+absl::StatusOr<std::string> SlurmStateWord(const nlohmann::json& job_state);
+// Slurm's state (and pending reason) as a JobState. Held: PENDING/REQUEUED
+// with a "held" reason, REQUEUE_HOLD, SPECIAL_EXIT, RESV_DEL_HOLD. Pending:
+// PENDING, REQUEUED, REQUEUE_FED. Running: RUNNING, SUSPENDED, STOPPED,
+// CONFIGURING, COMPLETING, SIGNALING, STAGE_OUT, RESIZING, and any state not
+// known here (never moved, never cancelled). Done: COMPLETED, FAILED,
+// TIMEOUT, NODE_FAIL, PREEMPTED, BOOT_FAIL, DEADLINE, OUT_OF_MEMORY.
+// Cancelled: CANCELLED.
+JobState MapSlurmState(const std::string& state, const std::string& reason);
+
 class SlurmAdapter : public SchedulerAdapter {
  public:
   // Parses the options; touches nothing (a Slurm that is down fails the
@@ -198,13 +217,18 @@ class SlurmAdapter : public SchedulerAdapter {
     std::string comment;
     bool has_meta = false;
     SlurmJobMeta meta;
+    bool managed = true;  // in `partitions` and `users` (when set)
+    // Jobs hyperfed submitted (tagged) are reachable by id and tag even
+    // outside `partitions`/`users`; ListJobs and CountMigratable show only
+    // managed ones.
+    bool Visible() const { return managed || (has_meta && !meta.tag.empty()); }
   };
   using Queue = std::map<std::string, Entry>;  // by id
 
   // Runs a Slurm command: kUnavailable for a non-zero exit, with its stderr.
   absl::StatusOr<CommandResult> Run(std::vector<std::string> argv, std::string stdin_text = "",
                                     std::map<std::string, std::string> env = {}, std::string cwd = "");
-  // Every job of the managed partitions, in every state.
+  // Every job slurmctld holds, in every state, managed or not.
   absl::StatusOr<Queue> ReadQueue() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // The job's batch script (cached: a Slurm job's script never changes).
   absl::StatusOr<std::string> Script(const std::string& id) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);

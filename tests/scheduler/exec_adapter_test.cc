@@ -23,7 +23,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/strip.h"
 #include "absl/time/clock.h"
-#include "daemon/scheduler/exec_process.h"
+#include "daemon/scheduler/subprocess.h"
 #include "gtest/gtest.h"
 #include "tests/scheduler/adapter_contract.h"
 #include "tests/scheduler/temp_dir.h"
@@ -72,7 +72,7 @@ bool ProcessLives(pid_t pid) {
 class ExecSchedEnv : public AdapterContractEnv {
  public:
   ~ExecSchedEnv() override {
-    auto r = RunCommand(SchedShutdown(State()), "", absl::Seconds(20));
+    auto r = RunCommand({.argv = SchedShutdown(State()), .timeout = absl::Seconds(20)});
     if (!r.ok() || r->exit_code != 0) {
       ADD_FAILURE() << "exec_sched shutdown failed: "
                     << (r.ok() ? absl::StrCat("exit ", r->exit_code, ": ", r->err) : r.status().ToString());
@@ -499,7 +499,7 @@ TEST(ExecSchedTest, ShutdownKillsRunningJobs) {
   }
   ASSERT_GT(pid, 0) << "the job never started";
   EXPECT_TRUE(ProcessLives(pid));
-  auto r = RunCommand(SchedShutdown(dir.Sub("q")), "", absl::Seconds(20));
+  auto r = RunCommand({.argv = SchedShutdown(dir.Sub("q")), .timeout = absl::Seconds(20)});
   ASSERT_TRUE(r.ok()) << r.status();
   EXPECT_EQ(r->exit_code, 0) << r->err;
   for (int i = 0; i < 50 && ProcessLives(pid); ++i) absl::SleepFor(absl::Milliseconds(20));

@@ -7,7 +7,10 @@
 
 #include <signal.h>
 
+#include <sys/stat.h>
+
 #include <filesystem>
+#include <fstream>
 #include <thread>
 
 #include "absl/strings/match.h"
@@ -94,6 +97,9 @@ TEST(SlurmOptionsTest, BadOptionsAreRejectedNamingTheOption) {
     EXPECT_TRUE(absl::IsInvalidArgument(o.status())) << k << "=" << v;
     EXPECT_TRUE(absl::StrContains(o.status().message(), "\"" + k + "\"")) << o.status();
   }
+  auto no_submit = ParseSlurmOptions({{"partitions", "a,b"}});
+  EXPECT_TRUE(absl::IsInvalidArgument(no_submit.status())) << "sbatch would pick the default partition";
+  EXPECT_TRUE(absl::StrContains(no_submit.status().message(), "\"submit_partition\"")) << no_submit.status();
   auto outside = ParseSlurmOptions({{"partitions", "a,b"}, {"submit_partition", "c"}});
   EXPECT_TRUE(absl::IsInvalidArgument(outside.status())) << "a submit partition hyperfed would not see";
   auto good = ParseSlurmOptions({{"partitions", "a, b"}, {"submit_partition", "b"}, {"timeout", "5s"},
@@ -132,35 +138,115 @@ TEST(SlurmCommentTest, RoundTripsEveryFieldAndIgnoresOtherComments) {
   EXPECT_FALSE(DecodeSlurmComment("", &back));
 }
 
-TEST(RunCommandTest, CapturesOutputsExitCodeAndStdin) {
-  auto r = RunCommand({.argv = {"sh", "-c", "cat; echo oops >&2; exit 3"}, .stdin_text = "line 1\nline 2"});
-  ASSERT_TRUE(r.ok()) << r.status();
-  EXPECT_EQ(r->out, "line 1\nline 2");
-  EXPECT_EQ(r->err, "oops\n");
-  EXPECT_EQ(r->exit_code, 3);
-  const absl::Status st = CommandFailure({"sh", "-c", "x"}, *r);
-  EXPECT_TRUE(absl::IsUnavailable(st));
-  EXPECT_TRUE(absl::StrContains(st.message(), "`sh -c x` exited with 3: oops")) << st;
-  auto env = RunCommand({.argv = {"sh", "-c", "printf %s \"$HF_X\""}, .env = {{"HF_X", "a b"}}});
-  ASSERT_TRUE(env.ok());
-  EXPECT_EQ(env->out, "a b");
-  auto missing = RunCommand({.argv = {"/no/such/command"}});
-  EXPECT_TRUE(absl::IsUnavailable(missing.status())) << missing.status();
-  EXPECT_TRUE(absl::StrContains(missing.status().message(), "/no/such/command"));
+TEST(SlurmStateTest, EverySlurmStateMapsAndUnknownOnesCountAsRunning) {
+  const std::vector<std::pair<std::string, JobState>> cases = {
+      {"PENDING", JobState::kPending},        {"REQUEUED", JobState::kPending},
+      {"REQUEUE_FED", JobState::kPending},    {"REQUEUE_HOLD", JobState::kHeld},
+      {"SPECIAL_EXIT", JobState::kHeld},      {"RESV_DEL_HOLD", JobState::kHeld},
+      {"RUNNING", JobState::kRunning},        {"SUSPENDED", JobState::kRunning},
+      {"STOPPED", JobState::kRunning},        {"CONFIGURING", JobState::kRunning},
+      {"COMPLETING", JobState::kRunning},     {"SIGNALING", JobState::kRunning},
+      {"STAGE_OUT", JobState::kRunning},      {"RESIZING", JobState::kRunning},
+      {"COMPLETED", JobState::kDone},         {"FAILED", JobState::kDone},
+      {"TIMEOUT", JobState::kDone},           {"NODE_FAIL", JobState::kDone},
+      {"PREEMPTED", JobState::kDone},         {"BOOT_FAIL", JobState::kDone},
+      {"DEADLINE", JobState::kDone},          {"OUT_OF_MEMORY", JobState::kDone},
+      {"CANCELLED", JobState::kCancelled},    {"SOMETHING_NEW", JobState::kRunning},
+      {"", JobState::kRunning}};
+  for (const auto& [state, want] : cases) EXPECT_EQ(MapSlurmState(state, "None"), want) << state;
+  EXPECT_EQ(MapSlurmState("PENDING", "JobHeldUser"), JobState::kHeld);
+  EXPECT_EQ(MapSlurmState("PENDING", "JobHeldAdmin"), JobState::kHeld);
+  EXPECT_EQ(MapSlurmState("REQUEUED", "JobHeldAdmin"), JobState::kHeld);
+  EXPECT_EQ(MapSlurmState("PENDING", "Resources"), JobState::kPending);
 }
 
-TEST(RunCommandTest, TimeoutKillsTheChildByPid) {
-  TempDir dir;
-  const std::string pid_file = dir.Sub("pid");
-  const absl::Time start = absl::Now();
-  auto r = RunCommand({.argv = {"sh", "-c", "echo $$ > " + pid_file + "; exec sleep 30"},
-                       .timeout = absl::Milliseconds(500)});
-  const absl::Duration took = absl::Now() - start;
-  EXPECT_TRUE(absl::IsDeadlineExceeded(r.status())) << r.status();
-  EXPECT_TRUE(absl::StrContains(r.status().message(), "sleep 30")) << r.status();
-  EXPECT_LT(took, absl::Seconds(5));
-  const pid_t pid = static_cast<pid_t>(std::stol(hyperfed::testing::ReadText(pid_file)));
-  EXPECT_NE(kill(pid, 0), 0) << "the child " << pid << " is still there";
+TEST(SlurmStateTest, StateIsAStringOrAnArrayOfFlagsAndAnythingElseFails) {
+  using nlohmann::json;
+  EXPECT_EQ(*SlurmStateWord(json("PENDING")), "PENDING");
+  EXPECT_EQ(*SlurmStateWord(json::parse(R"(["PENDING"])")), "PENDING");
+  EXPECT_EQ(*SlurmStateWord(json::parse(R"(["COMPLETED","COMPLETING"])")), "COMPLETING");
+  EXPECT_EQ(*SlurmStateWord(json::parse(R"(["PENDING","REQUEUE_HOLD"])")), "REQUEUE_HOLD");
+  EXPECT_EQ(*SlurmStateWord(json::parse(R"(["RUNNING","UPDATE_DB"])")), "RUNNING") << "other flags ignored";
+  for (const char* bad : {"3", "null", "[]", "[1]", R"({"state":"PENDING"})"}) {
+    auto w = SlurmStateWord(json::parse(bad));
+    EXPECT_TRUE(absl::IsFailedPrecondition(w.status())) << bad;
+    EXPECT_TRUE(absl::StrContains(w.status().message(), "unsupported squeue --json format")) << w.status();
+  }
+}
+
+// squeue's JSON from other Slurm versions, which cannot run here: a fake
+// `squeue` in bin_dir prints canned output, and the adapter parses it.
+class CannedSqueueTest : public ::testing::Test {
+ protected:
+  std::unique_ptr<SlurmAdapter> AdapterPrinting(const std::string& squeue_json) {
+    {
+      std::ofstream f(dir_.Sub("queue.json"));
+      f << squeue_json;
+    }
+    {
+      std::ofstream f(dir_.Sub("squeue"));
+      f << "#!/bin/sh\ncat \"" << dir_.Sub("queue.json") << "\"\n";
+    }
+    EXPECT_EQ(chmod(dir_.Sub("squeue").c_str(), 0755), 0);
+    {
+      // `scontrol write batch_script ID -` prints the job's script.
+      std::ofstream f(dir_.Sub("scontrol"));
+      f << "#!/bin/sh\necho '#!/bin/sh'\necho \"echo job $4\"\n";
+    }
+    EXPECT_EQ(chmod(dir_.Sub("scontrol").c_str(), 0755), 0);
+    auto a = SlurmAdapter::Open({.state_dir = dir_.path(), .options = {{"bin_dir", dir_.path()}}});
+    EXPECT_TRUE(a.ok()) << a.status();
+    return a.ok() ? *std::move(a) : nullptr;
+  }
+  TempDir dir_;
+};
+
+TEST_F(CannedSqueueTest, Slurm2205And2302FormsGiveTheSameStates) {
+  const std::string v2205 = R"({"jobs": [
+    {"job_id": 1, "job_state": "PENDING", "state_reason": "Resources", "submit_time": 100, "cpus": 1},
+    {"job_id": 2, "job_state": "PENDING", "state_reason": "JobHeldUser", "submit_time": 101, "cpus": 1},
+    {"job_id": 3, "job_state": "REQUEUED", "state_reason": "None", "submit_time": 102, "cpus": 1},
+    {"job_id": 4, "job_state": "RUNNING", "state_reason": "None", "submit_time": 103, "cpus": 1},
+    {"job_id": 5, "job_state": "NEW_STATE", "state_reason": "None", "submit_time": 104, "cpus": 1}],
+    "errors": []})";
+  const std::string v2302 = R"({"jobs": [
+    {"job_id": 1, "job_state": ["PENDING"], "state_reason": "Resources",
+     "submit_time": {"set": true, "infinite": false, "number": 100}, "cpus": {"set": true, "number": 1}},
+    {"job_id": 2, "job_state": ["PENDING"], "state_reason": "JobHeldUser",
+     "submit_time": {"set": true, "infinite": false, "number": 101}, "cpus": {"set": true, "number": 1}},
+    {"job_id": 3, "job_state": ["PENDING", "REQUEUED"], "state_reason": "None",
+     "submit_time": {"set": true, "infinite": false, "number": 102}, "cpus": {"set": true, "number": 1}},
+    {"job_id": 4, "job_state": ["RUNNING"], "state_reason": "None",
+     "submit_time": {"set": true, "infinite": false, "number": 103}, "cpus": {"set": true, "number": 1}},
+    {"job_id": 5, "job_state": ["NEW_STATE"], "state_reason": "None",
+     "submit_time": {"set": true, "infinite": false, "number": 104}, "cpus": {"set": true, "number": 1}}],
+    "errors": []})";
+  for (const std::string& doc : {v2205, v2302}) {
+    auto a = AdapterPrinting(doc);
+    ASSERT_NE(a, nullptr);
+    auto n = a->CountMigratable();
+    ASSERT_TRUE(n.ok()) << n.status();
+    EXPECT_EQ(*n, 2) << "jobs 1 and 3 are pending; 2 held, 4 running, 5 unknown (running)";
+    auto jobs = a->GetJobs({"1", "2", "3", "4", "5"});
+    ASSERT_EQ(jobs.size(), 5u);
+    const JobState want[] = {JobState::kPending, JobState::kHeld, JobState::kPending, JobState::kRunning,
+                             JobState::kRunning};
+    for (int i = 0; i < 5; ++i) {
+      ASSERT_TRUE(jobs[i].ok()) << jobs[i].status();
+      EXPECT_EQ(jobs[i]->state, want[i]) << "job " << i + 1;
+      EXPECT_EQ(jobs[i]->queued_at_ms, (100 + i) * 1000) << "job " << i + 1;
+    }
+  }
+}
+
+TEST_F(CannedSqueueTest, AnUnknownFormatFailsLoudlyInsteadOfLookingDone) {
+  auto a = AdapterPrinting(R"({"jobs": [{"job_id": 1, "job_state": {"current": "PENDING"}}], "errors": []})");
+  ASSERT_NE(a, nullptr);
+  auto n = a->CountMigratable();
+  EXPECT_TRUE(absl::IsFailedPrecondition(n.status())) << n.status();
+  EXPECT_TRUE(absl::StrContains(n.status().message(), "unsupported squeue --json format")) << n.status();
+  auto jobs = a->GetJobs({"1"});
+  EXPECT_TRUE(absl::IsFailedPrecondition(jobs[0].status())) << jobs[0].status();
 }
 
 TEST_F(SlurmAdapterTest, CommandFailureNamesCommandExitCodeAndStderr) {
@@ -201,7 +287,7 @@ TEST_F(SlurmAdapterTest, AHungControllerIsATimeoutNotAHang) {
   const absl::Duration batch_took = absl::Now() - batch_start;
   kill(ctld, SIGCONT);
   EXPECT_TRUE(absl::IsDeadlineExceeded(jobs.status())) << jobs.status();
-  EXPECT_TRUE(absl::StrContains(jobs.status().message(), "`squeue --json` did not finish within 1s"))
+  EXPECT_TRUE(absl::StrContains(jobs.status().message(), "`squeue --json` timed out after 1s and was killed"))
       << jobs.status();
   EXPECT_LT(took, absl::Seconds(4));
   ASSERT_EQ(ids.size(), 3u);
@@ -326,16 +412,50 @@ TEST_F(SlurmAdapterTest, PartitionsAndAccountMapWhereJobsGoAndWhatIsSeen) {
   auto all_users = a->ListJobs();
   ASSERT_TRUE(all_users.ok());
   EXPECT_EQ(all_users->size(), 2u);
-  auto roots = Adapter({{"partitions", "fed"}, {"users", "root"}});
+  auto roots = Adapter({{"partitions", "fed"}, {"submit_partition", "fed"}, {"users", "root"}});
   ASSERT_NE(roots, nullptr);
   auto only_root = roots->ListJobs();
   ASSERT_TRUE(only_root.ok());
   ASSERT_EQ(only_root->size(), 1u);
   EXPECT_EQ((*only_root)[0].id, *id);
   EXPECT_TRUE(absl::IsNotFound(roots->Hold(nobody)));
-  auto none = Adapter({{"partitions", "nosuch"}});
+  auto none = Adapter({{"partitions", "nosuch"}, {"submit_partition", "nosuch"}});
   ASSERT_NE(none, nullptr);
   EXPECT_TRUE(absl::IsFailedPrecondition(none->GetCapacity().status()));
+}
+
+TEST_F(SlurmAdapterTest, TaggedJobOutsideThePartitionsIsStillFoundAndNotSubmittedTwice) {
+  StartCluster();
+  ASSERT_TRUE(cluster_->Cmd({"scontrol", "create", "PartitionName=fed", "Nodes=ALL"}).ok());
+  // Submitted by an adapter for "debug" (or an older config); the one
+  // running now manages "fed" only.
+  auto before = Adapter({{"partitions", "debug"}, {"submit_partition", "debug"}});
+  ASSERT_NE(before, nullptr);
+  JobSpec s{.name = "moved", .script = "#!/bin/sh\ntrue\n", .cores = 1, .key = "k-moved"};
+  auto id = before->Submit(s, "t-outside", true);
+  ASSERT_TRUE(id.ok()) << id.status();
+  auto a = Adapter({{"partitions", "fed"}, {"submit_partition", "fed"}});
+  ASSERT_NE(a, nullptr);
+  auto listed = a->ListJobs();
+  ASSERT_TRUE(listed.ok()) << listed.status();
+  EXPECT_TRUE(listed->empty()) << "a job outside the partitions is never listed (nor moved)";
+  auto found = a->FindByTag("t-outside");
+  ASSERT_TRUE(found.ok()) << found.status();
+  ASSERT_EQ(found->size(), 1u);
+  EXPECT_EQ((*found)[0].id, *id);
+  auto again = a->Submit(s, "t-outside", true);
+  ASSERT_TRUE(again.ok()) << again.status();
+  EXPECT_EQ(*again, *id) << "a retried submit must not run sbatch again";
+  auto batch = a->SubmitMany({{s, "t-outside"}}, true);
+  ASSERT_EQ(batch.size(), 1u);
+  ASSERT_TRUE(batch[0].ok()) << batch[0].status();
+  EXPECT_EQ(*batch[0], *id);
+  auto jobs = a->GetJobs({*id});
+  ASSERT_TRUE(jobs[0].ok()) << jobs[0].status();
+  EXPECT_EQ(jobs[0]->state, JobState::kHeld);
+  auto q = cluster_->Cmd({"squeue", "--json"});
+  ASSERT_TRUE(q.ok());
+  EXPECT_EQ(nlohmann::json::parse(q->out)["jobs"].size(), 1u) << "still exactly one job";
 }
 
 TEST_F(SlurmAdapterTest, OversizedCommentIsRefusedBeforeSubmitting) {

@@ -22,7 +22,7 @@
 #include "absl/status/statusor.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/strip.h"
-#include "daemon/scheduler/process.h"
+#include "daemon/scheduler/subprocess.h"
 
 namespace hyperfed::testing {
 

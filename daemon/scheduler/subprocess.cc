@@ -1,4 +1,4 @@
-#include "daemon/scheduler/exec_process.h"
+#include "daemon/scheduler/subprocess.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -7,6 +7,7 @@
 #include <signal.h>
 #include <spawn.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -17,6 +18,8 @@
 #include "absl/strings/ascii.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "absl/strings/str_split.h"
+#include "absl/strings/strip.h"
 
 extern char** environ;
 
@@ -80,6 +83,22 @@ std::string QuoteCommandLine(const std::vector<std::string>& argv) {
     words.push_back(q + "'");
   }
   return absl::StrJoin(words, " ");
+}
+
+std::string CommandLine(const std::vector<std::string>& argv) {
+  std::vector<std::string> shown;
+  for (const std::string& a : argv) shown.push_back(a.size() > 80 ? a.substr(0, 77) + "..." : a);
+  return QuoteCommandLine(shown);
+}
+
+absl::Status CommandFailure(const std::vector<std::string>& argv, const CommandResult& r) {
+  std::string err(absl::StripAsciiWhitespace(r.err));
+  if (err.empty()) err = "(no stderr)";
+  if (r.term_signal != 0) {
+    return absl::UnavailableError(
+        absl::StrCat("`", CommandLine(argv), "` was killed by signal ", r.term_signal, ": ", err));
+  }
+  return absl::UnavailableError(absl::StrCat("`", CommandLine(argv), "` exited with ", r.exit_code, ": ", err));
 }
 
 namespace {
@@ -152,12 +171,47 @@ void KillAndReap(pid_t pid) {
   }
 }
 
+// The child's environment: ours with the overrides on top.
+std::vector<std::string> BuildEnv(const std::map<std::string, std::string>& overrides) {
+  std::vector<std::string> env;
+  for (char** e = environ; e != nullptr && *e != nullptr; ++e) {
+    const char* eq = strchr(*e, '=');
+    const std::string name = eq == nullptr ? std::string(*e) : std::string(*e, static_cast<size_t>(eq - *e));
+    if (!overrides.contains(name)) env.push_back(*e);
+  }
+  for (const auto& [k, v] : overrides) env.push_back(k + "=" + v);
+  return env;
+}
+
+// posix_spawnp searches the daemon's own PATH; a PATH override must be the
+// one that decides, so the search is done here for it. An empty PATH entry
+// means the current directory, as in a shell.
+std::string FindInPath(const std::string& name, const std::string& path) {
+  for (absl::string_view dir : absl::StrSplit(path, ':')) {
+    const std::string file = dir.empty() ? name : absl::StrCat(dir, "/", name);
+    struct stat st;
+    if (stat(file.c_str(), &st) == 0 && S_ISREG(st.st_mode) && access(file.c_str(), X_OK) == 0) return file;
+  }
+  return "";
+}
+
 }  // namespace
 
-absl::StatusOr<CommandResult> RunCommand(const std::vector<std::string>& argv, const std::string& input,
-                                         absl::Duration timeout, size_t max_output) {
-  if (argv.empty()) return absl::InvalidArgumentError("empty command");
-  const absl::Time deadline = absl::Now() + timeout;
+absl::StatusOr<CommandResult> RunCommand(const CommandSpec& spec) {
+  if (spec.argv.empty()) return absl::InvalidArgumentError("RunCommand: empty command");
+  const std::string shown = CommandLine(spec.argv);
+  const size_t max_output = spec.max_output == kUnlimitedOutput ? SIZE_MAX : spec.max_output;
+  std::string program = spec.argv[0];
+  bool search_path = program.find('/') == std::string::npos;
+  if (auto it = spec.env.find("PATH"); search_path && it != spec.env.end()) {
+    program = FindInPath(spec.argv[0], it->second);
+    if (program.empty()) {
+      return absl::UnavailableError(
+          absl::StrCat("cannot start ", spec.argv[0], ": not found in PATH=", it->second));
+    }
+    search_path = false;
+  }
+  const absl::Time deadline = absl::Now() + spec.timeout;
   int in[2], out[2], err[2];
   if (pipe2(in, O_CLOEXEC) != 0) return absl::UnavailableError(absl::StrCat("pipe: ", strerror(errno)));
   if (pipe2(out, O_CLOEXEC) != 0) {
@@ -179,6 +233,7 @@ absl::StatusOr<CommandResult> RunCommand(const std::vector<std::string>& argv, c
   // Whatever the daemon has open (sockets, the journal) is none of the
   // command's business, even where a library forgot O_CLOEXEC.
   posix_spawn_file_actions_addclosefrom_np(&fa, 3);
+  if (!spec.cwd.empty()) posix_spawn_file_actions_addchdir_np(&fa, spec.cwd.c_str());
 
   posix_spawnattr_t attr;
   posix_spawnattr_init(&attr);
@@ -193,16 +248,24 @@ absl::StatusOr<CommandResult> RunCommand(const std::vector<std::string>& argv, c
   posix_spawnattr_setsigdefault(&attr, &defaults);
   posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETPGROUP | POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF);
 
+  std::vector<std::string> env = BuildEnv(spec.env);
+  std::vector<char*> cenv;
+  for (std::string& e : env) cenv.push_back(e.data());
+  cenv.push_back(nullptr);
   std::vector<char*> cargv;
-  for (const std::string& a : argv) cargv.push_back(const_cast<char*>(a.c_str()));
+  for (const std::string& a : spec.argv) cargv.push_back(const_cast<char*>(a.c_str()));
   cargv.push_back(nullptr);
   pid_t pid = -1;
-  const int rc = posix_spawnp(&pid, cargv[0], &fa, &attr, cargv.data(), environ);
+  const int rc = search_path ? posix_spawnp(&pid, program.c_str(), &fa, &attr, cargv.data(), cenv.data())
+                             : posix_spawn(&pid, program.c_str(), &fa, &attr, cargv.data(), cenv.data());
   posix_spawn_file_actions_destroy(&fa);
   posix_spawnattr_destroy(&attr);
   close(in[0]), close(out[1]), close(err[1]);
   Fds fds{.in_w = in[1], .out_r = out[0], .err_r = err[0]};
-  if (rc != 0) return absl::UnavailableError(absl::StrCat("cannot start ", argv[0], ": ", strerror(rc)));
+  if (rc != 0) {
+    return absl::UnavailableError(absl::StrCat("cannot start ", spec.argv[0], ": ", strerror(rc),
+                                               spec.cwd.empty() ? "" : absl::StrCat(" (in ", spec.cwd, ")")));
+  }
 
   for (int fd : {fds.in_w, fds.out_r, fds.err_r}) fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK);
   // A pidfd wakes poll() the moment the command exits; without one (an old
@@ -210,6 +273,7 @@ absl::StatusOr<CommandResult> RunCommand(const std::vector<std::string>& argv, c
   // (glibc 2.36's <sys/pidfd.h> is not C++-safe, hence the raw syscall.)
   fds.pidfd = static_cast<int>(syscall(SYS_pidfd_open, pid, 0));
 
+  const std::string& input = spec.stdin_text;
   CommandResult r;
   size_t written = 0;
   if (input.empty()) CloseFd(&fds.in_w);
@@ -218,7 +282,14 @@ absl::StatusOr<CommandResult> RunCommand(const std::vector<std::string>& argv, c
   bool ignored_truncation = false;
   for (;;) {
     if (!exited) {
-      pid_t w = waitpid(pid, &wstatus, WNOHANG);
+      const pid_t w = waitpid(pid, &wstatus, WNOHANG);
+      if (w < 0 && errno != EINTR) {
+        // Someone else reaped it (SIGCHLD ignored, a waitpid(-1) elsewhere):
+        // its PID may already belong to another process, so it is not
+        // signalled, and there is no exit status to report.
+        const int e = errno;
+        return absl::InternalError(absl::StrCat("waiting for `", shown, "` failed: ", strerror(e)));
+      }
       exited = w == pid;
     }
     if (exited) {
@@ -232,7 +303,7 @@ absl::StatusOr<CommandResult> RunCommand(const std::vector<std::string>& argv, c
     if (left <= absl::ZeroDuration()) {
       KillAndReap(pid);
       return absl::DeadlineExceededError(
-          absl::StrCat("timed out after ", absl::FormatDuration(timeout), " and was killed"));
+          absl::StrCat("`", shown, "` timed out after ", absl::FormatDuration(spec.timeout), " and was killed"));
     }
     pollfd p[4];
     int n = 0;
@@ -246,7 +317,7 @@ absl::StatusOr<CommandResult> RunCommand(const std::vector<std::string>& argv, c
     if (poll(p, n, wait_ms) < 0 && errno != EINTR) {
       const int e = errno;
       KillAndReap(pid);
-      return absl::InternalError(absl::StrCat("poll: ", strerror(e)));
+      return absl::InternalError(absl::StrCat("running `", shown, "`: poll: ", strerror(e)));
     }
     if (in_i >= 0 && p[in_i].revents != 0) {
       ssize_t w = WriteNoSigpipe(fds.in_w, input.data() + written, input.size() - written);

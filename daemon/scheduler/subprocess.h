@@ -1,0 +1,79 @@
+#pragma once
+
+// Running a scheduler's command for an adapter (exec, slurm): no shell, argv
+// as given, input on stdin, stdout and stderr captured, a hard time limit.
+//
+// Thread-safety: RunCommand may be called from any thread; it blocks the
+// calling thread only.
+
+#include <cstddef>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "absl/time/time.h"
+
+namespace hyperfed::scheduler {
+
+// Splits a command line into argv the way a user expects from a shell, but
+// without one: words split on blanks; '...' keeps everything literally;
+// "..." keeps everything but lets \" and \\ through; a backslash outside
+// quotes keeps the next character. No variables, globs or redirections.
+// InvalidArgument for an unterminated quote, a trailing backslash or an
+// empty command.
+absl::StatusOr<std::vector<std::string>> SplitCommandLine(const std::string& line);
+
+// The command line as a user could paste it into a shell (each word that
+// needs it single-quoted).
+std::string QuoteCommandLine(const std::vector<std::string>& argv);
+
+// The command line as errors show it: QuoteCommandLine with every argument
+// over 80 characters cut short (a whole batch script would drown the rest).
+std::string CommandLine(const std::vector<std::string>& argv);
+
+inline constexpr size_t kMaxStderr = 4096;
+inline constexpr size_t kUnlimitedOutput = 0;
+
+struct CommandSpec {
+  std::vector<std::string> argv;  // argv[0] is looked up in PATH unless it holds a '/'
+  std::string stdin_text;         // written to the child's stdin, which is then closed
+  // Variables set (or replaced) on top of this process's environment. A PATH
+  // given here is also the one argv[0] is looked up in.
+  std::map<std::string, std::string> env;
+  std::string cwd;  // "" = this process's working directory
+  absl::Duration timeout = absl::Seconds(30);
+  // Stdout beyond this many bytes is dropped (out_truncated is then set);
+  // kUnlimitedOutput keeps all of it.
+  size_t max_output = size_t{64} << 20;
+};
+
+struct CommandResult {
+  int exit_code = -1;          // the exit status, or -1 when killed by a signal
+  int term_signal = 0;         // the signal that ended it, or 0
+  std::string out;             // stdout, at most max_output bytes
+  std::string err;             // the last kMaxStderr bytes of stderr
+  bool out_truncated = false;  // stdout went past max_output (the rest was dropped)
+};
+
+// Runs the command until it exits. The child runs in a process group of its
+// own with default signal handling and an empty signal mask; it gets the
+// environment described above and no file descriptor beyond 0-2. When it
+// exits, processes it left in the background keep running (and their output
+// is not waited for). Errors, each naming the command:
+// - DeadlineExceeded when `timeout` passes first; the whole process group is
+//   then killed with SIGKILL and the child reaped;
+// - Unavailable when it cannot be started (not found, bad cwd, ...);
+// - Internal when waiting for it fails (the child is then killed, never a
+//   PID that may have been reused);
+// - InvalidArgument for an empty argv.
+// A non-zero exit is NOT an error here: the result carries it, and
+// CommandFailure turns it into one.
+absl::StatusOr<CommandResult> RunCommand(const CommandSpec& spec);
+
+// Unavailable: "`<command>` exited with N: <stderr>" or "`<command>` was
+// killed by signal S: <stderr>".
+absl::Status CommandFailure(const std::vector<std::string>& argv, const CommandResult& r);
+
+}  // namespace hyperfed::scheduler
