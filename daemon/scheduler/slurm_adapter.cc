@@ -529,10 +529,20 @@ std::vector<absl::Status> SlurmAdapter::ChangeMany(Change c, const std::vector<s
       }
       auto it = after->find(ids[i]);
       const JobState want = c == Change::kHold ? JobState::kHeld : JobState::kCancelled;
-      if (it != after->end() && it->second.job.state != want) {
-        out[i] = absl::FailedPreconditionError(absl::StrCat("slurm: job ", ids[i], " is ",
-                                                            JobStateName(it->second.job.state), ", not ",
-                                                            JobStateName(want), " (it started meanwhile)"));
+      if (it == after->end() || it->second.job.state == want) continue;
+      const JobState got = it->second.job.state;
+      if (got == JobState::kPending || (c == Change::kCancel && got == JobState::kHeld)) {
+        // The command succeeded but did not take (scancel --state=PENDING
+        // filters on a state it read a moment earlier, see ChangeIn): the
+        // job is still where it can be held or cancelled, so retrying is
+        // right and safe.
+        out[i] = absl::UnavailableError(absl::StrCat("slurm: job ", ids[i], " is still ", JobStateName(got),
+                                                     " after ", c == Change::kHold ? "scontrol hold" : "scancel",
+                                                     "; try again"));
+      } else {
+        out[i] = absl::FailedPreconditionError(absl::StrCat("slurm: job ", ids[i], " is ", JobStateName(got),
+                                                            ", not ", JobStateName(want),
+                                                            " (it changed meanwhile)"));
       }
     }
   }

@@ -194,6 +194,10 @@ class SlurmAdapter : public SchedulerAdapter {
   // it). Replaces a comment that is not hyperfed's.
   absl::Status SetPinned(const std::string& id, bool pinned) override;
 
+  // Hold and Cancel read the queue again afterwards: a job still pending (or,
+  // for Cancel, held) is Unavailable, so the caller retries; one that started
+  // or ended meanwhile is FailedPrecondition.
+  //
   // One `squeue --json` per batch instead of one per item. After a command
   // of the batch times out, the items not yet done get that error without
   // trying (each would wait as long again).

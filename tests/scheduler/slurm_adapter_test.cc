@@ -178,20 +178,34 @@ TEST(SlurmStateTest, StateIsAStringOrAnArrayOfFlagsAndAnythingElseFails) {
 // `squeue` in bin_dir prints canned output, and the adapter parses it.
 class CannedSqueueTest : public ::testing::Test {
  protected:
-  std::unique_ptr<SlurmAdapter> AdapterPrinting(const std::string& squeue_json) {
+  // squeue prints `squeue_json` the first time and `later_json` (when
+  // given) every time after.
+  std::unique_ptr<SlurmAdapter> AdapterPrinting(const std::string& squeue_json, const std::string& later_json = "") {
     {
       std::ofstream f(dir_.Sub("queue.json"));
       f << squeue_json;
     }
     {
-      std::ofstream f(dir_.Sub("squeue"));
-      f << "#!/bin/sh\ncat \"" << dir_.Sub("queue.json") << "\"\n";
+      std::ofstream f(dir_.Sub("later.json"));
+      f << (later_json.empty() ? squeue_json : later_json);
     }
+    {
+      std::ofstream f(dir_.Sub("squeue"));
+      f << "#!/bin/sh\nd=\"" << dir_.path() << "\"\n"
+        << "if [ -e \"$d/read\" ]; then cat \"$d/later.json\"; else touch \"$d/read\"; cat \"$d/queue.json\"; fi\n";
+    }
+    {
+      // scancel and scontrol hold succeed and change nothing, as when the
+      // job's state moved between slurmctld's answer and the command.
+      std::ofstream f(dir_.Sub("scancel"));
+      f << "#!/bin/sh\nexit 0\n";
+    }
+    EXPECT_EQ(chmod(dir_.Sub("scancel").c_str(), 0755), 0);
     EXPECT_EQ(chmod(dir_.Sub("squeue").c_str(), 0755), 0);
     {
       // `scontrol write batch_script ID -` prints the job's script.
       std::ofstream f(dir_.Sub("scontrol"));
-      f << "#!/bin/sh\necho '#!/bin/sh'\necho \"echo job $4\"\n";
+      f << "#!/bin/sh\n[ \"$1\" = hold ] && exit 0\necho '#!/bin/sh'\necho \"echo job $4\"\n";
     }
     EXPECT_EQ(chmod(dir_.Sub("scontrol").c_str(), 0755), 0);
     auto a = SlurmAdapter::Open({.state_dir = dir_.path(), .options = {{"bin_dir", dir_.path()}}});
@@ -236,6 +250,41 @@ TEST_F(CannedSqueueTest, Slurm2205And2302FormsGiveTheSameStates) {
       EXPECT_EQ(jobs[i]->state, want[i]) << "job " << i + 1;
       EXPECT_EQ(jobs[i]->queued_at_ms, (100 + i) * 1000) << "job " << i + 1;
     }
+  }
+}
+
+TEST_F(CannedSqueueTest, CancelThatDidNotTakeIsRetryableAndARunningJobIsNot) {
+  const std::string pending = R"({"jobs": [
+    {"job_id": 7, "job_state": "PENDING", "state_reason": "Resources", "submit_time": 100, "cpus": 1},
+    {"job_id": 8, "job_state": "PENDING", "state_reason": "JobHeldUser", "submit_time": 100, "cpus": 1}],
+    "errors": []})";
+  const std::string started = R"({"jobs": [
+    {"job_id": 7, "job_state": "RUNNING", "state_reason": "None", "submit_time": 100, "cpus": 1},
+    {"job_id": 8, "job_state": "COMPLETED", "state_reason": "None", "submit_time": 100, "cpus": 1}],
+    "errors": []})";
+  {
+    auto a = AdapterPrinting(pending);
+    ASSERT_NE(a, nullptr);
+    auto st = a->CancelMany({"7", "8"});
+    ASSERT_EQ(st.size(), 2u);
+    for (const auto& s : st) {
+      EXPECT_TRUE(absl::IsUnavailable(s)) << "still pending or held: retry, never a DUPLICATE: " << s;
+      EXPECT_TRUE(absl::StrContains(s.message(), "after scancel")) << s;
+    }
+    std::filesystem::remove(dir_.Sub("read"));
+    absl::Status hold = a->Hold("7");
+    EXPECT_TRUE(absl::IsUnavailable(hold)) << hold;
+  }
+  std::filesystem::remove(dir_.Sub("read"));
+  {
+    auto a = AdapterPrinting(pending, started);
+    ASSERT_NE(a, nullptr);
+    auto st = a->CancelMany({"7", "8"});
+    ASSERT_EQ(st.size(), 2u);
+    EXPECT_TRUE(absl::IsFailedPrecondition(st[0])) << st[0];
+    EXPECT_TRUE(absl::StrContains(st[0].message(), "running")) << st[0];
+    EXPECT_TRUE(absl::IsFailedPrecondition(st[1])) << st[1];
+    EXPECT_TRUE(absl::StrContains(st[1].message(), "done")) << st[1];
   }
 }
 
