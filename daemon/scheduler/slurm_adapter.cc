@@ -236,7 +236,8 @@ bool DecodeSlurmComment(const std::string& comment, SlurmJobMeta* m) {
   return true;
 }
 
-absl::StatusOr<SlurmOptions> ParseSlurmOptions(const std::map<std::string, std::string>& options) {
+absl::StatusOr<SlurmOptions> ParseSlurmOptions(const std::map<std::string, std::string>& options,
+                                               bool check_combination) {
   SlurmOptions o;
   for (const auto& [name, value] : options) {
     if (name == "slurm_conf") {
@@ -284,6 +285,7 @@ absl::StatusOr<SlurmOptions> ParseSlurmOptions(const std::map<std::string, std::
           "slurm_conf, speed, submit_account, submit_dir, submit_partition, timeout, users, workdir_policy)"));
     }
   }
+  if (!check_combination) return o;
   if (!o.partitions.empty() && o.submit_partition.empty()) {
     // Without it sbatch puts a job in Slurm's default partition, which need
     // not be managed: every job hyperfed submits must land where it looks.
@@ -385,6 +387,10 @@ absl::StatusOr<SlurmAdapter::Queue> SlurmAdapter::ReadQueue() {
     // What a JobSpec cannot carry pins the job: moved, it would run without
     // it (too early, without its GPUs, as one task instead of many).
     pinned = pinned || !NotPortable(j).empty();
+    // No script to move: an srun/salloc job, or one whose script slurmctld
+    // could not give (ExportIn found out).
+    if (auto b = j.find("batch_flag"); b != j.end() && b->is_boolean()) e.batch = b->get<bool>();
+    pinned = pinned || !e.batch || unreadable_.contains(job.id);
     job.pinned = pinned;
     q.emplace(job.id, std::move(e));
   }
@@ -398,7 +404,10 @@ absl::StatusOr<std::string> SlurmAdapter::Script(const std::string& id) {
   if (!r.ok()) return r.status();
   // scontrol exits 0 even when it could not fetch the script; it then says
   // why on stderr and prints nothing.
-  if (r->out.empty() && !r->err.empty()) return CommandFailure(argv, *r);
+  if (r->out.empty()) {
+    return absl::FailedPreconditionError(absl::StrCat("`", CommandLine(argv), "` printed no batch script: ",
+                                                      absl::StripAsciiWhitespace(r->err)));
+  }
   scripts_[id] = r->out;
   return r->out;
 }
@@ -411,6 +420,12 @@ absl::Status SlurmAdapter::FillScript(Job* job) {
 }
 
 void SlurmAdapter::TrimScripts(const Queue& q) {
+  for (auto it = unreadable_.begin(); it != unreadable_.end();) {
+    if (q.contains(*it))
+      ++it;
+    else
+      it = unreadable_.erase(it);
+  }
   for (auto it = scripts_.begin(); it != scripts_.end();) {
     if (q.contains(it->first))
       ++it;
@@ -427,7 +442,6 @@ absl::StatusOr<std::vector<Job>> SlurmAdapter::ListJobs() {
   std::vector<Job> out;
   for (auto& [id, e] : *q) {
     if (!e.managed || e.job.state == JobState::kDone || e.job.state == JobState::kCancelled) continue;
-    if (auto st = FillScript(&e.job); !st.ok()) return st;
     out.push_back(e.job);
   }
   std::sort(out.begin(), out.end(), QueueOrder);
@@ -566,8 +580,20 @@ absl::StatusOr<JobSpec> SlurmAdapter::ExportIn(const Queue& q, const std::string
   if (!AllDigits(id)) return NotFound(id);
   auto it = q.find(id);
   if (it == q.end() || !it->second.Visible()) return NotFound(id);
-  Job job = it->second.job;
-  if (auto st = FillScript(&job); !st.ok()) return st;
+  const Entry& e = it->second;
+  if (!e.batch) {
+    return absl::FailedPreconditionError(
+        absl::StrCat("slurm: job ", id, " has no batch script (started by srun or salloc); it is pinned"));
+  }
+  Job job = e.job;
+  if (auto st = FillScript(&job); !st.ok()) {
+    if (absl::IsFailedPrecondition(st)) {
+      // slurmctld answered and has no script for it: it never will.
+      unreadable_.insert(id);
+      return absl::FailedPreconditionError(absl::StrCat(st.message(), "; job ", id, " is pinned from now on"));
+    }
+    return st;
+  }
   return job.spec;
 }
 
@@ -595,11 +621,7 @@ std::vector<absl::StatusOr<Job>> SlurmAdapter::GetJobs(const std::vector<std::st
       out.push_back(NotFound(id));
       continue;
     }
-    Job job = it->second.job;
-    if (auto st = FillScript(&job); !st.ok())
-      out.push_back(st);
-    else
-      out.push_back(std::move(job));
+    out.push_back(it->second.job);
   }
   return out;
 }
@@ -612,7 +634,6 @@ absl::StatusOr<std::vector<Job>> SlurmAdapter::FindByTag(const std::string& tag)
   std::vector<Job> out;
   for (auto& [id, e] : *q) {
     if (!e.has_meta || e.meta.tag != tag) continue;
-    if (auto st = FillScript(&e.job); !st.ok()) return st;
     out.push_back(e.job);
   }
   std::sort(out.begin(), out.end(), QueueOrder);

@@ -14,12 +14,9 @@
 // milliseconds; the adapter reads the whole queue with one `squeue --json`
 // per call (or per batch).
 //
-// Slurm state -> JobState:
-//   PENDING with a hold reason (JobHeldUser, JobHeldAdmin, "launch failed
-//   requeued held") -> kHeld; other PENDING ->
-//   kPending; RUNNING, SUSPENDED, CONFIGURING, COMPLETING -> kRunning;
-//   CANCELLED -> kCancelled; every other end state (COMPLETED, FAILED,
-//   TIMEOUT, NODE_FAIL, OUT_OF_MEMORY, ...) -> kDone.
+// Slurm state -> JobState: see MapSlurmState below (every Slurm 22.05 state
+// by name; an unknown one counts as running, so it is never moved, cancelled
+// or taken as finished).
 // `squeue --json` lists jobs in every state while slurmctld keeps them in
 // memory (MinJobAge after they end); FindByTag, GetJobs and Export of a
 // finished job work for that long. Set MinJobAge well above the time a
@@ -73,7 +70,11 @@
 //                     without one ("" = the daemon's working directory)
 //   speed             capacity speed factor, > 0 (default 1)
 // Capacity is the CPUs of the nodes in the managed partitions. A job that a
-// spec cannot describe is pinned (see NotPortable).
+// spec cannot describe is pinned (see NotPortable), and so is one without a
+// batch script (batch_flag false: srun/salloc) or whose script slurmctld
+// cannot give (found by Export, which then says so; pinned while it exists).
+// Scripts are fetched only by Export/ExportMany: ListJobs, FindByTag and
+// GetJobs leave spec.script empty, so one bad script never breaks them.
 //
 // Idempotent Submit: under the adapter's mutex, the tag is looked up in
 // `squeue --json` and sbatch runs only when no job carries it. The tag is in
@@ -130,8 +131,10 @@ struct SlurmOptions {
 };
 
 // Parses scheduler.options; InvalidArgument naming the first unknown or
-// malformed option.
-absl::StatusOr<SlurmOptions> ParseSlurmOptions(const std::map<std::string, std::string>& options);
+// malformed option. check_combination=false skips the checks between
+// options (submit_partition against partitions), for checking one at a time.
+absl::StatusOr<SlurmOptions> ParseSlurmOptions(const std::map<std::string, std::string>& options,
+                                               bool check_combination = true);
 
 // What hyperfed stores in a job's comment (see the top of this file). Fields
 // not set are derived from the Slurm job.
@@ -216,12 +219,13 @@ class SlurmAdapter : public SchedulerAdapter {
 
   // A job as squeue shows it, with what the adapter needs beyond Job.
   struct Entry {
-    Job job;                       // spec.script not filled
+    Job job;                       // spec.script not filled (Export fetches it)
     std::string partition;
     std::string comment;
     bool has_meta = false;
     SlurmJobMeta meta;
     bool managed = true;  // in `partitions` and `users` (when set)
+    bool batch = true;    // has a batch script (not srun/salloc)
     // Jobs hyperfed submitted (tagged) are reachable by id and tag even
     // outside `partitions`/`users`; ListJobs and CountMigratable show only
     // managed ones.
@@ -249,6 +253,8 @@ class SlurmAdapter : public SchedulerAdapter {
   const SlurmOptions options_;
   absl::Mutex mu_;
   std::map<std::string, std::string> scripts_ ABSL_GUARDED_BY(mu_);
+  // Jobs whose script slurmctld could not give: pinned while they exist.
+  std::set<std::string> unreadable_ ABSL_GUARDED_BY(mu_);
 };
 
 // Registers "slurm" (SlurmAdapter::Open) in `registry`.
