@@ -42,6 +42,7 @@ class SlurmEnv : public AdapterContractEnv {
     return std::unique_ptr<SchedulerAdapter>(*std::move(a));
   }
   std::string SkipReason() const override { return SlurmMissing(); }
+  bool ListsScripts() const override { return false; }
   void LetTimePass(absl::Duration d) override { absl::SleepFor(d); }
   absl::Duration PollStep() const override { return absl::Milliseconds(200); }
 
@@ -205,7 +206,10 @@ class CannedSqueueTest : public ::testing::Test {
     {
       // `scontrol write batch_script ID -` prints the job's script.
       std::ofstream f(dir_.Sub("scontrol"));
-      f << "#!/bin/sh\n[ \"$1\" = hold ] && exit 0\necho '#!/bin/sh'\necho \"echo job $4\"\n";
+      // Job 9's script is gone (slurmctld says so and prints nothing).
+      f << "#!/bin/sh\n[ \"$1\" = hold ] && exit 0\n"
+        << "if [ \"$3\" = 9 ]; then echo 'scontrol: error: no batch script for job 9' >&2; exit 0; fi\n"
+        << "echo '#!/bin/sh'\necho \"echo job $3\"\n";
     }
     EXPECT_EQ(chmod(dir_.Sub("scontrol").c_str(), 0755), 0);
     auto a = SlurmAdapter::Open({.state_dir = dir_.path(), .options = {{"bin_dir", dir_.path()}}});
@@ -286,6 +290,42 @@ TEST_F(CannedSqueueTest, CancelThatDidNotTakeIsRetryableAndARunningJobIsNot) {
     EXPECT_TRUE(absl::IsFailedPrecondition(st[1])) << st[1];
     EXPECT_TRUE(absl::StrContains(st[1].message(), "done")) << st[1];
   }
+}
+
+TEST_F(CannedSqueueTest, JobsWithoutAReadableScriptArePinnedAndBreakNothingElse) {
+  auto a = AdapterPrinting(R"({"jobs": [
+    {"job_id": 1, "job_state": "PENDING", "state_reason": "Resources", "submit_time": 100, "batch_flag": true},
+    {"job_id": 9, "job_state": "PENDING", "state_reason": "Resources", "submit_time": 101, "batch_flag": true,
+     "comment": "hyperfed1;t=t9"},
+    {"job_id": 10, "job_state": "PENDING", "state_reason": "Resources", "submit_time": 102, "batch_flag": false}],
+    "errors": []})");
+  ASSERT_NE(a, nullptr);
+  auto jobs = a->ListJobs();
+  ASSERT_TRUE(jobs.ok()) << jobs.status();
+  ASSERT_EQ(jobs->size(), 3u);
+  EXPECT_FALSE((*jobs)[0].pinned);
+  EXPECT_FALSE((*jobs)[1].pinned) << "not known to be unreadable yet";
+  EXPECT_TRUE((*jobs)[2].pinned) << "no batch script: srun/salloc";
+  auto found = a->FindByTag("t9");
+  ASSERT_TRUE(found.ok()) << found.status();
+  ASSERT_EQ(found->size(), 1u);
+  EXPECT_TRUE(a->GetJobs({"9"})[0].ok());
+  auto specs = a->ExportMany({"1", "9", "10"});
+  ASSERT_EQ(specs.size(), 3u);
+  ASSERT_TRUE(specs[0].ok()) << specs[0].status();
+  EXPECT_EQ(specs[0]->script, "#!/bin/sh\necho job 1\n");
+  EXPECT_TRUE(absl::IsFailedPrecondition(specs[1].status())) << specs[1].status();
+  EXPECT_TRUE(absl::StrContains(specs[1].status().message(), "no batch script for job 9")) << specs[1].status();
+  EXPECT_TRUE(absl::StrContains(specs[1].status().message(), "pinned")) << specs[1].status();
+  EXPECT_TRUE(absl::IsFailedPrecondition(specs[2].status())) << specs[2].status();
+  auto after = a->ListJobs();
+  ASSERT_TRUE(after.ok()) << after.status();
+  ASSERT_EQ(after->size(), 3u);
+  EXPECT_FALSE((*after)[0].pinned);
+  EXPECT_TRUE((*after)[1].pinned) << "its script cannot be read: it cannot move";
+  auto n = a->CountMigratable();
+  ASSERT_TRUE(n.ok());
+  EXPECT_EQ(*n, 1);
 }
 
 TEST_F(CannedSqueueTest, AnUnknownFormatFailsLoudlyInsteadOfLookingDone) {
