@@ -390,15 +390,22 @@ absl::StatusOr<SlurmAdapter::Queue> SlurmAdapter::ReadQueue() {
     // No script to move: an srun/salloc job, or one whose script slurmctld
     // could not give (ExportIn found out).
     if (auto b = j.find("batch_flag"); b != j.end() && b->is_boolean()) e.batch = b->get<bool>();
-    pinned = pinned || !e.batch || unreadable_.contains(job.id);
-    job.pinned = pinned;
+    // Pins that SetPinned(false) cannot lift, with why.
+    for (absl::string_view p : absl::StrSplit(e.partition, ','))
+      if (options_.pinned_partitions.contains(std::string(p))) e.fixed_pin = absl::StrCat("is in pinned partition ", p);
+    if (std::string why = NotPortable(j); e.fixed_pin.empty() && !why.empty()) e.fixed_pin = "has " + why;
+    if (e.fixed_pin.empty() && !e.batch) e.fixed_pin = "has no batch script (srun/salloc)";
+    if (e.fixed_pin.empty() && unreadable_.contains({job.id, job.queued_at_ms}))
+      e.fixed_pin = "has a batch script slurmctld cannot give";
+    job.pinned = pinned || !e.fixed_pin.empty();
     q.emplace(job.id, std::move(e));
   }
   return q;
 }
 
-absl::StatusOr<std::string> SlurmAdapter::Script(const std::string& id) {
-  if (auto it = scripts_.find(id); it != scripts_.end()) return it->second;
+absl::StatusOr<std::string> SlurmAdapter::Script(const JobKey& key) {
+  if (auto it = scripts_.find(key); it != scripts_.end()) return it->second;
+  const std::string& id = key.first;
   const std::vector<std::string> argv = {"scontrol", "write", "batch_script", id, "-"};
   auto r = Run(argv);
   if (!r.ok()) return r.status();
@@ -408,30 +415,25 @@ absl::StatusOr<std::string> SlurmAdapter::Script(const std::string& id) {
     return absl::FailedPreconditionError(absl::StrCat("`", CommandLine(argv), "` printed no batch script: ",
                                                       absl::StripAsciiWhitespace(r->err)));
   }
-  scripts_[id] = r->out;
+  scripts_[key] = r->out;
   return r->out;
 }
 
 absl::Status SlurmAdapter::FillScript(Job* job) {
-  auto s = Script(job->id);
+  auto s = Script({job->id, job->queued_at_ms});
   if (!s.ok()) return s.status();
   job->spec.script = *s;
   return absl::OkStatus();
 }
 
 void SlurmAdapter::TrimScripts(const Queue& q) {
-  for (auto it = unreadable_.begin(); it != unreadable_.end();) {
-    if (q.contains(*it))
-      ++it;
-    else
-      it = unreadable_.erase(it);
-  }
-  for (auto it = scripts_.begin(); it != scripts_.end();) {
-    if (q.contains(it->first))
-      ++it;
-    else
-      it = scripts_.erase(it);
-  }
+  // Gone, or the id now names another job (ids restart after slurmctld -c).
+  auto live = [&](const JobKey& k) {
+    auto it = q.find(k.first);
+    return it != q.end() && it->second.job.queued_at_ms == k.second;
+  };
+  std::erase_if(unreadable_, [&](const JobKey& k) { return !live(k); });
+  std::erase_if(scripts_, [&](const auto& kv) { return !live(kv.first); });
 }
 
 absl::StatusOr<std::vector<Job>> SlurmAdapter::ListJobs() {
@@ -457,6 +459,31 @@ absl::StatusOr<int64_t> SlurmAdapter::CountMigratable() {
   return n;
 }
 
+namespace {
+
+// Whether a node of `sinfo --json` can take new jobs: not DOWN, DRAIN(ED,
+// ING) or FAIL(ING). Slurm 22.05 gives "state" as a word and the flags in
+// "state_flags"; 23.02 gives "state" as an array of both.
+bool NodeUsable(const json& n) {
+  std::vector<std::string> words;
+  for (const char* key : {"state", "state_flags"}) {
+    auto it = n.find(key);
+    if (it == n.end()) continue;
+    if (it->is_string()) words.push_back(it->get<std::string>());
+    if (it->is_array())
+      for (const json& w : *it)
+        if (w.is_string()) words.push_back(w.get<std::string>());
+  }
+  for (std::string w : words) {
+    absl::AsciiStrToUpper(&w);
+    for (const char* bad : {"DOWN", "DRAIN", "DRAINED", "DRAINING", "FAIL", "FAILING"})
+      if (w == bad) return false;
+  }
+  return true;
+}
+
+}  // namespace
+
 absl::StatusOr<Capacity> SlurmAdapter::GetCapacity() {
   const std::vector<std::string> argv = {"sinfo", "--json"};
   auto r = Run(argv);
@@ -470,7 +497,7 @@ absl::StatusOr<Capacity> SlurmAdapter::GetCapacity() {
     if (auto p = n.find("partitions"); !counted && p != n.end() && p->is_array()) {
       for (const json& name : *p) counted = counted || (name.is_string() && options_.partitions.contains(name));
     }
-    if (counted) cpus += Int(n, "cpus");
+    if (counted && NodeUsable(n)) cpus += Int(n, "cpus");
   }
   if (cpus <= 0) {
     return absl::FailedPreconditionError(absl::StrCat(
@@ -589,7 +616,7 @@ absl::StatusOr<JobSpec> SlurmAdapter::ExportIn(const Queue& q, const std::string
   if (auto st = FillScript(&job); !st.ok()) {
     if (absl::IsFailedPrecondition(st)) {
       // slurmctld answered and has no script for it: it never will.
-      unreadable_.insert(id);
+      unreadable_.insert({id, e.job.queued_at_ms});
       return absl::FailedPreconditionError(absl::StrCat(st.message(), "; job ", id, " is pinned from now on"));
     }
     return st;
@@ -676,7 +703,6 @@ absl::StatusOr<std::string> SlurmAdapter::SubmitIn(const JobSpec& spec, const st
   // "<id>" or "<id>;<cluster>".
   std::string id(absl::StripAsciiWhitespace(r->out.substr(0, r->out.find(';'))));
   if (!AllDigits(id)) return absl::UnavailableError(absl::StrCat("`sbatch --parsable` printed \"", r->out, "\", no job id"));
-  scripts_[id] = spec.script;
   return id;
 }
 
@@ -735,11 +761,9 @@ absl::Status SlurmAdapter::SetPinned(const std::string& id, bool pinned) {
   if (e.job.state == JobState::kDone || e.job.state == JobState::kCancelled)
     return absl::FailedPreconditionError(absl::StrCat("slurm: job ", id, " is ", JobStateName(e.job.state)));
   if (e.job.pinned == pinned) return absl::OkStatus();
-  if (!pinned) {
-    for (absl::string_view p : absl::StrSplit(e.partition, ','))
-      if (options_.pinned_partitions.contains(std::string(p)))
-        return absl::FailedPreconditionError(
-            absl::StrCat("slurm: job ", id, " is in pinned partition ", p, "; move it to unpin it"));
+  if (!pinned && !e.fixed_pin.empty()) {
+    return absl::FailedPreconditionError(
+        absl::StrCat("slurm: job ", id, " ", e.fixed_pin, ", so it stays pinned"));
   }
   SlurmJobMeta m = e.has_meta ? e.meta : SlurmJobMeta{};
   m.pinned = pinned ? 1 : 0;

@@ -69,7 +69,8 @@
 //   submit_dir        working directory of sbatch, i.e. of jobs that arrive
 //                     without one ("" = the daemon's working directory)
 //   speed             capacity speed factor, > 0 (default 1)
-// Capacity is the CPUs of the nodes in the managed partitions. A job that a
+// Capacity is the CPUs of the nodes in the managed partitions that can take
+// jobs: nodes DOWN, DRAIN/DRAINED/DRAINING or FAIL/FAILING do not count. A job that a
 // spec cannot describe is pinned (see NotPortable), and so is one without a
 // batch script (batch_flag false: srun/salloc) or whose script slurmctld
 // cannot give (found by Export, which then says so; pinned while it exists).
@@ -194,7 +195,9 @@ class SlurmAdapter : public SchedulerAdapter {
   absl::StatusOr<std::string> Submit(const JobSpec& spec, const std::string& tag, bool held = false) override;
   absl::StatusOr<std::vector<Job>> FindByTag(const std::string& tag) override;
   // FailedPrecondition for a done or cancelled job (Slurm no longer updates
-  // it). Replaces a comment that is not hyperfed's.
+  // it), and for unpinning a job that must stay pinned (pinned partition,
+  // not portable, no or unreadable batch script), saying why. Replaces a
+  // comment that is not hyperfed's.
   absl::Status SetPinned(const std::string& id, bool pinned) override;
 
   // Hold and Cancel read the queue again afterwards: a job still pending (or,
@@ -226,12 +229,16 @@ class SlurmAdapter : public SchedulerAdapter {
     SlurmJobMeta meta;
     bool managed = true;  // in `partitions` and `users` (when set)
     bool batch = true;    // has a batch script (not srun/salloc)
+    std::string fixed_pin;  // why it is pinned whatever SetPinned says ("" = it is not)
     // Jobs hyperfed submitted (tagged) are reachable by id and tag even
     // outside `partitions`/`users`; ListJobs and CountMigratable show only
     // managed ones.
     bool Visible() const { return managed || (has_meta && !meta.tag.empty()); }
   };
   using Queue = std::map<std::string, Entry>;  // by id
+  // A job id with its submit time (ms): ids are reused once slurmctld starts
+  // afresh (-c), so the id alone may name another job than the one cached.
+  using JobKey = std::pair<std::string, int64_t>;
 
   // Runs a Slurm command: kUnavailable for a non-zero exit, with its stderr.
   absl::StatusOr<CommandResult> Run(std::vector<std::string> argv, std::string stdin_text = "",
@@ -239,7 +246,7 @@ class SlurmAdapter : public SchedulerAdapter {
   // Every job slurmctld holds, in every state, managed or not.
   absl::StatusOr<Queue> ReadQueue() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // The job's batch script (cached: a Slurm job's script never changes).
-  absl::StatusOr<std::string> Script(const std::string& id) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  absl::StatusOr<std::string> Script(const JobKey& key) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   absl::Status FillScript(Job* job) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   enum class Change { kHold, kRelease, kCancel };
   absl::Status ChangeIn(const Queue& q, Change c, const std::string& id) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
@@ -252,9 +259,9 @@ class SlurmAdapter : public SchedulerAdapter {
 
   const SlurmOptions options_;
   absl::Mutex mu_;
-  std::map<std::string, std::string> scripts_ ABSL_GUARDED_BY(mu_);
+  std::map<JobKey, std::string> scripts_ ABSL_GUARDED_BY(mu_);
   // Jobs whose script slurmctld could not give: pinned while they exist.
-  std::set<std::string> unreadable_ ABSL_GUARDED_BY(mu_);
+  std::set<JobKey> unreadable_ ABSL_GUARDED_BY(mu_);
 };
 
 // Registers "slurm" (SlurmAdapter::Open) in `registry`.

@@ -326,6 +326,63 @@ TEST_F(CannedSqueueTest, JobsWithoutAReadableScriptArePinnedAndBreakNothingElse)
   auto n = a->CountMigratable();
   ASSERT_TRUE(n.ok());
   EXPECT_EQ(*n, 1);
+  // Pins that cannot be lifted say why instead of "succeeding".
+  absl::Status unpin = a->SetPinned("9", false);
+  EXPECT_TRUE(absl::IsFailedPrecondition(unpin)) << unpin;
+  EXPECT_TRUE(absl::StrContains(unpin.message(), "batch script slurmctld cannot give")) << unpin;
+  unpin = a->SetPinned("10", false);
+  EXPECT_TRUE(absl::IsFailedPrecondition(unpin)) << unpin;
+  EXPECT_TRUE(absl::StrContains(unpin.message(), "no batch script")) << unpin;
+}
+
+TEST_F(CannedSqueueTest, ScriptCacheTellsReusedIdsApartBySubmitTime) {
+  auto a = AdapterPrinting(
+      R"({"jobs": [{"job_id": 1, "job_state": "PENDING", "state_reason": "None", "submit_time": 100}]})",
+      R"({"jobs": [{"job_id": 1, "job_state": "PENDING", "state_reason": "None", "submit_time": 100}]})");
+  ASSERT_NE(a, nullptr);
+  {
+    // Each call prints another script, so a cached one is recognisable.
+    std::ofstream f(dir_.Sub("scontrol"));
+    f << "#!/bin/sh\nn=$(cat \"" << dir_.Sub("calls") << "\" 2>/dev/null || echo 0); n=$((n+1)); echo $n > \""
+      << dir_.Sub("calls") << "\"\necho '#!/bin/sh'\necho \"call $n\"\n";
+  }
+  auto first = a->Export("1");
+  ASSERT_TRUE(first.ok()) << first.status();
+  EXPECT_EQ(first->script, "#!/bin/sh\ncall 1\n");
+  auto again = a->Export("1");
+  ASSERT_TRUE(again.ok()) << again.status();
+  EXPECT_EQ(again->script, "#!/bin/sh\ncall 1\n") << "the same job: cached";
+  // slurmctld started afresh (-c): id 1 is another job now.
+  {
+    std::ofstream f(dir_.Sub("later.json"));
+    f << R"({"jobs": [{"job_id": 1, "job_state": "PENDING", "state_reason": "None", "submit_time": 500}]})";
+  }
+  auto other = a->Export("1");
+  ASSERT_TRUE(other.ok()) << other.status();
+  EXPECT_EQ(other->script, "#!/bin/sh\ncall 2\n") << "a new job under an old id: fetched again";
+}
+
+TEST_F(CannedSqueueTest, CapacityCountsOnlyNodesThatCanTakeJobs) {
+  auto a = AdapterPrinting(R"({"jobs": []})");
+  ASSERT_NE(a, nullptr);
+  {
+    std::ofstream f(dir_.Sub("nodes.json"));
+    f << R"({"nodes": [
+      {"name": "a", "cpus": 4, "state": "idle", "state_flags": []},
+      {"name": "b", "cpus": 8, "state": "mixed", "state_flags": ["DRAIN"]},
+      {"name": "c", "cpus": 16, "state": "down", "state_flags": []},
+      {"name": "d", "cpus": 32, "state": "idle", "state_flags": ["FAIL"]},
+      {"name": "e", "cpus": 2, "state": ["IDLE", "DRAIN"]},
+      {"name": "f", "cpus": {"set": true, "number": 1}, "state": ["ALLOCATED"]}]})";
+  }
+  {
+    std::ofstream f(dir_.Sub("sinfo"));
+    f << "#!/bin/sh\ncat \"" << dir_.Sub("nodes.json") << "\"\n";
+  }
+  ASSERT_EQ(chmod(dir_.Sub("sinfo").c_str(), 0755), 0);
+  auto cap = a->GetCapacity();
+  ASSERT_TRUE(cap.ok()) << cap.status();
+  EXPECT_EQ(cap->units, 5) << "a (4) and f (1); drained, down and failed nodes take no jobs";
 }
 
 TEST_F(CannedSqueueTest, AnUnknownFormatFailsLoudlyInsteadOfLookingDone) {
