@@ -529,7 +529,10 @@ absl::Status SlurmAdapter::ChangeIn(const Queue& q, Change c, const std::string&
       if (s == JobState::kCancelled) return absl::OkStatus();
       if (s != JobState::kPending && s != JobState::kHeld) return refuse();
       // --state=PENDING: a job that started since the queue was read is left
-      // running (Cancel must never kill a running job).
+      // running (Cancel must never kill a running job). scancel checks the
+      // state on its side just before it sends the cancel, so a job that
+      // starts in that moment can still be hit; ChangeMany's second read
+      // then shows what happened (see docs/adapters.md).
       return Run({"scancel", "--state=PENDING", id}).status();
   }
   return absl::InternalError("unreachable");

@@ -12,7 +12,8 @@
 // separately (JWT or a local socket), and it refuses to run as root by
 // default. The cost of the commands is a process per call, which is
 // milliseconds; the adapter reads the whole queue with one `squeue --json`
-// per call (or per batch).
+// per call or batch (two for Hold and Cancel, which re-check; see
+// docs/adapters.md for the count per call).
 //
 // Slurm state -> JobState: see MapSlurmState below (every Slurm 22.05 state
 // by name; an unknown one counts as running, so it is never moved, cancelled
@@ -204,7 +205,8 @@ class SlurmAdapter : public SchedulerAdapter {
   // for Cancel, held) is Unavailable, so the caller retries; one that started
   // or ended meanwhile is FailedPrecondition.
   //
-  // One `squeue --json` per batch instead of one per item. After a command
+  // One `squeue --json` per batch instead of one per item (two for Hold and
+  // Cancel: before and after). After a command
   // of the batch times out, the items not yet done get that error without
   // trying (each would wait as long again).
   std::vector<absl::Status> HoldMany(const std::vector<std::string>& ids) override;
