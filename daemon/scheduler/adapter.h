@@ -67,7 +67,10 @@ class SchedulerAdapter {
   virtual std::string Name() const = 0;
 
   // Every job the scheduler knows that is not done or cancelled: pending,
-  // held and running, in queue order (oldest first).
+  // held and running, in queue order (oldest first). Here and in FindByTag
+  // and GetJobs an adapter may leave spec.script empty (slurm does: a script
+  // costs a command per job and one unreadable script must not hide the
+  // queue); Export always fills it.
   virtual absl::StatusOr<std::vector<Job>> ListJobs() = 0;
 
   virtual absl::StatusOr<Capacity> GetCapacity() = 0;

@@ -236,7 +236,8 @@ bool DecodeSlurmComment(const std::string& comment, SlurmJobMeta* m) {
   return true;
 }
 
-absl::StatusOr<SlurmOptions> ParseSlurmOptions(const std::map<std::string, std::string>& options) {
+absl::StatusOr<SlurmOptions> ParseSlurmOptions(const std::map<std::string, std::string>& options,
+                                               bool check_combination) {
   SlurmOptions o;
   for (const auto& [name, value] : options) {
     if (name == "slurm_conf") {
@@ -284,6 +285,7 @@ absl::StatusOr<SlurmOptions> ParseSlurmOptions(const std::map<std::string, std::
           "slurm_conf, speed, submit_account, submit_dir, submit_partition, timeout, users, workdir_policy)"));
     }
   }
+  if (!check_combination) return o;
   if (!o.partitions.empty() && o.submit_partition.empty()) {
     // Without it sbatch puts a job in Slurm's default partition, which need
     // not be managed: every job hyperfed submits must land where it looks.
@@ -385,38 +387,53 @@ absl::StatusOr<SlurmAdapter::Queue> SlurmAdapter::ReadQueue() {
     // What a JobSpec cannot carry pins the job: moved, it would run without
     // it (too early, without its GPUs, as one task instead of many).
     pinned = pinned || !NotPortable(j).empty();
-    job.pinned = pinned;
+    // No script to move: an srun/salloc job, or one whose script slurmctld
+    // could not give (ExportIn found out).
+    if (auto b = j.find("batch_flag"); b != j.end() && b->is_boolean()) e.batch = b->get<bool>();
+    // Pins that SetPinned(false) cannot lift, with why.
+    for (absl::string_view p : absl::StrSplit(e.partition, ','))
+      if (options_.pinned_partitions.contains(std::string(p))) e.fixed_pin = absl::StrCat("is in pinned partition ", p);
+    if (std::string why = NotPortable(j); e.fixed_pin.empty() && !why.empty()) e.fixed_pin = "has " + why;
+    if (e.fixed_pin.empty() && !e.batch) e.fixed_pin = "has no batch script (srun/salloc)";
+    if (e.fixed_pin.empty() && unreadable_.contains({job.id, job.queued_at_ms}))
+      e.fixed_pin = "has a batch script slurmctld cannot give";
+    job.pinned = pinned || !e.fixed_pin.empty();
     q.emplace(job.id, std::move(e));
   }
   return q;
 }
 
-absl::StatusOr<std::string> SlurmAdapter::Script(const std::string& id) {
-  if (auto it = scripts_.find(id); it != scripts_.end()) return it->second;
+absl::StatusOr<std::string> SlurmAdapter::Script(const JobKey& key) {
+  if (auto it = scripts_.find(key); it != scripts_.end()) return it->second;
+  const std::string& id = key.first;
   const std::vector<std::string> argv = {"scontrol", "write", "batch_script", id, "-"};
   auto r = Run(argv);
   if (!r.ok()) return r.status();
   // scontrol exits 0 even when it could not fetch the script; it then says
   // why on stderr and prints nothing.
-  if (r->out.empty() && !r->err.empty()) return CommandFailure(argv, *r);
-  scripts_[id] = r->out;
+  if (r->out.empty()) {
+    return absl::FailedPreconditionError(absl::StrCat("`", CommandLine(argv), "` printed no batch script: ",
+                                                      absl::StripAsciiWhitespace(r->err)));
+  }
+  scripts_[key] = r->out;
   return r->out;
 }
 
 absl::Status SlurmAdapter::FillScript(Job* job) {
-  auto s = Script(job->id);
+  auto s = Script({job->id, job->queued_at_ms});
   if (!s.ok()) return s.status();
   job->spec.script = *s;
   return absl::OkStatus();
 }
 
 void SlurmAdapter::TrimScripts(const Queue& q) {
-  for (auto it = scripts_.begin(); it != scripts_.end();) {
-    if (q.contains(it->first))
-      ++it;
-    else
-      it = scripts_.erase(it);
-  }
+  // Gone, or the id now names another job (ids restart after slurmctld -c).
+  auto live = [&](const JobKey& k) {
+    auto it = q.find(k.first);
+    return it != q.end() && it->second.job.queued_at_ms == k.second;
+  };
+  std::erase_if(unreadable_, [&](const JobKey& k) { return !live(k); });
+  std::erase_if(scripts_, [&](const auto& kv) { return !live(kv.first); });
 }
 
 absl::StatusOr<std::vector<Job>> SlurmAdapter::ListJobs() {
@@ -427,7 +444,6 @@ absl::StatusOr<std::vector<Job>> SlurmAdapter::ListJobs() {
   std::vector<Job> out;
   for (auto& [id, e] : *q) {
     if (!e.managed || e.job.state == JobState::kDone || e.job.state == JobState::kCancelled) continue;
-    if (auto st = FillScript(&e.job); !st.ok()) return st;
     out.push_back(e.job);
   }
   std::sort(out.begin(), out.end(), QueueOrder);
@@ -443,6 +459,31 @@ absl::StatusOr<int64_t> SlurmAdapter::CountMigratable() {
   return n;
 }
 
+namespace {
+
+// Whether a node of `sinfo --json` can take new jobs: not DOWN, DRAIN(ED,
+// ING) or FAIL(ING). Slurm 22.05 gives "state" as a word and the flags in
+// "state_flags"; 23.02 gives "state" as an array of both.
+bool NodeUsable(const json& n) {
+  std::vector<std::string> words;
+  for (const char* key : {"state", "state_flags"}) {
+    auto it = n.find(key);
+    if (it == n.end()) continue;
+    if (it->is_string()) words.push_back(it->get<std::string>());
+    if (it->is_array())
+      for (const json& w : *it)
+        if (w.is_string()) words.push_back(w.get<std::string>());
+  }
+  for (std::string w : words) {
+    absl::AsciiStrToUpper(&w);
+    for (const char* bad : {"DOWN", "DRAIN", "DRAINED", "DRAINING", "FAIL", "FAILING"})
+      if (w == bad) return false;
+  }
+  return true;
+}
+
+}  // namespace
+
 absl::StatusOr<Capacity> SlurmAdapter::GetCapacity() {
   const std::vector<std::string> argv = {"sinfo", "--json"};
   auto r = Run(argv);
@@ -456,7 +497,7 @@ absl::StatusOr<Capacity> SlurmAdapter::GetCapacity() {
     if (auto p = n.find("partitions"); !counted && p != n.end() && p->is_array()) {
       for (const json& name : *p) counted = counted || (name.is_string() && options_.partitions.contains(name));
     }
-    if (counted) cpus += Int(n, "cpus");
+    if (counted && NodeUsable(n)) cpus += Int(n, "cpus");
   }
   if (cpus <= 0) {
     return absl::FailedPreconditionError(absl::StrCat(
@@ -488,7 +529,10 @@ absl::Status SlurmAdapter::ChangeIn(const Queue& q, Change c, const std::string&
       if (s == JobState::kCancelled) return absl::OkStatus();
       if (s != JobState::kPending && s != JobState::kHeld) return refuse();
       // --state=PENDING: a job that started since the queue was read is left
-      // running (Cancel must never kill a running job).
+      // running (Cancel must never kill a running job). scancel checks the
+      // state on its side just before it sends the cancel, so a job that
+      // starts in that moment can still be hit; ChangeMany's second read
+      // then shows what happened (see docs/adapters.md).
       return Run({"scancel", "--state=PENDING", id}).status();
   }
   return absl::InternalError("unreachable");
@@ -529,10 +573,20 @@ std::vector<absl::Status> SlurmAdapter::ChangeMany(Change c, const std::vector<s
       }
       auto it = after->find(ids[i]);
       const JobState want = c == Change::kHold ? JobState::kHeld : JobState::kCancelled;
-      if (it != after->end() && it->second.job.state != want) {
-        out[i] = absl::FailedPreconditionError(absl::StrCat("slurm: job ", ids[i], " is ",
-                                                            JobStateName(it->second.job.state), ", not ",
-                                                            JobStateName(want), " (it started meanwhile)"));
+      if (it == after->end() || it->second.job.state == want) continue;
+      const JobState got = it->second.job.state;
+      if (got == JobState::kPending || (c == Change::kCancel && got == JobState::kHeld)) {
+        // The command succeeded but did not take (scancel --state=PENDING
+        // filters on a state it read a moment earlier, see ChangeIn): the
+        // job is still where it can be held or cancelled, so retrying is
+        // right and safe.
+        out[i] = absl::UnavailableError(absl::StrCat("slurm: job ", ids[i], " is still ", JobStateName(got),
+                                                     " after ", c == Change::kHold ? "scontrol hold" : "scancel",
+                                                     "; try again"));
+      } else {
+        out[i] = absl::FailedPreconditionError(absl::StrCat("slurm: job ", ids[i], " is ", JobStateName(got),
+                                                            ", not ", JobStateName(want),
+                                                            " (it changed meanwhile)"));
       }
     }
   }
@@ -556,8 +610,20 @@ absl::StatusOr<JobSpec> SlurmAdapter::ExportIn(const Queue& q, const std::string
   if (!AllDigits(id)) return NotFound(id);
   auto it = q.find(id);
   if (it == q.end() || !it->second.Visible()) return NotFound(id);
-  Job job = it->second.job;
-  if (auto st = FillScript(&job); !st.ok()) return st;
+  const Entry& e = it->second;
+  if (!e.batch) {
+    return absl::FailedPreconditionError(
+        absl::StrCat("slurm: job ", id, " has no batch script (started by srun or salloc); it is pinned"));
+  }
+  Job job = e.job;
+  if (auto st = FillScript(&job); !st.ok()) {
+    if (absl::IsFailedPrecondition(st)) {
+      // slurmctld answered and has no script for it: it never will.
+      unreadable_.insert({id, e.job.queued_at_ms});
+      return absl::FailedPreconditionError(absl::StrCat(st.message(), "; job ", id, " is pinned from now on"));
+    }
+    return st;
+  }
   return job.spec;
 }
 
@@ -585,11 +651,7 @@ std::vector<absl::StatusOr<Job>> SlurmAdapter::GetJobs(const std::vector<std::st
       out.push_back(NotFound(id));
       continue;
     }
-    Job job = it->second.job;
-    if (auto st = FillScript(&job); !st.ok())
-      out.push_back(st);
-    else
-      out.push_back(std::move(job));
+    out.push_back(it->second.job);
   }
   return out;
 }
@@ -602,7 +664,6 @@ absl::StatusOr<std::vector<Job>> SlurmAdapter::FindByTag(const std::string& tag)
   std::vector<Job> out;
   for (auto& [id, e] : *q) {
     if (!e.has_meta || e.meta.tag != tag) continue;
-    if (auto st = FillScript(&e.job); !st.ok()) return st;
     out.push_back(e.job);
   }
   std::sort(out.begin(), out.end(), QueueOrder);
@@ -645,7 +706,6 @@ absl::StatusOr<std::string> SlurmAdapter::SubmitIn(const JobSpec& spec, const st
   // "<id>" or "<id>;<cluster>".
   std::string id(absl::StripAsciiWhitespace(r->out.substr(0, r->out.find(';'))));
   if (!AllDigits(id)) return absl::UnavailableError(absl::StrCat("`sbatch --parsable` printed \"", r->out, "\", no job id"));
-  scripts_[id] = spec.script;
   return id;
 }
 
@@ -704,11 +764,9 @@ absl::Status SlurmAdapter::SetPinned(const std::string& id, bool pinned) {
   if (e.job.state == JobState::kDone || e.job.state == JobState::kCancelled)
     return absl::FailedPreconditionError(absl::StrCat("slurm: job ", id, " is ", JobStateName(e.job.state)));
   if (e.job.pinned == pinned) return absl::OkStatus();
-  if (!pinned) {
-    for (absl::string_view p : absl::StrSplit(e.partition, ','))
-      if (options_.pinned_partitions.contains(std::string(p)))
-        return absl::FailedPreconditionError(
-            absl::StrCat("slurm: job ", id, " is in pinned partition ", p, "; move it to unpin it"));
+  if (!pinned && !e.fixed_pin.empty()) {
+    return absl::FailedPreconditionError(
+        absl::StrCat("slurm: job ", id, " ", e.fixed_pin, ", so it stays pinned"));
   }
   SlurmJobMeta m = e.has_meta ? e.meta : SlurmJobMeta{};
   m.pinned = pinned ? 1 : 0;

@@ -12,14 +12,12 @@
 // separately (JWT or a local socket), and it refuses to run as root by
 // default. The cost of the commands is a process per call, which is
 // milliseconds; the adapter reads the whole queue with one `squeue --json`
-// per call (or per batch).
+// per call or batch (two for Hold and Cancel, which re-check; see
+// docs/adapters.md for the count per call).
 //
-// Slurm state -> JobState:
-//   PENDING with a hold reason (JobHeldUser, JobHeldAdmin, "launch failed
-//   requeued held") -> kHeld; other PENDING ->
-//   kPending; RUNNING, SUSPENDED, CONFIGURING, COMPLETING -> kRunning;
-//   CANCELLED -> kCancelled; every other end state (COMPLETED, FAILED,
-//   TIMEOUT, NODE_FAIL, OUT_OF_MEMORY, ...) -> kDone.
+// Slurm state -> JobState: see MapSlurmState below (every Slurm 22.05 state
+// by name; an unknown one counts as running, so it is never moved, cancelled
+// or taken as finished).
 // `squeue --json` lists jobs in every state while slurmctld keeps them in
 // memory (MinJobAge after they end); FindByTag, GetJobs and Export of a
 // finished job work for that long. Set MinJobAge well above the time a
@@ -72,8 +70,13 @@
 //   submit_dir        working directory of sbatch, i.e. of jobs that arrive
 //                     without one ("" = the daemon's working directory)
 //   speed             capacity speed factor, > 0 (default 1)
-// Capacity is the CPUs of the nodes in the managed partitions. A job that a
-// spec cannot describe is pinned (see NotPortable).
+// Capacity is the CPUs of the nodes in the managed partitions that can take
+// jobs: nodes DOWN, DRAIN/DRAINED/DRAINING or FAIL/FAILING do not count. A job that a
+// spec cannot describe is pinned (see NotPortable), and so is one without a
+// batch script (batch_flag false: srun/salloc) or whose script slurmctld
+// cannot give (found by Export, which then says so; pinned while it exists).
+// Scripts are fetched only by Export/ExportMany: ListJobs, FindByTag and
+// GetJobs leave spec.script empty, so one bad script never breaks them.
 //
 // Idempotent Submit: under the adapter's mutex, the tag is looked up in
 // `squeue --json` and sbatch runs only when no job carries it. The tag is in
@@ -130,8 +133,10 @@ struct SlurmOptions {
 };
 
 // Parses scheduler.options; InvalidArgument naming the first unknown or
-// malformed option.
-absl::StatusOr<SlurmOptions> ParseSlurmOptions(const std::map<std::string, std::string>& options);
+// malformed option. check_combination=false skips the checks between
+// options (submit_partition against partitions), for checking one at a time.
+absl::StatusOr<SlurmOptions> ParseSlurmOptions(const std::map<std::string, std::string>& options,
+                                               bool check_combination = true);
 
 // What hyperfed stores in a job's comment (see the top of this file). Fields
 // not set are derived from the Slurm job.
@@ -191,10 +196,17 @@ class SlurmAdapter : public SchedulerAdapter {
   absl::StatusOr<std::string> Submit(const JobSpec& spec, const std::string& tag, bool held = false) override;
   absl::StatusOr<std::vector<Job>> FindByTag(const std::string& tag) override;
   // FailedPrecondition for a done or cancelled job (Slurm no longer updates
-  // it). Replaces a comment that is not hyperfed's.
+  // it), and for unpinning a job that must stay pinned (pinned partition,
+  // not portable, no or unreadable batch script), saying why. Replaces a
+  // comment that is not hyperfed's.
   absl::Status SetPinned(const std::string& id, bool pinned) override;
 
-  // One `squeue --json` per batch instead of one per item. After a command
+  // Hold and Cancel read the queue again afterwards: a job still pending (or,
+  // for Cancel, held) is Unavailable, so the caller retries; one that started
+  // or ended meanwhile is FailedPrecondition.
+  //
+  // One `squeue --json` per batch instead of one per item (two for Hold and
+  // Cancel: before and after). After a command
   // of the batch times out, the items not yet done get that error without
   // trying (each would wait as long again).
   std::vector<absl::Status> HoldMany(const std::vector<std::string>& ids) override;
@@ -212,18 +224,23 @@ class SlurmAdapter : public SchedulerAdapter {
 
   // A job as squeue shows it, with what the adapter needs beyond Job.
   struct Entry {
-    Job job;                       // spec.script not filled
+    Job job;                       // spec.script not filled (Export fetches it)
     std::string partition;
     std::string comment;
     bool has_meta = false;
     SlurmJobMeta meta;
     bool managed = true;  // in `partitions` and `users` (when set)
+    bool batch = true;    // has a batch script (not srun/salloc)
+    std::string fixed_pin;  // why it is pinned whatever SetPinned says ("" = it is not)
     // Jobs hyperfed submitted (tagged) are reachable by id and tag even
     // outside `partitions`/`users`; ListJobs and CountMigratable show only
     // managed ones.
     bool Visible() const { return managed || (has_meta && !meta.tag.empty()); }
   };
   using Queue = std::map<std::string, Entry>;  // by id
+  // A job id with its submit time (ms): ids are reused once slurmctld starts
+  // afresh (-c), so the id alone may name another job than the one cached.
+  using JobKey = std::pair<std::string, int64_t>;
 
   // Runs a Slurm command: kUnavailable for a non-zero exit, with its stderr.
   absl::StatusOr<CommandResult> Run(std::vector<std::string> argv, std::string stdin_text = "",
@@ -231,7 +248,7 @@ class SlurmAdapter : public SchedulerAdapter {
   // Every job slurmctld holds, in every state, managed or not.
   absl::StatusOr<Queue> ReadQueue() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // The job's batch script (cached: a Slurm job's script never changes).
-  absl::StatusOr<std::string> Script(const std::string& id) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  absl::StatusOr<std::string> Script(const JobKey& key) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   absl::Status FillScript(Job* job) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   enum class Change { kHold, kRelease, kCancel };
   absl::Status ChangeIn(const Queue& q, Change c, const std::string& id) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
@@ -244,7 +261,9 @@ class SlurmAdapter : public SchedulerAdapter {
 
   const SlurmOptions options_;
   absl::Mutex mu_;
-  std::map<std::string, std::string> scripts_ ABSL_GUARDED_BY(mu_);
+  std::map<JobKey, std::string> scripts_ ABSL_GUARDED_BY(mu_);
+  // Jobs whose script slurmctld could not give: pinned while they exist.
+  std::set<JobKey> unreadable_ ABSL_GUARDED_BY(mu_);
 };
 
 // Registers "slurm" (SlurmAdapter::Open) in `registry`.

@@ -78,13 +78,17 @@ absl::Status CheckRuntime(const config::Config& c) {
       return it == c.scheduler.option_lines.end() ? c.path : absl::StrCat(c.path, ":", it->second);
     };
     for (const auto& [name, value] : c.scheduler.options) {
-      if (auto o = scheduler::ParseSlurmOptions({{name, value}}); !o.ok())
+      if (auto o = scheduler::ParseSlurmOptions({{name, value}}, /*check_combination=*/false); !o.ok())
         return absl::InvalidArgumentError(
             absl::StrCat(where(name), ": scheduler.options.", name, ": ", o.status().message()));
     }
-    if (auto o = scheduler::ParseSlurmOptions(c.scheduler.options); !o.ok())
-      return absl::InvalidArgumentError(absl::StrCat(where("submit_partition"),
-                                                     ": scheduler.options.submit_partition: ", o.status().message()));
+    if (auto o = scheduler::ParseSlurmOptions(c.scheduler.options); !o.ok()) {
+      // The combinations checked involve submit_partition; when it is
+      // missing, the line to blame is partitions'.
+      const std::string name = c.scheduler.options.contains("submit_partition") ? "submit_partition" : "partitions";
+      return absl::InvalidArgumentError(
+          absl::StrCat(where(name), ": scheduler.options.", name, ": ", o.status().message()));
+    }
   }
   if (auto tls = ReadTlsFiles(c.security); !tls.ok()) return tls.status();
   if (auto t = ReadToken(c.security.admin_token_file); !t.ok()) return t.status();

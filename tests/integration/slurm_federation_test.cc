@@ -222,6 +222,11 @@ TEST(SlurmConfigTest, ABadSlurmOptionNamesFileLineAndOption) {
   std::tie(code, text) = check();
   EXPECT_EQ(code, 2);
   EXPECT_TRUE(absl::StrContains(text, "site.yaml:8: scheduler.options.submit_partition: ")) << text;
+  write("    partitions: batch\n");
+  std::tie(code, text) = check();
+  EXPECT_EQ(code, 2);
+  EXPECT_TRUE(absl::StrContains(text, "site.yaml:7: scheduler.options.partitions: ")) << text;
+  EXPECT_TRUE(absl::StrContains(text, "\"submit_partition\": required")) << text;
   write("    partitions: batch\n    submit_partition: batch\n");
   std::tie(code, text) = check();
   EXPECT_EQ(code, 0) << text;

@@ -39,6 +39,8 @@ class AdapterContractEnv {
   // Non-empty: the adapter cannot run here (e.g. its scheduler is not
   // installed) and every test skips, printing this.
   virtual std::string SkipReason() const { return ""; }
+  // Whether ListJobs/FindByTag/GetJobs fill spec.script (Export always must).
+  virtual bool ListsScripts() const { return true; }
 
   // A fresh adapter over an empty queue.
   virtual absl::StatusOr<std::unique_ptr<SchedulerAdapter>> MakeAdapter() = 0;

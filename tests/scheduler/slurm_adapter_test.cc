@@ -42,6 +42,7 @@ class SlurmEnv : public AdapterContractEnv {
     return std::unique_ptr<SchedulerAdapter>(*std::move(a));
   }
   std::string SkipReason() const override { return SlurmMissing(); }
+  bool ListsScripts() const override { return false; }
   void LetTimePass(absl::Duration d) override { absl::SleepFor(d); }
   absl::Duration PollStep() const override { return absl::Milliseconds(200); }
 
@@ -178,20 +179,37 @@ TEST(SlurmStateTest, StateIsAStringOrAnArrayOfFlagsAndAnythingElseFails) {
 // `squeue` in bin_dir prints canned output, and the adapter parses it.
 class CannedSqueueTest : public ::testing::Test {
  protected:
-  std::unique_ptr<SlurmAdapter> AdapterPrinting(const std::string& squeue_json) {
+  // squeue prints `squeue_json` the first time and `later_json` (when
+  // given) every time after.
+  std::unique_ptr<SlurmAdapter> AdapterPrinting(const std::string& squeue_json, const std::string& later_json = "") {
     {
       std::ofstream f(dir_.Sub("queue.json"));
       f << squeue_json;
     }
     {
-      std::ofstream f(dir_.Sub("squeue"));
-      f << "#!/bin/sh\ncat \"" << dir_.Sub("queue.json") << "\"\n";
+      std::ofstream f(dir_.Sub("later.json"));
+      f << (later_json.empty() ? squeue_json : later_json);
     }
+    {
+      std::ofstream f(dir_.Sub("squeue"));
+      f << "#!/bin/sh\nd=\"" << dir_.path() << "\"\n"
+        << "if [ -e \"$d/read\" ]; then cat \"$d/later.json\"; else touch \"$d/read\"; cat \"$d/queue.json\"; fi\n";
+    }
+    {
+      // scancel and scontrol hold succeed and change nothing, as when the
+      // job's state moved between slurmctld's answer and the command.
+      std::ofstream f(dir_.Sub("scancel"));
+      f << "#!/bin/sh\nexit 0\n";
+    }
+    EXPECT_EQ(chmod(dir_.Sub("scancel").c_str(), 0755), 0);
     EXPECT_EQ(chmod(dir_.Sub("squeue").c_str(), 0755), 0);
     {
       // `scontrol write batch_script ID -` prints the job's script.
       std::ofstream f(dir_.Sub("scontrol"));
-      f << "#!/bin/sh\necho '#!/bin/sh'\necho \"echo job $4\"\n";
+      // Job 9's script is gone (slurmctld says so and prints nothing).
+      f << "#!/bin/sh\n[ \"$1\" = hold ] && exit 0\n"
+        << "if [ \"$3\" = 9 ]; then echo 'scontrol: error: no batch script for job 9' >&2; exit 0; fi\n"
+        << "echo '#!/bin/sh'\necho \"echo job $3\"\n";
     }
     EXPECT_EQ(chmod(dir_.Sub("scontrol").c_str(), 0755), 0);
     auto a = SlurmAdapter::Open({.state_dir = dir_.path(), .options = {{"bin_dir", dir_.path()}}});
@@ -237,6 +255,134 @@ TEST_F(CannedSqueueTest, Slurm2205And2302FormsGiveTheSameStates) {
       EXPECT_EQ(jobs[i]->queued_at_ms, (100 + i) * 1000) << "job " << i + 1;
     }
   }
+}
+
+TEST_F(CannedSqueueTest, CancelThatDidNotTakeIsRetryableAndARunningJobIsNot) {
+  const std::string pending = R"({"jobs": [
+    {"job_id": 7, "job_state": "PENDING", "state_reason": "Resources", "submit_time": 100, "cpus": 1},
+    {"job_id": 8, "job_state": "PENDING", "state_reason": "JobHeldUser", "submit_time": 100, "cpus": 1}],
+    "errors": []})";
+  const std::string started = R"({"jobs": [
+    {"job_id": 7, "job_state": "RUNNING", "state_reason": "None", "submit_time": 100, "cpus": 1},
+    {"job_id": 8, "job_state": "COMPLETED", "state_reason": "None", "submit_time": 100, "cpus": 1}],
+    "errors": []})";
+  {
+    auto a = AdapterPrinting(pending);
+    ASSERT_NE(a, nullptr);
+    auto st = a->CancelMany({"7", "8"});
+    ASSERT_EQ(st.size(), 2u);
+    for (const auto& s : st) {
+      EXPECT_TRUE(absl::IsUnavailable(s)) << "still pending or held: retry, never a DUPLICATE: " << s;
+      EXPECT_TRUE(absl::StrContains(s.message(), "after scancel")) << s;
+    }
+    std::filesystem::remove(dir_.Sub("read"));
+    absl::Status hold = a->Hold("7");
+    EXPECT_TRUE(absl::IsUnavailable(hold)) << hold;
+  }
+  std::filesystem::remove(dir_.Sub("read"));
+  {
+    auto a = AdapterPrinting(pending, started);
+    ASSERT_NE(a, nullptr);
+    auto st = a->CancelMany({"7", "8"});
+    ASSERT_EQ(st.size(), 2u);
+    EXPECT_TRUE(absl::IsFailedPrecondition(st[0])) << st[0];
+    EXPECT_TRUE(absl::StrContains(st[0].message(), "running")) << st[0];
+    EXPECT_TRUE(absl::IsFailedPrecondition(st[1])) << st[1];
+    EXPECT_TRUE(absl::StrContains(st[1].message(), "done")) << st[1];
+  }
+}
+
+TEST_F(CannedSqueueTest, JobsWithoutAReadableScriptArePinnedAndBreakNothingElse) {
+  auto a = AdapterPrinting(R"({"jobs": [
+    {"job_id": 1, "job_state": "PENDING", "state_reason": "Resources", "submit_time": 100, "batch_flag": true},
+    {"job_id": 9, "job_state": "PENDING", "state_reason": "Resources", "submit_time": 101, "batch_flag": true,
+     "comment": "hyperfed1;t=t9"},
+    {"job_id": 10, "job_state": "PENDING", "state_reason": "Resources", "submit_time": 102, "batch_flag": false}],
+    "errors": []})");
+  ASSERT_NE(a, nullptr);
+  auto jobs = a->ListJobs();
+  ASSERT_TRUE(jobs.ok()) << jobs.status();
+  ASSERT_EQ(jobs->size(), 3u);
+  EXPECT_FALSE((*jobs)[0].pinned);
+  EXPECT_FALSE((*jobs)[1].pinned) << "not known to be unreadable yet";
+  EXPECT_TRUE((*jobs)[2].pinned) << "no batch script: srun/salloc";
+  auto found = a->FindByTag("t9");
+  ASSERT_TRUE(found.ok()) << found.status();
+  ASSERT_EQ(found->size(), 1u);
+  EXPECT_TRUE(a->GetJobs({"9"})[0].ok());
+  auto specs = a->ExportMany({"1", "9", "10"});
+  ASSERT_EQ(specs.size(), 3u);
+  ASSERT_TRUE(specs[0].ok()) << specs[0].status();
+  EXPECT_EQ(specs[0]->script, "#!/bin/sh\necho job 1\n");
+  EXPECT_TRUE(absl::IsFailedPrecondition(specs[1].status())) << specs[1].status();
+  EXPECT_TRUE(absl::StrContains(specs[1].status().message(), "no batch script for job 9")) << specs[1].status();
+  EXPECT_TRUE(absl::StrContains(specs[1].status().message(), "pinned")) << specs[1].status();
+  EXPECT_TRUE(absl::IsFailedPrecondition(specs[2].status())) << specs[2].status();
+  auto after = a->ListJobs();
+  ASSERT_TRUE(after.ok()) << after.status();
+  ASSERT_EQ(after->size(), 3u);
+  EXPECT_FALSE((*after)[0].pinned);
+  EXPECT_TRUE((*after)[1].pinned) << "its script cannot be read: it cannot move";
+  auto n = a->CountMigratable();
+  ASSERT_TRUE(n.ok());
+  EXPECT_EQ(*n, 1);
+  // Pins that cannot be lifted say why instead of "succeeding".
+  absl::Status unpin = a->SetPinned("9", false);
+  EXPECT_TRUE(absl::IsFailedPrecondition(unpin)) << unpin;
+  EXPECT_TRUE(absl::StrContains(unpin.message(), "batch script slurmctld cannot give")) << unpin;
+  unpin = a->SetPinned("10", false);
+  EXPECT_TRUE(absl::IsFailedPrecondition(unpin)) << unpin;
+  EXPECT_TRUE(absl::StrContains(unpin.message(), "no batch script")) << unpin;
+}
+
+TEST_F(CannedSqueueTest, ScriptCacheTellsReusedIdsApartBySubmitTime) {
+  auto a = AdapterPrinting(
+      R"({"jobs": [{"job_id": 1, "job_state": "PENDING", "state_reason": "None", "submit_time": 100}]})",
+      R"({"jobs": [{"job_id": 1, "job_state": "PENDING", "state_reason": "None", "submit_time": 100}]})");
+  ASSERT_NE(a, nullptr);
+  {
+    // Each call prints another script, so a cached one is recognisable.
+    std::ofstream f(dir_.Sub("scontrol"));
+    f << "#!/bin/sh\nn=$(cat \"" << dir_.Sub("calls") << "\" 2>/dev/null || echo 0); n=$((n+1)); echo $n > \""
+      << dir_.Sub("calls") << "\"\necho '#!/bin/sh'\necho \"call $n\"\n";
+  }
+  auto first = a->Export("1");
+  ASSERT_TRUE(first.ok()) << first.status();
+  EXPECT_EQ(first->script, "#!/bin/sh\ncall 1\n");
+  auto again = a->Export("1");
+  ASSERT_TRUE(again.ok()) << again.status();
+  EXPECT_EQ(again->script, "#!/bin/sh\ncall 1\n") << "the same job: cached";
+  // slurmctld started afresh (-c): id 1 is another job now.
+  {
+    std::ofstream f(dir_.Sub("later.json"));
+    f << R"({"jobs": [{"job_id": 1, "job_state": "PENDING", "state_reason": "None", "submit_time": 500}]})";
+  }
+  auto other = a->Export("1");
+  ASSERT_TRUE(other.ok()) << other.status();
+  EXPECT_EQ(other->script, "#!/bin/sh\ncall 2\n") << "a new job under an old id: fetched again";
+}
+
+TEST_F(CannedSqueueTest, CapacityCountsOnlyNodesThatCanTakeJobs) {
+  auto a = AdapterPrinting(R"({"jobs": []})");
+  ASSERT_NE(a, nullptr);
+  {
+    std::ofstream f(dir_.Sub("nodes.json"));
+    f << R"({"nodes": [
+      {"name": "a", "cpus": 4, "state": "idle", "state_flags": []},
+      {"name": "b", "cpus": 8, "state": "mixed", "state_flags": ["DRAIN"]},
+      {"name": "c", "cpus": 16, "state": "down", "state_flags": []},
+      {"name": "d", "cpus": 32, "state": "idle", "state_flags": ["FAIL"]},
+      {"name": "e", "cpus": 2, "state": ["IDLE", "DRAIN"]},
+      {"name": "f", "cpus": {"set": true, "number": 1}, "state": ["ALLOCATED"]}]})";
+  }
+  {
+    std::ofstream f(dir_.Sub("sinfo"));
+    f << "#!/bin/sh\ncat \"" << dir_.Sub("nodes.json") << "\"\n";
+  }
+  ASSERT_EQ(chmod(dir_.Sub("sinfo").c_str(), 0755), 0);
+  auto cap = a->GetCapacity();
+  ASSERT_TRUE(cap.ok()) << cap.status();
+  EXPECT_EQ(cap->units, 5) << "a (4) and f (1); drained, down and failed nodes take no jobs";
 }
 
 TEST_F(CannedSqueueTest, AnUnknownFormatFailsLoudlyInsteadOfLookingDone) {
