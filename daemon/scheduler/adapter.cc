@@ -1,10 +1,21 @@
 #include "daemon/scheduler/adapter.h"
 
+#include <cmath>
+
+#include "absl/strings/str_cat.h"
+
 #include <map>
 
 namespace hyperfed::scheduler {
 
-absl::Status SchedulerAdapter::CheckSpec(const JobSpec&) const { return absl::OkStatus(); }
+absl::Status SchedulerAdapter::CheckSpec(const JobSpec& s) const {
+  if (s.cores < 1) return absl::InvalidArgumentError(absl::StrCat("job spec: cores must be >= 1, got ", s.cores));
+  if (s.memory_mb < 0) return absl::InvalidArgumentError("job spec: memory_mb must be >= 0");
+  if (s.time_limit_s < 0) return absl::InvalidArgumentError("job spec: time_limit_s must be >= 0");
+  if (s.duration_ms < 0) return absl::InvalidArgumentError("job spec: duration_ms must be >= 0");
+  if (!std::isfinite(s.cost) || s.cost < 0) return absl::InvalidArgumentError("job spec: cost must be finite and >= 0");
+  return absl::OkStatus();
+}
 
 const char* JobStateName(JobState s) {
   switch (s) {

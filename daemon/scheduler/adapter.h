@@ -102,7 +102,10 @@ class SchedulerAdapter {
   // InvalidArgument saying what this scheduler refuses (a script it cannot
   // run, a name or environment it cannot carry). A site receiving jobs checks
   // every spec of a transfer before it submits any, so a refusal refuses the
-  // whole transfer and the source keeps its jobs. The default takes any spec.
+  // whole transfer and the source keeps its jobs. Submit refuses what this
+  // refuses. The default checks what every adapter needs (cores >= 1; no
+  // negative memory, time limit or duration; a finite cost >= 0); adapters
+  // add their own rules and call it first.
   virtual absl::Status CheckSpec(const JobSpec& spec) const;
 
   // Jobs (in any state, done and cancelled included) carrying the tag.

@@ -397,6 +397,11 @@ absl::StatusOr<std::string> ExecAdapter::Submit(const JobSpec& spec, const std::
   return p.id();
 }
 
+absl::Status ExecAdapter::CheckSpec(const JobSpec& spec) const {
+  if (auto st = SchedulerAdapter::CheckSpec(spec); !st.ok()) return st;
+  return JobSpecToJson(spec).status();
+}
+
 void RegisterExecAdapter(AdapterRegistry* registry) {
   registry
       ->Register(kExecAdapterName,

@@ -95,6 +95,8 @@ class ExecAdapter : public SchedulerAdapter {
   // so the submit command itself is run at most once per tag as long as
   // find_by_tag sees what submit queued.
   absl::StatusOr<std::string> Submit(const JobSpec& spec, const std::string& tag, bool held = false) override;
+  // The common rules and what JSON can carry (valid UTF-8).
+  absl::Status CheckSpec(const JobSpec& spec) const override;
   absl::StatusOr<std::vector<Job>> FindByTag(const std::string& tag) override;
   absl::Status SetPinned(const std::string& id, bool pinned) override;
 

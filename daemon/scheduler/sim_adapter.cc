@@ -153,17 +153,6 @@ absl::Status UnknownId(const std::string& id) {
   return absl::NotFoundError(absl::StrCat("sim scheduler: no job \"", id, "\""));
 }
 
-absl::Status ValidateSpec(const JobSpec& s) {
-  if (s.cores < 1) return absl::InvalidArgumentError(absl::StrCat("job spec: cores must be >= 1, got ", s.cores));
-  if (s.memory_mb < 0) return absl::InvalidArgumentError("job spec: memory_mb must be >= 0");
-  if (s.time_limit_s < 0) return absl::InvalidArgumentError("job spec: time_limit_s must be >= 0");
-  if (s.duration_ms < 0) return absl::InvalidArgumentError("job spec: duration_ms must be >= 0");
-  if (!std::isfinite(s.cost) || s.cost < 0) {
-    return absl::InvalidArgumentError("job spec: cost must be finite and >= 0");
-  }
-  return absl::OkStatus();
-}
-
 constexpr char kJobColumns[] =
     "j.id, j.name, j.script, j.cores, j.memory_mb, j.time_limit_s, j.workdir, j.duration_ms, "
     "j.cost, j.key, j.state, j.pinned, j.tag, j.queued_at_ms";
@@ -662,7 +651,7 @@ absl::Status SimAdapter::SubmitIn(const JobSpec& spec, const std::string& tag, b
 }
 
 absl::StatusOr<std::string> SimAdapter::Submit(const JobSpec& spec, const std::string& tag, bool held) {
-  if (auto s = ValidateSpec(spec); !s.ok()) return s;
+  if (auto s = CheckSpec(spec); !s.ok()) return s;
   absl::MutexLock l(&mu_);
   std::string id;
   absl::Status s = InTransaction("submit", [&] { return SubmitIn(spec, tag, held, &id); });
@@ -676,7 +665,7 @@ std::vector<absl::StatusOr<std::string>> SimAdapter::SubmitMany(
   // Invalid specs are refused one by one, before the transaction.
   std::vector<bool> valid(spec_and_tag.size());
   for (size_t i = 0; i < spec_and_tag.size(); ++i) {
-    absl::Status v = ValidateSpec(spec_and_tag[i].first);
+    absl::Status v = CheckSpec(spec_and_tag[i].first);
     valid[i] = v.ok();
     if (!v.ok()) out[i] = v;
   }

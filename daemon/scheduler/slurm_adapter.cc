@@ -160,23 +160,6 @@ absl::Status NotFound(const std::string& id) {
   return absl::NotFoundError(absl::StrCat("slurm: no job ", id, " in the managed partitions"));
 }
 
-absl::Status ValidateSpec(const JobSpec& s) {
-  if (s.cores < 1) return absl::InvalidArgumentError(absl::StrCat("job spec: cores must be >= 1, got ", s.cores));
-  if (s.memory_mb < 0) return absl::InvalidArgumentError("job spec: memory_mb must be >= 0");
-  if (s.time_limit_s < 0) return absl::InvalidArgumentError("job spec: time_limit_s must be >= 0");
-  if (s.duration_ms < 0) return absl::InvalidArgumentError("job spec: duration_ms must be >= 0");
-  if (!std::isfinite(s.cost) || s.cost < 0) return absl::InvalidArgumentError("job spec: cost must be finite and >= 0");
-  if (!absl::StartsWith(s.script, "#!"))
-    return absl::InvalidArgumentError("job spec: a Slurm batch script must start with \"#!\"");
-  for (const auto& [k, v] : s.env) {
-    if (k.empty() || absl::StrContains(k, '=') || absl::StrContains(k, ',') || absl::StrContains(k, '\0'))
-      return absl::InvalidArgumentError(absl::StrCat("job spec: bad environment variable name \"", k, "\""));
-    if (absl::StrContains(v, '\0'))
-      return absl::InvalidArgumentError(absl::StrCat("job spec: environment variable ", k, " holds a NUL"));
-  }
-  return absl::OkStatus();
-}
-
 }  // namespace
 
 std::string EncodeSlurmComment(const SlurmJobMeta& m) {
@@ -670,8 +653,10 @@ absl::StatusOr<std::vector<Job>> SlurmAdapter::FindByTag(const std::string& tag)
   return out;
 }
 
-absl::StatusOr<std::string> SlurmAdapter::SubmitIn(const JobSpec& spec, const std::string& tag, bool held) {
-  if (auto st = ValidateSpec(spec); !st.ok()) return st;
+namespace {
+
+// What a submitted job carries in its comment.
+std::string CommentFor(const JobSpec& spec, const std::string& tag) {
   SlurmJobMeta m;
   m.tag = tag;
   m.has_key = true;
@@ -681,12 +666,39 @@ absl::StatusOr<std::string> SlurmAdapter::SubmitIn(const JobSpec& spec, const st
   m.duration_ms = spec.duration_ms;
   m.no_workdir = spec.workdir.empty();
   m.env = spec.env;
-  const std::string comment = EncodeSlurmComment(m);
-  if (comment.size() > kSlurmMaxComment) {
-    return absl::InvalidArgumentError(absl::StrCat("job spec: tag, key and environment take ", comment.size(),
-                                                   " bytes in the Slurm comment, over Slurm's limit of ",
-                                                   kSlurmMaxComment));
+  return EncodeSlurmComment(m);
+}
+
+absl::Status CommentFits(const std::string& comment) {
+  if (comment.size() <= kSlurmMaxComment) return absl::OkStatus();
+  return absl::InvalidArgumentError(absl::StrCat("job spec: tag, key and environment take ", comment.size(),
+                                                 " bytes in the Slurm comment, over Slurm's limit of ",
+                                                 kSlurmMaxComment));
+}
+
+// Room for the tag a migration gives a job ("hyperfed:<id>:<index>", ids up
+// to 200 bytes, percent-encoded), when the tag is not known yet.
+constexpr size_t kTagReserve = 256;
+
+}  // namespace
+
+absl::Status SlurmAdapter::CheckSpec(const JobSpec& s) const {
+  if (auto st = SchedulerAdapter::CheckSpec(s); !st.ok()) return st;
+  if (!absl::StartsWith(s.script, "#!"))
+    return absl::InvalidArgumentError("job spec: a Slurm batch script must start with \"#!\"");
+  for (const auto& [k, v] : s.env) {
+    if (k.empty() || absl::StrContains(k, '=') || absl::StrContains(k, ',') || absl::StrContains(k, '\0'))
+      return absl::InvalidArgumentError(absl::StrCat("job spec: bad environment variable name \"", k, "\""));
+    if (absl::StrContains(v, '\0'))
+      return absl::InvalidArgumentError(absl::StrCat("job spec: environment variable ", k, " holds a NUL"));
   }
+  return CommentFits(CommentFor(s, std::string(kTagReserve, 'x')));
+}
+
+absl::StatusOr<std::string> SlurmAdapter::SubmitIn(const JobSpec& spec, const std::string& tag, bool held) {
+  if (auto st = CheckSpec(spec); !st.ok()) return st;
+  const std::string comment = CommentFor(spec, tag);
+  if (auto st = CommentFits(comment); !st.ok()) return st;
   std::vector<std::string> argv = {"sbatch", "--parsable", "--job-name=" + spec.name,
                                    absl::StrCat("--cpus-per-task=", spec.cores), "--ntasks=1",
                                    "--comment=" + comment};

@@ -194,6 +194,10 @@ class SlurmAdapter : public SchedulerAdapter {
   // it), an environment name that is empty or holds '=' or ',', or a comment
   // over kSlurmMaxComment bytes.
   absl::StatusOr<std::string> Submit(const JobSpec& spec, const std::string& tag, bool held = false) override;
+  // The common rules, a script starting with "#!", environment names Slurm
+  // can carry, and a comment (with room for a migration tag) within Slurm's
+  // limit.
+  absl::Status CheckSpec(const JobSpec& spec) const override;
   absl::StatusOr<std::vector<Job>> FindByTag(const std::string& tag) override;
   // FailedPrecondition for a done or cancelled job (Slurm no longer updates
   // it), and for unpinning a job that must stay pinned (pinned partition,

@@ -448,6 +448,11 @@ TEST_F(ExecAdapterTest, BadSpecIsRefusedBeforeAnyCommand) {
   EXPECT_TRUE(absl::IsInvalidArgument(a->Submit(JobSpec{.cores = 0}, "t").status()));
   EXPECT_TRUE(absl::IsInvalidArgument(a->Submit(JobSpec{.memory_mb = -1}, "t").status()));
   EXPECT_TRUE(absl::IsInvalidArgument(a->Submit(JobSpec{.cost = -2}, "").status()));
+  // CheckSpec, which a receiving site asks before submitting anything,
+  // refuses the same specs.
+  EXPECT_TRUE(absl::IsInvalidArgument(a->CheckSpec(JobSpec{.script = "\xff\xfe"})));
+  EXPECT_TRUE(absl::IsInvalidArgument(a->CheckSpec(JobSpec{.cores = 0})));
+  EXPECT_TRUE(a->CheckSpec(JobSpec{.script = "#!/bin/sh\n"}).ok());
   EXPECT_FALSE(std::filesystem::exists(mark));
 }
 

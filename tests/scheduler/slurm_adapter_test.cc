@@ -87,6 +87,32 @@ class SlurmAdapterTest : public ::testing::Test {
   std::unique_ptr<SlurmCluster> cluster_;
 };
 
+// What a receiving site checks before it submits any job of a transfer:
+// the common rules, a script Slurm will take, environment names it can
+// carry, and a comment within Slurm's limit with room for the tag. No Slurm
+// is needed: nothing is run.
+TEST(SlurmCheckSpecTest, RefusesWhatSbatchCouldNotTake) {
+  TempDir dir;
+  auto a = SlurmAdapter::Open({.state_dir = dir.path(), .options = {{"bin_dir", dir.path()}}});
+  ASSERT_TRUE(a.ok()) << a.status();
+  JobSpec good{.name = "j", .script = "#!/bin/sh\ntrue\n", .env = {{"A", "1"}}, .key = "k"};
+  EXPECT_TRUE((*a)->CheckSpec(good).ok()) << (*a)->CheckSpec(good);
+  JobSpec s = good;
+  s.script = "echo no interpreter line\n";
+  EXPECT_TRUE(absl::IsInvalidArgument((*a)->CheckSpec(s)));
+  s = good;
+  s.env = {{"A,B", "1"}};
+  EXPECT_TRUE(absl::IsInvalidArgument((*a)->CheckSpec(s)));
+  s = good;
+  s.env = {{"BIG", std::string(2000, 'v')}};
+  absl::Status big = (*a)->CheckSpec(s);
+  EXPECT_TRUE(absl::IsInvalidArgument(big));
+  EXPECT_NE(big.message().find("Slurm comment"), std::string::npos) << big;
+  s = good;
+  s.cores = 0;
+  EXPECT_TRUE(absl::IsInvalidArgument((*a)->CheckSpec(s)));
+}
+
 TEST(SlurmOptionsTest, BadOptionsAreRejectedNamingTheOption) {
   auto unknown = ParseSlurmOptions({{"partiton", "a"}});
   EXPECT_TRUE(absl::IsInvalidArgument(unknown.status()));
