@@ -462,6 +462,13 @@ void Site::OnReport(const RoundReport& report) {
                                    ": load ", report.load_before, ", quota ", report.quota,
                                    sends.empty() ? ", sent nothing" : ", sent " + absl::StrJoin(sends, ", "),
                                    report.shortfall ? absl::StrCat(" (", report.shortfall, " short)") : ""));
+  // The table was read from heartbeats when the round started; a site's
+  // report carries the load it really balanced with (jobs submitted since
+  // its last heartbeat count), so "before" and "after" show what the round
+  // did.
+  if (const config::RosterEntry* e = config_.FindSite(report.site))
+    for (balance::LoadRow& row : r->before)
+      if (row.label == e->label) row.load = report.load_before;
   // Keep the report on the view: the transfers and messages add up.
   r->messages += report.messages;
   r->steps = std::max(r->steps, report.steps);
@@ -484,6 +491,7 @@ void Site::FinishRoundLocked(RoundView& r) {
   }
   r.after.clear();
   for (const auto& [label, row] : after) r.after.push_back(row);
+  r.share_error_before = ShareError(r.before);
   r.share_error_after = ShareError(r.after);
   r.ok = !r.any_failed && r.start_answered && r.reported.size() >= r.accepted.size() &&
          r.accepted.size() == r.before.size();

@@ -88,6 +88,28 @@ TEST(FederationTest, EightSitesTwoThousandJobsAtOneSite) {
   EXPECT_EQ(result->moved(), 2000 - after[5]);
 }
 
+// Jobs submitted just before a round, after the submitting site's last
+// heartbeat: the round balances them (each site brings its own load), and
+// the round's report shows the loads it balanced, not the heartbeats'.
+TEST(FederationTest, TheReportShowsTheLoadsTheRoundBalancedNotTheLastHeartbeats) {
+  const std::vector<int> slots{1, 1, 1, 1};
+  auto f = TestFederation::Start({.sites = 4, .slots = slots, .peer_timeout = "10s", .heartbeat = "3s"});
+  ASSERT_TRUE(f.ok()) << f.status();
+  TestFederation& fed = **f;
+  Load(fed, slots, {0, 0, 0, 0});
+  ASSERT_TRUE(Submit(fed, 2, 40, kLong).ok());  // the next heartbeat is most likely seconds away
+  auto r = RunRound(fed, 0);
+  ASSERT_TRUE(r.ok()) << r.status();
+  EXPECT_TRUE(r->ok()) << r->message();
+  EXPECT_EQ(PendingLoads(fed), (std::vector<int64_t>{10, 10, 10, 10}));
+  const v1::RoundEvent& e = r->final_event();
+  ASSERT_EQ(e.before_size(), 4);
+  EXPECT_EQ(e.before(2).load(), 40) << r->message();
+  for (const auto& row : e.after()) EXPECT_EQ(row.load(), 10) << r->message();
+  EXPECT_EQ(e.max_share_error_before(), 30);
+  EXPECT_LT(e.max_share_error_after(), 1) << r->message();
+}
+
 TEST(FederationTest, ImprovedDemModeMatchesTheSimulator) {
   const std::vector<int> slots{2, 4, 2, 4};
   auto f = TestFederation::Start({.sites = 4, .slots = slots, .algorithm = "improved-dem"});
