@@ -110,16 +110,22 @@ Outcome RunAll(int n, const std::vector<int>& faults, const std::vector<balance:
   return o;
 }
 
+// Loads in [0, 300) and capacities in [1, 16] for `size` sites.
+std::pair<std::vector<balance::Load>, std::vector<double>> RandomLoads(std::mt19937_64& rng, int size) {
+  std::vector<balance::Load> w(size);
+  std::vector<double> p(size);
+  for (int u = 0; u < size; ++u) {
+    w[u] = rng() % 300;
+    p[u] = 1 + rng() % 16;
+  }
+  return {w, p};
+}
+
 TEST(RoundTest, ExactRoundOnAFullCubeIsTheSimulatorsPlan) {
   std::mt19937_64 rng(3);
   for (int trial = 0; trial < 5; ++trial) {
     const int n = 3;
-    std::vector<balance::Load> w(8);
-    std::vector<double> p(8);
-    for (int u = 0; u < 8; ++u) {
-      w[u] = rng() % 300;
-      p[u] = 1 + rng() % 16;
-    }
+    auto [w, p] = RandomLoads(rng, 8);
     Outcome o = RunAll(n, {}, w, p, "exact");
     auto plan = balance::ExactPlan(*balance::Topology::Hypercube(n), w, p);
     ASSERT_TRUE(plan.ok());
@@ -158,12 +164,7 @@ TEST(RoundTest, McwaRoundOnAFullCubeIsTheLibrarysPlan) {
   std::mt19937_64 rng(21);
   for (int trial = 0; trial < 3; ++trial) {
     const int n = 3;
-    std::vector<balance::Load> w(8);
-    std::vector<double> p(8);
-    for (int u = 0; u < 8; ++u) {
-      w[u] = rng() % 300;
-      p[u] = 1 + rng() % 16;
-    }
+    auto [w, p] = RandomLoads(rng, 8);
     Outcome o = RunAll(n, {}, w, p, "mcwa");
     auto plan = balance::McwaPlan(*balance::Topology::Hypercube(n), w, p);
     ASSERT_TRUE(plan.ok());
