@@ -6,7 +6,11 @@
 //   - jobs per second migrated between two sites, journal and scheduler
 //     state on a real disk (fsync on) and on tmpfs;
 //   - an idle daemon's resident memory and CPU.
-// Run: build/hyperfed_daemon_bench [--quick | --throughput]   (figures in docs/benchmarks.md)
+//   - a soak: many rounds on a local 8-site federation, with the
+//     coordinator's threads, VmSize and RSS every 200 rounds (they must stay
+//     flat: one bounded executor per site, docs/design.md §9).
+// Run: build/hyperfed_daemon_bench [--quick | --throughput | --soak [ROUNDS]]
+// (figures in docs/benchmarks.md)
 
 #include <sys/resource.h>
 #include <unistd.h>
@@ -131,11 +135,53 @@ void Idle(int sites, int seconds) {
               100.0 * (c1 - c0) / seconds, seconds, rss_kb / 1024.0);
 }
 
+// Threads, VmSize and VmRSS (kB) of a process.
+struct ProcessSize {
+  int threads = 0;
+  long vm_kb = 0, rss_kb = 0;
+};
+ProcessSize SizeOf(pid_t pid) {
+  ProcessSize out;
+  std::istringstream st(ReadFile(absl::StrCat("/proc/", pid, "/status")));
+  std::string line;
+  while (std::getline(st, line)) {
+    if (line.rfind("Threads:", 0) == 0) out.threads = std::stoi(line.substr(8));
+    if (line.rfind("VmSize:", 0) == 0) out.vm_kb = std::stol(line.substr(7));
+    if (line.rfind("VmRSS:", 0) == 0) out.rss_kb = std::stol(line.substr(6));
+  }
+  return out;
+}
+
+int Soak(int rounds) {
+  auto f = TestFederation::Start({.sites = 8, .step_timeout = "20s", .peer_timeout = "5s", .heartbeat = "1s"});
+  if (!f.ok()) {
+    std::printf("soak: could not start 8 sites: %s\n", std::string(f.status().message()).c_str());
+    return 1;
+  }
+  std::printf("soak: %d rounds on 8 local sites; every other round moves jobs; the coordinator (site-0):\n", rounds);
+  std::printf("  %7s %8s %12s %10s %8s\n", "rounds", "threads", "VmSize MB", "RSS MB", "failed");
+  int failed = 0;
+  auto print = [&](int done) {
+    const ProcessSize s = SizeOf((*f)->Pid(0));
+    std::printf("  %7d %8d %12.1f %10.1f %8d\n", done, s.threads, s.vm_kb / 1024.0, s.rss_kb / 1024.0, failed);
+    std::fflush(stdout);
+  };
+  print(0);
+  for (int r = 1; r <= rounds; ++r) {
+    if (r % 2 == 0) (void)Submit(**f, r % 8, 16, 50);  // short jobs: the queues stay small
+    auto res = RunRound(**f, 0);
+    if (!res.ok() || !res->ok()) ++failed;
+    if (r % 200 == 0) print(r);
+  }
+  return failed == 0 ? 0 : 1;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
   const std::string mode = argc > 1 ? argv[1] : "";
   const bool quick = mode == "--quick";
+  if (mode == "--soak") return Soak(argc > 2 ? std::atoi(argv[2]) : 2000);
   if (mode == "--throughput") {
     Throughput(10000, true);
     Throughput(10000, false);

@@ -108,6 +108,7 @@ class Runner {
   int Balance() {
     v1::BalanceRequest req;
     req.set_dry_run(o_.dry_run);
+    req.set_mode(o_.mode);
     req.set_wait(o_.wait);
     auto ctx = Context();
     auto reader = admin_->Balance(ctx.get(), req);

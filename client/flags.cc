@@ -57,7 +57,8 @@ const std::vector<CommandSpec>& Commands() {
       {"balance",
        nullptr,
        {{"dry-run", nullptr, "plan the round, move nothing"},
-        {"wait", nullptr, "follow the round to its end and print the before/after table"}},
+        {"wait", nullptr, "follow the round to its end and print the before/after table"},
+        {"mode", "M", "run this round in mode M (exact, improved-dem, mcwa; default: the configured one)"}},
        "run (or plan) a balancing round"},
       {"drain", "SITE", {}, "give SITE zero capacity: its pending jobs leave at the next round"},
       {"undrain", "SITE", {}, "give SITE its configured capacity back"},
@@ -311,6 +312,7 @@ absl::StatusOr<Options> ParseArgs(const std::vector<std::string>& args, const En
     else if (name == "limit") {
       if (auto st = ParseInt(name, value, 1, 100000, &o.limit); !st.ok()) return st;
     } else if (name == "dry-run") o.dry_run = true;
+    else if (name == "mode") o.mode = value;
     else if (name == "wait") o.wait = true;
     else if (name == "count") {
       if (auto st = ParseInt(name, value, 1, 100000, &o.count); !st.ok()) return st;

@@ -54,6 +54,7 @@ struct Options {
   std::string site;          // jobs --site, submit --site, drain/undrain SITE
   int limit = 0;             // migrations --limit (0: the daemon's default)
   bool dry_run = false;      // balance
+  std::string mode;          // balance: "" = the configured round mode
   bool wait = false;         // balance
   int count = 0;             // submit
   absl::Duration duration;   // submit

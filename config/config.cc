@@ -12,6 +12,7 @@
 #include <sstream>
 #include <utility>
 
+#include "daemon/balance/modes.h"
 #include "absl/status/status.h"
 #include "absl/strings/ascii.h"
 #include "absl/strings/escaping.h"
@@ -41,7 +42,6 @@ const char* const kBalancerKeys[] = {"algorithm",          "interval",     "unde
                                      "peer_timeout",       "step_timeout", "max_batch"};
 const char* const kSchedulerKeys[] = {"adapter", "options"};
 const char* const kSecurityKeys[] = {"insecure", "cert", "key", "ca", "admin_token_file"};
-const char* const kAlgorithms[] = {"exact", "improved-dem", "mcwa"};
 
 // A broken rule: the key path it concerns ("roster[2].endpoint") and why.
 struct Issue {
@@ -237,12 +237,7 @@ std::vector<Issue> CheckRules(const Config& c) {
 
   // balancer
   const BalancerConfig& b = c.balancer;
-  if (std::find(std::begin(kAlgorithms), std::end(kAlgorithms), b.algorithm) ==
-      std::end(kAlgorithms)) {
-    add("balancer.algorithm", absl::StrCat("unknown algorithm ", Quote(b.algorithm),
-                                           "; expected one of ",
-                                           Join(std::begin(kAlgorithms), std::end(kAlgorithms))));
-  }
+  if (auto st = balance::CheckRoundMode(b.algorithm); !st.ok()) add("balancer.algorithm", std::string(st.message()));
   auto check_duration = [&](const std::string& key, absl::Duration d, bool positive) {
     if (d == absl::InfiniteDuration() || d == -absl::InfiniteDuration()) {
       add(key, "must be finite");

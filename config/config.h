@@ -42,9 +42,8 @@ struct CapacityConfig {
 };
 
 struct BalancerConfig {
-  // Round mode: "exact" (default), "improved-dem" (the paper's weighted
-  // improved DEM as printed) or "mcwa" (accepted; runs as exact until the
-  // fault-handling issue adds the paper's MCWA mode).
+  // Round mode: a name in the registry of round modes (daemon/balance/modes.h,
+  // docs/design.md §5): "exact" (the default), "improved-dem", "mcwa".
   std::string algorithm = "exact";
   absl::Duration interval = absl::Seconds(30);      // timer rounds; 0 = off
   int64_t underload_threshold = 0;   // a site below this many pending jobs asks for a round; 0 = off

@@ -1,12 +1,13 @@
 #include "daemon/federation/membership.h"
 
+#include "absl/strings/str_cat.h"
+#include "daemon/common/log.h"
+#include "daemon/federation/round.h"
+
 namespace hyperfed::federation {
 
-Membership::Membership(const config::Config& config, const Clock* clock)
-    : clock_(clock),
-      timeout_(config.balancer.peer_timeout),
-      dimension_(config.Dimension()),
-      self_(config.site.id) {
+Membership::Membership(const config::Config& config, const Env* env)
+    : env_(env), timeout_(config.balancer.peer_timeout), dimension_(config.Dimension()), self_(config.site.id) {
   for (const config::RosterEntry& e : config.roster) {
     PeerInfo p;
     p.site = e.id;
@@ -21,41 +22,36 @@ bool Membership::UpLocked(const PeerInfo& p, absl::Time now) const {
   return p.self || now - p.last_seen <= timeout_;
 }
 
-namespace {
-
-void Record(PeerInfo& p, absl::Time now, int64_t load, double capacity, bool drained, const std::string& round_id,
-            const std::string& last_round) {
-  p.last_seen = now;
-  p.load = load;
-  p.capacity = capacity;
-  p.drained = drained;
-  p.round_id = round_id;
-  p.last_round = last_round;
-}
-
-}  // namespace
-
-bool Membership::Seen(const std::string& site, int64_t load, double capacity, bool drained,
-                      const std::string& round_id, const std::string& last_round) {
+bool Membership::Seen(const HeartbeatInfo& hb) {
   std::lock_guard<std::mutex> l(mu_);
   for (auto& [label, p] : by_label_) {
-    if (p.site != site || p.self) continue;
-    Record(p, clock_->Now(), load, capacity, drained, round_id, last_round);
+    if (p.site != hb.site || p.self) continue;
+    p.last_seen = env_->Now();
+    p.load = hb.load;
+    p.capacity = hb.capacity;
+    p.drained = hb.drained;
+    p.last_round = hb.last_round;
+    p.epoch = hb.epoch;
     return true;
   }
   return false;
 }
 
-void Membership::SetSelf(int64_t load, double capacity, bool drained, const std::string& round_id,
-                         const std::string& last_round) {
+void Membership::SetSelf(int64_t load, double capacity, bool drained, const std::string& last_round) {
   std::lock_guard<std::mutex> l(mu_);
-  for (auto& [label, p] : by_label_)
-    if (p.self) Record(p, clock_->Now(), load, capacity, drained, round_id, last_round);
+  for (auto& [label, p] : by_label_) {
+    if (!p.self) continue;
+    p.last_seen = env_->Now();
+    p.load = load;
+    p.capacity = capacity;
+    p.drained = drained;
+    p.last_round = last_round;
+  }
 }
 
 std::vector<PeerInfo> Membership::View() const {
   std::lock_guard<std::mutex> l(mu_);
-  const absl::Time now = clock_->Now();
+  const absl::Time now = env_->Now();
   std::vector<PeerInfo> out;
   for (const auto& [label, p] : by_label_) {
     PeerInfo q = p;
@@ -68,12 +64,6 @@ std::vector<PeerInfo> Membership::View() const {
 std::optional<PeerInfo> Membership::Find(const std::string& site) const {
   for (const PeerInfo& p : View())
     if (p.site == site) return p;
-  return std::nullopt;
-}
-
-std::optional<PeerInfo> Membership::FindLabel(int label) const {
-  for (const PeerInfo& p : View())
-    if (p.label == label) return p;
   return std::nullopt;
 }
 
@@ -91,6 +81,36 @@ std::string Membership::Coordinator() const {
   for (const PeerInfo& p : View())  // ordered by label
     if (p.up) return p.site;
   return self_;
+}
+
+int64_t Membership::HighestEpoch() const {
+  int64_t e = 0;
+  for (const PeerInfo& p : View())
+    if (p.up) e = std::max(e, p.epoch);
+  return e;
+}
+
+// ------------------------------------------------------------------ Heartbeater
+
+Heartbeater::Heartbeater(const config::Config& config, Membership* membership, PeerClient* peers, Executor* executor)
+    : config_(config), membership_(membership), peers_(peers), executor_(executor) {}
+
+void Heartbeater::Tick(const HeartbeatInfo& self) {
+  std::vector<std::string> others;
+  for (const config::RosterEntry& e : config_.roster)
+    if (e.id != config_.site.id) others.push_back(e.id);
+  ParallelFor(executor_, others.size(), [&](size_t i) {
+    // A peer that does not answer is simply not heard from: its own
+    // heartbeats, not ours, decide whether it is up here.
+    (void)peers_->Heartbeat(others[i], self, config_.balancer.heartbeat_interval);
+  });
+  for (const PeerInfo& p : membership_->View()) {
+    if (p.self) continue;
+    auto it = was_up_.find(p.site);
+    if (it == was_up_.end() || it->second != p.up)
+      Log(absl::StrCat(config_.site.id, ": peer ", p.site, " (label ", p.label, ") is ", p.up ? "up" : "down"));
+    was_up_[p.site] = p.up;
+  }
 }
 
 }  // namespace hyperfed::federation

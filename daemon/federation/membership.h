@@ -1,9 +1,11 @@
 #pragma once
 
-// Who is up: heartbeats with timeouts give every site a view of its peers.
+// Who is up (docs/design.md §6): heartbeats with timeouts give every site a
+// view of its peers. Membership is the view, fed by the heartbeat handler and
+// read by rounds and the admin status; Heartbeater sends this site's
+// heartbeats and logs peers going up and down.
 //
-// Thread-safe. Fed by the heartbeat handler (Seen) and read by rounds and the
-// admin status.
+// Thread-safe.
 
 #include <map>
 #include <mutex>
@@ -13,9 +15,24 @@
 
 #include "absl/time/time.h"
 #include "config/config.h"
-#include "daemon/common/clock.h"
+#include "daemon/common/env.h"
+#include "daemon/common/executor.h"
 
 namespace hyperfed::federation {
+
+class PeerClient;
+
+// What a site says of itself in a heartbeat.
+struct HeartbeatInfo {
+  std::string site;
+  int label = 0;
+  int64_t load = 0;
+  double capacity = 0;
+  bool drained = false;
+  std::string round_id;     // the round it is in, if any
+  std::string last_round;
+  int64_t epoch = 0;        // the highest round epoch it has seen
+};
 
 // What the last heartbeat from a site said.
 struct PeerInfo {
@@ -28,43 +45,59 @@ struct PeerInfo {
   int64_t load = 0;
   double capacity = 0;
   bool drained = false;
-  std::string round_id;        // the round it reported being in
   std::string last_round;
+  int64_t epoch = 0;
 };
 
 class Membership {
  public:
-  Membership(const config::Config& config, const Clock* clock);
+  Membership(const config::Config& config, const Env* env);
 
-  // Records a heartbeat from `site` (must be in the roster; false if not).
-  bool Seen(const std::string& site, int64_t load, double capacity, bool drained, const std::string& round_id,
-            const std::string& last_round);
+  // Records a heartbeat (from a roster site other than this one; false if not).
+  bool Seen(const HeartbeatInfo& hb);
   // Updates this site's own row.
-  void SetSelf(int64_t load, double capacity, bool drained, const std::string& round_id,
-               const std::string& last_round);
+  void SetSelf(int64_t load, double capacity, bool drained, const std::string& last_round);
 
   // Every roster site, by label, with `up` evaluated now.
   std::vector<PeerInfo> View() const;
   std::optional<PeerInfo> Find(const std::string& site) const;
-  std::optional<PeerInfo> FindLabel(int label) const;
 
   // Labels in [0, 2^dimension) that hold no live site: empty positions and
-  // sites not heard from within the timeout (DESIGN section 6).
+  // sites not heard from within the timeout.
   std::vector<int> FaultLabels() const;
   // The coordinator in this site's view: the lowest live label.
   std::string Coordinator() const;
+  // The highest round epoch any live peer has reported.
+  int64_t HighestEpoch() const;
   int dimension() const { return dimension_; }
   const std::string& self() const { return self_; }
 
  private:
   bool UpLocked(const PeerInfo& p, absl::Time now) const;
 
-  const Clock* clock_;
+  const Env* env_;
   const absl::Duration timeout_;
   const int dimension_;
   const std::string self_;
   mutable std::mutex mu_;
   std::map<int, PeerInfo> by_label_;  // guarded by mu_
+};
+
+// Sends this site's heartbeat to every other roster site at once (one
+// Tick), and logs each peer's change between up and down.
+class Heartbeater {
+ public:
+  Heartbeater(const config::Config& config, Membership* membership, PeerClient* peers, Executor* executor);
+  // One heartbeat to every peer; returns when every call has answered or
+  // timed out (one heartbeat interval).
+  void Tick(const HeartbeatInfo& self);
+
+ private:
+  const config::Config& config_;
+  Membership* membership_;
+  PeerClient* peers_;
+  Executor* executor_;
+  std::map<std::string, bool> was_up_;  // used by Tick's caller thread only
 };
 
 }  // namespace hyperfed::federation

@@ -1,83 +1,131 @@
 #include "daemon/federation/round.h"
 
 #include <algorithm>
-#include <future>
 #include <map>
 #include <set>
-#include <thread>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
-#include "daemon/balance/dem.h"
 #include "daemon/balance/mcwa.h"
 #include "daemon/balance/topology.h"
 #include "daemon/migration/crash_point.h"
 
 namespace hyperfed::federation {
 
+const char* MessageKindName(MessageKind k) {
+  switch (k) {
+    case MessageKind::kUp: return "up";
+    case MessageKind::kExchange: return "exchange";
+    case MessageKind::kBarrier: return "barrier";
+    case MessageKind::kDown: return "down";
+    case MessageKind::kPhaseDone: return "phase-done";
+  }
+  return "?";
+}
+
+RoundTimeouts ComputeRoundTimeouts(const config::BalancerConfig& b, int dimension) {
+  RoundTimeouts t;
+  t.step = b.step_timeout;
+  // The longest round: a gather of at most 3n sequential steps (T up, k
+  // across, T down, T + k <= n) and at most 3n transfer phases, each a
+  // step's wait, plus the start and the report.
+  t.round = b.step_timeout * (6 * dimension + 4);
+  t.report = b.step_timeout;
+  return t;
+}
+
 // ------------------------------------------------------------------ Mailbox
 
+bool Mailbox::StaleLocked(const std::string& round_id, int64_t epoch) const {
+  return round_id != fence_round_ && epoch <= fence_epoch_;
+}
+
 void Mailbox::ExpireLocked() {
-  const absl::Time cutoff = clock_->Now() - absl::Minutes(10);
+  // Messages of rounds that never start here (their StartRound was lost).
+  const absl::Time cutoff = env_->Now() - absl::Minutes(10);
   for (auto it = inbox_.begin(); it != inbox_.end();) it = it->second.at < cutoff ? inbox_.erase(it) : std::next(it);
   for (auto it = published_.begin(); it != published_.end();)
     it = it->second.at < cutoff ? published_.erase(it) : std::next(it);
 }
 
-absl::StatusOr<balance::LoadTable> Mailbox::Deliver(const ExchangeMessage& m, absl::Duration timeout) {
-  std::unique_lock<std::mutex> l(mu_);
-  ExpireLocked();
-  const Key key{m.round_id, static_cast<int>(m.kind), m.step, m.from_label};
-  if (m.kind != ExchangeKind::kExchange) {
-    inbox_[key] = Entry{m.rows, clock_->Now()};
-    cv_.notify_all();
-    return balance::LoadTable{};
-  }
-  const auto mine = std::make_pair(m.round_id, m.step);
-  const bool reached = cv_.wait_for(l, absl::ToChronoNanoseconds(timeout),
-                                    [&] { return published_.count(mine) > 0; });
-  if (!reached)
-    return absl::DeadlineExceededError(
-        absl::StrCat("round ", m.round_id, ": this site did not reach step ", m.step, " in time"));
-  inbox_[key] = Entry{m.rows, clock_->Now()};
-  cv_.notify_all();
-  return published_[mine].rows;
-}
-
-void Mailbox::Publish(const std::string& round_id, int step, const balance::LoadTable& rows) {
+void Mailbox::Open(const std::string& round_id, int64_t epoch) {
   std::lock_guard<std::mutex> l(mu_);
-  published_[{round_id, step}] = Entry{rows, clock_->Now()};
+  fence_round_ = round_id;
+  fence_epoch_ = std::max(fence_epoch_, epoch);
+  // What older rounds left behind can never be read now.
+  auto stale = [&](const std::string& id) {
+    auto it = epoch_of_.find(id);
+    return id != round_id && it != epoch_of_.end() && it->second <= fence_epoch_;
+  };
+  for (auto it = inbox_.begin(); it != inbox_.end();) it = stale(std::get<0>(it->first)) ? inbox_.erase(it) : std::next(it);
+  for (auto it = published_.begin(); it != published_.end();)
+    it = std::get<0>(it->first) != round_id ? published_.erase(it) : std::next(it);
+  for (auto it = epoch_of_.begin(); it != epoch_of_.end();) it = stale(it->first) ? epoch_of_.erase(it) : std::next(it);
+  ExpireLocked();
   cv_.notify_all();
 }
 
-absl::StatusOr<balance::LoadTable> Mailbox::Await(const std::string& round_id, ExchangeKind kind, int step,
-                                                  int from_label, absl::Duration timeout) {
-  std::unique_lock<std::mutex> l(mu_);
-  const Key key{round_id, static_cast<int>(kind), step, from_label};
-  if (!cv_.wait_for(l, absl::ToChronoNanoseconds(timeout), [&] { return inbox_.count(key) > 0; }))
-    return absl::DeadlineExceededError("no message in time");
-  balance::LoadTable rows = std::move(inbox_[key].rows);
-  inbox_.erase(key);
-  return rows;
-}
-
-void Mailbox::Forget(const std::string& round_id) {
+void Mailbox::Close(const std::string& round_id) {
   std::lock_guard<std::mutex> l(mu_);
   for (auto it = inbox_.begin(); it != inbox_.end();)
     it = std::get<0>(it->first) == round_id ? inbox_.erase(it) : std::next(it);
   for (auto it = published_.begin(); it != published_.end();)
-    it = it->first.first == round_id ? published_.erase(it) : std::next(it);
+    it = std::get<0>(it->first) == round_id ? published_.erase(it) : std::next(it);
+  epoch_of_.erase(round_id);
+  cv_.notify_all();
+}
+
+absl::StatusOr<balance::LoadTable> Mailbox::Deliver(const ExchangeMessage& m, absl::Duration timeout) {
+  std::unique_lock<std::mutex> l(mu_);
+  if (StaleLocked(m.round_id, m.epoch))
+    return absl::FailedPreconditionError(absl::StrCat("round ", m.round_id, " (epoch ", m.epoch,
+                                                      ") is older than round ", fence_round_, " (epoch ",
+                                                      fence_epoch_, "), the last this site took part in"));
   ExpireLocked();
+  epoch_of_[m.round_id] = m.epoch;
+  const Key key{m.round_id, static_cast<int>(m.kind), m.dimension, m.phase, m.from_label};
+  if (m.kind != MessageKind::kExchange && m.kind != MessageKind::kBarrier) {
+    inbox_[key] = Entry{m.rows, env_->Now()};
+    cv_.notify_all();
+    return balance::LoadTable{};
+  }
+  const std::tuple<std::string, int, int> mine{m.round_id, static_cast<int>(m.kind), m.dimension};
+  const bool reached = env_->WaitFor(l, cv_, timeout, [&] {
+    return published_.count(mine) > 0 || StaleLocked(m.round_id, m.epoch);
+  });
+  if (StaleLocked(m.round_id, m.epoch))
+    return absl::FailedPreconditionError(absl::StrCat("round ", m.round_id, " was replaced by a newer round"));
+  if (!reached)
+    return absl::DeadlineExceededError(absl::StrCat("round ", m.round_id, ": this site did not reach ",
+                                                    MessageKindName(m.kind), " ", m.dimension, " in time"));
+  inbox_[key] = Entry{m.rows, env_->Now()};
+  cv_.notify_all();
+  return published_[mine].rows;
+}
+
+void Mailbox::Publish(const std::string& round_id, MessageKind kind, int dimension, const balance::LoadTable& rows) {
+  std::lock_guard<std::mutex> l(mu_);
+  published_[{round_id, static_cast<int>(kind), dimension}] = Entry{rows, env_->Now()};
+  cv_.notify_all();
+}
+
+absl::StatusOr<balance::LoadTable> Mailbox::Await(const std::string& round_id, MessageKind kind, int dimension,
+                                                  int phase, int from_label, absl::Time deadline) {
+  std::unique_lock<std::mutex> l(mu_);
+  const Key key{round_id, static_cast<int>(kind), dimension, phase, from_label};
+  auto replaced = [&] { return fence_round_ != round_id; };
+  env_->WaitUntil(l, cv_, deadline, [&] { return inbox_.count(key) > 0 || replaced(); });
+  if (replaced()) return absl::AbortedError("the round was replaced by a newer one");
+  auto it = inbox_.find(key);
+  if (it == inbox_.end()) return absl::DeadlineExceededError("no message in time");
+  balance::LoadTable rows = std::move(it->second.rows);
+  inbox_.erase(it);
+  return rows;
 }
 
 // ------------------------------------------------------------------ rounds
 
 namespace {
-
-constexpr int kBarrierStep = 1000;
-// Capacity standing in for a drained site's 0 in the MCWA plan (the library
-// needs > 0): its share stays far below one job.
-constexpr double kDrainedCapacity = 1e-9;
 
 // Rows from a peer must name live positions of this round's cube.
 absl::Status CheckRows(const balance::LoadTable& rows, const RoundSpec& spec) {
@@ -100,19 +148,16 @@ struct Place {
   int members = 0;             // sites in this site's component
 };
 
-absl::StatusOr<Place> PlaceOf(const RoundSpec& spec, int self_label) {
-  std::vector<balance::NodeId> faults(spec.faults.begin(), spec.faults.end());
-  auto topo = balance::Topology::Hypercube(spec.dimension, faults);
-  if (!topo.ok()) return topo.status();
-  if (!topo->alive(self_label)) return absl::FailedPreconditionError("this site is in the round's fault set");
+absl::StatusOr<Place> PlaceOf(const balance::Topology& topo, int self_label) {
+  if (!topo.alive(self_label)) return absl::FailedPreconditionError("this site is in the round's fault set");
   Place p;
-  if (faults.empty()) {
-    for (int k = 0; k < spec.dimension; ++k) p.dims.push_back(k);
-    p.subcube_dim = spec.dimension;
-    p.members = topo->size();
+  if (topo.alive_mask().empty()) {
+    for (int k = 0; k < topo.dimensions(); ++k) p.dims.push_back(k);
+    p.subcube_dim = topo.dimensions();
+    p.members = topo.size();
     return p;
   }
-  auto subcubes = balance::SelectBalancingSubcubes(*topo);
+  auto subcubes = balance::SelectBalancingSubcubes(topo);
   if (!subcubes.ok()) return subcubes.status();
   for (const balance::BalancingSubcube& bs : *subcubes) {
     if (!bs.Member(self_label)) continue;
@@ -137,13 +182,18 @@ class Runner {
 
   RoundReport Run(int64_t load, double capacity) {
     report_.load_before = load;
+    report_.capacity = capacity;
     report_.quota = load;
-    absl::Status st = spec_.algorithm == "improved-dem" ? RunImprovedDem(load, capacity)
-                      : spec_.algorithm == "mcwa"       ? RunMcwa(load, capacity)
-                                                        : RunExact(load, capacity);
+    absl::Status st;
+    const balance::RoundMode* mode = balance::FindRoundMode(spec_.mode);
+    if (!mode) {
+      st = balance::CheckRoundMode(spec_.mode);
+    } else {
+      st = mode->gathers() ? RunGathered(*mode, load, capacity) : RunPairwise(*mode, load, capacity);
+    }
     report_.ok = st.ok();
     if (!st.ok()) report_.error = std::string(st.message());
-    ctx_.mailbox->Forget(spec_.round_id);
+    ctx_.mailbox->Close(spec_.round_id);
     return std::move(report_);
   }
 
@@ -154,25 +204,51 @@ class Runner {
 
   std::string SiteOf(int label) const { return ctx_.site_of_label(label); }
 
-  // One message of a step. kExchange from the lower label calls the partner
-  // and gets its rows; the higher label waits for the call.
-  absl::StatusOr<balance::LoadTable> ExchangeWith(int partner, int step, const balance::LoadTable& mine) {
-    ctx_.mailbox->Publish(spec_.round_id, step, mine);
+  // A wait for a peer `behind` steps away, ending by the round's deadline.
+  absl::Time By(int behind) const { return std::min(ctx_.env->Now() + ctx_.timeouts.Wait(behind), spec_.deadline); }
+  // The timeout of one call to a peer; an error once the deadline is past.
+  absl::StatusOr<absl::Duration> CallTimeout() const {
+    const absl::Duration left = spec_.deadline - ctx_.env->Now();
+    if (left <= absl::ZeroDuration()) return absl::DeadlineExceededError("past the round's deadline");
+    return std::min(ctx_.timeouts.step, left);
+  }
+
+  absl::StatusOr<balance::LoadTable> Call(int label, ExchangeMessage m) {
+    auto timeout = CallTimeout();
+    if (!timeout.ok()) return timeout.status();
+    m.round_id = spec_.round_id;
+    m.epoch = spec_.epoch;
+    m.from_label = ctx_.self_label;
+    return ctx_.peers->Exchange(SiteOf(label), m, *timeout);
+  }
+
+  absl::StatusOr<balance::LoadTable> Await(MessageKind kind, int dimension, int phase, int from, int behind) {
+    return ctx_.mailbox->Await(spec_.round_id, kind, dimension, phase, from, By(behind));
+  }
+
+  // One exchange with the partner across `dimension`: the lower label calls
+  // and gets the partner's rows; the higher label waits for the call.
+  absl::StatusOr<balance::LoadTable> ExchangeWith(MessageKind kind, int dimension, const balance::LoadTable& mine) {
+    const int partner = ctx_.self_label ^ (1 << dimension);
+    ctx_.mailbox->Publish(spec_.round_id, kind, dimension, mine);
     balance::LoadTable theirs;
-    if (!((ctx_.self_label >> (step % kBarrierStep)) & 1)) {
-      ExchangeMessage m{spec_.round_id, ExchangeKind::kExchange, step, ctx_.self_label, mine};
-      auto r = ctx_.peers->Exchange(SiteOf(partner), m, ctx_.step_timeout);
+    const std::string what = absl::StrCat(MessageKindName(kind), " in dimension ", dimension);
+    if (!((ctx_.self_label >> dimension) & 1)) {
+      ExchangeMessage m;
+      m.kind = kind;
+      m.dimension = dimension;
+      m.rows = mine;
+      auto r = Call(partner, std::move(m));
       if (!r.ok())
-        return absl::UnavailableError(
-            absl::StrCat("peer ", SiteOf(partner), " (label ", partner, ") failed at step ", step, ": ",
-                         r.status().message()));
+        return absl::UnavailableError(absl::StrCat("peer ", SiteOf(partner), " (label ", partner, ") failed at ",
+                                                   what, ": ", r.status().message()));
       report_.messages += 2;
       theirs = *std::move(r);
     } else {
-      auto r = ctx_.mailbox->Await(spec_.round_id, ExchangeKind::kExchange, step, partner, ctx_.step_timeout);
+      auto r = Await(kind, dimension, 0, partner, 0);
       if (!r.ok())
-        return absl::UnavailableError(absl::StrCat("peer ", SiteOf(partner), " (label ", partner,
-                                                   ") did not exchange at step ", step));
+        return absl::UnavailableError(absl::StrCat("peer ", SiteOf(partner), " (label ", partner, ") did not ",
+                                                   what, ": ", r.status().message()));
       theirs = *std::move(r);
     }
     if (auto st = CheckRows(theirs, spec_); !st.ok()) return st;
@@ -181,15 +257,17 @@ class Runner {
 
   // Every live site's (label, load, capacity) row of this site's component,
   // gathered up the trees, across the balancing subcube (the full cube when
-  // there are no faults) and back down the trees. Sets messages and steps.
-  absl::Status Gather(int64_t load, double capacity, Place* place_out, balance::LoadTable* table_out) {
+  // there are no faults) and back down the trees.
+  absl::Status Gather(const balance::Topology& topo, int64_t load, double capacity, Place* place_out,
+                      balance::LoadTable* table_out) {
     // Fault injection for the mid-round failure tests (HYPERFED_CRASH_AT):
-    // round_started, round_after_exchange[:N], round_before_moves, and in
-    // mcwa mode round_mcwa_phase[:N] at the start of this site's N-th
-    // transfer phase (after every earlier phase's jobs have arrived).
+    // round_started, round_after_exchange[:N], round_before_moves, and
+    // round_mcwa_phase[:N] at the start of this site's N-th transfer phase
+    // (after every earlier phase's jobs have arrived).
     migration::CrashPoint("round_started");
-    auto place = PlaceOf(spec_, ctx_.self_label);
+    auto place = PlaceOf(topo, ctx_.self_label);
     if (!place.ok()) return place.status();
+    const int depth = place->tree_depth;
     balance::LoadTable table{{ctx_.self_label, load, capacity}};
     auto merge = [&](const balance::LoadTable& rows) -> absl::Status {
       auto m = balance::MergeLoadTables(table, rows);
@@ -199,25 +277,27 @@ class Runner {
     };
     // Rows up the trees.
     for (int c : place->children) {
-      auto rows = ctx_.mailbox->Await(spec_.round_id, ExchangeKind::kUp, 0, c, ctx_.step_timeout * (1 + place->tree_depth));
-      if (!rows.ok()) return absl::UnavailableError(absl::StrCat("child ", SiteOf(c), " sent no loads"));
+      auto rows = Await(MessageKind::kUp, 0, 0, c, depth);
+      if (!rows.ok()) return absl::UnavailableError(absl::StrCat("child ", SiteOf(c), " sent no loads: ", rows.status().message()));
       if (auto st = CheckRows(*rows, spec_); !st.ok()) return st;
       if (auto st = merge(*rows); !st.ok()) return st;
     }
     if (place->parent >= 0) {
-      ExchangeMessage m{spec_.round_id, ExchangeKind::kUp, 0, ctx_.self_label, table};
-      if (auto r = ctx_.peers->Exchange(SiteOf(place->parent), m, ctx_.step_timeout); !r.ok())
+      ExchangeMessage m;
+      m.kind = MessageKind::kUp;
+      m.rows = table;
+      if (auto r = Call(place->parent, std::move(m)); !r.ok())
         return absl::UnavailableError(absl::StrCat("parent ", SiteOf(place->parent), " failed: ", r.status().message()));
       ++report_.messages;
-      // The full table comes back down.
-      auto rows = ctx_.mailbox->Await(spec_.round_id, ExchangeKind::kDown, 0, place->parent,
-                                      ctx_.step_timeout * (2 + 2 * place->tree_depth + spec_.dimension));
-      if (!rows.ok()) return absl::UnavailableError(absl::StrCat("parent ", SiteOf(place->parent), " sent no table"));
+      // The whole table comes back down.
+      auto rows = Await(MessageKind::kDown, 0, 0, place->parent, 1 + 2 * depth + spec_.dimension);
+      if (!rows.ok())
+        return absl::UnavailableError(absl::StrCat("parent ", SiteOf(place->parent), " sent no table: ", rows.status().message()));
       if (auto st = CheckRows(*rows, spec_); !st.ok()) return st;
       table = *std::move(rows);
     } else {
       for (int d : place->dims) {
-        auto rows = ExchangeWith(ctx_.self_label ^ (1 << d), d, table);
+        auto rows = ExchangeWith(MessageKind::kExchange, d, table);
         if (!rows.ok()) return rows.status();
         if (auto st = merge(*rows); !st.ok()) return st;
         Event(absl::StrCat("exchanged dimension ", d, ", knows ", table.size(), " sites"));
@@ -225,106 +305,81 @@ class Runner {
       }
     }
     for (int c : place->children) {
-      ExchangeMessage m{spec_.round_id, ExchangeKind::kDown, 0, ctx_.self_label, table};
-      if (auto r = ctx_.peers->Exchange(SiteOf(c), m, ctx_.step_timeout); !r.ok())
+      ExchangeMessage m;
+      m.kind = MessageKind::kDown;
+      m.rows = table;
+      if (auto r = Call(c, std::move(m)); !r.ok())
         Event(absl::StrCat("child ", SiteOf(c), " did not take the table: ", r.status().message()));
       else
         ++report_.messages;
     }
     if (static_cast<int>(table.size()) != place->members)
       return absl::InternalError(absl::StrCat("gathered ", table.size(), " sites of ", place->members));
-    report_.table = table;
     // T up + k exchanges + T down + 1 migration (n + 1 on a full cube).
-    report_.steps = 2 * place->tree_depth + place->subcube_dim + 1;
+    report_.steps = 2 * depth + place->subcube_dim + 1;
     *place_out = *std::move(place);
     *table_out = std::move(table);
     return absl::OkStatus();
   }
 
-  absl::Status RunExact(int64_t load, double capacity) {
-    Place place;
-    balance::LoadTable table;
-    if (auto st = Gather(load, capacity, &place, &table); !st.ok()) return st;
-
-    balance::DirectPlan plan = balance::PlanDirectTransfers(table);
-    for (size_t i = 0; i < table.size(); ++i)
-      if (table[i].label == ctx_.self_label) report_.quota = plan.quotas[i];
-    std::vector<balance::Transfer> mine = balance::OutgoingTransfers(plan, ctx_.self_label);
-    if (mine.empty()) {
-      Event("nothing to send");
-      return absl::OkStatus();
-    }
-    migration::CrashPoint("round_before_moves");
-    // Every destination at once: one migration per destination.
-    std::vector<std::future<absl::StatusOr<JobMover::Result>>> futures;
-    for (const balance::Transfer& t : mine)
-      futures.push_back(std::async(std::launch::async, [this, t] {
-        return ctx_.mover->MoveJobs(SiteOf(t.to), t.count, spec_.round_id);
-      }));
+  // Moves `out` in parallel; records what moved. Returns the first error.
+  absl::Status Move(const std::vector<balance::Transfer>& out, const std::string& where,
+                    std::vector<int64_t>* moved) {
+    std::vector<absl::StatusOr<JobMover::Result>> results(out.size(), absl::UnknownError("not run"));
+    ParallelFor(ctx_.executor, out.size(), [&](size_t i) {
+      results[i] = ctx_.mover->MoveJobs(SiteOf(out[i].to), out[i].count, spec_.round_id);
+    });
+    moved->assign(out.size(), 0);
     absl::Status first_error;
-    for (size_t i = 0; i < futures.size(); ++i) {
-      auto r = futures[i].get();
+    for (size_t i = 0; i < out.size(); ++i) {
+      const balance::Transfer& t = out[i];
+      const auto& r = results[i];
       if (!r.ok()) {
         if (first_error.ok())
-          first_error = absl::UnavailableError(
-              absl::StrCat("moving ", mine[i].count, " jobs to ", SiteOf(mine[i].to), ": ", r.status().message()));
-        report_.shortfall += mine[i].count;
+          first_error = absl::UnavailableError(absl::StrCat(where, "moving ", t.count, " jobs to ", SiteOf(t.to), ": ",
+                                                            r.status().message()));
+        report_.shortfall += t.count;
         continue;
       }
+      (*moved)[i] = r->moved;
       report_.moved_out += r->moved;
       report_.shortfall += r->shortfall;
       if (r->moved > 0) {  // the report lists what really moved
-        balance::Transfer done = mine[i];
+        balance::Transfer done = t;
         done.count = r->moved;
         report_.transfers.push_back(done);
       }
-      Event(absl::StrCat("moved ", r->moved, " jobs to ", SiteOf(mine[i].to),
+      Event(absl::StrCat(where, "moved ", r->moved, " jobs to ", SiteOf(t.to),
                          r->shortfall ? absl::StrCat(" (", r->shortfall, " short)") : ""));
     }
     return first_error;
   }
 
-  // Seed 004 Algorithm 3 (MCWA), with the gather of RunExact standing in for
-  // its load phases: every site computes the same whole-system plan from the
-  // same table with the balance library, then carries out its own edge
-  // transfers phase by phase (tree levels up, the subcube walk, tree levels
-  // down). Jobs relayed through a site move on in a later phase, as in the
-  // paper; a relay that got fewer than planned sends what it has.
-  absl::Status RunMcwa(int64_t load, double capacity) {
+  // A gathering mode: every site derives the same plan from the same table
+  // (the mode's PlanComponent), then carries out its own transfers phase by
+  // phase. Jobs relayed through a site (mcwa: tree levels up, the subcube
+  // walk, tree levels down) move on in a later phase, once every transfer
+  // into it of the earlier phase is done (a PHASE_DONE notice per transfer);
+  // a relay that got fewer than planned sends what it has.
+  absl::Status RunGathered(const balance::RoundMode& mode, int64_t load, double capacity) {
+    std::vector<balance::NodeId> faults(spec_.faults.begin(), spec_.faults.end());
+    auto topo = balance::Topology::Hypercube(spec_.dimension, faults);
+    if (!topo.ok()) return topo.status();
     Place place;
     balance::LoadTable table;
-    if (auto st = Gather(load, capacity, &place, &table); !st.ok()) return st;
-    const int n = spec_.dimension;
-    const size_t size = size_t{1} << n;
-    std::vector<balance::Load> w(size, 0);
-    // Positions outside this component keep capacity 1 and load 0: they form
-    // their own components, which the plan balances apart from this one.
-    std::vector<double> p(size, 1.0);
-    bool any_capacity = false;
-    for (const balance::LoadRow& r : table) {
-      w[r.label] = r.load;
-      // The library wants capacities > 0; a drained site (0) gets a share
-      // far below one job, so its quota is 0.
-      p[r.label] = r.capacity > 0 ? r.capacity : kDrainedCapacity;
-      any_capacity = any_capacity || r.capacity > 0;
-    }
-    if (!any_capacity) {
-      Event("every site of the component is drained: nothing to balance");
-      return absl::OkStatus();
-    }
-    std::vector<balance::NodeId> faults(spec_.faults.begin(), spec_.faults.end());
-    auto topo = balance::Topology::Hypercube(n, faults);
-    if (!topo.ok()) return topo.status();
-    auto plan = balance::McwaPlan(*topo, w, p);
+    if (auto st = Gather(*topo, load, capacity, &place, &table); !st.ok()) return st;
+    auto plan = mode.PlanComponent(*topo, table);
     if (!plan.ok()) return plan.status();
     report_.quota = plan->final_loads[ctx_.self_label];
-    report_.steps = static_cast<int>(plan->metrics.steps);  // 3k + 4T
+    report_.steps = std::max<int>(report_.steps, static_cast<int>(plan->metrics.steps));
 
     std::map<int, std::vector<balance::Transfer>> sends;  // phase -> this site's transfers
     std::map<int, std::vector<int>> senders;              // phase -> labels sending to this site
+    int last_phase = 0;
     for (const balance::Transfer& t : plan->transfers) {
       if (t.from == ctx_.self_label) sends[t.step].push_back(t);
       if (t.to == ctx_.self_label) senders[t.step].push_back(t.from);
+      last_phase = std::max(last_phase, t.step);
     }
     std::set<int> phases;
     for (const auto& [s, v] : sends) phases.insert(s);
@@ -334,75 +389,55 @@ class Runner {
       return absl::OkStatus();
     }
     migration::CrashPoint("round_before_moves");
-    // A sender may still be in earlier phases of its own; it is at most a
-    // tree's depth of phases behind this site.
-    const absl::Duration wait = ctx_.step_timeout * (2 + place.tree_depth);
     absl::Status first_error;
     for (int s : phases) {
-      migration::CrashPoint("round_mcwa_phase");
+      if (mode.name() == "mcwa") migration::CrashPoint("round_mcwa_phase");
       const std::vector<balance::Transfer>& out = sends[s];
-      std::vector<std::future<absl::StatusOr<JobMover::Result>>> futures;
-      for (const balance::Transfer& t : out)
-        futures.push_back(std::async(std::launch::async, [this, t] {
-          return ctx_.mover->MoveJobs(SiteOf(t.to), t.count, spec_.round_id);
-        }));
-      for (size_t i = 0; i < futures.size(); ++i) {
-        const balance::Transfer& t = out[i];
-        auto r = futures[i].get();
-        int64_t moved = 0;
-        if (!r.ok()) {
+      const std::string where = last_phase > 1 ? absl::StrCat("phase ", s, ": ") : "";
+      std::vector<int64_t> moved;
+      if (auto st = Move(out, where, &moved); !st.ok() && first_error.ok()) first_error = st;
+      if (s == last_phase) continue;  // nothing waits for the last phase
+      // The receiver goes on with what it got, even after a failed move.
+      for (size_t i = 0; i < out.size(); ++i) {
+        ExchangeMessage m;
+        m.kind = MessageKind::kPhaseDone;
+        m.phase = s;
+        m.rows = {{ctx_.self_label, moved[i], 0}};
+        if (auto d = Call(out[i].to, std::move(m)); !d.ok()) {
           if (first_error.ok())
-            first_error = absl::UnavailableError(absl::StrCat("phase ", s, ": moving ", t.count, " jobs to ",
-                                                              SiteOf(t.to), ": ", r.status().message()));
-          report_.shortfall += t.count;
-        } else {
-          moved = r->moved;
-          report_.moved_out += r->moved;
-          report_.shortfall += r->shortfall;
-          if (r->moved > 0) {
-            balance::Transfer done = t;
-            done.count = r->moved;
-            report_.transfers.push_back(done);
-          }
-          Event(absl::StrCat("phase ", s, ": moved ", r->moved, " jobs to ", SiteOf(t.to),
-                             r->shortfall ? absl::StrCat(" (", r->shortfall, " short)") : ""));
-        }
-        // The receiver goes on with what it got, even after a failed move.
-        ExchangeMessage m{spec_.round_id, ExchangeKind::kDown, kMcwaPhaseStep + s, ctx_.self_label,
-                          {{ctx_.self_label, moved, 0}}};
-        if (auto d = ctx_.peers->Exchange(SiteOf(t.to), m, ctx_.step_timeout); !d.ok()) {
-          if (first_error.ok())
-            first_error = absl::UnavailableError(absl::StrCat("phase ", s, ": ", SiteOf(t.to),
-                                                              " did not take the notice: ", d.status().message()));
+            first_error = absl::UnavailableError(absl::StrCat(where, SiteOf(out[i].to), " did not take the notice: ",
+                                                              d.status().message()));
         } else {
           ++report_.messages;
         }
       }
+      // A sender may still be in earlier phases of its own: at most a
+      // tree's depth of phases behind this site.
       for (int from : senders[s]) {
-        auto r = ctx_.mailbox->Await(spec_.round_id, ExchangeKind::kDown, kMcwaPhaseStep + s, from, wait);
+        auto r = Await(MessageKind::kPhaseDone, 0, s, from, 1 + place.tree_depth);
         if (!r.ok())
-          return absl::UnavailableError(absl::StrCat("phase ", s, ": ", SiteOf(from), " (label ", from,
-                                                     ") did not say its transfer was done"));
+          return absl::UnavailableError(absl::StrCat(where, SiteOf(from), " (label ", from,
+                                                     ") did not say its transfer was done: ", r.status().message()));
       }
     }
     return first_error;
   }
 
-  absl::Status RunImprovedDem(int64_t load, double capacity) {
+  // A pairwise mode: in each dimension whose partner takes part, exchange
+  // (load, capacity), keep the mode's PairShare, move the difference, and
+  // wait for both sides' moves (a barrier) before the next dimension.
+  absl::Status RunPairwise(const balance::RoundMode& mode, int64_t load, double capacity) {
     const int n = spec_.dimension;
     int64_t w = load;
-    int dims_done = 0;
     for (int k = 0; k < n; ++k) {
       const int partner = ctx_.self_label ^ (1 << k);
-      if (std::binary_search(spec_.faults.begin(), spec_.faults.end(), partner)) continue;  // seed 004 section 6
-      auto rows = ExchangeWith(partner, k, {{ctx_.self_label, w, capacity}});
+      if (std::binary_search(spec_.faults.begin(), spec_.faults.end(), partner)) continue;  // nam §6
+      auto rows = ExchangeWith(MessageKind::kExchange, k, {{ctx_.self_label, w, capacity}});
       if (!rows.ok()) return rows.status();
       if (rows->size() != 1 || (*rows)[0].label != partner)
         return absl::InvalidArgumentError(absl::StrCat("dimension ", k, ": partner sent a malformed row"));
       const balance::LoadRow p = (*rows)[0];
-      int64_t share = w;
-      if (capacity + p.capacity > 0)
-        share = balance::WeightedImprovedDemShare(ctx_.self_label, k, n, w, p.load, capacity, p.capacity);
+      const int64_t share = mode.PairShare(ctx_.self_label, k, n, w, p.load, capacity, p.capacity);
       if (share < w) {
         const int64_t send = w - share;
         auto r = ctx_.mover->MoveJobs(SiteOf(partner), send, spec_.round_id);
@@ -414,10 +449,8 @@ class Runner {
         report_.shortfall += r->shortfall;
       }
       w = share;
-      // Both sides finish their moves before the next dimension.
-      if (auto b = ExchangeWith(partner, kBarrierStep + k, {}); !b.ok()) return b.status();
+      if (auto b = ExchangeWith(MessageKind::kBarrier, k, {}); !b.ok()) return b.status();
       Event(absl::StrCat("dimension ", k, ": load ", w));
-      ++dims_done;
     }
     report_.quota = w;
     report_.steps = 3 * n;

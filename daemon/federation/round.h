@@ -1,9 +1,9 @@
 #pragma once
 
-// One site's part of a balancing round (DESIGN section 6), and the interfaces
-// it needs from the layers around it. No gRPC here: the server layer
-// implements PeerClient; the daemon wires a JobMover onto the migration
-// layer. The arithmetic is the balance library's step functions.
+// One site's part of a balancing round (docs/design.md §6), and the
+// interfaces it needs from the layers around it. No gRPC here: the server
+// layer implements PeerClient; the daemon wires a JobMover onto the migration
+// layer. What a round computes is its mode's (daemon/balance/modes.h).
 
 #include <condition_variable>
 #include <cstdint>
@@ -16,35 +16,46 @@
 
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
+#include "config/config.h"
 #include "daemon/balance/exact.h"
+#include "daemon/balance/modes.h"
 #include "daemon/balance/plan.h"
-#include "daemon/common/clock.h"
+#include "daemon/common/env.h"
+#include "daemon/common/executor.h"
+#include "daemon/federation/membership.h"
 
 namespace hyperfed::federation {
 
-enum class ExchangeKind { kUp = 1, kExchange = 2, kDown = 3 };
-
-// kDown with step kMcwaPhaseStep + s: the sender's MCWA transfer of plan
-// phase s (1 <= s < kMcwaPhases) to the callee is done.
-inline constexpr int kMcwaPhaseStep = 2000;
-inline constexpr int kMcwaPhases = 100;
+// What a round message carries (docs/design.md §6).
+enum class MessageKind {
+  kUp = 1,         // subtree rows to the tree parent
+  kExchange = 2,   // rows across a dimension; the reply carries the callee's
+  kDown = 3,       // the whole table to a tree child
+  kBarrier = 4,    // pairwise modes: both sides' moves of a dimension are done
+  kPhaseDone = 5,  // mcwa: the sender's transfer of a phase to the callee is done
+};
+const char* MessageKindName(MessageKind k);
 
 struct ExchangeMessage {
   std::string round_id;
-  ExchangeKind kind = ExchangeKind::kExchange;
-  // The dimension for kExchange; 1000 + k for the barrier after migrating in
-  // dimension k; kMcwaPhaseStep + s for an MCWA phase-s notice.
-  int step = 0;
+  int64_t epoch = 0;
+  MessageKind kind = MessageKind::kExchange;
+  int dimension = 0;  // kExchange, kBarrier
+  int phase = 0;      // kPhaseDone: the plan phase (>= 1)
   int from_label = 0;
   balance::LoadTable rows;
 };
 
 struct RoundSpec {
   std::string round_id;
+  // Fencing: a site refuses a round older than one it has seen, and every
+  // wait of a round ends by its deadline (the coordinator's clock).
+  int64_t epoch = 0;
+  absl::Time deadline = absl::InfinitePast();
   std::string coordinator;
   std::vector<int> faults;  // sorted labels
   int dimension = 0;
-  std::string algorithm;    // "exact", "mcwa" or "improved-dem"
+  std::string mode;         // a name in the registry of round modes
 };
 
 struct RoundReport {
@@ -53,37 +64,38 @@ struct RoundReport {
   int label = 0;
   bool ok = false;
   std::string error;        // where this site's part ended, in words
-  int64_t load_before = 0;
+  int64_t load_before = 0;  // the load and capacity the site balanced with
+  double capacity = 0;
   int64_t quota = 0;
   int64_t moved_out = 0;
   int64_t shortfall = 0;
-  std::vector<balance::Transfer> transfers;  // what this site sent (planned counts)
+  std::vector<balance::Transfer> transfers;  // what this site committed
   int64_t messages = 0;
   int steps = 0;
-  balance::LoadTable table;  // the gathered table (exact mode)
 };
 
-struct HeartbeatInfo {
-  std::string site;
-  int label = 0;
-  int64_t load = 0;
-  double capacity = 0;
-  bool drained = false;
-  std::string round_id;
-  std::string last_round;
-  std::vector<std::pair<std::string, bool>> view;  // site, up
+
+// Every timeout of a round, from the config (one rule, one place).
+struct RoundTimeouts {
+  absl::Duration step;    // one call to a peer, or one wait for a peer a step away
+  absl::Duration round;   // start to deadline
+  absl::Duration report;  // after the deadline, for the last reports
+  // A wait for a message from a peer up to `behind` sequential steps behind.
+  absl::Duration Wait(int behind) const { return step * (1 + behind); }
 };
+RoundTimeouts ComputeRoundTimeouts(const config::BalancerConfig& b, int dimension);
 
 // Calls to other sites. Thread-safe. Implemented over gRPC by the server
 // layer, in-process by tests.
 class PeerClient {
  public:
   virtual ~PeerClient() = default;
-  // kExchange returns the callee's rows; kUp and kDown return nothing.
+  // kExchange returns the callee's rows; the other kinds return nothing.
   virtual absl::StatusOr<balance::LoadTable> Exchange(const std::string& site, const ExchangeMessage& m,
                                                       absl::Duration timeout) = 0;
-  // True when the site accepted the round.
-  virtual absl::StatusOr<bool> StartRound(const std::string& site, const RoundSpec& spec, absl::Duration timeout) = 0;
+  // True when the site accepted the round; `busy_with` says why not.
+  virtual absl::StatusOr<bool> StartRound(const std::string& site, const RoundSpec& spec, absl::Duration timeout,
+                                          std::string* why_not) = 0;
   virtual absl::Status ReportRound(const std::string& site, const RoundReport& report, absl::Duration timeout) = 0;
   // Returns the id of the round that will serve the request.
   virtual absl::StatusOr<std::string> RequestBalance(const std::string& site, const std::string& from,
@@ -100,41 +112,59 @@ class JobMover {
     int64_t shortfall = 0;
   };
   virtual absl::StatusOr<Result> MoveJobs(const std::string& dest_site, int64_t count, const std::string& round_id) = 0;
+  // The moves of the job with this key, in words, oldest first.
+  virtual absl::StatusOr<std::vector<std::string>> MovesOf(const std::string& key) {
+    return std::vector<std::string>{};
+  }
 };
 
 // Messages of rounds that arrive before or while the round runs. The gRPC
-// handler puts, the round runner takes. Thread-safe.
+// handler delivers, the round runner takes. Fenced: once a round is opened,
+// messages of older rounds are refused and waits of older rounds end.
+// Thread-safe.
 class Mailbox {
  public:
-  explicit Mailbox(const Clock* clock) : clock_(clock) {}
+  explicit Mailbox(const Env* env) : env_(env) {}
 
-  // Handler side. kUp/kDown: stores the rows and returns an empty table.
-  // kExchange: waits until this site has published its own rows for that
-  // step (it has reached the step), stores the caller's rows and returns
-  // this site's rows. DeadlineExceeded when this site does not get there.
+  // The site starts `round_id` at `epoch`: drops every message of an older
+  // round and ends the waits of the round it replaces.
+  void Open(const std::string& round_id, int64_t epoch);
+  // The round ended at this site: drops its messages.
+  void Close(const std::string& round_id);
+
+  // Handler side. kExchange waits until this site has published its own
+  // rows for that dimension (it has reached the step), stores the caller's
+  // and returns this site's rows; DeadlineExceeded when it does not get
+  // there in `timeout`. Other kinds store the rows and return nothing.
+  // FailedPrecondition for a round older than the open one.
   absl::StatusOr<balance::LoadTable> Deliver(const ExchangeMessage& m, absl::Duration timeout);
 
-  // Runner side: this site's rows for an exchange step, for the partner.
-  void Publish(const std::string& round_id, int step, const balance::LoadTable& rows);
-  // Runner side: the rows `from_label` sent for (kind, step).
-  absl::StatusOr<balance::LoadTable> Await(const std::string& round_id, ExchangeKind kind, int step, int from_label,
-                                           absl::Duration timeout);
-  // Drops a finished round's messages (and any older than ten minutes).
-  void Forget(const std::string& round_id);
+  // Runner side: this site's rows for a kExchange or kBarrier step, for the
+  // partner.
+  void Publish(const std::string& round_id, MessageKind kind, int dimension, const balance::LoadTable& rows);
+  // Runner side: the rows `from_label` sent as (kind, dimension, phase).
+  // DeadlineExceeded at `deadline`; Aborted once a newer round is opened.
+  absl::StatusOr<balance::LoadTable> Await(const std::string& round_id, MessageKind kind, int dimension, int phase,
+                                           int from_label, absl::Time deadline);
 
  private:
-  using Key = std::tuple<std::string, int, int, int>;  // round, kind, step, from
+  using Key = std::tuple<std::string, int, int, int, int>;  // round, kind, dimension, phase, from
   struct Entry {
     balance::LoadTable rows;
     absl::Time at;
   };
+  bool StaleLocked(const std::string& round_id, int64_t epoch) const;
   void ExpireLocked();
 
-  const Clock* clock_;
+  const Env* env_;
   std::mutex mu_;
   std::condition_variable cv_;
+  // The last round opened here: older rounds are fenced off.
+  std::string fence_round_;                                     // guarded by mu_
+  int64_t fence_epoch_ = 0;                                     // guarded by mu_
+  std::map<std::string, int64_t> epoch_of_;                     // guarded by mu_; rounds with messages here
   std::map<Key, Entry> inbox_;                                  // guarded by mu_
-  std::map<std::pair<std::string, int>, Entry> published_;      // guarded by mu_
+  std::map<std::tuple<std::string, int, int>, Entry> published_;  // guarded by mu_; round, kind, dimension
 };
 
 struct RoundContext {
@@ -145,14 +175,16 @@ struct RoundContext {
   PeerClient* peers = nullptr;
   Mailbox* mailbox = nullptr;
   JobMover* mover = nullptr;
-  absl::Duration step_timeout = absl::Seconds(10);
+  const Env* env = nullptr;
+  Executor* executor = nullptr;  // parallel moves; null: one after another
+  RoundTimeouts timeouts;
   // Plain-words progress for logs and the operator ("exchanged dimension 2").
   std::function<void(const std::string&)> event;
 };
 
 // Runs this site's part of a round from its load snapshot (migratable
 // pending jobs) and capacity (0 when drained). Never throws; the report
-// says how far it got.
+// says how far it got. Every wait ends by spec.deadline.
 RoundReport RunRound(const RoundContext& ctx, const RoundSpec& spec, int64_t load, double capacity);
 
 }  // namespace hyperfed::federation

@@ -1,15 +1,16 @@
 #pragma once
 
-// The site controller: the one owner of a site's federation state. RPC
-// handlers decode a request and call one method here; background threads
-// (heartbeats, the balancing timer, round runners) live here too.
+// A site's federation state, in parts with one owner each (docs/design.md
+// §6, §9): Membership and Heartbeater (who is up), Participant (this site's
+// part of rounds), Coordinator (starting and ending rounds), RoundHistory
+// (the operator's view). Site wires them together, runs the heartbeat and
+// timer loops, and is what the server calls: each RPC handler decodes a
+// request and calls one method here.
 //
-// Thread-safety: every public method may be called from any thread.
+// Thread-safe: every public method may be called from any thread.
 
 #include <atomic>
 #include <condition_variable>
-#include <deque>
-#include <map>
 #include <memory>
 #include <mutex>
 #include <optional>
@@ -19,55 +20,49 @@
 
 #include "absl/status/statusor.h"
 #include "config/config.h"
-#include "daemon/balance/exact.h"
-#include "daemon/common/clock.h"
+#include "daemon/balance/mcwa.h"
+#include "daemon/common/env.h"
+#include "daemon/common/executor.h"
+#include "daemon/federation/coordinator.h"
 #include "daemon/federation/membership.h"
+#include "daemon/federation/participant.h"
 #include "daemon/federation/round.h"
+#include "daemon/federation/round_history.h"
 #include "daemon/scheduler/adapter.h"
 
 namespace hyperfed::federation {
 
-// What an operator sees of a round: its events in order, then the result.
-struct RoundView {
-  std::string id;
-  RoundSpec spec;
-  std::string mode;                      // what it ran and why, in words
-  std::vector<std::string> events;
-  bool done = false;
-  bool ok = false;
-  bool dry_run = false;
-  balance::LoadTable before;             // loads and capacities at the start
-  balance::LoadTable after;              // planned (dry run) or reported
-  std::vector<balance::Transfer> transfers;
-  int64_t moved = 0;
-  int64_t messages = 0;
-  int steps = 0;
-  double share_error_before = 0, share_error_after = 0;
-  absl::Time started, finished;
-  // Coordination state: the sites that accepted (known once every StartRound
-  // has answered), those that reported, and whether any part failed.
-  bool start_answered = false;
-  std::vector<std::string> accepted;
-  std::vector<std::string> reported;
-  bool any_failed = false;
+// What the next round would run, for the status and topology views.
+struct NextRound {
+  std::vector<int> faults;
+  std::string mode;                                  // in words
+  std::vector<balance::BalancingSubcube> subcubes;  // with faults: one per component
 };
 
-// Counters for the metrics endpoint.
-struct SiteCounters {
-  int64_t rounds = 0;
-  int64_t rounds_failed = 0;
-  double last_round_seconds = 0;
-  double round_seconds_sum = 0;
-  int64_t jobs_moved_out = 0;
+// Jobs an operator submits at this site (test and demo load).
+struct SubmitOrder {
+  int count = 1;
+  std::string name = "job";
+  int cores = 1;
+  int64_t duration_ms = 0;
+};
+struct SubmittedJob {
+  std::string id;
+  std::string key;
 };
 
 class Site {
  public:
+  // Threads of the site's executor: a round part, a coordination and the
+  // fan-outs of both (whose callers also run items themselves).
+  static constexpr int kExecutorThreads = 8;
+
   Site(const config::Config& config, scheduler::SchedulerAdapter* adapter, JobMover* mover, PeerClient* peers,
-       const Clock* clock);
+       const Env* env);
   ~Site();
 
-  // Starts the heartbeat and timer threads. Stop() joins them.
+  // Starts the heartbeat and timer loops. Stop() ends them and every round
+  // part and coordination, and joins every thread.
   void Start();
   void Stop();
 
@@ -77,8 +72,7 @@ class Site {
 
   // ---- Peer RPCs
   bool OnHeartbeat(const HeartbeatInfo& hb);
-  // Accepts when not in another round (then runs its part in the background).
-  bool OnStartRound(const RoundSpec& spec, std::string* busy_with);
+  bool OnStartRound(const RoundSpec& spec, std::string* why_not);
   absl::StatusOr<balance::LoadTable> OnExchange(const ExchangeMessage& m);
   void OnReport(const RoundReport& report);
   // At the coordinator: starts a round for the request, or joins the one
@@ -86,52 +80,57 @@ class Site {
   absl::StatusOr<std::string> OnRequestBalance(const std::string& from, const std::string& reason);
 
   // ---- Admin
-  // Starts a round (at the coordinator) or plans one (dry run, anywhere).
-  absl::StatusOr<std::string> Balance(bool dry_run, const std::string& reason);
+  // Starts a round (asking the coordinator when this site is not it) or
+  // plans one (dry run, anywhere), in `mode` ("" = the configured one).
+  absl::StatusOr<std::string> Balance(bool dry_run, const std::string& reason, const std::string& mode = "");
   // Waits until the round has more than `seen` events or is done.
   std::optional<RoundView> WaitRound(const std::string& round_id, size_t seen, absl::Duration timeout);
   std::optional<RoundView> LastRound() const;
   void SetDrained(bool drained);
   bool drained() const { return drained_.load(); }
-  Membership& membership() { return membership_; }
+  // Every roster site with this site's own row fresh.
+  std::vector<PeerInfo> View();
+  NextRound Next() const;
+  absl::StatusOr<std::vector<SubmittedJob>> Submit(const SubmitOrder& order);
+  // Where a job is and why it moved or stays, in lines.
+  absl::StatusOr<std::vector<std::string>> ExplainJob(const std::string& job);
+
   const config::Config& config() const { return config_; }
   std::string Coordinator() const { return membership_.Coordinator(); }
   bool IsCoordinator() const { return Coordinator() == config_.site.id; }
-  SiteCounters counters() const;
-  // The fault set and what the next round would run, in words.
-  std::pair<std::vector<int>, std::string> NextMode() const;
-  // This site's share in the last round it took part in (for ExplainJob).
-  std::optional<RoundReport> LastReport() const;
+  SiteCounters counters() const { return coordinator_.counters(); }
+  Membership& membership() { return membership_; }
+
+  // One pass of each loop (the loops call them; tests may too).
+  void HeartbeatOnce();
+  void TimerOnce();
 
  private:
-  std::string SiteOfLabel(int label) const;
-  void HeartbeatLoop();
-  void TimerLoop();
-  void RunPart(RoundSpec spec);
-  void Coordinate(std::string round_id);
-  void AddEvent(const std::string& round_id, const std::string& event);
-  void FinishRoundLocked(RoundView& r);
-  RoundView* FindLocked(const std::string& id);
+  absl::Status RefreshSelf();
+  void PartDone(const RoundSpec& spec, const RoundReport& report);
+  void Loop(absl::Duration period, void (Site::*once)());
 
   const config::Config config_;
   scheduler::SchedulerAdapter* adapter_;
   JobMover* mover_;
   PeerClient* peers_;
-  const Clock* clock_;
-  Membership membership_;
-  Mailbox mailbox_;
-  RoundContext ctx_;
+  const Env* env_;
   std::atomic<bool> drained_{false};
-  std::atomic<bool> stopping_{false};
 
-  mutable std::mutex mu_;
+  Executor executor_{kExecutorThreads};
+  Membership membership_;
+  Heartbeater heartbeater_;
+  RoundHistory history_;
+  Participant participant_;
+  federation::Coordinator coordinator_;
+
+  // Timer-loop state (that thread only).
+  absl::Time next_timer_;
+  absl::Time last_underload_request_ = absl::InfinitePast();
+
+  std::mutex mu_;
   std::condition_variable cv_;
-  std::string current_round_;                       // the round this site takes part in
-  std::deque<RoundView> rounds_;                    // recent rounds this site coordinated or planned
-  std::optional<RoundReport> last_report_;
-  SiteCounters counters_;
-  int64_t round_seq_ = 0;
-  std::vector<std::thread> workers_;                // round parts and coordinations
+  bool stopping_ = false;  // guarded by mu_
   std::thread heartbeat_thread_, timer_thread_;
 };
 

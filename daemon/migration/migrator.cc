@@ -76,8 +76,18 @@ std::vector<std::string> Keys(const MigrationRecord& r) {
 
 }  // namespace
 
+std::string WhyNotMovable(const Job& j) {
+  if (j.pinned) return "it is pinned: it never moves";
+  switch (j.state) {
+    case JobState::kPending: return "";
+    case JobState::kRunning: return "it is running: running jobs never move";
+    case JobState::kHeld: return "it is held: held jobs do not move (a migration in flight or an operator hold)";
+    default: return "it is no longer queued";
+  }
+}
+
 Migrator::Migrator(std::string self_site, scheduler::SchedulerAdapter* adapter, Journal* journal,
-                   PeerTransport* transport, const Clock* clock, int64_t max_batch, int64_t adapter_chunk)
+                   PeerTransport* transport, const Env* clock, int64_t max_batch, int64_t adapter_chunk)
     : self_site_(std::move(self_site)),
       adapter_(adapter),
       journal_(journal),
@@ -132,9 +142,10 @@ absl::StatusOr<std::vector<OutResult>> Migrator::MigrateOut(const std::string& d
     if (!active.ok()) return active.status();
     std::vector<const Job*> candidates;
     for (const Job& j : *jobs) {
-      if (j.state == JobState::kPending && !j.pinned && !active->count(j.id)) candidates.push_back(&j);
+      if (WhyNotMovable(j).empty() && !active->count(j.id)) candidates.push_back(&j);
     }
-    // Most recently queued first; among equal times, later in queue order.
+    // kMoveOrder: most recently queued first; among equal times, later in
+    // queue order.
     std::stable_sort(candidates.begin(), candidates.end(),
                      [](const Job* a, const Job* b) { return a->queued_at_ms < b->queued_at_ms; });
     std::reverse(candidates.begin(), candidates.end());
@@ -526,21 +537,16 @@ absl::Status Migrator::Validate(const TransferRequest& req) const {
   if (!PrintableId(req.source_site)) return absl::InvalidArgumentError("Transfer: bad source site id");
   if (req.source_site == self_site_) return absl::InvalidArgumentError("Transfer: source is this site");
   if (req.round_id.size() > kMaxIdLength) return absl::InvalidArgumentError("Transfer: round id too long");
-  if (req.jobs.empty() || static_cast<int64_t>(req.jobs.size()) > kMaxJobsPerTransfer) {
+  if (req.jobs.empty() || static_cast<int64_t>(req.jobs.size()) > max_batch_) {
     return absl::InvalidArgumentError(
-        absl::StrCat("Transfer: job count ", req.jobs.size(), " not in 1..", kMaxJobsPerTransfer));
+        absl::StrCat("Transfer: job count ", req.jobs.size(), " not in 1..", max_batch_, " (this site's max_batch)"));
   }
   std::set<std::string> keys;
   for (size_t i = 0; i < req.jobs.size(); ++i) {
     const scheduler::JobSpec& s = req.jobs[i];
     std::string where = absl::StrCat("Transfer: jobs[", i, "]: ");
-    if (s.key.empty() || s.key.size() > 4 * kMaxIdLength) return absl::InvalidArgumentError(where + "bad key");
+    if (s.key.empty()) return absl::InvalidArgumentError(where + "a moved job needs its key");
     if (!keys.insert(s.key).second) return absl::InvalidArgumentError(where + "duplicate key " + s.key);
-    if (s.cores < 1) return absl::InvalidArgumentError(where + "cores < 1");
-    if (s.memory_mb < 0 || s.time_limit_s < 0 || s.duration_ms < 0) {
-      return absl::InvalidArgumentError(where + "negative memory, time limit or duration");
-    }
-    if (!std::isfinite(s.cost) || s.cost < 0) return absl::InvalidArgumentError(where + "bad cost");
     // Checked before anything is journaled or submitted: a spec this
     // scheduler refuses refuses the whole transfer, so the source keeps
     // (and releases) every job instead of a transfer that can never finish.

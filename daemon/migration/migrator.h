@@ -1,6 +1,6 @@
 #pragma once
 
-// The exactly-once transfer protocol of DESIGN section 7, both sides.
+// The exactly-once transfer protocol of docs/design.md §7, both sides.
 //
 // Invariants, under a crash of either side at any point and loss or
 // duplication of any message: a job is never lost (always queued or running
@@ -106,7 +106,7 @@
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
-#include "daemon/common/clock.h"
+#include "daemon/common/env.h"
 #include "daemon/migration/journal.h"
 #include "daemon/migration/transport.h"
 #include "daemon/scheduler/adapter.h"
@@ -131,8 +131,12 @@ struct OutResult {
 // waiting on the scheduler's lock is not held up for long.
 inline constexpr int64_t kDefaultAdapterChunk = 256;
 
-// Limits for requests from peers (DESIGN section 8: bounded batches).
-inline constexpr int64_t kMaxJobsPerTransfer = 100000;
+// Limits for requests from peers (docs/design.md §8: bounded batches).
+// The migrator's choice of jobs (docs/design.md §7): why it would not pick
+// `job`, in words ("" when the job may move), and the order it picks in.
+std::string WhyNotMovable(const scheduler::Job& job);
+inline constexpr char kMoveOrder[] = "the most recently queued first";
+
 inline constexpr size_t kMaxIdLength = 200;
 
 class Migrator {
@@ -141,7 +145,7 @@ class Migrator {
   // the most jobs per Transfer call, `adapter_chunk` the most jobs per
   // adapter batch call (values below 1 count as 1).
   Migrator(std::string self_site, scheduler::SchedulerAdapter* adapter, Journal* journal,
-           PeerTransport* transport, const Clock* clock, int64_t max_batch,
+           PeerTransport* transport, const Env* clock, int64_t max_batch,
            int64_t adapter_chunk = kDefaultAdapterChunk);
 
   // Source side: moves `count` migratable jobs (pending, not held, not
@@ -189,7 +193,6 @@ class Migrator {
   // The destination's tag for job `index` of `migration_id`.
   static std::string Tag(const std::string& migration_id, size_t index);
 
-  const std::string& self_site() const { return self_site_; }
 
  private:
   // Drives an outgoing record (already marked busy by the caller) as far as
@@ -218,7 +221,7 @@ class Migrator {
   scheduler::SchedulerAdapter* const adapter_;
   Journal* const journal_;
   PeerTransport* const transport_;
-  const Clock* const clock_;
+  const Env* const clock_;
   const int64_t max_batch_;
   const int64_t adapter_chunk_;
 

@@ -9,6 +9,12 @@
 namespace hyperfed::scheduler {
 
 absl::Status SchedulerAdapter::CheckSpec(const JobSpec& s) const {
+  if (s.key.size() > kMaxKeyLength)
+    return absl::InvalidArgumentError(absl::StrCat("job spec: key over ", kMaxKeyLength, " characters"));
+  if (s.name.size() > kMaxNameLength)
+    return absl::InvalidArgumentError(absl::StrCat("job spec: name over ", kMaxNameLength, " characters"));
+  if (s.script.size() > kMaxScriptBytes)
+    return absl::InvalidArgumentError(absl::StrCat("job spec: script over ", kMaxScriptBytes, " bytes"));
   if (s.cores < 1) return absl::InvalidArgumentError(absl::StrCat("job spec: cores must be >= 1, got ", s.cores));
   if (s.memory_mb < 0) return absl::InvalidArgumentError("job spec: memory_mb must be >= 0");
   if (s.time_limit_s < 0) return absl::InvalidArgumentError("job spec: time_limit_s must be >= 0");

@@ -41,6 +41,13 @@ struct JobSpec {
   friend bool operator==(const JobSpec&, const JobSpec&) = default;
 };
 
+// Limits every job spec keeps, whichever scheduler: checked by
+// SchedulerAdapter::CheckSpec, the one place specs are checked (the server
+// and the migrator call it).
+inline constexpr size_t kMaxKeyLength = 200;
+inline constexpr size_t kMaxNameLength = 200;
+inline constexpr size_t kMaxScriptBytes = size_t{4} << 20;
+
 enum class JobState { kPending, kHeld, kRunning, kDone, kCancelled };
 const char* JobStateName(JobState s);
 

@@ -17,7 +17,7 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/synchronization/mutex.h"
-#include "daemon/common/clock.h"
+#include "daemon/common/env.h"
 #include "daemon/scheduler/adapter.h"
 
 namespace hyperfed::scheduler {
@@ -26,7 +26,7 @@ namespace hyperfed::scheduler {
 struct AdapterContext {
   std::string state_dir;                        // the daemon's state folder
   std::map<std::string, std::string> options;  // the config's scheduler.options
-  const Clock* clock = nullptr;                 // not owned; null = the real clock
+  const Env* clock = nullptr;                 // not owned; null = the real clock
 };
 
 // Builds an adapter, or says why not (bad options: InvalidArgument naming the

@@ -215,14 +215,14 @@ absl::StatusOr<std::unique_ptr<SimAdapter>> SimAdapter::Open(const AdapterContex
     return s;
   }
   std::unique_ptr<SimAdapter> a(
-      new SimAdapter(*std::move(options), ctx.clock ? ctx.clock : RealClock::Get(), db));
+      new SimAdapter(*std::move(options), ctx.clock ? ctx.clock : RealEnv::Get(), db));
   if (auto s = a->InitSchema(); !s.ok()) {
     return absl::Status(s.code(), absl::StrCat(s.message(), " (", path, ")"));
   }
   return a;
 }
 
-SimAdapter::SimAdapter(SimOptions options, const Clock* clock, sqlite3* db)
+SimAdapter::SimAdapter(SimOptions options, const Env* clock, sqlite3* db)
     : options_(std::move(options)), clock_(clock), db_(db) {}
 
 SimAdapter::~SimAdapter() {

@@ -5,10 +5,10 @@
 // `duration_ms`. Its queue lives in SQLite at <state_dir>/sim-scheduler.db so
 // that it survives a kill -9 and a restart of the daemon.
 //
-// Time is lazy: every call first advances the queue to Clock::Now() (jobs
+// Time is lazy: every call first advances the queue to Env::Now() (jobs
 // finish `duration_ms / time_scale` after they start; a freed slot goes to
 // the oldest pending job at the moment it frees), so no background thread is
-// needed and tests drive it with a FakeClock. Held jobs never start.
+// needed and tests drive it with a FakeEnv. Held jobs never start.
 //
 // Every call is one SQLite transaction (the advance included), so a crash at
 // any point leaves the queue as it was before or after that call.
@@ -37,7 +37,7 @@
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
 #include "absl/synchronization/mutex.h"
-#include "daemon/common/clock.h"
+#include "daemon/common/env.h"
 #include "daemon/scheduler/adapter.h"
 #include "daemon/scheduler/registry.h"
 
@@ -124,7 +124,7 @@ class SimAdapter : public SchedulerAdapter {
   void SetCrashHookForTesting(std::function<void(absl::string_view)> hook);
 
  private:
-  SimAdapter(SimOptions options, const Clock* clock, sqlite3* db);
+  SimAdapter(SimOptions options, const Env* clock, sqlite3* db);
 
   absl::Status InitSchema();
   // Runs `body` in one IMMEDIATE transaction that first advances the queue
@@ -156,7 +156,7 @@ class SimAdapter : public SchedulerAdapter {
   int64_t NowMs() const;
 
   const SimOptions options_;
-  const Clock* const clock_;
+  const Env* const clock_;
   absl::Mutex mu_;
   sqlite3* db_ ABSL_GUARDED_BY(mu_);
   std::function<void(absl::string_view)> crash_hook_ ABSL_GUARDED_BY(mu_);

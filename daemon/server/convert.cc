@@ -1,5 +1,7 @@
 #include "daemon/server/convert.h"
 
+#include <algorithm>
+
 namespace hyperfed::server {
 
 grpc::Status ToGrpc(const absl::Status& s) {
@@ -95,6 +97,7 @@ void ToProto(const federation::RoundReport& in, v1::RoundReport* out) {
   ToProto(in.transfers, out->mutable_transfers());
   out->set_messages(in.messages);
   out->set_steps(in.steps);
+  out->set_capacity(in.capacity);
 }
 
 federation::RoundReport FromProto(const v1::RoundReport& in) {
@@ -111,7 +114,77 @@ federation::RoundReport FromProto(const v1::RoundReport& in) {
   r.transfers = FromProto(in.transfers());
   r.messages = in.messages();
   r.steps = in.steps();
+  r.capacity = in.capacity();
   return r;
+}
+
+void ToProto(const federation::ExchangeMessage& in, v1::ExchangeRequest* out) {
+  out->set_round_id(in.round_id);
+  out->set_epoch(in.epoch);
+  out->set_kind(static_cast<v1::ExchangeRequest::Kind>(static_cast<int>(in.kind)));
+  out->set_dimension(in.dimension);
+  out->set_phase(in.phase);
+  out->set_from_label(in.from_label);
+  ToProto(in.rows, out->mutable_rows());
+}
+
+federation::ExchangeMessage FromProto(const v1::ExchangeRequest& in) {
+  federation::ExchangeMessage m;
+  m.round_id = in.round_id();
+  m.epoch = in.epoch();
+  m.kind = static_cast<federation::MessageKind>(in.kind());
+  m.dimension = in.dimension();
+  m.phase = in.phase();
+  m.from_label = in.from_label();
+  m.rows = FromProto(in.rows());
+  return m;
+}
+
+void ToProto(const federation::RoundSpec& in, v1::StartRoundRequest* out) {
+  out->set_round_id(in.round_id);
+  out->set_coordinator(in.coordinator);
+  for (int f : in.faults) out->add_fault_labels(f);
+  out->set_dimension(in.dimension);
+  out->set_mode(in.mode);
+  out->set_epoch(in.epoch);
+  out->set_deadline_unix_ms(absl::ToUnixMillis(in.deadline));
+}
+
+federation::RoundSpec FromProto(const v1::StartRoundRequest& in) {
+  federation::RoundSpec s;
+  s.round_id = in.round_id();
+  s.coordinator = in.coordinator();
+  s.faults.assign(in.fault_labels().begin(), in.fault_labels().end());
+  std::sort(s.faults.begin(), s.faults.end());
+  s.dimension = in.dimension();
+  s.mode = in.mode();
+  s.epoch = in.epoch();
+  s.deadline = absl::FromUnixMillis(in.deadline_unix_ms());
+  return s;
+}
+
+void ToProto(const federation::HeartbeatInfo& in, v1::HeartbeatRequest* out) {
+  out->set_site(in.site);
+  out->set_label(in.label);
+  out->set_load(in.load);
+  out->set_capacity(in.capacity);
+  out->set_drained(in.drained);
+  out->set_round_id(in.round_id);
+  out->set_last_round(in.last_round);
+  out->set_epoch(in.epoch);
+}
+
+federation::HeartbeatInfo FromProto(const v1::HeartbeatRequest& in) {
+  federation::HeartbeatInfo h;
+  h.site = in.site();
+  h.label = in.label();
+  h.load = in.load();
+  h.capacity = in.capacity();
+  h.drained = in.drained();
+  h.round_id = in.round_id();
+  h.last_round = in.last_round();
+  h.epoch = in.epoch();
+  return h;
 }
 
 }  // namespace hyperfed::server

@@ -28,5 +28,11 @@ std::vector<balance::Transfer> FromProto(const google::protobuf::RepeatedPtrFiel
 
 void ToProto(const federation::RoundReport& in, v1::RoundReport* out);
 federation::RoundReport FromProto(const v1::RoundReport& in);
+void ToProto(const federation::ExchangeMessage& in, v1::ExchangeRequest* out);
+federation::ExchangeMessage FromProto(const v1::ExchangeRequest& in);
+void ToProto(const federation::RoundSpec& in, v1::StartRoundRequest* out);
+federation::RoundSpec FromProto(const v1::StartRoundRequest& in);  // faults sorted
+void ToProto(const federation::HeartbeatInfo& in, v1::HeartbeatRequest* out);
+federation::HeartbeatInfo FromProto(const v1::HeartbeatRequest& in);
 
 }  // namespace hyperfed::server

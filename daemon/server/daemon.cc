@@ -39,6 +39,17 @@ class MigratorMover : public federation::JobMover {
     if (r.moved == 0 && !first.ok()) return first;
     return r;
   }
+  absl::StatusOr<std::vector<std::string>> MovesOf(const std::string& key) override {
+    auto history = m_->HistoryOfJob(key);
+    if (!history.ok()) return history.status();
+    std::vector<std::string> out;
+    for (const migration::MigrationRecord& r : *history)
+      out.push_back(absl::StrCat("migration ", r.id, ": ",
+                                 r.direction == migration::Direction::kOut ? "moved out to " : "moved in from ", r.peer,
+                                 " in round ", r.round_id.empty() ? "(none)" : r.round_id, ", state ",
+                                 migration::MigrationStateName(r.state)));
+    return out;
+  }
 
  private:
   migration::Migrator* m_;
@@ -103,7 +114,7 @@ absl::StatusOr<std::unique_ptr<Daemon>> Daemon::Create(const config::Config& con
   if (ec) return absl::FailedPreconditionError(absl::StrCat("state_dir ", config.state_dir, ": ", ec.message()));
   auto registry = BuiltinAdapters();
   auto adapter = registry->Create(config.scheduler.adapter,
-                                 scheduler::AdapterContext{config.state_dir, config.scheduler.options, RealClock::Get()});
+                                 scheduler::AdapterContext{config.state_dir, config.scheduler.options, RealEnv::Get()});
   if (!adapter.ok()) return adapter.status();
   d->adapter_ = *std::move(adapter);
   auto journal = migration::Journal::Open(config.state_dir + "/journal.db");
@@ -113,10 +124,10 @@ absl::StatusOr<std::unique_ptr<Daemon>> Daemon::Create(const config::Config& con
   if (!tls.ok()) return tls.status();
   d->peers_ = std::make_unique<GrpcPeers>(config, *tls);
   d->migrator_ = std::make_unique<migration::Migrator>(config.site.id, d->adapter_.get(), d->journal_.get(),
-                                                       d->peers_.get(), RealClock::Get(), config.balancer.max_batch);
+                                                       d->peers_.get(), RealEnv::Get(), config.balancer.max_batch);
   d->mover_ = std::make_unique<MigratorMover>(d->migrator_.get());
   d->site_ = std::make_unique<federation::Site>(config, d->adapter_.get(), d->mover_.get(), d->peers_.get(),
-                                                RealClock::Get());
+                                                RealEnv::Get());
   auto token = ReadToken(config.security.admin_token_file);
   if (!token.ok()) return token.status();
   ServiceDeps deps{&d->config_, d->site_.get(), d->migrator_.get(), d->adapter_.get(), d->peers_.get(), *token};

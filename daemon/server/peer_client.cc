@@ -96,11 +96,7 @@ absl::StatusOr<balance::LoadTable> GrpcPeers::Exchange(const std::string& site, 
   if (!c) return Unknown(site);
   if (PartitionedFrom(site)) return Cut(site);
   v1::ExchangeRequest req;
-  req.set_round_id(m.round_id);
-  req.set_kind(static_cast<v1::ExchangeRequest::Kind>(static_cast<int>(m.kind)));
-  req.set_step(m.step);
-  req.set_from_label(m.from_label);
-  ToProto(m.rows, req.mutable_rows());
+  ToProto(m, &req);
   v1::ExchangeReply reply;
   // The callee may wait up to its own step timeout for its part to get there.
   auto ctx = ContextWithDeadline(timeout * 2);
@@ -109,19 +105,16 @@ absl::StatusOr<balance::LoadTable> GrpcPeers::Exchange(const std::string& site, 
 }
 
 absl::StatusOr<bool> GrpcPeers::StartRound(const std::string& site, const federation::RoundSpec& spec,
-                                           absl::Duration timeout) {
+                                           absl::Duration timeout, std::string* why_not) {
   Conn* c = Get(site);
   if (!c) return Unknown(site);
   if (PartitionedFrom(site)) return Cut(site);
   v1::StartRoundRequest req;
-  req.set_round_id(spec.round_id);
-  req.set_coordinator(spec.coordinator);
-  for (int f : spec.faults) req.add_fault_labels(f);
-  req.set_dimension(spec.dimension);
-  req.set_algorithm(spec.algorithm);
+  ToProto(spec, &req);
   v1::StartRoundReply reply;
   auto ctx = ContextWithDeadline(timeout);
   if (auto st = c->peer->StartRound(ctx.get(), req, &reply); !st.ok()) return FromGrpc(st);
+  *why_not = reply.why_not();
   return reply.accepted();
 }
 
@@ -157,18 +150,7 @@ absl::Status GrpcPeers::Heartbeat(const std::string& site, const federation::Hea
   if (!c) return Unknown(site);
   if (PartitionedFrom(site)) return Cut(site);
   v1::HeartbeatRequest req;
-  req.set_site(info.site);
-  req.set_label(info.label);
-  req.set_load(info.load);
-  req.set_capacity(info.capacity);
-  req.set_drained(info.drained);
-  req.set_round_id(info.round_id);
-  req.set_last_round(info.last_round);
-  for (const auto& [s, up] : info.view) {
-    v1::PeerView* v = req.add_view();
-    v->set_site(s);
-    v->set_up(up);
-  }
+  ToProto(info, &req);
   v1::HeartbeatReply reply;
   auto ctx = ContextWithDeadline(timeout);
   return FromGrpc(c->peer->Heartbeat(ctx.get(), req, &reply));

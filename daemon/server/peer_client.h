@@ -37,7 +37,7 @@ class GrpcPeers : public federation::PeerClient, public migration::PeerTransport
   absl::StatusOr<balance::LoadTable> Exchange(const std::string& site, const federation::ExchangeMessage& m,
                                               absl::Duration timeout) override;
   absl::StatusOr<bool> StartRound(const std::string& site, const federation::RoundSpec& spec,
-                                  absl::Duration timeout) override;
+                                  absl::Duration timeout, std::string* why_not) override;
   absl::Status ReportRound(const std::string& site, const federation::RoundReport& report,
                            absl::Duration timeout) override;
   absl::StatusOr<std::string> RequestBalance(const std::string& site, const std::string& from,

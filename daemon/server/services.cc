@@ -1,15 +1,13 @@
 #include "daemon/server/services.h"
 
 #include <algorithm>
-#include <random>
 #include <set>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
 #include "daemon/common/log.h"
-#include "daemon/balance/mcwa.h"
-#include "daemon/balance/topology.h"
+#include "daemon/balance/modes.h"
 #include "daemon/server/convert.h"
 #include "daemon/server/partition_hook.h"
 
@@ -41,16 +39,6 @@ grpc::Status CheckRows(const google::protobuf::RepeatedPtrField<v1::LoadRow>& ro
   return grpc::Status::OK;
 }
 
-grpc::Status CheckSpec(const v1::JobSpec& s) {
-  if (s.key().empty() || s.key().size() > kMaxIdLength) return Invalid("a job spec needs a key of 1..200 characters");
-  if (s.cores() < 0) return Invalid(absl::StrCat("job ", s.key(), ": negative cores"));
-  if (s.memory_mb() < 0 || s.time_limit_s() < 0 || s.duration_ms() < 0)
-    return Invalid(absl::StrCat("job ", s.key(), ": negative memory, time limit or duration"));
-  if (!(s.cost() >= 0)) return Invalid(absl::StrCat("job ", s.key(), ": negative cost"));
-  if (s.script().size() > (4 << 20)) return Invalid(absl::StrCat("job ", s.key(), ": script over 4 MiB"));
-  return grpc::Status::OK;
-}
-
 void FillEvent(const federation::RoundView& r, size_t from, v1::RoundEvent* e) {
   e->set_round_id(r.id);
   std::vector<std::string> lines(r.events.begin() + std::min(from, r.events.size()), r.events.end());
@@ -66,13 +54,6 @@ void FillEvent(const federation::RoundView& r, size_t from, v1::RoundEvent* e) {
   e->set_messages(r.messages);
   e->set_steps(r.steps);
   e->set_ok(r.ok);
-}
-
-std::string NewJobKey(const std::string& site) {
-  static std::mutex mu;
-  static std::mt19937_64 rng(std::random_device{}());
-  std::lock_guard<std::mutex> l(mu);
-  return absl::StrFormat("%s-%016x", site, rng());
 }
 
 }  // namespace
@@ -110,8 +91,9 @@ grpc::Status PeerService::StartRound(grpc::ServerContext* ctx, const v1::StartRo
   if (req->round_id().empty() || req->round_id().size() > kMaxIdLength) return Invalid("round_id: 1..200 characters");
   if (req->dimension() != n)
     return Invalid(absl::StrCat("dimension ", req->dimension(), " but this site's roster makes a ", n, "-cube"));
-  if (req->algorithm() != "exact" && req->algorithm() != "mcwa" && req->algorithm() != "improved-dem")
-    return Invalid(absl::StrCat("unknown algorithm '", req->algorithm(), "'"));
+  if (auto st = balance::CheckRoundMode(req->mode()); !st.ok()) return ToGrpc(st);
+  if (req->epoch() <= 0) return Invalid("epoch must be > 0");
+  if (req->deadline_unix_ms() <= 0) return Invalid("deadline_unix_ms must be > 0");
   std::set<int> faults;
   for (int f : req->fault_labels()) {
     if (f < 0 || f >= (1 << n)) return Invalid(absl::StrCat("fault label ", f, " outside the cube"));
@@ -119,33 +101,36 @@ grpc::Status PeerService::StartRound(grpc::ServerContext* ctx, const v1::StartRo
   }
   if (faults.count(d_.config->site.label))
     return grpc::Status(grpc::StatusCode::FAILED_PRECONDITION, "this site is in the round's fault set");
-  federation::RoundSpec spec{req->round_id(), req->coordinator(), std::vector<int>(faults.begin(), faults.end()), n,
-                             req->algorithm()};
-  std::string busy;
-  reply->set_accepted(d_.site->OnStartRound(spec, &busy));
-  reply->set_busy_with(busy);
+  std::string why_not;
+  reply->set_accepted(d_.site->OnStartRound(FromProto(*req), &why_not));
+  reply->set_why_not(why_not);
   return grpc::Status::OK;
 }
 
 grpc::Status PeerService::Exchange(grpc::ServerContext* ctx, const v1::ExchangeRequest* req, v1::ExchangeReply* reply) {
-  const config::RosterEntry* from = nullptr;
-  for (const auto& e : d_.config->roster)
-    if (e.label == req->from_label()) from = &e;
+  const config::RosterEntry* from = d_.config->FindLabel(req->from_label());
   if (!from) return Invalid(absl::StrCat("from_label ", req->from_label(), " is no roster site"));
   if (auto st = CheckPeer(ctx, from->id); !st.ok()) return st;
   if (req->round_id().empty() || req->round_id().size() > kMaxIdLength) return Invalid("round_id: 1..200 characters");
-  if (req->kind() != v1::ExchangeRequest::UP && req->kind() != v1::ExchangeRequest::EXCHANGE &&
-      req->kind() != v1::ExchangeRequest::DOWN)
-    return Invalid("kind must be UP, EXCHANGE or DOWN");
-  const int step = req->step();
-  const bool mcwa_notice = req->kind() == v1::ExchangeRequest::DOWN && step > federation::kMcwaPhaseStep &&
-                           step < federation::kMcwaPhaseStep + federation::kMcwaPhases;
-  if (step < 0 || (step >= 31 && (step < 1000 || step >= 1031) && !mcwa_notice))
-    return Invalid(absl::StrCat("step ", req->step(), " out of range"));
-  if (auto st = CheckRows(req->rows(), d_.config->Dimension()); !st.ok()) return st;
-  federation::ExchangeMessage m{req->round_id(), static_cast<federation::ExchangeKind>(req->kind()), req->step(),
-                                req->from_label(), FromProto(req->rows())};
-  auto rows = d_.site->OnExchange(m);
+  const int n = d_.config->Dimension();
+  switch (req->kind()) {
+    case v1::ExchangeRequest::UP:
+    case v1::ExchangeRequest::DOWN:
+      break;
+    case v1::ExchangeRequest::EXCHANGE:
+    case v1::ExchangeRequest::BARRIER:
+      if (req->dimension() < 0 || req->dimension() >= n)
+        return Invalid(absl::StrCat("dimension ", req->dimension(), " outside the ", n, "-cube"));
+      break;
+    case v1::ExchangeRequest::PHASE_DONE:
+      // A plan has at most 3n phases (docs/design.md §6.5).
+      if (req->phase() < 1 || req->phase() > 3 * n + 1) return Invalid(absl::StrCat("phase ", req->phase(), " out of range"));
+      break;
+    default:
+      return Invalid("kind must be UP, EXCHANGE, DOWN, BARRIER or PHASE_DONE");
+  }
+  if (auto st = CheckRows(req->rows(), n); !st.ok()) return st;
+  auto rows = d_.site->OnExchange(FromProto(*req));
   if (!rows.ok()) return ToGrpc(rows.status());
   ToProto(*rows, reply->mutable_rows());
   return grpc::Status::OK;
@@ -158,6 +143,7 @@ grpc::Status PeerService::ReportRound(grpc::ServerContext* ctx, const v1::RoundR
   if (e->label != req->label()) return Invalid("label does not match the roster");
   if (req->load_before() < 0 || req->moved_out() < 0 || req->shortfall() < 0 || req->quota() < 0)
     return Invalid("negative counts");
+  if (!(req->capacity() >= 0)) return Invalid("negative capacity");
   for (const v1::Transfer& t : req->transfers()) {
     if (t.count() <= 0 || t.from() != req->label() || t.to() < 0 || t.to() >= (1 << d_.config->Dimension()))
       return Invalid("malformed transfer");
@@ -171,14 +157,6 @@ grpc::Status PeerService::Transfer(grpc::ServerContext* ctx, const v1::TransferR
   if (auto st = CheckPeer(ctx, req->source_site()); !st.ok()) return st;
   if (req->migration_id().empty() || req->migration_id().size() > kMaxIdLength)
     return Invalid("migration_id: 1..200 characters");
-  if (req->jobs_size() == 0) return Invalid("a transfer needs at least one job");
-  if (req->jobs_size() > d_.config->balancer.max_batch)
-    return Invalid(absl::StrCat(req->jobs_size(), " jobs in one transfer; the limit is ", d_.config->balancer.max_batch));
-  std::set<std::string> keys;
-  for (const v1::JobSpec& s : req->jobs()) {
-    if (auto st = CheckSpec(s); !st.ok()) return st;
-    if (!keys.insert(s.key()).second) return Invalid(absl::StrCat("job key ", s.key(), " twice in one transfer"));
-  }
   migration::TransferRequest m;
   m.migration_id = req->migration_id();
   m.source_site = req->source_site();
@@ -209,16 +187,8 @@ grpc::Status PeerService::Heartbeat(grpc::ServerContext* ctx, const v1::Heartbea
     return Invalid(absl::StrCat("site ", req->site(), " has label ", e->label, " in the roster, not ", req->label()));
   if (req->load() < 0) return Invalid(absl::StrCat("negative load ", req->load()));
   if (!(req->capacity() >= 0)) return Invalid("negative capacity");
-  if (req->view_size() > kMaxRows) return Invalid("view too large");
-  federation::HeartbeatInfo hb;
-  hb.site = req->site();
-  hb.label = req->label();
-  hb.load = req->load();
-  hb.capacity = req->capacity();
-  hb.drained = req->drained();
-  hb.round_id = req->round_id();
-  hb.last_round = req->last_round();
-  d_.site->OnHeartbeat(hb);
+  if (req->epoch() < 0) return Invalid("negative epoch");
+  d_.site->OnHeartbeat(FromProto(*req));
   reply->set_site(d_.config->site.id);
   return grpc::Status::OK;
 }
@@ -259,8 +229,7 @@ grpc::Status Forward(GrpcPeers* peers, const std::string& site, const std::strin
 
 grpc::Status AdminService::Status(grpc::ServerContext* ctx, const v1::StatusRequest* req, v1::StatusReply* reply) {
   if (auto st = CheckAdmin(ctx); !st.ok()) return st;
-  if (auto snap = d_.site->Snapshot(); snap.ok())
-    d_.site->membership().SetSelf(snap->first, snap->second, d_.site->drained(), "", "");
+  const std::vector<federation::PeerInfo> view = d_.site->View();
   auto last = d_.site->LastRound();
   reply->set_site(d_.config->site.id);
   reply->set_algorithm(d_.config->balancer.algorithm);
@@ -270,7 +239,7 @@ grpc::Status AdminService::Status(grpc::ServerContext* ctx, const v1::StatusRequ
     reply->set_last_round_mode(last->mode);
   }
   const absl::Time now = absl::Now();
-  for (const federation::PeerInfo& p : d_.site->membership().View()) {
+  for (const federation::PeerInfo& p : view) {
     v1::SiteStatus* s = reply->add_sites();
     s->set_site(p.site);
     s->set_label(p.label);
@@ -288,7 +257,7 @@ grpc::Status AdminService::Status(grpc::ServerContext* ctx, const v1::StatusRequ
 grpc::Status AdminService::Topology(grpc::ServerContext* ctx, const v1::TopologyRequest* req,
                                     v1::TopologyReply* reply) {
   if (auto st = CheckAdmin(ctx); !st.ok()) return st;
-  reply->set_dimension(d_.site->membership().dimension());
+  reply->set_dimension(d_.config->Dimension());
   for (const federation::PeerInfo& p : d_.site->membership().View()) {
     v1::SiteStatus* s = reply->add_sites();
     s->set_site(p.site);
@@ -298,28 +267,20 @@ grpc::Status AdminService::Topology(grpc::ServerContext* ctx, const v1::Topology
     s->set_load(p.load);
     s->set_capacity(p.capacity);
   }
-  auto [faults, mode] = d_.site->NextMode();
-  for (int f : faults) reply->add_fault_labels(f);
-  reply->set_mode(mode);
-  if (!faults.empty()) {
-    std::vector<balance::NodeId> f(faults.begin(), faults.end());
-    auto topo = balance::Topology::Hypercube(d_.site->membership().dimension(), f);
-    auto subcubes = topo.ok() ? balance::SelectBalancingSubcubes(*topo)
-                              : absl::StatusOr<std::vector<balance::BalancingSubcube>>(topo.status());
-    if (subcubes.ok()) {
-      for (const balance::BalancingSubcube& bs : *subcubes) {
-        v1::BalancingSubcube* b = reply->add_subcubes();
-        b->set_dim(bs.dim);
-        b->set_base(bs.base);
-        b->set_mask(bs.mask);
-        b->set_tree_depth(bs.tree_depth);
-        for (size_t u = 0; u < bs.parent.size(); ++u) {
-          if (bs.parent[u] < 0) continue;
-          v1::TreeEdge* e = b->add_edges();
-          e->set_child(static_cast<int>(u));
-          e->set_parent(bs.parent[u]);
-        }
-      }
+  const federation::NextRound next = d_.site->Next();
+  for (int f : next.faults) reply->add_fault_labels(f);
+  reply->set_mode(next.mode);
+  for (const balance::BalancingSubcube& bs : next.subcubes) {
+    v1::BalancingSubcube* b = reply->add_subcubes();
+    b->set_dim(bs.dim);
+    b->set_base(bs.base);
+    b->set_mask(bs.mask);
+    b->set_tree_depth(bs.tree_depth);
+    for (size_t u = 0; u < bs.parent.size(); ++u) {
+      if (bs.parent[u] < 0) continue;
+      v1::TreeEdge* e = b->add_edges();
+      e->set_child(static_cast<int>(u));
+      e->set_parent(bs.parent[u]);
     }
   }
   return grpc::Status::OK;
@@ -364,6 +325,8 @@ grpc::Status AdminService::Migrations(grpc::ServerContext* ctx, const v1::Migrat
 grpc::Status AdminService::Balance(grpc::ServerContext* ctx, const v1::BalanceRequest* req,
                                    grpc::ServerWriter<v1::RoundEvent>* writer) {
   if (auto st = CheckAdmin(ctx); !st.ok()) return st;
+  if (!req->mode().empty())
+    if (auto st = balance::CheckRoundMode(req->mode()); !st.ok()) return ToGrpc(st);
   if (!req->dry_run() && !d_.site->IsCoordinator()) {
     // Rounds are coordinated by the lowest live label: relay its stream.
     const std::string coord = d_.site->Coordinator();
@@ -383,7 +346,9 @@ grpc::Status AdminService::Balance(grpc::ServerContext* ctx, const v1::BalanceRe
     }
     return reader->Finish();
   }
-  auto id = d_.site->Balance(req->dry_run(), "operator");
+  if (!req->mode().empty())
+    if (auto st = balance::CheckRoundMode(req->mode()); !st.ok()) return ToGrpc(st);
+  auto id = d_.site->Balance(req->dry_run(), "operator", req->mode());
   if (!id.ok()) return ToGrpc(id.status());
   size_t seen = 0;
   while (!ctx->IsCancelled()) {
@@ -426,20 +391,17 @@ grpc::Status AdminService::Submit(grpc::ServerContext* ctx, const v1::SubmitRequ
                    [](v1::Admin::Stub* s, grpc::ClientContext* c, const v1::SubmitRequest& r, v1::SubmitReply* o) {
                      return s->Submit(c, r, o);
                    });
-  for (int i = 0; i < req->count(); ++i) {
-    scheduler::JobSpec spec;
-    spec.name = req->name().empty() ? "job" : req->name();
-    spec.cores = req->cores() > 0 ? req->cores() : 1;
-    spec.duration_ms = req->duration_ms();
-    spec.script = absl::StrCat("#!/bin/sh\nsleep ", req->duration_ms() / 1000.0, "\n");
-    spec.key = NewJobKey(d_.config->site.id);
-    // The key doubles as the submit tag: a retried submit makes one job.
-    auto id = d_.adapter->Submit(spec, "submit:" + spec.key);
-    if (!id.ok()) return ToGrpc(id.status());
-    reply->add_ids(*id);
-    reply->add_keys(spec.key);
+  federation::SubmitOrder order;
+  order.count = req->count();
+  if (!req->name().empty()) order.name = req->name();
+  if (req->cores() > 0) order.cores = req->cores();
+  order.duration_ms = req->duration_ms();
+  auto jobs = d_.site->Submit(order);
+  if (!jobs.ok()) return ToGrpc(jobs.status());
+  for (const federation::SubmittedJob& j : *jobs) {
+    reply->add_ids(j.id);
+    reply->add_keys(j.key);
   }
-  Log(absl::StrCat(d_.config->site.id, ": ", req->count(), " jobs submitted by an operator"));
   return grpc::Status::OK;
 }
 
@@ -447,45 +409,9 @@ grpc::Status AdminService::ExplainJob(grpc::ServerContext* ctx, const v1::Explai
                                       v1::ExplainJobReply* reply) {
   if (auto st = CheckAdmin(ctx); !st.ok()) return st;
   if (req->job().empty() || req->job().size() > kMaxIdLength) return Invalid("job: a key or an id, 1..200 characters");
-  std::vector<std::string> out;
-  auto jobs = d_.adapter->ListJobs();
-  if (!jobs.ok()) return ToGrpc(jobs.status());
-  const scheduler::Job* job = nullptr;
-  for (const scheduler::Job& j : *jobs)
-    if (j.id == req->job() || j.spec.key == req->job()) job = &j;
-  std::string key = job ? job->spec.key : req->job();
-  auto history = d_.migrator->HistoryOfJob(key);
-  if (history.ok()) {
-    for (const migration::MigrationRecord& r : *history)
-      out.push_back(absl::StrCat("migration ", r.id, ": ", migration::DirectionName(r.direction) == std::string("out")
-                                                               ? "moved out to "
-                                                               : "moved in from ",
-                                 r.peer, " in round ", r.round_id.empty() ? "(none)" : r.round_id, ", state ",
-                                 migration::MigrationStateName(r.state)));
-  }
-  if (!job) {
-    out.push_back(absl::StrCat("job ", req->job(), " is not queued or running at ", d_.config->site.id,
-                               history.ok() && !history->empty() ? " now" : " (unknown here)"));
-  } else {
-    out.push_back(absl::StrCat("job ", job->id, " (key ", key, ") is ", scheduler::JobStateName(job->state), " at ",
-                               d_.config->site.id));
-    if (job->pinned) out.push_back("it is pinned: it never moves");
-    else if (job->state == scheduler::JobState::kRunning) out.push_back("it is running: running jobs never move");
-    else if (job->state == scheduler::JobState::kHeld) out.push_back("it is held: held jobs do not move (a migration in flight or an operator hold)");
-    else if (d_.site->drained()) out.push_back("this site is drained: its pending jobs leave at the next round");
-    auto rep = d_.site->LastReport();
-    if (rep) {
-      out.push_back(absl::StrCat("in the last round (", rep->round_id, ") this site had ", rep->load_before,
-                                 " movable jobs and a quota of ", rep->quota, ": ",
-                                 rep->load_before > rep->quota
-                                     ? absl::StrCat(rep->load_before - rep->quota,
-                                                    " moved out, the most recently queued first")
-                                     : "none had to leave"));
-    } else {
-      out.push_back("no round has run at this site since it started");
-    }
-  }
-  reply->set_explanation(absl::StrJoin(out, "\n"));
+  auto out = d_.site->ExplainJob(req->job());
+  if (!out.ok()) return ToGrpc(out.status());
+  reply->set_explanation(absl::StrJoin(*out, "\n"));
   return grpc::Status::OK;
 }
 

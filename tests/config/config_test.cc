@@ -309,8 +309,8 @@ TEST_F(ConfigTest, AlgorithmMustBeKnown) {
     EXPECT_TRUE(c.ok()) << ok << ": " << c.status();
   }
   auto c = ParseFullWith("algorithm: improved-dem", "algorithm: dem");
-  EXPECT_TRUE(ErrorContains(c, "site-a.yaml:7: balancer.algorithm: unknown algorithm \"dem\"; "
-                               "expected one of exact, improved-dem, mcwa"));
+  EXPECT_TRUE(ErrorContains(c, "site-a.yaml:7: balancer.algorithm: unknown round mode \"dem\"; "
+                               "known: exact, improved-dem, mcwa"));
 }
 
 TEST_F(ConfigTest, DurationsAreCheckedAndNamed) {
@@ -559,7 +559,7 @@ TEST(ConfigValidateTest, NamesKeysWithoutLines) {
   std::string m(s.message());
   EXPECT_NE(m.find("built.yaml: roster[1].endpoint: expected host:port, got \"localhost\""),
             std::string::npos) << m;
-  EXPECT_NE(m.find("built.yaml: balancer.algorithm: unknown algorithm \"fastest\""),
+  EXPECT_NE(m.find("built.yaml: balancer.algorithm: unknown round mode \"fastest\""),
             std::string::npos) << m;
 }
 

@@ -106,26 +106,36 @@ TEST_F(BadInputTest, LabelOutsideTheCubeIsInvalid) {
   grpc::Status st = PeerAs(*fed_, 0, "site-1")->Exchange(ctx.get(), req, &reply);
   EXPECT_EQ(st.error_code(), grpc::StatusCode::INVALID_ARGUMENT) << st.error_message();
 
-  // Steps outside the protocol's numbering, and a transfer-phase notice
-  // (steps 2001..2099) that is not of kind DOWN, are refused too.
-  for (auto [kind, step] : {std::pair{v1::ExchangeRequest::EXCHANGE, 500}, std::pair{v1::ExchangeRequest::UP, 2005},
-                            std::pair{v1::ExchangeRequest::DOWN, 5000}}) {
+  // Dimensions outside the cube, phases outside a plan, and an unknown kind
+  // are refused too.
+  struct Bad {
+    v1::ExchangeRequest::Kind kind;
+    int dimension, phase;
+  };
+  for (Bad b : {Bad{v1::ExchangeRequest::EXCHANGE, 2, 0}, Bad{v1::ExchangeRequest::BARRIER, -1, 0},
+                Bad{v1::ExchangeRequest::PHASE_DONE, 0, 0}, Bad{v1::ExchangeRequest::PHASE_DONE, 0, 500},
+                Bad{v1::ExchangeRequest::KIND_UNSPECIFIED, 0, 0}}) {
     v1::ExchangeRequest bad;
     bad.set_round_id("r1");
-    bad.set_kind(kind);
-    bad.set_step(step);
+    bad.set_epoch(1);
+    bad.set_kind(b.kind);
+    bad.set_dimension(b.dimension);
+    bad.set_phase(b.phase);
     bad.set_from_label(1);
     v1::ExchangeReply br;
     auto c = Ctx();
     grpc::Status s2 = PeerAs(*fed_, 0, "site-1")->Exchange(c.get(), bad, &br);
-    EXPECT_EQ(s2.error_code(), grpc::StatusCode::INVALID_ARGUMENT) << "step " << step << ": " << s2.error_message();
+    EXPECT_EQ(s2.error_code(), grpc::StatusCode::INVALID_ARGUMENT)
+        << "kind " << b.kind << " dimension " << b.dimension << " phase " << b.phase << ": " << s2.error_message();
   }
 
   v1::StartRoundRequest start;
   start.set_round_id("r2");
   start.set_coordinator("site-1");
   start.set_dimension(2);
-  start.set_algorithm("exact");
+  start.set_mode("exact");
+  start.set_epoch(1);
+  start.set_deadline_unix_ms(absl::ToUnixMillis(absl::Now() + absl::Minutes(1)));
   start.add_fault_labels(7);
   v1::StartRoundReply sr;
   auto c2 = Ctx();

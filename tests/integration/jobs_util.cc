@@ -51,10 +51,12 @@ std::multiset<std::string> AllKeys(TestFederation& f) {
   return keys;
 }
 
-absl::StatusOr<RoundResult> RunRound(TestFederation& f, int site, bool dry_run, absl::Duration timeout) {
+absl::StatusOr<RoundResult> RunRound(TestFederation& f, int site, bool dry_run, absl::Duration timeout,
+                                     const std::string& mode) {
   v1::BalanceRequest req;
   req.set_wait(true);
   req.set_dry_run(dry_run);
+  req.set_mode(mode);
   auto ctx = f.Context(timeout);
   auto stub = f.Admin(site);
   auto reader = stub->Balance(ctx.get(), req);

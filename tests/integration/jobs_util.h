@@ -33,7 +33,7 @@ class RoundResult {
   std::string messages_;
 };
 absl::StatusOr<RoundResult> RunRound(TestFederation& f, int site, bool dry_run = false,
-                                     absl::Duration timeout = absl::Seconds(120));
+                                     absl::Duration timeout = absl::Seconds(120), const std::string& mode = "");
 
 // A crash point of the transfer protocol (HYPERFED_CRASH_AT) and the site
 // that crashes there: 0 the source, 1 the destination.

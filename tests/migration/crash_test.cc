@@ -19,7 +19,7 @@
 #include <set>
 
 #include "absl/strings/numbers.h"
-#include "daemon/common/clock.h"
+#include "daemon/common/env.h"
 #include "daemon/migration/crash_point.h"
 #include "daemon/migration/migrator.h"
 #include "daemon/migration/spec_codec.h"
@@ -120,7 +120,7 @@ class ForkTransport : public PeerTransport {
       FakeAdapter adapter(dest, JobsFile(dir_, dest));
       auto journal = Journal::Open(JournalFile(dir_, dest));
       if (!journal.ok()) _exit(21);
-      FakeClock clock;
+      FakeEnv clock;
       Migrator m(dest, &adapter, journal->get(), nullptr, &clock, 100, kChunk);
       std::string out = handle(m);
       size_t off = 0;
@@ -168,7 +168,7 @@ constexpr int kChildDestKilled = 10;
   FakeAdapter adapter("A", JobsFile(dir, "A"));
   auto journal = Journal::Open(JournalFile(dir, "A"));
   if (!journal.ok()) _exit(31);
-  FakeClock clock;
+  FakeEnv clock;
   ForkTransport transport(dir);
   Migrator m("A", &adapter, journal->get(), &transport, &clock, 3, kChunk);
   switch (sc) {
@@ -229,7 +229,7 @@ std::string CrashAndRecover(Scenario sc, const std::string& point, int order) {
   }
 
   // Restart both sites (no crash points now) with a working network.
-  FakeClock clock;
+  FakeEnv clock;
   TestTransport transport;
   FakeAdapter aa("A", JobsFile(dir.path(), "A")), ba("B", JobsFile(dir.path(), "B"));
   auto aj = Journal::Open(JournalFile(dir.path(), "A"));

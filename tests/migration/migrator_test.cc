@@ -8,7 +8,7 @@
 #include <memory>
 #include <thread>
 
-#include "daemon/common/clock.h"
+#include "daemon/common/env.h"
 #include "gtest/gtest.h"
 #include "tests/migration/fake_adapter.h"
 #include "tests/migration/test_util.h"
@@ -72,7 +72,7 @@ class MigratorTest : public ::testing::Test {
   }
 
   TempDir dir_;
-  FakeClock clock_;
+  FakeEnv clock_;
   TestTransport transport_;
   std::map<std::string, Site> sites_;
 };

@@ -66,7 +66,7 @@ TEST(AdapterRegistryTest, CreatePassesContextAndFactoryErrors) {
   AdapterRegistry r;
   AdapterContext seen;
   ASSERT_TRUE(r.Register("x", Failing(absl::InvalidArgumentError("bad option"), &seen)).ok());
-  FakeClock clock;
+  FakeEnv clock;
   auto made = r.Create("x", {.state_dir = "/s", .options = {{"k", "v"}}, .clock = &clock});
   EXPECT_TRUE(absl::IsInvalidArgument(made.status()));
   EXPECT_EQ(made.status().message(), "bad option");
@@ -89,7 +89,7 @@ TEST(AdapterRegistryTest, SimAdapterRegistersAndIsCreatedByName) {
   RegisterSimAdapter(&r);  // a second call leaves the first registration
   EXPECT_EQ(r.Names(), (std::vector<std::string>{"sim"}));
   testing::TempDir dir;
-  FakeClock clock;
+  FakeEnv clock;
   auto made = r.Create("sim", {.state_dir = dir.path(), .options = {{"slots", "3"}}, .clock = &clock});
   ASSERT_TRUE(made.ok()) << made.status();
   EXPECT_EQ((*made)->Name(), "sim");

@@ -34,7 +34,7 @@ class SimEnv : public AdapterContractEnv {
 
  private:
   TempDir dir_;
-  FakeClock clock_;
+  FakeEnv clock_;
   std::map<std::string, std::string> options_;
 };
 
@@ -112,7 +112,7 @@ class SimAdapterTest : public ::testing::Test {
   }
 
   TempDir dir_;
-  FakeClock clock_;
+  FakeEnv clock_;
 };
 
 TEST_F(SimAdapterTest, SlotsLimitRunningJobs) {
@@ -379,7 +379,7 @@ TEST_F(SimAdapterTest, ClockSteppingBackDoesNotUndoQueueTime) {
     clock_.Advance(absl::Seconds(5));
     ASSERT_TRUE(a->Tick().ok());
   }
-  FakeClock earlier;  // the default start, 5 s before clock_
+  FakeEnv earlier;  // the default start, 5 s before clock_
   auto b = SimAdapter::Open({.state_dir = dir_.path(), .options = {}, .clock = &earlier});
   ASSERT_TRUE(b.ok());
   EXPECT_EQ(State(b->get(), id), "done");
@@ -516,7 +516,7 @@ TEST_P(SimAdapterCrashTest, KillMidTransactionLeavesTheQueueAsBefore) {
     MustSubmit(a.get(), Spec("j3", 1'000), "t3", true);
   }
   RunChildThatDies([&] {
-    FakeClock child_clock;  // the same start as clock_
+    FakeEnv child_clock;  // the same start as clock_
     auto a = SimAdapter::Open({.state_dir = dir_.path(), .options = opts, .clock = &child_clock});
     if (!a.ok()) _exit(2);
     (*a)->SetCrashHookForTesting([&](absl::string_view p) {

@@ -1,0 +1,269 @@
+#include "daemon/federation/coordinator.h"
+
+#include <algorithm>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "absl/strings/str_join.h"
+#include "daemon/common/log.h"
+
+namespace hyperfed::federation {
+
+double ShareError(const balance::LoadTable& t) {
+  std::vector<balance::Load> w;
+  std::vector<double> p;
+  for (const auto& r : t) {
+    w.push_back(r.load);
+    p.push_back(r.capacity);
+  }
+  return balance::MaxShareError(w, p);
+}
+
+namespace {
+
+std::string Labels(const std::vector<int>& v) { return v.empty() ? "none" : absl::StrJoin(v, ","); }
+
+}  // namespace
+
+Coordinator::Coordinator(const config::Config& config, const Env* env, Executor* executor, Membership* membership,
+                         Participant* participant, PeerClient* peers, RoundHistory* history,
+                         std::function<absl::Status()> refresh_self)
+    : config_(config),
+      env_(env),
+      executor_(executor),
+      membership_(membership),
+      participant_(participant),
+      peers_(peers),
+      history_(history),
+      refresh_self_(std::move(refresh_self)),
+      timeouts_(ComputeRoundTimeouts(config.balancer, config.Dimension())) {}
+
+absl::StatusOr<std::string> Coordinator::Begin(bool dry_run, const std::string& reason, const std::string& mode_name) {
+  const std::string name = mode_name.empty() ? config_.balancer.algorithm : mode_name;
+  const balance::RoundMode* mode = balance::FindRoundMode(name);
+  if (!mode) return balance::CheckRoundMode(name);
+  if (auto st = refresh_self_(); !st.ok()) return st;
+  const std::vector<int> faults = membership_->FaultLabels();
+  balance::RoundShape shape{membership_->dimension(), {faults.begin(), faults.end()}};
+  RoundView view;
+  view.spec.coordinator = config_.site.id;
+  view.spec.faults = faults;
+  view.spec.dimension = shape.dimension;
+  view.spec.mode = name;
+  view.mode = mode->Describe(shape);
+  view.started = env_->Now();
+  view.dry_run = dry_run;
+  std::vector<std::string> live;
+  for (const PeerInfo& p : membership_->View()) {
+    if (!p.up) continue;
+    view.before.push_back({p.label, p.load, p.capacity});
+    live.push_back(p.site);
+  }
+  view.share_error_before = ShareError(view.before);
+
+  if (dry_run) {
+    // The dry run is the round: the same planning code on the same table.
+    auto plan = balance::PlanRound(*mode, shape, view.before);
+    if (!plan.ok()) return plan.status();
+    {
+      std::lock_guard<std::mutex> l(mu_);
+      view.id = absl::StrCat("dry-", config_.site.id, "-", ++seq_);
+    }
+    view.spec.round_id = view.id;
+    view.transfers = plan->transfers;
+    for (const auto& r : view.before) view.after.push_back({r.label, plan->final_loads[r.label], r.capacity});
+    view.share_error_after = ShareError(view.after);
+    view.moved = plan->metrics.tasks_moved;
+    view.messages = plan->metrics.messages;
+    view.steps = static_cast<int>(plan->metrics.steps);
+    view.done = view.ok = true;
+    view.finished = env_->Now();
+    view.events.push_back(absl::StrCat("dry run of ", view.mode, ", over ", view.before.size(),
+                                       " live sites: would move ", view.moved, " jobs"));
+    const std::string id = view.id;
+    history_->Add(std::move(view));
+    return id;
+  }
+
+  std::unique_lock<std::mutex> l(mu_);
+  if (running_) return running_->spec.round_id;  // two requests resolve to one round
+  if (stopping_) return absl::UnavailableError("the daemon is stopping");
+  RoundSpec& spec = view.spec;
+  // Newer than any round this site or a live peer has seen, and (clock
+  // permitting) than any an earlier coordinator started.
+  spec.epoch = std::max({participant_->highest_epoch() + 1, membership_->HighestEpoch() + 1,
+                         absl::ToUnixMillis(view.started)});
+  spec.deadline = view.started + timeouts_.round;
+  view.id = spec.round_id = absl::StrCat(config_.site.id, "-", absl::ToUnixMillis(view.started), "-", ++seq_);
+  view.events.push_back(absl::StrCat("round ", view.id, " (", reason, "): ", name, " over ", view.before.size(),
+                                     " live sites of the ", shape.dimension, "-cube, faults ", Labels(faults)));
+  running_ = Running{spec, live, {}, false, {}, false};
+  history_->Add(view);
+  if (!executor_->Submit([this, spec] { Coordinate(spec); })) {
+    running_.reset();
+    return absl::UnavailableError("the daemon is stopping");
+  }
+  Log(absl::StrCat(config_.site.id, ": starting round ", view.id, " (", reason, ")"));
+  return view.id;
+}
+
+void Coordinator::Coordinate(RoundSpec spec) {
+  std::vector<std::string> live;
+  {
+    std::lock_guard<std::mutex> l(mu_);
+    live = running_->live;
+  }
+  // Start the round everywhere at once.
+  std::vector<bool> ok(live.size(), false);
+  std::vector<std::string> why(live.size());
+  ParallelFor(executor_, live.size(), [&](size_t i) {
+    if (live[i] == config_.site.id) {
+      ok[i] = participant_->OnStartRound(spec, &why[i]);
+      return;
+    }
+    auto r = peers_->StartRound(live[i], spec, timeouts_.step, &why[i]);
+    if (!r.ok()) why[i] = std::string(r.status().message());
+    ok[i] = r.ok() && *r;
+  });
+  std::vector<std::string> events;
+  std::unique_lock<std::mutex> l(mu_);
+  Running& run = *running_;
+  for (size_t i = 0; i < live.size(); ++i) {
+    if (ok[i]) {
+      run.accepted.push_back(live[i]);
+    } else {
+      events.push_back(absl::StrCat(live[i], " did not take part: ", why[i]));
+      run.any_failed = true;
+    }
+  }
+  run.start_answered = true;
+  events.push_back(absl::StrCat(run.accepted.size(), " of ", live.size(), " live sites started"));
+  history_->Update(spec.round_id, [&](RoundView& v) {
+    for (auto& e : events) v.events.push_back(e);
+  });
+  // Wait for every report (the parts end by themselves at the deadline). A
+  // site that dies mid-round never reports: once every site still missing
+  // is down in this site's view, the round ends without it.
+  const absl::Time give_up = spec.deadline + timeouts_.report;
+  while (true) {
+    if (!running_ || running_->spec.round_id != spec.round_id) return;
+    if (CompleteLocked()) return FinishLocked("");
+    if (stopping_) return FinishLocked("the coordinator is stopping");
+    std::vector<std::string> missing;
+    for (const std::string& site : running_->accepted)
+      if (!running_->reports.count(site)) missing.push_back(site);
+    bool all_down = !missing.empty();
+    for (const std::string& site : missing) {
+      auto p = membership_->Find(site);
+      all_down = all_down && p && !p->up;
+    }
+    if (all_down) return FinishLocked(absl::StrCat(absl::StrJoin(missing, ", "), " went down during the round"));
+    if (env_->Now() >= give_up) return FinishLocked("gave up waiting for the remaining reports");
+    // Liveness changes with time, not with a notification: look again
+    // every heartbeat interval.
+    env_->WaitUntil(l, cv_, std::min(give_up, env_->Now() + config_.balancer.heartbeat_interval),
+                    [&] { return stopping_ || CompleteLocked(); });
+  }
+}
+
+bool Coordinator::CompleteLocked() const {
+  if (!running_ || !running_->start_answered) return false;
+  for (const std::string& site : running_->accepted)
+    if (!running_->reports.count(site)) return false;
+  return true;
+}
+
+void Coordinator::OnReport(const RoundReport& report) {
+  std::lock_guard<std::mutex> l(mu_);
+  if (!running_ || running_->spec.round_id != report.round_id) return;
+  if (!running_->reports.emplace(report.site, report).second) return;  // a repeated report
+  if (!report.ok) running_->any_failed = true;
+  const config::RosterEntry* e = config_.FindSite(report.site);
+  std::vector<std::string> sends;
+  for (const auto& t : report.transfers) {
+    const config::RosterEntry* to = config_.FindLabel(t.to);
+    sends.push_back(absl::StrCat(t.count, " to ", to ? to->id : absl::StrCat("label ", t.to)));
+  }
+  history_->Update(report.round_id, [&](RoundView& r) {
+    r.events.push_back(absl::StrCat(report.site, report.ok ? "" : " ended early (" + report.error + ")",
+                                    ": load ", report.load_before, ", quota ", report.quota,
+                                    sends.empty() ? ", sent nothing" : ", sent " + absl::StrJoin(sends, ", "),
+                                    report.shortfall ? absl::StrCat(" (", report.shortfall, " short)") : ""));
+    // The table was read from heartbeats when the round started; a site's
+    // report carries the load and capacity it really balanced with.
+    if (e)
+      for (balance::LoadRow& row : r.before)
+        if (row.label == e->label) {
+          row.load = report.load_before;
+          row.capacity = report.capacity;
+        }
+    r.messages += report.messages;
+    r.steps = std::max(r.steps, report.steps);
+    for (const auto& t : report.transfers) {
+      r.transfers.push_back(t);
+      r.moved += t.count;
+    }
+  });
+  cv_.notify_all();
+}
+
+void Coordinator::FinishLocked(const std::string& why) {
+  Running run = std::move(*running_);
+  running_.reset();
+  const bool ok = why.empty() && !run.any_failed && run.accepted.size() == run.live.size();
+  absl::Time finished = env_->Now();
+  std::string summary;
+  history_->Update(run.spec.round_id, [&](RoundView& r) {
+    if (!why.empty()) r.events.push_back(why);
+    std::map<int, balance::LoadRow> after;
+    for (const auto& row : r.before) after[row.label] = row;
+    for (const auto& t : r.transfers) {
+      after[t.from].load -= t.count;
+      after[t.to].load += t.count;
+    }
+    r.after.clear();
+    for (const auto& [label, row] : after) r.after.push_back(row);
+    r.share_error_before = ShareError(r.before);
+    r.share_error_after = ShareError(r.after);
+    r.ok = ok;
+    r.done = true;
+    r.finished = finished;
+    const balance::RoundMode* mode = balance::FindRoundMode(r.spec.mode);
+    const std::string paper =
+        mode ? mode->PaperSteps(balance::RoundShape{r.spec.dimension, {r.spec.faults.begin(), r.spec.faults.end()}})
+             : "";
+    r.events.push_back(absl::StrCat("round ", r.id, ok ? " finished" : " ended early", ": moved ", r.moved,
+                                    " jobs; max share error ", absl::StrFormat("%.2f", r.share_error_before), " -> ",
+                                    absl::StrFormat("%.2f", r.share_error_after), "; ", r.messages,
+                                    " round messages, ", r.steps, " steps",
+                                    paper.empty() ? "" : absl::StrCat(" (", paper, ")")));
+    summary = r.events.back();
+    const double secs = absl::ToDoubleSeconds(r.finished - r.started);
+    ++counters_.rounds;
+    if (!ok) ++counters_.rounds_failed;
+    counters_.last_round_seconds = secs;
+    counters_.round_seconds_sum += secs;
+  });
+  Log(absl::StrCat(config_.site.id, ": ", summary));
+  cv_.notify_all();
+}
+
+std::string Coordinator::running() const {
+  std::lock_guard<std::mutex> l(mu_);
+  return running_ ? running_->spec.round_id : "";
+}
+
+SiteCounters Coordinator::counters() const {
+  std::lock_guard<std::mutex> l(mu_);
+  SiteCounters c = counters_;
+  c.jobs_moved_out = participant_->jobs_moved_out();
+  return c;
+}
+
+void Coordinator::Stop() {
+  std::lock_guard<std::mutex> l(mu_);
+  stopping_ = true;
+  cv_.notify_all();
+}
+
+}  // namespace hyperfed::federation

@@ -1,0 +1,93 @@
+#pragma once
+
+// Starting and ending rounds at the coordinator (docs/design.md §6): builds
+// a round from this site's view (the shape, the table, the mode, an epoch
+// and a deadline), starts it at every live site at once, gathers the
+// reports, and ends the round when every site that took part has reported,
+// when every one still missing is down, or at the deadline. A dry run plans
+// the same round with the same code and starts nothing.
+//
+// Thread-safe.
+
+#include <condition_variable>
+#include <functional>
+#include <map>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "config/config.h"
+#include "daemon/common/env.h"
+#include "daemon/common/executor.h"
+#include "daemon/federation/membership.h"
+#include "daemon/federation/participant.h"
+#include "daemon/federation/round.h"
+#include "daemon/federation/round_history.h"
+
+namespace hyperfed::federation {
+
+// Counters for the metrics endpoint.
+struct SiteCounters {
+  int64_t rounds = 0;
+  int64_t rounds_failed = 0;
+  double last_round_seconds = 0;
+  double round_seconds_sum = 0;
+  int64_t jobs_moved_out = 0;
+};
+
+class Coordinator {
+ public:
+  // `refresh_self` updates this site's own row in `membership` first.
+  Coordinator(const config::Config& config, const Env* env, Executor* executor, Membership* membership,
+              Participant* participant, PeerClient* peers, RoundHistory* history,
+              std::function<absl::Status()> refresh_self);
+
+  // Starts a round (or, with dry_run, plans one) in `mode` ("" = the
+  // configured one); returns its id. While a round runs, a new request
+  // joins it (two requests resolve to one round).
+  absl::StatusOr<std::string> Begin(bool dry_run, const std::string& reason, const std::string& mode);
+  // A site's report of its part (this site's own included).
+  void OnReport(const RoundReport& report);
+  // The round this site coordinates now, if any.
+  std::string running() const;
+  SiteCounters counters() const;
+  // Ends the wait of a running coordination; no round starts after.
+  void Stop();
+
+ private:
+  struct Running {
+    RoundSpec spec;
+    std::vector<std::string> live;       // the sites it was started at
+    std::vector<std::string> accepted;   // known once every StartRound answered
+    bool start_answered = false;
+    std::map<std::string, RoundReport> reports;  // first report of each site
+    bool any_failed = false;
+  };
+  void Coordinate(RoundSpec spec);
+  bool CompleteLocked() const;
+  void FinishLocked(const std::string& why);
+
+  const config::Config& config_;
+  const Env* env_;
+  Executor* executor_;
+  Membership* membership_;
+  Participant* participant_;
+  PeerClient* peers_;
+  RoundHistory* history_;
+  std::function<absl::Status()> refresh_self_;
+  const RoundTimeouts timeouts_;
+
+  mutable std::mutex mu_;
+  std::condition_variable cv_;
+  std::optional<Running> running_;  // guarded by mu_
+  int64_t seq_ = 0;                 // guarded by mu_
+  SiteCounters counters_;           // guarded by mu_
+  bool stopping_ = false;           // guarded by mu_
+};
+
+// max_i |w_i - T p_i / P| over the rows (docs/design.md §3).
+double ShareError(const balance::LoadTable& t);
+
+}  // namespace hyperfed::federation

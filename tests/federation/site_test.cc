@@ -1,0 +1,321 @@
+// A Site driven by a fake Env and an in-process PeerClient: heartbeats, timer
+// and underload rounds, peer timeouts, round deadlines, fencing and shutdown,
+// with no real sleep (docs/design.md §9). Time moves only when a test calls
+// Advance; the tests wait for other threads with bounded busy-waits on what
+// those threads change, never for time to pass.
+
+#include "daemon/federation/site.h"
+
+#include <dirent.h>
+
+#include <map>
+#include <optional>
+#include <set>
+#include <memory>
+#include <thread>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "gtest/gtest.h"
+#include "tests/migration/fake_adapter.h"
+
+namespace hyperfed::federation {
+namespace {
+
+std::string Id(int i) { return absl::StrCat("site-", i); }
+
+// Calls go straight to the callee Site; `cut` sites neither send nor answer.
+class InProcessPeers : public PeerClient {
+ public:
+  std::map<std::string, Site*> sites;
+  std::set<std::string> cut;
+  std::vector<RoundReport> reports;  // every report sent, guarded by mu_
+
+  std::optional<RoundReport> ReportOf(const std::string& round) {
+    std::lock_guard<std::mutex> l(mu_);
+    for (const RoundReport& r : reports)
+      if (r.round_id == round) return r;
+    return std::nullopt;
+  }
+
+  Site* To(const std::string& s) {
+    std::lock_guard<std::mutex> l(mu_);
+    auto it = sites.find(s);
+    return it == sites.end() || cut.count(s) ? nullptr : it->second;
+  }
+  absl::StatusOr<balance::LoadTable> Exchange(const std::string& s, const ExchangeMessage& m,
+                                              absl::Duration) override {
+    Site* to = To(s);
+    if (!to) return absl::UnavailableError("cut");
+    return to->OnExchange(m);
+  }
+  absl::StatusOr<bool> StartRound(const std::string& s, const RoundSpec& spec, absl::Duration,
+                                  std::string* why_not) override {
+    Site* to = To(s);
+    if (!to) return absl::UnavailableError("cut");
+    return to->OnStartRound(spec, why_not);
+  }
+  absl::Status ReportRound(const std::string& s, const RoundReport& r, absl::Duration) override {
+    {
+      std::lock_guard<std::mutex> l(mu_);
+      reports.push_back(r);
+    }
+    Site* to = To(s);
+    if (!to) return absl::UnavailableError("cut");
+    to->OnReport(r);
+    return absl::OkStatus();
+  }
+  absl::StatusOr<std::string> RequestBalance(const std::string& s, const std::string& from, const std::string& reason,
+                                             absl::Duration) override {
+    Site* to = To(s);
+    if (!to) return absl::UnavailableError("cut");
+    return to->OnRequestBalance(from, reason);
+  }
+  absl::Status Heartbeat(const std::string& s, const HeartbeatInfo& hb, absl::Duration) override {
+    Site* to = To(s);
+    if (!to) return absl::UnavailableError("cut");
+    to->OnHeartbeat(hb);
+    return absl::OkStatus();
+  }
+
+ private:
+  std::mutex mu_;
+};
+
+// Moves pending jobs between the sites' in-memory schedulers.
+class InProcessMover : public JobMover {
+ public:
+  InProcessMover(migration::testing::FakeAdapter* self, std::map<std::string, migration::testing::FakeAdapter*>* all)
+      : self_(self), all_(all) {}
+  absl::StatusOr<Result> MoveJobs(const std::string& dest, int64_t count, const std::string&) override {
+    std::lock_guard<std::mutex> l(mu_);  // moves to several sites run at once
+    Result r;
+    auto jobs = self_->ListJobs();
+    if (!jobs.ok()) return jobs.status();
+    for (const scheduler::Job& j : *jobs) {
+      if (r.moved == count) break;
+      if (j.state != scheduler::JobState::kPending || j.pinned) continue;
+      if (!self_->Cancel(j.id).ok()) continue;
+      all_->at(dest)->Add(j.spec);
+      ++r.moved;
+    }
+    r.shortfall = count - r.moved;
+    return r;
+  }
+
+ private:
+  std::mutex mu_;
+  migration::testing::FakeAdapter* self_;
+  std::map<std::string, migration::testing::FakeAdapter*>* all_;
+};
+
+config::Config SiteConfig(int self, int sites) {
+  config::Config c;
+  c.site.id = Id(self);
+  c.site.label = self;
+  for (int i = 0; i < sites; ++i) c.roster.push_back({Id(i), i, absl::StrCat("127.0.0.1:", 7000 + i)});
+  c.capacity.from_adapter = false;
+  c.capacity.units = 2;
+  c.balancer.interval = absl::Seconds(10);
+  c.balancer.heartbeat_interval = absl::Seconds(1);
+  c.balancer.peer_timeout = absl::Seconds(3);
+  c.balancer.step_timeout = absl::Seconds(2);
+  return c;
+}
+
+// Busy-waits (yielding, never sleeping) until `done` holds, for at most a
+// few real seconds: the threads it waits for run without time passing.
+bool Eventually(const std::function<bool()>& done) {
+  const absl::Time end = absl::Now() + absl::Seconds(10);
+  while (absl::Now() < end) {
+    if (done()) return true;
+    std::this_thread::yield();
+  }
+  return done();
+}
+
+class SiteTest : public ::testing::Test {
+ protected:
+  void Make(int n, const std::function<void(config::Config&)>& tweak = nullptr) {
+    for (int i = 0; i < n; ++i) {
+      adapters_.push_back(std::make_unique<migration::testing::FakeAdapter>(Id(i)));
+      all_[Id(i)] = adapters_.back().get();
+    }
+    for (int i = 0; i < n; ++i) {
+      config::Config c = SiteConfig(i, n);
+      if (tweak) tweak(c);
+      movers_.push_back(std::make_unique<InProcessMover>(adapters_[i].get(), &all_));
+      sites_.push_back(std::make_unique<Site>(c, adapters_[i].get(), movers_[i].get(), &peers_, &env_));
+      peers_.sites[Id(i)] = sites_.back().get();
+    }
+  }
+  void TearDown() override {
+    for (auto& s : sites_) s->Stop();
+  }
+  void AddJobs(int site, int n) {
+    for (int j = 0; j < n; ++j) {
+      scheduler::JobSpec s;
+      s.key = absl::StrCat("k-", site, "-", next_key_++);
+      adapters_[site]->Add(s);
+    }
+  }
+  int64_t Pending(int site) { return *adapters_[site]->CountMigratable(); }
+  void HeartbeatAll() {
+    for (auto& s : sites_) s->HeartbeatOnce();
+  }
+  std::string Events(int site) {
+    auto r = sites_[site]->LastRound();
+    return r ? absl::StrJoin(r->events, "\n") : "(no round)";
+  }
+  bool RoundDone(int site) {
+    auto r = sites_[site]->LastRound();
+    return r && r->done;
+  }
+
+  FakeEnv env_;
+  InProcessPeers peers_;
+  std::vector<std::unique_ptr<migration::testing::FakeAdapter>> adapters_;
+  std::map<std::string, migration::testing::FakeAdapter*> all_;
+  std::vector<std::unique_ptr<InProcessMover>> movers_;
+  std::vector<std::unique_ptr<Site>> sites_;
+  int next_key_ = 0;
+};
+
+TEST_F(SiteTest, HeartbeatsMarkPeersUpAndSilenceMarksThemDown) {
+  Make(4);
+  HeartbeatAll();
+  EXPECT_TRUE(sites_[0]->membership().FaultLabels().empty());
+  env_.Advance(absl::Seconds(2));
+  for (int i : {0, 1, 2}) sites_[i]->HeartbeatOnce();  // site 3 falls silent
+  env_.Advance(absl::Seconds(2));                      // 4 s > the 3 s peer timeout
+  EXPECT_EQ(sites_[0]->membership().FaultLabels(), std::vector<int>{3});
+  peers_.cut.insert(Id(0));  // the coordinator goes too: the lowest live label takes over
+  env_.Advance(absl::Seconds(2));
+  for (int i : {1, 2}) sites_[i]->HeartbeatOnce();
+  env_.Advance(absl::Seconds(2));
+  EXPECT_EQ(sites_[1]->Coordinator(), Id(1));
+}
+
+TEST_F(SiteTest, TheTimerStartsARoundOnlyAfterItsIntervalAndOnlyWhenWorthIt) {
+  Make(4);
+  AddJobs(2, 40);
+  HeartbeatAll();
+  sites_[0]->TimerOnce();
+  EXPECT_FALSE(sites_[0]->LastRound()) << "the interval has not passed";
+  env_.Advance(absl::Seconds(10));
+  HeartbeatAll();
+  sites_[0]->TimerOnce();
+  ASSERT_TRUE(Eventually([&] { return RoundDone(0); })) << Events(0);
+  auto r = sites_[0]->LastRound();
+  EXPECT_TRUE(r->ok) << Events(0);
+  for (int i = 0; i < 4; ++i) EXPECT_EQ(Pending(i), 10) << Id(i);
+  // Balanced now: the next interval starts no round.
+  env_.Advance(absl::Seconds(10));
+  HeartbeatAll();
+  sites_[0]->TimerOnce();
+  EXPECT_EQ(sites_[0]->LastRound()->id, r->id);
+}
+
+TEST_F(SiteTest, AnUnderloadedSiteAsksTheCoordinatorForARound) {
+  Make(4, [](config::Config& c) {
+    c.balancer.interval = absl::ZeroDuration();
+    c.balancer.underload_threshold = 5;
+  });
+  AddJobs(2, 40);
+  HeartbeatAll();
+  sites_[1]->TimerOnce();  // 0 pending < 5, and site 2 has work
+  ASSERT_TRUE(Eventually([&] { return RoundDone(0); })) << Events(0);
+  EXPECT_NE(sites_[0]->LastRound()->events.front().find("underload at site-1"), std::string::npos)
+      << sites_[0]->LastRound()->events.front();
+  for (int i = 0; i < 4; ++i) EXPECT_EQ(Pending(i), 10);
+}
+
+TEST_F(SiteTest, APartWaitingForASilentPeerEndsAtTheRoundsDeadline) {
+  Make(2, [](config::Config& c) { c.balancer.step_timeout = absl::Seconds(30); });
+  HeartbeatAll();
+  // Site 1 (label 1) waits for label 0's exchange call, which never comes.
+  RoundSpec spec{"r1", 7, env_.Now() + absl::Seconds(5), Id(0), {}, 1, "exact"};
+  std::string why;
+  ASSERT_TRUE(sites_[1]->OnStartRound(spec, &why)) << why;
+  ASSERT_TRUE(Eventually([&] { return env_.waiters() > 0; }));
+  env_.Advance(absl::Seconds(4));
+  EXPECT_TRUE(Eventually([&] { return env_.waiters() > 0; }));
+  EXPECT_FALSE(sites_[1]->OnStartRound(RoundSpec{"r0", 6, env_.Now() + absl::Seconds(5), Id(0), {}, 1, "exact"}, &why))
+      << "an older round is refused";
+  EXPECT_NE(why.find("not newer"), std::string::npos) << why;
+  env_.Advance(absl::Seconds(1));  // the deadline: the part gives up
+  ASSERT_TRUE(Eventually([&] {
+    std::string busy;
+    // Free again: a newer round is taken.
+    return sites_[1]->OnStartRound(RoundSpec{"r2", 8, env_.Now() + absl::Seconds(5), Id(0), {}, 1, "exact"}, &busy);
+  }));
+}
+
+TEST_F(SiteTest, ANewerRoundReplacesAStaleOneAtOnceAndStaleStartsAreRefused) {
+  Make(2, [](config::Config& c) { c.balancer.step_timeout = absl::Hours(1); });
+  HeartbeatAll();
+  std::string why;
+  // Caught in round r1 (as at a network cut): its deadline is far away.
+  ASSERT_TRUE(sites_[1]->OnStartRound({"r1", 10, env_.Now() + absl::Hours(1), Id(0), {}, 1, "exact"}, &why));
+  ASSERT_TRUE(Eventually([&] { return env_.waiters() > 0; }));
+  EXPECT_FALSE(sites_[1]->OnStartRound({"r-late", 9, env_.Now() + absl::Hours(1), Id(0), {}, 1, "exact"}, &why));
+  EXPECT_FALSE(sites_[1]->OnStartRound({"r-past", 20, env_.Now(), Id(0), {}, 1, "exact"}, &why));
+  EXPECT_NE(why.find("past its deadline"), std::string::npos) << why;
+  // After the heal the coordinator starts a newer round: taken at once,
+  // with no time passing, and the stale part ends.
+  ASSERT_TRUE(sites_[1]->OnStartRound({"r2", 11, env_.Now() + absl::Hours(1), Id(0), {}, 1, "exact"}, &why)) << why;
+  ASSERT_TRUE(Eventually([&] { return peers_.ReportOf("r1").has_value(); }));
+  const RoundReport stale = *peers_.ReportOf("r1");
+  EXPECT_FALSE(stale.ok);
+  EXPECT_NE(stale.error.find("replaced"), std::string::npos) << stale.error;
+}
+
+TEST_F(SiteTest, AWholeRoundAfterAStaleOneRunsWhole) {
+  Make(4);
+  AddJobs(0, 40);
+  HeartbeatAll();
+  std::string why;
+  // Site 3 is caught in a round nobody else runs.
+  ASSERT_TRUE(sites_[3]->OnStartRound({"stale", 1, env_.Now() + absl::Hours(1), Id(0), {}, 2, "exact"}, &why));
+  auto id = sites_[0]->Balance(false, "test");
+  ASSERT_TRUE(id.ok()) << id.status();
+  ASSERT_TRUE(Eventually([&] { return RoundDone(0); })) << Events(0);
+  auto r = sites_[0]->LastRound();
+  EXPECT_TRUE(r->ok) << absl::StrJoin(r->events, "\n");
+  for (int i = 0; i < 4; ++i) EXPECT_EQ(Pending(i), 10);
+}
+
+TEST_F(SiteTest, ThreadsStayFlatOverManyRounds) {
+  Make(4);
+  auto threads = [] {
+    int n = 0;
+    if (DIR* d = opendir("/proc/self/task")) {
+      while (dirent* e = readdir(d)) n += e->d_name[0] != '.';
+      closedir(d);
+    }
+    return n;
+  };
+  int after_first = 0;
+  for (int round = 0; round < 30; ++round) {
+    AddJobs(round % 4, 12);
+    HeartbeatAll();
+    auto id = sites_[0]->Balance(false, "test");
+    ASSERT_TRUE(id.ok()) << id.status();
+    ASSERT_TRUE(Eventually([&] { auto r = sites_[0]->LastRound(); return r && r->id == *id && r->done; }));
+    if (round == 0) after_first = threads();
+  }
+  EXPECT_EQ(threads(), after_first);
+}
+
+TEST_F(SiteTest, StopEndsTheLoopsAndAWaitingPartWithoutTimePassing) {
+  Make(2, [](config::Config& c) { c.balancer.step_timeout = absl::Hours(1); });
+  sites_[1]->Start();
+  std::string why;
+  ASSERT_TRUE(sites_[1]->OnStartRound({"r1", 10, env_.Now() + absl::Hours(1), Id(0), {}, 1, "exact"}, &why));
+  ASSERT_TRUE(Eventually([&] { return env_.waiters() >= 3; })) << "two loops and the part wait";
+  sites_[1]->Stop();
+  EXPECT_EQ(env_.waiters(), 0);
+}
+
+}  // namespace
+}  // namespace hyperfed::federation
