@@ -121,6 +121,7 @@ class FakeAdapter : public scheduler::SchedulerAdapter {
   }
 
   absl::Status CheckSpec(const scheduler::JobSpec& spec) const override {
+    if (absl::Status st = SchedulerAdapter::CheckSpec(spec); !st.ok()) return st;  // the contract: common rules first
     std::lock_guard<std::mutex> l(mu_);
     if (!refused_name_.empty() && spec.name == refused_name_)
       return absl::InvalidArgumentError(absl::StrCat("injected: no job named ", spec.name, " here"));
