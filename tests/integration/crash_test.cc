@@ -1,4 +1,4 @@
-// Exactly once under crashes (DESIGN section 7): a daemon killed with
+// Exactly once under crashes (docs/design.md §7): a daemon killed with
 // SIGKILL at each step of a transfer, then restarted from its journal,
 // leaves every job at exactly one site (checked by key) and none held.
 
