@@ -1,7 +1,7 @@
 #pragma once
 
-// Cube walking algorithm (CWA), seed 004 (Nam, Seo, Lee, Kim), section 3.3,
-// Algorithm 2, after Wu and Shu.
+// Cube walking algorithm (CWA), nam §3.3, Algorithm 2 (Nam, Seo, Lee, Kim),
+// after Wu and Shu.
 //
 // Every node learns the load of each subcube containing it by dimension
 // exchange (the l vector), derives the quota of each such subcube (q vector)
@@ -16,7 +16,7 @@
 // (mcwa.h) walks the free dimensions of its balancing subcube. A node's
 // `index` in the walked cube has bit j equal to its bit in dims[j].
 //
-// Quotas are weighted by capacity (DESIGN section 3): the node quotas are
+// Quotas are weighted by capacity (docs/design.md §3): the node quotas are
 // Apportion(total, capacities) and a subcube's quota is the sum over its
 // members. Every node knows every capacity (the roster carries them), so the
 // q vector needs no message: a node computes it from the total l^dim and a

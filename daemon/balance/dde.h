@@ -1,6 +1,6 @@
 #pragma once
 
-// Direct dimension exchange (DDE), seed 000 (Wu and Shu).
+// Direct dimension exchange (DDE), wu-shu (Wu and Shu).
 //
 // DDE balances a chain or a ring in one pass: a suffix scan gives every node
 // the load W_i of the nodes from i to the end, the root derives the average,
@@ -117,7 +117,7 @@ std::vector<DdeLineTransfer> DdeLineExchange(absl::Span<const Load> loads,
 //
 // Transfer.step: the migration phase, counted over all dimensions
 // (dimension l's phases follow dimension l-1's).
-// Metrics.steps (seed 000, section 6): per dimension of size k, k steps for
+// Metrics.steps (wu-shu §6): per dimension of size k, k steps for
 // collecting and broadcasting load information plus the exchange phases the
 // schedule needed (the largest over the dimension's lines).
 // Metrics.messages: per line 2(k-1) information messages (scan and

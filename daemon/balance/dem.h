@@ -2,7 +2,7 @@
 
 // The dimension exchange method (DEM) and Chau and Fu's improved DEM.
 //
-// Seed 003 (Chau and Fu) Figures 1, 2 and 5, as fixed by DESIGN section 4.
+// chau-fu (Chau and Fu) Figs. 1, 2 and 5, as fixed by docs/design.md §4.1.
 // In dimension k node u pairs with v = u ^ 2^k and the pair splits its
 // s = w_u + w_v tasks. The per-node step functions below give u's load after
 // the exchange; evaluated at u and at v they always sum to s.
@@ -17,7 +17,7 @@ namespace hyperfed::balance {
 enum class DemVariant {
   // Figure 1: the heavier node keeps the ceiling (no move when |w_u - w_v| <= 1).
   kHeavierKeepsCeiling,
-  // The bit-k = 0 side always keeps the ceiling: reproduces Table 1 of seed 003.
+  // The bit-k = 0 side always keeps the ceiling: reproduces chau-fu Table 1.
   kBitZeroKeepsCeiling,
 };
 
@@ -29,7 +29,7 @@ Load DemShare(NodeId u, int k, Load w_u, Load w_v, DemVariant variant);
 // pair is 0, else to the bit-k = 1 side. k = n-1: the heavier keeps it.
 Load ImprovedDemShare(NodeId u, int k, int n, Load w_u, Load w_v);
 
-// Capacity-weighted form (seed 003 Figure 5): u's share is s*p_u/(p_u+p_v);
+// Capacity-weighted form (chau-fu Fig. 5): u's share is s*p_u/(p_u+p_v);
 // when that is not an integer the rule above picks who gets the ceiling (in
 // the last dimension, the side with the higher load per capacity).
 // Capacities must be > 0.
@@ -39,8 +39,8 @@ Load WeightedImprovedDemShare(NodeId u, int k, int n, Load w_u, Load w_v, double
 Load IntegerWeightedImprovedDemShare(NodeId u, int k, int n, Load w_u, Load w_v, int64_t p_u, int64_t p_v);
 
 // Whole-system drivers over a hypercube. A node whose dimension-k partner is
-// faulty skips that dimension (seed 004 section 6). Steps: 3 per dimension
-// (send load, receive load, migrate), the count seeds 000 and 004 use.
+// faulty skips that dimension (nam §6). Steps: 3 per dimension
+// (send load, receive load, migrate), the count wu-shu and nam use.
 absl::StatusOr<Plan> DemPlan(const Topology& topo, absl::Span<const Load> loads,
                              DemVariant variant = DemVariant::kHeavierKeepsCeiling,
                              bool keep_transfers = true);

@@ -1,6 +1,6 @@
 #pragma once
 
-// Diffusion load balancing: seed 002 section 3.2 (Xu, Monien, Lueling, Lau).
+// Diffusion load balancing: xu §3.2 (Xu, Monien, Lueling, Lau).
 //
 // In every iteration all nodes at once compare their load with each
 // neighbour's and hand the fraction alpha of each positive difference to that
@@ -27,7 +27,7 @@ namespace hyperfed::balance {
 Load DiffusionTransfer(Load w_i, Load w_j, double alpha);
 // Node i's load after one iteration, from its load and its neighbours'.
 Load DiffusionNewLoad(Load w_i, absl::Span<const Load> neighbour_loads, double alpha);
-// Real-valued form (seed 002, Eq. 4).
+// Real-valued form (xu Eq. 4).
 double DiffusionNewLoadReal(double w_i, absl::Span<const double> neighbour_loads, double alpha);
 
 // alpha for the topology. kOptimal on a graph: InvalidArgumentError.
@@ -36,7 +36,7 @@ absl::StatusOr<double> DiffusionAlpha(const Topology& topo, ExchangeParameter pa
 // ---- Whole-system drivers ----
 
 // Integer diffusion, all-port: one iteration is one communication step
-// (seed 002 section 3.2), and Metrics.steps counts iterations. Stops when the
+// (xu §3.2), and Metrics.steps counts iterations. Stops when the
 // stop test holds (tested after every iteration), when no node would send
 // any more (integer fixed point), or at max_steps. Transfer.step: the
 // iteration (or block). Messages: two load messages per edge per iteration,

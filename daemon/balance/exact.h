@@ -26,7 +26,7 @@
 // Jobs moved equal the minimum, sum over sites of max(0, load - quota).
 //
 // On a cube with faults the gather runs over the MCWA logical topology
-// (DESIGN section 5): rows go up the trees to the balancing subcube, the
+// (docs/design.md §4.2): rows go up the trees to the balancing subcube, the
 // subcube all-gathers, and the full table goes back down the trees.
 
 #include <cstdint>

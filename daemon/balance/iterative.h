@@ -1,9 +1,9 @@
 #pragma once
 
-// Shared pieces of the iterative nearest-neighbour methods of seed 002 (Xu,
+// Shared pieces of the iterative nearest-neighbour methods of xu (Xu,
 // Monien, Lueling, Lau): generalized dimension exchange (gde.h) and diffusion
 // (diffusion.h). Both repeat local exchanges until the system workload
-// variance is small (seed 002, section 6) or a step budget runs out.
+// variance is small (xu §6) or a step budget runs out.
 
 #include <cstdint>
 #include <utility>
@@ -26,10 +26,10 @@ enum class ExchangeParameter {
 
 // When to stop.
 enum class StopTest {
-  // Seed 002, section 6: the system workload variance sum_i (w_i - mean)^2
+  // xu §6: the system workload variance sum_i (w_i - mean)^2
   // is at most target_variance, tested after every communication step.
   kVariance,
-  // Seed 000, section 2 (its GDE): every pair of neighbours differs by at
+  // wu-shu §2 (its GDE): every pair of neighbours differs by at
   // most one task, tested after every complete sweep.
   kNeighborDifference,
 };
@@ -47,7 +47,7 @@ struct IterativeOptions {
   int64_t merge_block = 1;
 };
 
-// Result of a real-valued run (infinitely divisible load, as seed 002
+// Result of a real-valued run (infinitely divisible load, as xu
 // assumes in its analysis and simulation).
 struct IterativeTrace {
   int64_t steps = 0;            // communication steps executed
@@ -57,7 +57,7 @@ struct IterativeTrace {
   std::vector<double> final_loads;
 };
 
-// Seed 002, section 2: sum over alive nodes of (w_i - mean)^2 (not divided
+// xu §2: sum over alive nodes of (w_i - mean)^2 (not divided
 // by N).
 double WorkloadVariance(absl::Span<const Load> loads, const std::vector<bool>& alive = {});
 double WorkloadVarianceReal(absl::Span<const double> loads, const std::vector<bool>& alive = {});

@@ -226,7 +226,7 @@ absl::StatusOr<std::vector<BalancingSubcube>> SelectBalancingSubcubes(const Topo
       if (depth < best_depth) {
         best_depth = depth;
         best = &c;
-        if (best_depth == least) break;  // DESIGN section 5: early stop
+        if (best_depth == least) break;  // docs/design.md §4.2: early stop
       }
     }
     result.push_back(MakeTrees(topo, best->mask, best->base));

@@ -1,7 +1,7 @@
 #pragma once
 
-// Modified cube walking algorithm (MCWA), seed 004 (Nam, Seo, Lee, Kim),
-// sections 4 and 5 (Algorithms 3 and 4), read as DESIGN section 5 fixes it.
+// Modified cube walking algorithm (MCWA), nam §4 and §5 (Algorithms 3 and
+// 4; Nam, Seo, Lee, Kim), read as docs/design.md §4.2 fixes it.
 //
 // Around failed or empty hypercube positions, MCWA picks a healthy
 // "balancing subcube" and hangs every other healthy node on it by a
@@ -15,7 +15,7 @@
 //   6. sends every subtree's deficit q_t - l_t down to it (level 1 first).
 // Faulty nodes keep their load and take no part. When the healthy nodes fall
 // apart into several connected components, each component gets its own
-// balancing subcube and balances its own total (DESIGN section 5).
+// balancing subcube and balances its own total (docs/design.md §4.2).
 //
 // Quotas are weighted by capacity, not by node count as in the paper: a
 // node's subtree quota q_t is the sum of Apportion(component total,
@@ -65,7 +65,7 @@ struct BalancingSubcube {
   NodeId Label(int index) const;
 };
 
-// DESIGN section 5: for every connected component of healthy nodes (ordered
+// docs/design.md §4.2: for every connected component of healthy nodes (ordered
 // by lowest label), a maximum-size healthy subcube inside it whose BFS tree
 // is shallowest, ties broken by the lowest (mask, base). Candidates are
 // searched in that order with a lower bound on their depth (the distance

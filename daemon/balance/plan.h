@@ -109,7 +109,7 @@ Load TotalLoad(absl::Span<const Load> loads, const std::vector<bool>& alive = {}
 // max - min over alive nodes.
 Load MaxDiff(absl::Span<const Load> loads, const std::vector<bool>& alive = {});
 
-// DESIGN section 3: max_i |w_i - T*p_i/P| over alive nodes.
+// docs/design.md §3: max_i |w_i - T*p_i/P| over alive nodes.
 double MaxShareError(absl::Span<const Load> loads, absl::Span<const double> capacities,
                      const std::vector<bool>& alive = {});
 

@@ -1,7 +1,7 @@
 #pragma once
 
-// Receiver initiated diffusion (RID), the asynchronous baseline of seed 004
-// (Nam, Seo, Lee, Kim), section 3.1, after Willebeek-LeMair and Reeves.
+// Receiver initiated diffusion (RID), the asynchronous baseline of nam §3.1
+// (Nam, Seo, Lee, Kim), after Willebeek-LeMair and Reeves.
 //
 // A node whose load drops below a threshold asks its non-faulty neighbours
 // for their loads and asks each neighbour k for

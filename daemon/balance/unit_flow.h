@@ -1,8 +1,8 @@
 #pragma once
 
-// Integer balancing flows built from unit flows (seed 001).
+// Integer balancing flows built from unit flows (unit-flow §3).
 //
-// Seed 001 shows that an integer balancing flow exists on every connected
+// unit-flow shows that an integer balancing flow exists on every connected
 // graph: fix a vertex r and, for each other vertex j, a flow carrying one unit
 // of load from r to j; the balancing flow is the sum of those unit flows
 // weighted by each vertex's imbalance. hyperfed takes the unit flows along a

@@ -1,6 +1,6 @@
 #pragma once
 
-// Fault injection for the exactly-once tests (DESIGN section 7: the
+// Fault injection for the exactly-once tests (docs/design.md §7: the
 // invariants must hold under a crash of either side at any point).
 //
 // CrashPoint(name) kills the process with SIGKILL when the environment

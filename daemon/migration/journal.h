@@ -1,8 +1,8 @@
 #pragma once
 
 // The migration journal: one SQLite database per site (WAL mode,
-// synchronous=FULL), the durable memory of the transfer protocol of DESIGN
-// section 7. Every state change is one transaction, so after a crash a
+// synchronous=FULL), the durable memory of the transfer protocol of
+// docs/design.md §7. Every state change is one transaction, so after a crash a
 // record is in exactly one of its states with the job rows that go with it.
 //
 // Tables:

@@ -1,6 +1,6 @@
 #pragma once
 
-// The messages of the transfer protocol (DESIGN section 7) and the interface
+// The messages of the transfer protocol (docs/design.md §7) and the interface
 // the daemon implements over gRPC to carry them to a peer's Migrator.
 
 #include <string>

@@ -9,7 +9,7 @@
 namespace hyperfed::balance {
 namespace {
 
-// Seed 004, Example 1: initial loads of the 3-cube. The 0XX side is Table 2;
+// nam Example 1: initial loads of the 3-cube. The 0XX side is Table 2;
 // node 100 has load 0 (it initiates); 101 = 12 - 3 (Table 3 after receiving
 // theta^0(001) = 3); 110 = 10 (Table 4, untouched by dimensions 2 and 1);
 // 111 = 64 - 41 - 0 - 9 - 10.

@@ -12,7 +12,7 @@ namespace {
 using ::testing::ElementsAre;
 using ::testing::ElementsAreArray;
 
-// Seed 000, Example 1 (Fig. 4).
+// wu-shu Example 1 (Fig. 4).
 const std::vector<Load> kExample1 = {9, 7, 4, 1, 4, 6, 1, 5};
 
 Load SumAbs(const std::vector<Load>& v) {

@@ -40,7 +40,7 @@ TEST(ImprovedDemTest, LastDimensionIsPlainDem) {
 }
 
 TEST(WeightedImprovedDemTest, ChauFuExampleMoves427InAnEarlyDimension) {
-  // Seed 003 section 4: 640 tasks on 64 processors, 960 on 32.
+  // chau-fu §4: 640 tasks on 64 processors, 960 on 32.
   const Load u = WeightedImprovedDemShare(0, 0, 2, 640, 960, 64, 32);
   const Load v = WeightedImprovedDemShare(1, 0, 2, 960, 640, 32, 64);
   EXPECT_EQ(u, 640 + 427);
@@ -117,7 +117,7 @@ TEST_P(DemPropertyTest, ConservesNeverNegativeAndMeetsBounds) {
       }
       EXPECT_EQ(moved, plan->metrics.tasks_moved);
       if (faults.empty()) {
-        // Seed 003: DEM leaves a difference of at most n, improved DEM n/2
+        // chau-fu: DEM leaves a difference of at most n, improved DEM n/2
         // (Theorem 1; at least 1 when the total is not divisible).
         if (variant <= 1) EXPECT_LE(MaxDiff(plan->final_loads), n);
         if (variant == 2) EXPECT_LE(MaxDiff(plan->final_loads), std::max(1, (n + 1) / 2));

@@ -140,7 +140,7 @@ TEST(ExactFaultsTest, PartitionedRemainderBalancesOnItsOwnSide) {
 }
 
 TEST(ExactFaultsTest, ExampleTwoFaultsUseSubcubeAndTreeSteps) {
-  // Seed 004 Example 2: balancing subcube X0X1 (k = 2), tree depth 2:
+  // nam Example 2: balancing subcube X0X1 (k = 2), tree depth 2:
   // 2 up + 2 exchanges + 2 down + 1 migration.
   auto topo = Topology::Hypercube(4, {0b0101, 0b0110, 0b1000, 0b1010});
   std::vector<Load> w(16, 10);

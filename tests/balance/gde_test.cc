@@ -36,7 +36,7 @@ TEST(GdeTest, PairTransferIsAntisymmetric) {
 TEST(GdeTest, OptimalLambdaMatchesSeed002Formulas) {
   const double pi = std::numbers::pi;
   EXPECT_DOUBLE_EQ(*GdeLambda(*Topology::Ring(64), ExchangeParameter::kOptimal), 1 / (1 + std::sin(2 * pi / 64)));
-  // Seed 000 section 6 uses 0.723 for the 8x8 mesh and the 16x16 torus.
+  // wu-shu §6 uses 0.723 for the 8x8 mesh and the 16x16 torus.
   EXPECT_NEAR(*GdeLambda(*Topology::Mesh({8, 8}), ExchangeParameter::kOptimal), 0.723, 5e-4);
   EXPECT_NEAR(*GdeLambda(*Topology::Torus({16, 16, 16}), ExchangeParameter::kOptimal), 0.723, 5e-4);
   EXPECT_DOUBLE_EQ(*GdeLambda(*Topology::Hypercube(4), ExchangeParameter::kOptimal), 0.5);

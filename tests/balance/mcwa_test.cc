@@ -11,7 +11,7 @@
 namespace hyperfed::balance {
 namespace {
 
-// Seed 004, Example 2: faults 0101, 0110, 1000, 1010 in a 4-cube.
+// nam Example 2: faults 0101, 0110, 1000, 1010 in a 4-cube.
 const std::vector<NodeId> kFaults2 = {0b0101, 0b0110, 0b1000, 0b1010};
 
 // Loads for Example 2. The text and Tables 5 and 6 fix the tree sums of the
@@ -61,9 +61,9 @@ TEST(McwaSubcubeTest, Example2FilterRejectsXX11AndAcceptsX0X1) {
 }
 
 TEST(McwaSubcubeTest, Example2SelectionFollowsDesignTieBreak) {
-  // The four maximum healthy subcubes are XX11, X0X1, 1XX1 and 11XX (section
-  // 5). X0X1 and 1XX1 both have depth 2; DESIGN section 5 breaks the tie by
-  // the lowest (mask, base), which is 1XX1 (mask 0110 < 1010). The paper
+  // The four maximum healthy subcubes are XX11, X0X1, 1XX1 and 11XX (nam
+  // §5). X0X1 and 1XX1 both have depth 2; docs/design.md §4.2 breaks the tie
+  // by the lowest (mask, base), which is 1XX1 (mask 0110 < 1010). The paper
   // takes X0X1 because it tries candidates in the order XX11, X0X1, ...
   Topology topo = Example2Topology();
   EXPECT_EQ(BuildBalancingSubcube(topo, 0b0110, 0b1001)->tree_depth, 2);

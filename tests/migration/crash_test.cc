@@ -1,4 +1,4 @@
-// Crash tests for the exactly-once protocol (DESIGN section 7): for every
+// Crash tests for the exactly-once protocol (docs/design.md §7): for every
 // crash point of daemon/migration/crash_point.h, a child process runs a
 // migration and dies by SIGKILL at that point; the test then reopens both
 // sites' state, runs Recover on both until nothing is left to do, and checks
