@@ -138,7 +138,8 @@ absl::Status DynamicExperiments(const PaperOptions& opts, std::string* out,
     absl::StrAppendFormat(out, "  %5s", "avg");
     for (int a = 0; a < 4; ++a) absl::StrAppendFormat(out, " %12.4g", avg[e][a]);
     absl::StrAppend(out, "   (mean over steps 1..200)\n");
-    plots->push_back({absl::StrCat("xu_fig", 7 + e, "_dynamic"), series});
+    plots->push_back({absl::StrCat("xu_fig", 7 + e, "_dynamic|Seed 002 ", ex.fig, ": workload variance, ", ex.what),
+                      series});
   }
   // Claims: "a > b" holds when a's mean variance over steps 1..200 is lower.
   auto claim = [&](size_t e, int a, int b) {
@@ -383,9 +384,10 @@ absl::StatusOr<PaperReport> PaperXu(const PaperOptions& opts) {
       if (!png.ok()) return png.status();
       report.plots.push_back(*png);
     }
-    for (const auto& [name, series] : dynamic_plots) {
-      auto png = WritePlot(opts.plot_dir, name, "Seed 002 " + name + ": workload variance, first 200 steps", "step",
-                           "workload variance", series, true);
+    for (const auto& [key, series] : dynamic_plots) {
+      const size_t bar = key.find('|');
+      auto png = WritePlot(opts.plot_dir, key.substr(0, bar), key.substr(bar + 1), "step", "workload variance", series,
+                           true);
       if (!png.ok()) return png.status();
       report.plots.push_back(*png);
     }
