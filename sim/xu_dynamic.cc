@@ -131,4 +131,57 @@ absl::StatusOr<std::vector<double>> XuLemmaMeasured(const Topology& topo, bool d
   return mean;
 }
 
+double XuTheorem41Df(int d, double a, int n_nodes, double s0) {
+  return (d * d * a * a + 3 * d * a * a - 4 * d * a + d + 1 - (d + 1.0) / n_nodes) * s0;
+}
+
+double XuTheorem41DeOnePort(int d, double l, int n_nodes, double s0) {
+  const double q = (1 - l) * (1 - l);  // (1 - lambda)^2
+  const double tail = d - 1 - q * (1 - std::pow(q, d - 1)) / (1 - q);
+  return (d * q + 2 * l * l * (1 - std::pow(q, d)) / (1 - q) + std::pow(l, 4) * tail / (1 - q) + std::pow(q, d) -
+          (d + 1.0) / n_nodes) *
+         s0;
+}
+
+double XuTheorem41DeAllPort(int d, double l, int n_nodes, double s0) {
+  return (2 * ((1 - l) * (1 - l) + l * l - 1.0 / n_nodes) + (d - 1) * (1 - 1.0 / n_nodes)) * s0;
+}
+
+std::array<double, 3> XuTheorem41Measured(const Topology& topo, double alpha, double lambda, int runs,
+                                          uint64_t seed) {
+  std::mt19937_64 rng(seed);
+  std::uniform_real_distribution<double> init(0.0, 1000.0);
+  const std::vector<NodeId> nbrs = topo.Neighbors(0);
+  std::vector<double> w(topo.size());
+  std::array<double, 3> x{};
+  for (int r = 0; r < runs; ++r) {
+    double mean = 0;
+    for (double& v : w) v = init(rng), mean += v;
+    mean /= static_cast<double>(w.size());
+    auto domain_variance = [&](const std::vector<double>& v) {
+      double s = (v[0] - mean) * (v[0] - mean);
+      for (NodeId j : nbrs) s += (v[j] - mean) * (v[j] - mean);
+      return s;
+    };
+    std::vector<double> df = w, one = w, all = w;
+    for (NodeId j : nbrs) {  // Eq. (8), from the loads at the start
+      const double f = alpha * (w[0] - w[j]);
+      df[0] -= f;
+      df[j] += f;
+    }
+    for (NodeId j : nbrs) {  // Eq. (12): with each neighbour in turn
+      const double f = lambda * (one[0] - one[j]);
+      one[0] -= f;
+      one[j] += f;
+    }
+    const double f = lambda * (all[0] - all[nbrs[0]]);  // one neighbour
+    all[0] -= f;
+    all[nbrs[0]] += f;
+    x[0] += domain_variance(df) / runs;
+    x[1] += domain_variance(one) / runs;
+    x[2] += domain_variance(all) / runs;
+  }
+  return x;
+}
+
 }  // namespace hyperfed::sim

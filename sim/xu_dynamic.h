@@ -20,6 +20,7 @@
 // the step's start); a DE step moves lambda (w_i - w_j) along every edge of
 // the current colour class with an invoker at either end.
 
+#include <array>
 #include <cstdint>
 #include <vector>
 
@@ -63,5 +64,22 @@ double XuLemma52FromProof(int t, int n_nodes, int degree, double lambda, double 
 // classes, a round per t.
 absl::StatusOr<std::vector<double>> XuLemmaMeasured(const balance::Topology& topo, bool diffusion,
                                                      double parameter, int max_t, int runs, uint64_t seed);
+
+// Theorem 4.1, case 1 (a singular balancing domain: one invoker and its d
+// neighbours, static loads i.i.d. with variance sigma0^2, N nodes): the
+// expected variance X of the domain after one operation, sum over the
+// domain of (w_i - global mean)^2, as the proof derives it.
+// Eq. (9): diffusion with parameter alpha.
+double XuTheorem41Df(int degree, double alpha, int n_nodes, double sigma0_sq);
+// The proof's X_de, one-port: the invoker balances with its d neighbours in
+// turn (Eq. 12); Eq. (13) is its value at lambda = 1/2.
+double XuTheorem41DeOnePort(int degree, double lambda, int n_nodes, double sigma0_sq);
+// All-port: in one time step the invoker balances with one neighbour.
+double XuTheorem41DeAllPort(int degree, double lambda, int n_nodes, double sigma0_sq);
+
+// The same three, measured: mean X over `runs` draws of loads uniform in
+// [0, 1000], node 0 the invoker. {diffusion, DE one-port, DE all-port}.
+std::array<double, 3> XuTheorem41Measured(const balance::Topology& topo, double alpha, double lambda, int runs,
+                                          uint64_t seed);
 
 }  // namespace hyperfed::sim

@@ -82,6 +82,33 @@ TEST(XuDynamicTest, ClosedFormsHoldAtTheFirstOperationOnly) {
   }
 }
 
+// Theorem 4.1, case 1: the proof's closed forms for one invoker and its
+// neighbours match the measurement within 2% on the 16x16 torus (d = 4) and
+// the ring of 64 (d = 2), Eq. (13) is the general X_de at lambda = 1/2, and
+// the theorem's orderings hold.
+TEST(XuDynamicTest, TheoremFourOneClosedFormsMatch) {
+  const double s0 = 1000.0 * 1000.0 / 12.0;
+  for (int d : {2, 4}) {
+    auto topo = d == 2 ? balance::Topology::Ring(64) : balance::Topology::Torus({16, 16});
+    ASSERT_TRUE(topo.ok());
+    const int n = topo->size();
+    EXPECT_NEAR(XuTheorem41DeOnePort(d, 0.5, n, s0) / s0, (3 * d + 5 + std::pow(2.0, 2 - 2 * d)) / 9 - (d + 1.0) / n,
+                1e-12);
+    const double adf = 1.0 / (d + 1), ade = 0.5;
+    const double odf = 1 / (d + 1 - std::cos(2 * M_PI / (d == 2 ? 64 : 16)));
+    const auto ma = XuTheorem41Measured(*topo, adf, ade, 6000, 5);
+    const auto mo = XuTheorem41Measured(*topo, odf, ade, 6000, 6);
+    EXPECT_NEAR(ma[0], XuTheorem41Df(d, adf, n, s0), 0.02 * ma[0]) << d;
+    EXPECT_NEAR(mo[0], XuTheorem41Df(d, odf, n, s0), 0.02 * mo[0]) << d;
+    EXPECT_NEAR(ma[1], XuTheorem41DeOnePort(d, ade, n, s0), 0.02 * ma[1]) << d;
+    EXPECT_NEAR(ma[2], XuTheorem41DeAllPort(d, ade, n, s0), 0.02 * ma[2]) << d;
+    EXPECT_LT(ma[1], std::min(ma[0], mo[0])) << "one-port ADE <= DF, d = " << d;
+    EXPECT_LT(std::max(ma[0], mo[0]), ma[2]) << "all-port DF <= ADE, d = " << d;
+    if (d == 2) EXPECT_LT(ma[0], mo[0]) << "ADF <= ODF in a ring";
+    if (d == 4) EXPECT_LT(mo[0], ma[0]) << "ODF <= ADF in a 2-D torus";
+  }
+}
+
 // Figs. 8 and 9, Table 4 (all-port): asynchronous in the 16x16 mesh,
 // {ODF, ADF} > ADE > ODE and ODF > ADF; synchronous in the 16x16 torus,
 // ADE > ODE and ADF > ODF (a > b: lower mean variance over the 200 steps).
