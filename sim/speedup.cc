@@ -1,6 +1,7 @@
 #include "sim/speedup.h"
 
 #include <algorithm>
+#include <cmath>
 #include <deque>
 #include <map>
 #include <queue>
@@ -27,6 +28,16 @@ const char* SpeedupAlgorithmName(SpeedupAlgorithm a) {
   return "?";
 }
 
+const char* MigrationChargeName(MigrationCharge c) {
+  switch (c) {
+    case MigrationCharge::kBothEnds: return "both ends pay 0.1";
+    case MigrationCharge::kHalfEachEnd: return "each end pays 0.05";
+    case MigrationCharge::kSenderOnly: return "sender pays 0.1";
+    case MigrationCharge::kNetFlow: return "net flow, relays free";
+  }
+  return "?";
+}
+
 namespace {
 
 // Event-driven run of one algorithm on one instance.
@@ -38,6 +49,12 @@ class Machine {
         busy_until_(tasks.size(), 0), busy_(tasks.size(), false), armed_(tasks.size(), true),
         version_(tasks.size(), 0) {
     healthy_ = topo.alive_count();
+    switch (cfg.charge) {
+      case MigrationCharge::kBothEnds: send_factor_ = recv_factor_ = 1.0; break;
+      case MigrationCharge::kHalfEachEnd: send_factor_ = recv_factor_ = 0.5; break;
+      case MigrationCharge::kSenderOnly: send_factor_ = 1.0, recv_factor_ = 0.0; break;
+      case MigrationCharge::kNetFlow: send_factor_ = 1.0, recv_factor_ = -1.0; break;  // |sent - received|
+    }
   }
 
   absl::Status Run() {
@@ -63,6 +80,7 @@ class Machine {
   double end() const { return end_; }
   Load hops() const { return hops_; }
   int64_t rounds() const { return rounds_; }
+  int64_t skipped() const { return skipped_; }
   int healthy() const { return healthy_; }
 
  private:
@@ -113,9 +131,27 @@ class Machine {
   // fewer than `threshold` waiting tasks per healthy node remain, no node
   // asks again: another round could not give any node a task on average.
   absl::Status Balance(NodeId u, double t) {
-    ++rounds_;
-    if (algo_ == SpeedupAlgorithm::kRid) return RidRequest(u, t);
+    if (algo_ == SpeedupAlgorithm::kRid) {
+      ++rounds_;
+      return RidRequest(u, t);
+    }
     const std::vector<Load> loads = Loads();
+    if (cfg_.round_min_average > 0) {
+      // Request broadcast and a sum over the cube: n + n information steps.
+      Load waiting = 0;
+      for (Load l : loads) waiting += l;
+      if (static_cast<double>(waiting) < cfg_.round_min_average * healthy_) {
+        ++skipped_;
+        settled_ = true;
+        for (int v = 0; v < topo_.size(); ++v) {
+          if (!topo_.alive(v)) continue;
+          Pause(v, t, 2.0 * topo_.dimensions() * cfg_.info_cost);
+          Rearm(v);
+        }
+        return absl::OkStatus();
+      }
+    }
+    ++rounds_;
     absl::StatusOr<balance::Plan> plan;
     int phases = 0;
     if (algo_ == SpeedupAlgorithm::kDem) {
@@ -128,19 +164,21 @@ class Machine {
     if (!plan.ok()) return plan.status();
     const int info_steps = topo_.dimensions() + plan->metrics.steps - phases;
     const double info = static_cast<double>(info_steps) * cfg_.info_cost;
-    std::vector<Load> handled(topo_.size(), 0);  // per node: task-hops sent plus received
+    std::vector<double> handled(topo_.size(), 0);  // per node: task-hops sent and received, weighted
     for (const auto& tr : plan->transfers) {
       MoveTasks(tr.from, tr.to, tr.count);
-      handled[tr.from] += tr.count * tr.hops;
-      handled[tr.to] += tr.count * tr.hops;
+      handled[tr.from] += send_factor_ * static_cast<double>(tr.count * tr.hops);
+      handled[tr.to] += recv_factor_ * static_cast<double>(tr.count * tr.hops);
       hops_ += tr.count * tr.hops;
     }
+    if (cfg_.charge == MigrationCharge::kNetFlow)
+      for (double& h : handled) h = std::abs(h);
     Load waiting = 0;
     for (const auto& q : queue_) waiting += static_cast<Load>(q.size());
     if (waiting < static_cast<Load>(healthy_) * cfg_.threshold) settled_ = true;
     for (int v = 0; v < topo_.size(); ++v) {
       if (!topo_.alive(v)) continue;
-      Pause(v, t, info + static_cast<double>(handled[v]) * cfg_.migration_cost);
+      Pause(v, t, info + handled[v] * cfg_.migration_cost);
       Rearm(v);
     }
     return absl::OkStatus();
@@ -164,10 +202,10 @@ class Machine {
       const Load g = balance::RidGrant(nl[j], {req[j]})[0];
       MoveTasks(nbrs[j], u, g);
       got += g;
-      Pause(nbrs[j], t, 2 * cfg_.info_cost + static_cast<double>(g) * cfg_.migration_cost);
+      Pause(nbrs[j], t, 2 * cfg_.info_cost + std::abs(send_factor_) * static_cast<double>(g) * cfg_.migration_cost);
     }
     hops_ += got;
-    Pause(u, t, 2 * cfg_.info_cost + static_cast<double>(got) * cfg_.migration_cost);
+    Pause(u, t, 2 * cfg_.info_cost + std::abs(recv_factor_) * static_cast<double>(got) * cfg_.migration_cost);
     Rearm(u);
     return absl::OkStatus();
   }
@@ -183,8 +221,9 @@ class Machine {
   std::priority_queue<std::tuple<double, NodeId, uint64_t>> events_;
   double end_ = 0;
   Load hops_ = 0;
-  int64_t rounds_ = 0;
+  int64_t rounds_ = 0, skipped_ = 0;
   int healthy_ = 0;
+  double send_factor_ = 1.0, recv_factor_ = 1.0;  // share of migration_cost per task-hop
   bool settled_ = false;  // a synchronous round found < threshold waiting per node
 };
 
@@ -239,6 +278,7 @@ absl::StatusOr<SpeedupRun> RunSpeedup(const SpeedupConfig& cfg) {
     run.speedup[a] = m.end() > 0 ? run.time_without / m.end() : 1.0;
     run.migrations_per_node[a] = static_cast<double>(m.hops()) / m.healthy();
     run.rounds[a] = m.rounds();
+    run.skipped[a] = m.skipped();
   }
   return run;
 }

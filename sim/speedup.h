@@ -52,6 +52,23 @@
 //   migration_cost per task each neighbour sends, and per task the requester
 //   receives (one task message at a time). Neighbours are asked in
 //   one step, so the n requests cost one step, not n.
+// - "Severely underloaded" (sections 2 and 7: a synchronous round starts
+//   "when the load imbalance progresses to the point where severely
+//   underloaded nodes exist"): a node with nothing waiting is severely
+//   underloaded only while the others still hold work worth moving. The
+//   request broadcast (n steps) is followed by a sum over the cube (n steps,
+//   one number per dimension exchange); when the average waiting load per
+//   healthy node is below `round_min_average`, the round stops there: every
+//   healthy node pays those 2n information steps once, and since the total
+//   only falls (no tasks arrive), no synchronous round starts again. 0 turns
+//   the check off (the model before issue 14). RID is unchanged: it has no
+//   global sum.
+// - Who pays for a migration (`charge`): section 6 says migrating a task
+//   costs 10% of E[tau] and leaves open whether both ends stop for it. The
+//   default stops the sender and the receiver for the full cost per task-hop
+//   (a task relayed through a tree root costs the root twice); the
+//   alternatives halve it at each end, charge the sender only, or charge
+//   only net flow (relays free).
 // - The balanced run ends when the last task finishes; speedup = time
 //   without balancing (the largest per-node sum) / that time.
 
@@ -67,6 +84,18 @@ enum class SpeedupAlgorithm { kMcwa = 0, kDem = 1, kRid = 2 };
 inline constexpr int kSpeedupAlgorithms = 3;
 const char* SpeedupAlgorithmName(SpeedupAlgorithm a);
 
+enum class MigrationCharge {
+  kBothEnds = 0,     // sender and receiver each migration_cost per task-hop
+  kHalfEachEnd = 1,  // each end migration_cost / 2 per task-hop
+  kSenderOnly = 2,   // the sender migration_cost per task-hop, the receiver nothing
+  // Relays free (cut-through routing): a node pays migration_cost per task
+  // of its net flow in the round, |sent - received| task-hops, so a task
+  // passing through a tree root or an intermediate dimension costs it
+  // nothing. Not a reading of the paper: the price of its ranking with faults.
+  kNetFlow = 3,
+};
+const char* MigrationChargeName(MigrationCharge c);
+
 struct SpeedupConfig {
   int n = 5;
   int faults = 0;
@@ -74,6 +103,10 @@ struct SpeedupConfig {
   double migration_cost = 0.10;  // per task, in units of E[tau]
   double info_cost = 0.01;       // per information step, in units of E[tau]
   balance::Load threshold = 1;   // waiting tasks below which a node asks
+  // A synchronous round goes past its load sum only while the average
+  // waiting load per healthy node is at least this ("severely underloaded").
+  double round_min_average = 5.0;
+  MigrationCharge charge = MigrationCharge::kBothEnds;
   uint64_t seed = 1;
 };
 
@@ -83,6 +116,7 @@ struct SpeedupRun {
   std::array<double, kSpeedupAlgorithms> speedup{};       // T_nobal / T_bal
   std::array<double, kSpeedupAlgorithms> migrations_per_node{};  // task hops / healthy nodes
   std::array<int64_t, kSpeedupAlgorithms> rounds{};       // balancing rounds (RID: requests)
+  std::array<int64_t, kSpeedupAlgorithms> skipped{};      // rounds stopped after the load sum
   int mcwa_dim = 0, mcwa_tree_depth = 0;                  // largest component's subcube
 };
 
