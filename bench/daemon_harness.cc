@@ -152,25 +152,49 @@ ProcessSize SizeOf(pid_t pid) {
   return out;
 }
 
+// Drains or undrains a site (asked at site 0).
+bool SetDrained(TestFederation& f, int site, bool drain) {
+  hyperfed::v1::DrainRequest req;
+  req.set_site(f.SiteId(site));
+  req.set_drain(drain);
+  hyperfed::v1::DrainReply reply;
+  auto ctx = f.Context();
+  return f.Admin(0)->Drain(ctx.get(), req, &reply).ok();
+}
+
 int Soak(int rounds) {
   auto f = TestFederation::Start({.sites = 8, .step_timeout = "20s", .peer_timeout = "5s", .heartbeat = "1s"});
   if (!f.ok()) {
     std::printf("soak: could not start 8 sites: %s\n", std::string(f.status().message()).c_str());
     return 1;
   }
-  std::printf("soak: %d rounds on 8 local sites; every other round moves jobs; the coordinator (site-0):\n", rounds);
-  std::printf("  %7s %8s %12s %10s %8s\n", "rounds", "threads", "VmSize MB", "RSS MB", "failed");
+  // A fixed set of long jobs (4 running and 16 pending per site) that the
+  // rounds move around: each odd round drains one site (its pending jobs
+  // leave), the next undrains it (they come back), so every round migrates
+  // and the queues never grow.
+  for (int i = 0; i < 8; ++i) (void)Submit(**f, i, 20, 3'600'000);
+  std::printf("soak: %d rounds on 8 local sites, each moving jobs; the coordinator (site-0):\n", rounds);
+  std::printf("  %7s %8s %12s %10s %10s %8s\n", "rounds", "threads", "VmSize MB", "RSS MB", "moved", "failed");
   int failed = 0;
+  int64_t moved = 0;
   auto print = [&](int done) {
     const ProcessSize s = SizeOf((*f)->Pid(0));
-    std::printf("  %7d %8d %12.1f %10.1f %8d\n", done, s.threads, s.vm_kb / 1024.0, s.rss_kb / 1024.0, failed);
+    std::printf("  %7d %8d %12.1f %10.1f %10lld %8d\n", done, s.threads, s.vm_kb / 1024.0, s.rss_kb / 1024.0,
+                static_cast<long long>(moved), failed);
     std::fflush(stdout);
   };
   print(0);
   for (int r = 1; r <= rounds; ++r) {
-    if (r % 2 == 0) (void)Submit(**f, r % 8, 16, 50);  // short jobs: the queues stay small
+    const int site = 1 + (r / 2) % 7;  // site 0 coordinates; it is never drained
+    (void)SetDrained(**f, site, r % 2 == 1);
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
     auto res = RunRound(**f, 0);
-    if (!res.ok() || !res->ok()) ++failed;
+    if (res.ok()) moved += res->moved();
+    if (!res.ok() || !res->ok()) {
+      if (++failed <= 3)
+        std::printf("  round %d failed:\n%s\n", r,
+                    res.ok() ? res->message().c_str() : std::string(res.status().message()).c_str());
+    }
     if (r % 200 == 0) print(r);
   }
   return failed == 0 ? 0 : 1;
