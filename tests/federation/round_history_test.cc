@@ -1,0 +1,59 @@
+#include "daemon/federation/round_history.h"
+
+#include <thread>
+
+#include "gtest/gtest.h"
+
+namespace hyperfed::federation {
+namespace {
+
+RoundView View(const std::string& id, bool dry, absl::Time at) {
+  RoundView v;
+  v.id = id;
+  v.dry_run = dry;
+  v.started = at;
+  return v;
+}
+
+TEST(RoundHistoryTest, DryRunsNeverEvictALiveRound) {
+  FakeEnv env;
+  RoundHistory h(&env, /*keep=*/4);
+  h.Add(View("live-1", false, env.Now()));
+  for (int i = 0; i < 40; ++i) {
+    env.Advance(absl::Seconds(1));
+    h.Add(View("dry-" + std::to_string(i), true, env.Now()));
+  }
+  ASSERT_TRUE(h.Find("live-1").has_value()) << "a live round outlives any number of dry runs";
+  EXPECT_TRUE(h.Update("live-1", [](RoundView& r) { r.done = true; }));
+  EXPECT_FALSE(h.Find("dry-0").has_value()) << "dry runs are kept to their own limit";
+  EXPECT_EQ(h.Last()->id, "dry-39");
+  EXPECT_EQ(h.size(), 5u);
+}
+
+TEST(RoundHistoryTest, WaitEndsOnANewEventWithoutTimePassing) {
+  FakeEnv env;
+  RoundHistory h(&env);
+  h.Add(View("r", false, env.Now()));
+  std::thread t([&] {
+    while (env.waiters() == 0) std::this_thread::yield();
+    h.Update("r", [](RoundView& r) { r.events.push_back("started"); });
+  });
+  auto v = h.Wait("r", 0, absl::InfiniteFuture());
+  t.join();
+  ASSERT_TRUE(v.has_value());
+  EXPECT_EQ(v->events.size(), 1u);
+}
+
+TEST(RoundTimeoutsTest, OneRuleFromTheConfig) {
+  config::BalancerConfig b;
+  b.step_timeout = absl::Seconds(10);
+  RoundTimeouts t = ComputeRoundTimeouts(b, 3);
+  EXPECT_EQ(t.step, absl::Seconds(10));
+  EXPECT_EQ(t.Wait(0), absl::Seconds(10));
+  EXPECT_EQ(t.Wait(3), absl::Seconds(40));
+  EXPECT_EQ(t.round, absl::Seconds(10 * (6 * 3 + 4)));
+  EXPECT_EQ(t.report, absl::Seconds(10));
+}
+
+}  // namespace
+}  // namespace hyperfed::federation
