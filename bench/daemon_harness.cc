@@ -12,6 +12,7 @@
 // Run: build/hyperfed_daemon_bench [--quick | --throughput | --soak [ROUNDS]]
 // (figures in docs/benchmarks.md)
 
+#include <dirent.h>
 #include <sys/resource.h>
 #include <unistd.h>
 
@@ -31,7 +32,6 @@
 using namespace hyperfed::testing;
 
 namespace {
-
 
 double Percentile(std::vector<double> v, double q) {
   std::sort(v.begin(), v.end());
@@ -83,10 +83,11 @@ void Rounds(int sites, int rounds, bool migrations, double floor_ms) {
   }
   int n = 0;
   while ((1 << n) < sites) ++n;
-  std::printf("  %2d sites (%d dimensions), %s: round p50 %.2f ms, p99 %.2f ms over %zu rounds; "
-              "p50 / (dimensions x RPC floor) = %.1f\n",
-              sites, n, migrations ? "with migrations   " : "without migrations", Percentile(ms, 0.5),
-              Percentile(ms, 0.99), ms.size(), Percentile(ms, 0.5) / (n * floor_ms));
+  std::printf(
+      "  %2d sites (%d dimensions), %s: round p50 %.2f ms, p99 %.2f ms over %zu rounds; "
+      "p50 / (dimensions x RPC floor) = %.1f\n",
+      sites, n, migrations ? "with migrations   " : "without migrations", Percentile(ms, 0.5), Percentile(ms, 0.99),
+      ms.size(), Percentile(ms, 0.5) / (n * floor_ms));
 }
 
 void Throughput(int jobs, bool tmpfs) {
@@ -138,10 +139,18 @@ void Idle(int sites, int seconds) {
 // Threads, VmSize and VmRSS (kB) of a process.
 struct ProcessSize {
   int threads = 0;
+  int own_threads = 0;  // named hyperfedd: the daemon's own, not gRPC's pools
   long vm_kb = 0, rss_kb = 0;
 };
 ProcessSize SizeOf(pid_t pid) {
   ProcessSize out;
+  const std::string tasks = absl::StrCat("/proc/", pid, "/task");
+  if (DIR* d = opendir(tasks.c_str())) {
+    while (dirent* e = readdir(d))
+      if (e->d_name[0] != '.' && ReadFile(absl::StrCat(tasks, "/", e->d_name, "/comm")) == "hyperfedd\n")
+        ++out.own_threads;
+    closedir(d);
+  }
   std::istringstream st(ReadFile(absl::StrCat("/proc/", pid, "/status")));
   std::string line;
   while (std::getline(st, line)) {
@@ -174,13 +183,14 @@ int Soak(int rounds) {
   // and the queues never grow.
   for (int i = 0; i < 8; ++i) (void)Submit(**f, i, 20, 3'600'000);
   std::printf("soak: %d rounds on 8 local sites, each moving jobs; the coordinator (site-0):\n", rounds);
-  std::printf("  %7s %8s %12s %10s %10s %8s\n", "rounds", "threads", "VmSize MB", "RSS MB", "moved", "failed");
+  std::printf("  %7s %8s %8s %12s %10s %10s %8s\n", "rounds", "threads", "own", "VmSize MB", "RSS MB", "moved",
+              "failed");
   int failed = 0;
   int64_t moved = 0;
   auto print = [&](int done) {
     const ProcessSize s = SizeOf((*f)->Pid(0));
-    std::printf("  %7d %8d %12.1f %10.1f %10lld %8d\n", done, s.threads, s.vm_kb / 1024.0, s.rss_kb / 1024.0,
-                static_cast<long long>(moved), failed);
+    std::printf("  %7d %8d %8d %12.1f %10.1f %10lld %8d\n", done, s.threads, s.own_threads, s.vm_kb / 1024.0,
+                s.rss_kb / 1024.0, static_cast<long long>(moved), failed);
     std::fflush(stdout);
   };
   print(0);
