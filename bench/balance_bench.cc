@@ -44,13 +44,10 @@ void BM_WeightedImprovedDem(benchmark::State& state) {
   }
   state.counters["sites"] = 1 << n;
   state.counters["transfers_kept"] = static_cast<double>(transfers);
-  state.counters["ns_per_site"] =
-      benchmark::Counter(static_cast<double>(1 << n), benchmark::Counter::kIsIterationInvariantRate |
-                                                          benchmark::Counter::kInvert);
+  state.counters["ns_per_site"] = benchmark::Counter(
+      static_cast<double>(1 << n), benchmark::Counter::kIsIterationInvariantRate | benchmark::Counter::kInvert);
 }
-BENCHMARK(BM_WeightedImprovedDem)
-    ->ArgsProduct({{10, 14, 16, 18, 20}, {0, 1}})
-    ->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_WeightedImprovedDem)->ArgsProduct({{10, 14, 16, 18, 20}, {0, 1}})->Unit(benchmark::kMillisecond);
 
 // Random distinct fault labels.
 std::vector<NodeId> Faults(int n, int count, uint64_t seed) {

@@ -3,10 +3,10 @@
 // hyperfedctl's commands: each makes its RPCs to the daemon and prints the
 // reply through client/output.h.
 
+#include <grpcpp/grpcpp.h>
+
 #include <memory>
 #include <ostream>
-
-#include <grpcpp/grpcpp.h>
 
 #include "client/flags.h"
 

@@ -48,11 +48,17 @@ const std::vector<FlagSpec>& GlobalFlags() {
 const std::vector<CommandSpec>& Commands() {
   static const auto* commands = new std::vector<CommandSpec>{
       {"status", nullptr, {}, "every site's label, state, load and capacity, and the last round"},
-      {"topology", nullptr, {{"dot", nullptr, "print the cube as a Graphviz graph"}},
+      {"topology",
+       nullptr,
+       {{"dot", nullptr, "print the cube as a Graphviz graph"}},
        "the hypercube: labels, sites, states, the fault set and the next round's mode"},
-      {"jobs", nullptr, {{"site", "SITE", "list this site's jobs (default: the site answering)"}},
+      {"jobs",
+       nullptr,
+       {{"site", "SITE", "list this site's jobs (default: the site answering)"}},
        "the jobs queued or running at a site"},
-      {"migrations", nullptr, {{"limit", "N", "show at most N migrations (default: the daemon's, 50)"}},
+      {"migrations",
+       nullptr,
+       {{"limit", "N", "show at most N migrations (default: the daemon's, 50)"}},
        "the migrations this site's journal holds, newest first"},
       {"balance",
        nullptr,
@@ -71,7 +77,9 @@ const std::vector<CommandSpec>& Commands() {
         {"cores", "C", "cores per job"}},
        "submit test jobs"},
       {"explain", "JOB", {}, "where a job (key or local id) is and why it did or did not move"},
-      {"force-release", "MIGRATION_ID", {},
+      {"force-release",
+       "MIGRATION_ID",
+       {},
        "release a migration's held jobs without the destination's answer (may run them twice)"},
       {"health", nullptr, {}, "the standard gRPC health check for the daemon and its two services"},
   };
@@ -103,8 +111,7 @@ absl::Status Usage(const std::string& msg) { return absl::InvalidArgumentError(m
 
 absl::Status ParseInt(const std::string& flag, const std::string& value, int lo, int hi, int* out) {
   int v = 0;
-  if (!absl::SimpleAtoi(value, &v))
-    return Usage(absl::StrCat("--", flag, ": '", value, "' is not a whole number"));
+  if (!absl::SimpleAtoi(value, &v)) return Usage(absl::StrCat("--", flag, ": '", value, "' is not a whole number"));
   if (v < lo || v > hi) return Usage(absl::StrCat("--", flag, ": ", v, " is outside ", lo, "..", hi));
   *out = v;
   return absl::OkStatus();
@@ -147,7 +154,8 @@ absl::Status CheckEndpoint(const std::string& e) {
 absl::Status CheckToken(const std::string& source, const std::string& t) {
   if (t.empty()) return Usage(absl::StrCat(source, ": the token is empty"));
   for (char c : t)
-    if (c <= 0x20 || c >= 0x7f) return Usage(absl::StrCat(source, ": the token may hold only visible ASCII characters"));
+    if (c <= 0x20 || c >= 0x7f)
+      return Usage(absl::StrCat(source, ": the token may hold only visible ASCII characters"));
   return absl::OkStatus();
 }
 
@@ -176,8 +184,9 @@ std::vector<std::string> CommandNames() {
 absl::StatusOr<std::string> UsageText(const std::string& topic) {
   std::string out;
   if (topic.empty()) {
-    out = "usage: hyperfedctl COMMAND [ARGS] [FLAGS]\n\nhyperfedctl asks a hyperfedd daemon about its federation "
-          "and tells it what to do.\n\ncommands:\n";
+    out =
+        "usage: hyperfedctl COMMAND [ARGS] [FLAGS]\n\nhyperfedctl asks a hyperfedd daemon about its federation "
+        "and tells it what to do.\n\ncommands:\n";
     for (const CommandSpec& c : Commands()) {
       std::string lhs = absl::StrCat(c.name, c.positional ? absl::StrCat(" ", c.positional) : "");
       absl::StrAppendFormat(&out, "  %-28s %s\n", lhs, c.summary);
@@ -185,8 +194,9 @@ absl::StatusOr<std::string> UsageText(const std::string& topic) {
     absl::StrAppendFormat(&out, "  %-28s %s\n", "help [COMMAND]", "print usage");
     out += "\nglobal flags (every command):\n";
     for (const FlagSpec& f : GlobalFlags()) out += FlagLine(f);
-    out += "\nWithout --insecure the connection uses TLS (--ca, else the system's roots).\n"
-           "Exit status: 0 done, 1 the daemon could not be reached or refused, 2 usage error.\n";
+    out +=
+        "\nWithout --insecure the connection uses TLS (--ca, else the system's roots).\n"
+        "Exit status: 0 done, 1 the daemon could not be reached or refused, 2 usage error.\n";
     return out;
   }
   const CommandSpec* c = FindCommand(topic);
@@ -294,33 +304,49 @@ absl::StatusOr<Options> ParseArgs(const std::vector<std::string>& args, const En
   bool token_flag_given = false;
   for (const auto& [name, value] : flags) {
     if (!FindFlag(GlobalFlags(), name) && !FindFlag(spec->flags, name))
-      return Usage(absl::StrCat("--", name, " does not apply to '", command, "' (try 'hyperfedctl help ", command, "')"));
-    if (name == "endpoint") o.endpoint = value;
-    else if (name == "token") token_flag = value, token_flag_given = true;
-    else if (name == "token-file") o.token_file = value;
-    else if (name == "ca") o.ca_file = value;
-    else if (name == "cert") o.cert_file = value;
-    else if (name == "key") o.key_file = value;
-    else if (name == "server-name") o.server_name = value;
-    else if (name == "insecure") o.insecure = true;
-    else if (name == "json") o.json = true;
+      return Usage(
+          absl::StrCat("--", name, " does not apply to '", command, "' (try 'hyperfedctl help ", command, "')"));
+    if (name == "endpoint")
+      o.endpoint = value;
+    else if (name == "token")
+      token_flag = value, token_flag_given = true;
+    else if (name == "token-file")
+      o.token_file = value;
+    else if (name == "ca")
+      o.ca_file = value;
+    else if (name == "cert")
+      o.cert_file = value;
+    else if (name == "key")
+      o.key_file = value;
+    else if (name == "server-name")
+      o.server_name = value;
+    else if (name == "insecure")
+      o.insecure = true;
+    else if (name == "json")
+      o.json = true;
     else if (name == "timeout") {
       if (auto st = ParseDurationFlag(name, value, false, &o.timeout); !st.ok()) return st;
       timeout_given = true;
-    } else if (name == "dot") o.dot = true;
-    else if (name == "site") o.site = value;
+    } else if (name == "dot")
+      o.dot = true;
+    else if (name == "site")
+      o.site = value;
     else if (name == "limit") {
       if (auto st = ParseInt(name, value, 1, 100000, &o.limit); !st.ok()) return st;
-    } else if (name == "dry-run") o.dry_run = true;
-    else if (name == "mode") o.mode = value;
-    else if (name == "wait") o.wait = true;
+    } else if (name == "dry-run")
+      o.dry_run = true;
+    else if (name == "mode")
+      o.mode = value;
+    else if (name == "wait")
+      o.wait = true;
     else if (name == "count") {
       if (auto st = ParseInt(name, value, 1, 100000, &o.count); !st.ok()) return st;
       count_given = true;
     } else if (name == "duration") {
       if (auto st = ParseDurationFlag(name, value, true, &o.duration); !st.ok()) return st;
       duration_given = true;
-    } else if (name == "name") o.name = value;
+    } else if (name == "name")
+      o.name = value;
     else if (name == "cores") {
       if (auto st = ParseInt(name, value, 1, 1 << 20, &o.cores); !st.ok()) return st;
     }

@@ -1,11 +1,11 @@
 // hyperfedctl: the operator's command line for a hyperfed federation.
 
+#include <grpc/support/log.h>
+
 #include <cstdlib>
 #include <iostream>
 #include <string>
 #include <vector>
-
-#include <grpc/support/log.h>
 
 #include "client/commands.h"
 #include "client/flags.h"

@@ -46,10 +46,14 @@ std::string Cell(const std::string& s) {
   std::string out;
   for (char c : s) {
     unsigned char u = static_cast<unsigned char>(c);
-    if (c == '\n') out += "\\n";
-    else if (c == '\t') out += "\\t";
-    else if (u < 0x20 || u == 0x7f) out += absl::StrFormat("\\x%02x", u);
-    else out += c;
+    if (c == '\n')
+      out += "\\n";
+    else if (c == '\t')
+      out += "\\t";
+    else if (u < 0x20 || u == 0x7f)
+      out += absl::StrFormat("\\x%02x", u);
+    else
+      out += c;
   }
   return out;
 }
@@ -152,16 +156,32 @@ std::string JsonQuote(std::string_view s) {
     }
     char c = s[i++];
     switch (c) {
-      case '"': out += "\\\""; break;
-      case '\\': out += "\\\\"; break;
-      case '\n': out += "\\n"; break;
-      case '\r': out += "\\r"; break;
-      case '\t': out += "\\t"; break;
-      case '\b': out += "\\b"; break;
-      case '\f': out += "\\f"; break;
+      case '"':
+        out += "\\\"";
+        break;
+      case '\\':
+        out += "\\\\";
+        break;
+      case '\n':
+        out += "\\n";
+        break;
+      case '\r':
+        out += "\\r";
+        break;
+      case '\t':
+        out += "\\t";
+        break;
+      case '\b':
+        out += "\\b";
+        break;
+      case '\f':
+        out += "\\f";
+        break;
       default:
-        if (static_cast<unsigned char>(c) < 0x20) out += absl::StrFormat("\\u%04x", static_cast<int>(c));
-        else out += c;
+        if (static_cast<unsigned char>(c) < 0x20)
+          out += absl::StrFormat("\\u%04x", static_cast<int>(c));
+        else
+          out += c;
     }
   }
   return out + "\"";
@@ -302,8 +322,7 @@ std::string RpcErrorLine(grpc::StatusCode code, const std::string& message, cons
     case grpc::StatusCode::UNAVAILABLE: {
       if (absl::StrContains(lower, "connection refused"))
         return absl::StrCat("cannot reach ", endpoint, ": connection refused (is hyperfedd running?)");
-      if (absl::StrContains(lower, "handshake") || absl::StrContains(lower, "ssl") ||
-          absl::StrContains(lower, "tls"))
+      if (absl::StrContains(lower, "handshake") || absl::StrContains(lower, "ssl") || absl::StrContains(lower, "tls"))
         return absl::StrCat("cannot reach ", endpoint,
                             ": TLS handshake failed (check --ca and --server-name; --insecure for a plain-text "
                             "daemon)");
@@ -326,10 +345,11 @@ std::string RpcErrorLine(grpc::StatusCode code, const std::string& message, cons
       break;
   }
   if (!msg.empty()) return msg;
-  static const char* const kNames[] = {"ok", "cancelled", "unknown error", "invalid argument", "deadline exceeded",
-                                       "not found", "already exists", "permission denied", "resource exhausted",
-                                       "failed precondition", "aborted", "out of range", "unimplemented",
-                                       "internal error", "unavailable", "data loss", "unauthenticated"};
+  static const char* const kNames[] = {
+      "ok",        "cancelled",      "unknown error",     "invalid argument",   "deadline exceeded",
+      "not found", "already exists", "permission denied", "resource exhausted", "failed precondition",
+      "aborted",   "out of range",   "unimplemented",     "internal error",     "unavailable",
+      "data loss", "unauthenticated"};
   int c = static_cast<int>(code);
   return absl::StrCat(endpoint, " refused: ", c >= 0 && c <= 16 ? kNames[c] : absl::StrCat("code ", c).c_str());
 }
@@ -343,8 +363,8 @@ std::string StatusText(const v1::StatusReply& r) {
   for (const auto& s : r.sites())
     t.AddRow({s.site(), FormatLabel(s.label(), n), s.state(), absl::StrCat(s.load()), FormatReal(s.capacity()),
               s.capacity() > 0 ? absl::StrFormat("%.3f", s.load_per_capacity()) : "-", Or(s.last_round(), "-")});
-  std::string out = absl::StrCat("answered by ", Or(r.site(), "?"), "\n", t.Render(), "\nalgorithm: ",
-                                 Or(r.algorithm(), "-"), "\n");
+  std::string out =
+      absl::StrCat("answered by ", Or(r.site(), "?"), "\n", t.Render(), "\nalgorithm: ", Or(r.algorithm(), "-"), "\n");
   if (r.last_round().empty()) {
     out += "last round: none yet\n";
   } else {
@@ -420,8 +440,8 @@ std::string TopologyDot(const v1::TopologyReply& r) {
       int q = p.label ^ (1 << d);
       if (q < p.label || !at.count(q)) continue;
       const char* style = Dashed(p) || Dashed(*at[q]) ? " [style=dashed]"
-                          : tree.count({p.label, q})   ? " [style=bold, color=blue]"
-                                                       : "";
+                          : tree.count({p.label, q})  ? " [style=bold, color=blue]"
+                                                      : "";
       absl::StrAppend(&out, "  n", p.label, " -- n", q, style, ";\n");
     }
   }
@@ -553,8 +573,7 @@ std::vector<BalanceRow> BalanceRows(const v1::RoundEvent& e, const std::map<int,
 
 std::string BalanceEventText(const v1::RoundEvent& e) {
   std::string out;
-  for (absl::string_view l : absl::StrSplit(e.message(), '\n', absl::SkipWhitespace()))
-    absl::StrAppend(&out, l, "\n");
+  for (absl::string_view l : absl::StrSplit(e.message(), '\n', absl::SkipWhitespace())) absl::StrAppend(&out, l, "\n");
   return out;
 }
 

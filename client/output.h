@@ -4,13 +4,13 @@
 // the text and JSON renderings of the daemon's reply. Everything here is a
 // pure function of its arguments, so tests feed it messages directly.
 
+#include <grpcpp/support/status.h>
+
 #include <cstdint>
 #include <map>
 #include <string>
 #include <string_view>
 #include <vector>
-
-#include <grpcpp/support/status.h>
 
 #include "absl/time/time.h"
 #include "hyperfed/v1/hyperfed.pb.h"

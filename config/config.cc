@@ -12,13 +12,13 @@
 #include <sstream>
 #include <utility>
 
-#include "daemon/balance/modes.h"
 #include "absl/status/status.h"
 #include "absl/strings/ascii.h"
 #include "absl/strings/escaping.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "daemon/balance/modes.h"
 #include "yaml-cpp/yaml.h"
 
 namespace hyperfed::config {
@@ -26,20 +26,18 @@ namespace {
 
 namespace fs = std::filesystem;
 
-constexpr int kMaxLabel = 1 << 20;          // labels are < 2^20
+constexpr int kMaxLabel = 1 << 20;  // labels are < 2^20
 constexpr int64_t kMaxBatch = 100000;
 constexpr size_t kMaxIdLength = 64;
-constexpr size_t kMaxErrors = 20;           // more would bury the first one
+constexpr size_t kMaxErrors = 20;                  // more would bury the first one
 constexpr std::uintmax_t kMaxFileBytes = 1 << 20;  // a site config is a few hundred bytes
 
-const char* const kTopKeys[] = {"site",      "roster",    "capacity", "balancer",
-                                "scheduler", "state_dir", "security"};
+const char* const kTopKeys[] = {"site", "roster", "capacity", "balancer", "scheduler", "state_dir", "security"};
 const char* const kSiteKeys[] = {"id", "label", "listen", "advertise", "metrics_listen"};
 const char* const kRosterKeys[] = {"id", "label", "endpoint", "cost"};
 const char* const kCapacityKeys[] = {"units", "speed"};
-const char* const kBalancerKeys[] = {"algorithm",          "interval",     "underload_threshold",
-                                     "min_imbalance",      "heartbeat_interval",
-                                     "peer_timeout",       "step_timeout", "max_batch"};
+const char* const kBalancerKeys[] = {"algorithm",          "interval",     "underload_threshold", "min_imbalance",
+                                     "heartbeat_interval", "peer_timeout", "step_timeout",        "max_batch"};
 const char* const kSchedulerKeys[] = {"adapter", "options"};
 const char* const kSecurityKeys[] = {"insecure", "cert", "key", "ca", "admin_token_file"};
 
@@ -51,9 +49,7 @@ struct Issue {
 
 std::string Quote(const std::string& s) { return absl::StrCat("\"", absl::CEscape(s), "\""); }
 
-std::string Join(const char* const* begin, const char* const* end) {
-  return absl::StrJoin(begin, end, ", ");
-}
+std::string Join(const char* const* begin, const char* const* end) { return absl::StrJoin(begin, end, ", "); }
 
 size_t EditDistance(const std::string& a, const std::string& b) {
   std::vector<size_t> prev2(b.size() + 1), prev(b.size() + 1), cur(b.size() + 1);
@@ -61,10 +57,7 @@ size_t EditDistance(const std::string& a, const std::string& b) {
   for (size_t i = 1; i <= a.size(); ++i) {
     cur[0] = i;
     for (size_t j = 1; j <= b.size(); ++j) {
-      size_t subst = prev[j - 1] + (absl::ascii_tolower(a[i - 1]) ==
-                                            absl::ascii_tolower(b[j - 1])
-                                        ? 0
-                                        : 1);
+      size_t subst = prev[j - 1] + (absl::ascii_tolower(a[i - 1]) == absl::ascii_tolower(b[j - 1]) ? 0 : 1);
       cur[j] = std::min({prev[j] + 1, cur[j - 1] + 1, subst});
       // A swap of neighbours ("kye") is one typo, not two.
       if (i > 1 && j > 1 && a[i - 1] == b[j - 2] && a[i - 2] == b[j - 1]) {
@@ -95,9 +88,8 @@ std::string Nearest(const std::string& key, const char* const* begin, const char
 
 bool ValidId(const std::string& id) {
   if (id.empty() || id.size() > kMaxIdLength) return false;
-  return std::all_of(id.begin(), id.end(), [](char ch) {
-    return absl::ascii_isalnum(ch) || ch == '.' || ch == '_' || ch == '-';
-  });
+  return std::all_of(id.begin(), id.end(),
+                     [](char ch) { return absl::ascii_isalnum(ch) || ch == '.' || ch == '_' || ch == '-'; });
 }
 
 // Checks "host:port" (IPv6 hosts in brackets). A bind address may use port 0
@@ -123,8 +115,7 @@ std::string CheckHostPort(const std::string& s, bool allow_port_zero) {
   }
   if (host.empty() || port.empty()) return expected;
   bool host_ok = std::all_of(host.begin(), host.end(), [](char ch) {
-    return absl::ascii_isalnum(ch) || ch == '.' || ch == '-' || ch == '_' || ch == ':' ||
-           ch == '%';
+    return absl::ascii_isalnum(ch) || ch == '.' || ch == '-' || ch == '_' || ch == ':' || ch == '%';
   });
   if (!host_ok) return absl::StrCat("bad host in ", Quote(s));
   bool digits = std::all_of(port.begin(), port.end(), [](char ch) { return absl::ascii_isdigit(ch); });
@@ -155,9 +146,7 @@ std::string CheckReadableFile(const std::string& path) {
 
 std::vector<Issue> CheckRules(const Config& c) {
   std::vector<Issue> issues;
-  auto add = [&](std::string key, std::string message) {
-    issues.push_back({std::move(key), std::move(message)});
-  };
+  auto add = [&](std::string key, std::string message) { issues.push_back({std::move(key), std::move(message)}); };
   auto check_label = [&](const std::string& key, int label) {
     if (label < 0 || label >= kMaxLabel) {
       add(key, absl::StrCat("label must be in 0..", kMaxLabel - 1, ", got ", label));
@@ -165,8 +154,7 @@ std::vector<Issue> CheckRules(const Config& c) {
   };
   auto check_id = [&](const std::string& key, const std::string& id) {
     if (!ValidId(id)) {
-      add(key, absl::StrCat("site id must be 1 to ", kMaxIdLength,
-                            " characters of [A-Za-z0-9._-], got ", Quote(id)));
+      add(key, absl::StrCat("site id must be 1 to ", kMaxIdLength, " characters of [A-Za-z0-9._-], got ", Quote(id)));
     }
   };
 
@@ -195,16 +183,14 @@ std::vector<Issue> CheckRules(const Config& c) {
     if (std::string m = CheckHostPort(e.endpoint, false); !m.empty()) add(k + ".endpoint", m);
     if (e.cost < 0) add(k + ".cost", absl::StrCat("cost must be >= 0, got ", e.cost));
     if (auto [it, fresh] = by_id.emplace(e.id, i); !fresh) {
-      add(k + ".id", absl::StrCat("duplicate site id ", Quote(e.id), " (also roster[",
-                                  it->second, "])"));
+      add(k + ".id", absl::StrCat("duplicate site id ", Quote(e.id), " (also roster[", it->second, "])"));
     }
     if (auto [it, fresh] = by_label.emplace(e.label, i); !fresh) {
-      add(k + ".label", absl::StrCat("duplicate label ", e.label, " (also roster[", it->second,
-                                     "], ", Quote(c.roster[it->second].id), ")"));
+      add(k + ".label", absl::StrCat("duplicate label ", e.label, " (also roster[", it->second, "], ",
+                                     Quote(c.roster[it->second].id), ")"));
     }
     if (auto [it, fresh] = by_endpoint.emplace(e.endpoint, i); !fresh) {
-      add(k + ".endpoint", absl::StrCat("duplicate endpoint ", Quote(e.endpoint),
-                                        " (also roster[", it->second, "])"));
+      add(k + ".endpoint", absl::StrCat("duplicate endpoint ", Quote(e.endpoint), " (also roster[", it->second, "])"));
     }
   }
   if (!c.roster.empty() && !c.site.id.empty()) {
@@ -215,14 +201,13 @@ std::vector<Issue> CheckRules(const Config& c) {
       const RosterEntry& self = c.roster[it->second];
       std::string k = absl::StrCat("roster[", it->second, "]");
       if (self.label != c.site.label) {
-        add(k + ".label", absl::StrCat("this site has label ", self.label,
-                                       " in the roster but site.label is ", c.site.label));
+        add(k + ".label",
+            absl::StrCat("this site has label ", self.label, " in the roster but site.label is ", c.site.label));
       }
       if (self.endpoint != c.site.advertise && self.endpoint != c.site.listen) {
         add(k + ".endpoint",
-            absl::StrCat("this site's roster endpoint ", Quote(self.endpoint),
-                         " must equal site.advertise (", Quote(c.site.advertise),
-                         ") or site.listen (", Quote(c.site.listen), ")"));
+            absl::StrCat("this site's roster endpoint ", Quote(self.endpoint), " must equal site.advertise (",
+                         Quote(c.site.advertise), ") or site.listen (", Quote(c.site.listen), ")"));
       }
     }
   }
@@ -242,8 +227,7 @@ std::vector<Issue> CheckRules(const Config& c) {
     if (d == absl::InfiniteDuration() || d == -absl::InfiniteDuration()) {
       add(key, "must be finite");
     } else if (positive ? d <= absl::ZeroDuration() : d < absl::ZeroDuration()) {
-      add(key, absl::StrCat("must be ", positive ? "> 0" : ">= 0", ", got ",
-                            absl::FormatDuration(d)));
+      add(key, absl::StrCat("must be ", positive ? "> 0" : ">= 0", ", got ", absl::FormatDuration(d)));
     }
   };
   check_duration("balancer.interval", b.interval, false);
@@ -253,20 +237,17 @@ std::vector<Issue> CheckRules(const Config& c) {
   check_duration("balancer.step_timeout", b.step_timeout, true);
   if (b.peer_timeout <= b.heartbeat_interval) {
     add("balancer.peer_timeout",
-        absl::StrCat("must be longer than heartbeat_interval (",
-                     absl::FormatDuration(b.heartbeat_interval), "), got ",
+        absl::StrCat("must be longer than heartbeat_interval (", absl::FormatDuration(b.heartbeat_interval), "), got ",
                      absl::FormatDuration(b.peer_timeout)));
   }
   if (b.underload_threshold < 0) {
-    add("balancer.underload_threshold",
-        absl::StrCat("must be >= 0, got ", b.underload_threshold));
+    add("balancer.underload_threshold", absl::StrCat("must be >= 0, got ", b.underload_threshold));
   }
   if (b.min_imbalance < 0) {
     add("balancer.min_imbalance", absl::StrCat("must be >= 0, got ", b.min_imbalance));
   }
   if (b.max_batch < 1 || b.max_batch > kMaxBatch) {
-    add("balancer.max_batch",
-        absl::StrCat("must be in 1..", kMaxBatch, ", got ", b.max_batch));
+    add("balancer.max_batch", absl::StrCat("must be in 1..", kMaxBatch, ", got ", b.max_batch));
   }
 
   // scheduler, state
@@ -328,8 +309,7 @@ class Parser {
 
   void Error(int line, const std::string& key, const std::string& message) {
     if (line > 0) {
-      errors_.emplace_back(
-          line, absl::StrCat(DisplayPath(path_), ":", line, ": ", key, ": ", message));
+      errors_.emplace_back(line, absl::StrCat(DisplayPath(path_), ":", line, ": ", key, ": ", message));
     } else {
       errors_.emplace_back(0, absl::StrCat(DisplayPath(path_), ": ", key, ": ", message));
     }
@@ -349,11 +329,10 @@ class Parser {
   void Parse(const YAML::Node& root, Config* c) {
     root_line_ = std::max(1, Line(root.Mark()));
     if (!root.IsMap()) {
-      errors_.emplace_back(root_line_,
-                           absl::StrCat(DisplayPath(path_), ":", root_line_,
-                                        ": expected a mapping with the keys ",
-                                        Join(std::begin(kTopKeys), std::end(kTopKeys)),
-                                        root.IsNull() ? "; the document is empty" : ""));
+      errors_.emplace_back(
+          root_line_,
+          absl::StrCat(DisplayPath(path_), ":", root_line_, ": expected a mapping with the keys ",
+                       Join(std::begin(kTopKeys), std::end(kTopKeys)), root.IsNull() ? "; the document is empty" : ""));
       return;
     }
     Fields top;
@@ -385,13 +364,12 @@ class Parser {
   // The entries of a mapping with known keys; unknown and repeated keys are
   // errors (yaml-cpp keeps repeats, and silently using one hides a mistake).
   // False (after saying so) when `n` is no mapping.
-  bool Map(const YAML::Node& n, const std::string& key, int line, const char* const* begin,
-           const char* const* end, Fields* out, bool check_keys = true) {
+  bool Map(const YAML::Node& n, const std::string& key, int line, const char* const* begin, const char* const* end,
+           Fields* out, bool check_keys = true) {
     Fields& fields = *out;
     if (!n.IsMap()) {
       Error(line, key.empty() ? "<document>" : key,
-            absl::StrCat("expected a mapping", begin != end ? " with the keys " : "",
-                         Join(begin, end)));
+            absl::StrCat("expected a mapping", begin != end ? " with the keys " : "", Join(begin, end)));
       return false;
     }
     for (auto it = n.begin(); it != n.end(); ++it) {
@@ -405,8 +383,7 @@ class Parser {
       if (check_keys && std::find_if(begin, end, [&](const char* k) { return name == k; }) == end) {
         std::string hint = Nearest(name, begin, end);
         Error(key_line, path,
-              absl::StrCat("unknown key",
-                           hint.empty() ? "" : absl::StrCat("; did you mean \"", hint, "\"?"),
+              absl::StrCat("unknown key", hint.empty() ? "" : absl::StrCat("; did you mean \"", hint, "\"?"),
                            " (expected one of ", Join(begin, end), ")"));
         continue;
       }
@@ -430,16 +407,16 @@ class Parser {
     if (!n.IsScalar()) {
       Error(ValueLine(n, key), key,
             absl::StrCat("expected ", what, ", got ",
-                         n.IsNull() ? "nothing" : n.IsMap() ? "a mapping" : "a list"));
+                         n.IsNull()  ? "nothing"
+                         : n.IsMap() ? "a mapping"
+                                     : "a list"));
       return false;
     }
     *out = n.Scalar();
     return true;
   }
 
-  void String(const YAML::Node& n, const std::string& key, std::string* out) {
-    Scalar(n, key, "a string", out);
-  }
+  void String(const YAML::Node& n, const std::string& key, std::string* out) { Scalar(n, key, "a string", out); }
 
   template <typename Int>
   void Integer(const YAML::Node& n, const std::string& key, Int* out) {
@@ -481,8 +458,7 @@ class Parser {
     absl::Duration value;
     if (!absl::ParseDuration(text, &value)) {
       Error(ValueLine(n, key), key,
-            absl::StrCat("expected a duration like \"30s\", \"500ms\" or \"2m\", got ",
-                         Quote(text)));
+            absl::StrCat("expected a duration like \"30s\", \"500ms\" or \"2m\", got ", Quote(text)));
       return;
     }
     *out = value;
@@ -528,17 +504,14 @@ class Parser {
   void ParseCapacity(const YAML::Node& n, Config* c) {
     if (!n.IsMap()) {
       std::string text;
-      if (Scalar(n, "capacity", "\"from_adapter\" or {units: N, speed: X}", &text) &&
-          text != "from_adapter") {
+      if (Scalar(n, "capacity", "\"from_adapter\" or {units: N, speed: X}", &text) && text != "from_adapter") {
         Error(ValueLine(n, "capacity"), "capacity",
-              absl::StrCat("expected \"from_adapter\" or {units: N, speed: X}, got ",
-                           Quote(text)));
+              absl::StrCat("expected \"from_adapter\" or {units: N, speed: X}, got ", Quote(text)));
       }
       return;
     }
     Fields f;
-    Map(n, "capacity", LineOf("capacity"), std::begin(kCapacityKeys), std::end(kCapacityKeys),
-        &f);
+    Map(n, "capacity", LineOf("capacity"), std::begin(kCapacityKeys), std::end(kCapacityKeys), &f);
     c->capacity.from_adapter = false;
     if (Require(f, "capacity", "units")) Integer(f["units"], "capacity.units", &c->capacity.units);
     if (f.count("speed")) Double(f["speed"], "capacity.speed", &c->capacity.speed);
@@ -547,8 +520,7 @@ class Parser {
   void ParseBalancer(const YAML::Node& n, Config* c) {
     BalancerConfig& b = c->balancer;
     Fields f;
-    if (!Map(n, "balancer", LineOf("balancer"), std::begin(kBalancerKeys),
-             std::end(kBalancerKeys), &f)) {
+    if (!Map(n, "balancer", LineOf("balancer"), std::begin(kBalancerKeys), std::end(kBalancerKeys), &f)) {
       return;
     }
     if (f.count("algorithm")) String(f["algorithm"], "balancer.algorithm", &b.algorithm);
@@ -569,8 +541,7 @@ class Parser {
 
   void ParseScheduler(const YAML::Node& n, Config* c) {
     Fields f;
-    if (!Map(n, "scheduler", LineOf("scheduler"), std::begin(kSchedulerKeys),
-             std::end(kSchedulerKeys), &f)) {
+    if (!Map(n, "scheduler", LineOf("scheduler"), std::begin(kSchedulerKeys), std::end(kSchedulerKeys), &f)) {
       return;
     }
     if (f.count("adapter")) String(f["adapter"], "scheduler.adapter", &c->scheduler.adapter);
@@ -593,8 +564,7 @@ class Parser {
   void ParseSecurity(const YAML::Node& n, Config* c) {
     SecurityConfig& s = c->security;
     Fields f;
-    if (!Map(n, "security", LineOf("security"), std::begin(kSecurityKeys),
-             std::end(kSecurityKeys), &f)) {
+    if (!Map(n, "security", LineOf("security"), std::begin(kSecurityKeys), std::end(kSecurityKeys), &f)) {
       return;
     }
     if (f.count("insecure")) Bool(f["insecure"], "security.insecure", &s.insecure);
@@ -608,7 +578,7 @@ class Parser {
 
   std::string path_;
   std::vector<std::pair<int, std::string>> errors_;  // (line, message)
-  std::map<std::string, int> lines_;  // key path -> 1-based line of its key
+  std::map<std::string, int> lines_;                 // key path -> 1-based line of its key
   int root_line_ = 1;
 };
 
@@ -617,8 +587,8 @@ class Parser {
 void ResolvePaths(const std::string& config_path, Config* c) {
   fs::path base = fs::path(config_path).parent_path();
   if (base.empty()) return;
-  for (std::string* p : {&c->state_dir, &c->security.cert, &c->security.key, &c->security.ca,
-                         &c->security.admin_token_file}) {
+  for (std::string* p :
+       {&c->state_dir, &c->security.cert, &c->security.key, &c->security.ca, &c->security.admin_token_file}) {
     if (!p->empty() && fs::path(*p).is_relative()) *p = (base / *p).lexically_normal().string();
   }
 }
@@ -658,8 +628,8 @@ absl::StatusOr<Config> ParseConfig(const std::string& yaml_text, const std::stri
     std::string where = DisplayPath(path);
     if (!e.mark.is_null()) {
       where = absl::StrCat(where, ":", e.mark.line + 1);
-      return absl::InvalidArgumentError(absl::StrCat(where, ": YAML syntax error: ", e.msg,
-                                                     " (column ", e.mark.column + 1, ")"));
+      return absl::InvalidArgumentError(
+          absl::StrCat(where, ": YAML syntax error: ", e.msg, " (column ", e.mark.column + 1, ")"));
     }
     return absl::InvalidArgumentError(absl::StrCat(where, ": YAML error: ", e.msg));
   } catch (const std::exception& e) {
@@ -672,8 +642,7 @@ absl::StatusOr<Config> ParseConfig(const std::string& yaml_text, const std::stri
   std::vector<std::pair<int, std::string>> errors;
   for (const Issue& issue : CheckRules(c)) {
     int line = parser.LineOf(issue.key);
-    errors.emplace_back(line, absl::StrCat(DisplayPath(path), ":", line, ": ", issue.key, ": ",
-                                           issue.message));
+    errors.emplace_back(line, absl::StrCat(DisplayPath(path), ":", line, ": ", issue.key, ": ", issue.message));
   }
   if (!errors.empty()) return JoinErrors(std::move(errors));
   return c;
@@ -695,8 +664,7 @@ absl::StatusOr<Config> LoadConfig(const std::string& path) {
   }
   std::ifstream in(path, std::ios::binary);
   if (!in) {
-    return absl::PermissionDeniedError(
-        absl::StrCat(path, ": cannot read config file: ", std::strerror(errno)));
+    return absl::PermissionDeniedError(absl::StrCat(path, ": cannot read config file: ", std::strerror(errno)));
   }
   std::stringstream text;
   text << in.rdbuf();
@@ -710,7 +678,7 @@ absl::Status Validate(const Config& c) {
   std::vector<std::pair<int, std::string>> errors;
   for (const Issue& issue : CheckRules(c)) {
     errors.emplace_back(0, c.path.empty() ? absl::StrCat(issue.key, ": ", issue.message)
-                                    : absl::StrCat(c.path, ": ", issue.key, ": ", issue.message));
+                                          : absl::StrCat(c.path, ": ", issue.key, ": ", issue.message));
   }
   if (errors.empty()) return absl::OkStatus();
   return JoinErrors(std::move(errors));

@@ -28,7 +28,7 @@ struct SiteConfig {
 struct RosterEntry {
   std::string id;
   int label = 0;
-  std::string endpoint;        // host:port
+  std::string endpoint;  // host:port
   // Reserved: parsed and checked (>= 0), not used yet. Every site must
   // derive the same transfers, so nearness comes from the labels shared by
   // every roster (near sites share small subcubes), not from per-site costs.
@@ -36,42 +36,42 @@ struct RosterEntry {
 };
 
 struct CapacityConfig {
-  bool from_adapter = true;    // "capacity: from_adapter" (the default)
-  int64_t units = 0;           // when not from the adapter: > 0
-  double speed = 1.0;          // > 0
+  bool from_adapter = true;  // "capacity: from_adapter" (the default)
+  int64_t units = 0;         // when not from the adapter: > 0
+  double speed = 1.0;        // > 0
 };
 
 struct BalancerConfig {
   // Round mode: a name in the registry of round modes (daemon/balance/modes.h,
   // docs/design.md §5): "exact" (the default), "improved-dem", "mcwa".
   std::string algorithm = "exact";
-  absl::Duration interval = absl::Seconds(30);      // timer rounds; 0 = off
-  int64_t underload_threshold = 0;   // a site below this many pending jobs asks for a round; 0 = off
-  int64_t min_imbalance = 1;         // skip a timer round when max_share_error < this
+  absl::Duration interval = absl::Seconds(30);  // timer rounds; 0 = off
+  int64_t underload_threshold = 0;              // a site below this many pending jobs asks for a round; 0 = off
+  int64_t min_imbalance = 1;                    // skip a timer round when max_share_error < this
   absl::Duration heartbeat_interval = absl::Seconds(1);
   absl::Duration peer_timeout = absl::Seconds(5);   // no heartbeat for this long: peer down
   absl::Duration step_timeout = absl::Seconds(10);  // a round step waits this long for a peer
-  int64_t max_batch = 1000;          // jobs per Transfer call, 1..100000
+  int64_t max_batch = 1000;                         // jobs per Transfer call, 1..100000
 };
 
 struct SchedulerConfig {
-  std::string adapter = "sim";                  // registry name
-  std::map<std::string, std::string> options;   // adapter options, as strings
-  std::map<std::string, int> option_lines;       // the line of each option, for errors
+  std::string adapter = "sim";                 // registry name
+  std::map<std::string, std::string> options;  // adapter options, as strings
+  std::map<std::string, int> option_lines;     // the line of each option, for errors
 };
 
 struct SecurityConfig {
-  bool insecure = false;       // plain text: only for local demos
-  std::string cert;            // PEM: this site's certificate (names its site id)
-  std::string key;             // PEM: its private key
-  std::string ca;              // PEM: the federation's CA
+  bool insecure = false;         // plain text: only for local demos
+  std::string cert;              // PEM: this site's certificate (names its site id)
+  std::string key;               // PEM: its private key
+  std::string ca;                // PEM: the federation's CA
   std::string admin_token_file;  // file holding the admin bearer token
 };
 
 struct Config {
-  std::string path;            // the file it was read from
+  std::string path;  // the file it was read from
   SiteConfig site;
-  std::vector<RosterEntry> roster;   // every site, this one included
+  std::vector<RosterEntry> roster;  // every site, this one included
   CapacityConfig capacity;
   BalancerConfig balancer;
   SchedulerConfig scheduler;

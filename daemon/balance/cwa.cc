@@ -83,8 +83,8 @@ NodeId WalkedLabel(NodeId base, absl::Span<const int> dims, int c) {
   return u;
 }
 
-void CwaMigrate(PlanRecorder& rec, NodeId base, absl::Span<const int> dims,
-                std::vector<CwaNodeState>& states, int first_step) {
+void CwaMigrate(PlanRecorder& rec, NodeId base, absl::Span<const int> dims, std::vector<CwaNodeState>& states,
+                int first_step) {
   const int dim = static_cast<int>(dims.size());
   const int count = 1 << dim;
   std::vector<NodeId> label(count);
@@ -114,8 +114,7 @@ absl::StatusOr<std::vector<double>> CheckCubeInputs(const Topology& topo, absl::
   if (static_cast<int>(loads.size()) != topo.size())
     return absl::InvalidArgumentError(absl::StrCat(loads.size(), " loads for ", topo.size(), " nodes"));
   if (!capacities.empty() && static_cast<int>(capacities.size()) != topo.size())
-    return absl::InvalidArgumentError(
-        absl::StrCat(capacities.size(), " capacities for ", topo.size(), " nodes"));
+    return absl::InvalidArgumentError(absl::StrCat(capacities.size(), " capacities for ", topo.size(), " nodes"));
   for (int u = 0; u < topo.size(); ++u) {
     if (loads[u] < 0) return absl::InvalidArgumentError(absl::StrCat("negative load at node ", u));
     if (!capacities.empty() && topo.alive(u) && !(capacities[u] > 0))
@@ -125,8 +124,7 @@ absl::StatusOr<std::vector<double>> CheckCubeInputs(const Topology& topo, absl::
   return std::vector<double>(capacities.begin(), capacities.end());
 }
 
-absl::StatusOr<Plan> CwaPlan(const Topology& topo, absl::Span<const Load> loads,
-                             absl::Span<const double> capacities) {
+absl::StatusOr<Plan> CwaPlan(const Topology& topo, absl::Span<const Load> loads, absl::Span<const double> capacities) {
   auto caps = CheckCubeInputs(topo, loads, capacities);
   if (!caps.ok()) return caps.status();
   if (topo.alive_count() != topo.size())

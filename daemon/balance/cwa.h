@@ -83,8 +83,8 @@ void CwaAfterReceive(CwaNodeState& s, int k, absl::Span<const Load> partner_thet
 // label base | dims deposited). Transfer steps are first_step + (dim-1-k) for
 // walked dimension k. A theta vector that travels without tasks is counted
 // as an information message. Shared by CwaPlan and McwaPlan.
-void CwaMigrate(PlanRecorder& rec, NodeId base, absl::Span<const int> dims,
-                std::vector<CwaNodeState>& states, int first_step);
+void CwaMigrate(PlanRecorder& rec, NodeId base, absl::Span<const int> dims, std::vector<CwaNodeState>& states,
+                int first_step);
 
 // Whole-system CWA on a full hypercube (faults: InvalidArgumentError).
 // capacities: one per node, > 0; empty means all equal. The final loads are
@@ -94,8 +94,7 @@ void CwaMigrate(PlanRecorder& rec, NodeId base, absl::Span<const int> dims,
 // calculation is local.
 // Metrics.messages = N log N load messages + theta vectors sent without
 // tasks + one per transfer.
-absl::StatusOr<Plan> CwaPlan(const Topology& topo, absl::Span<const Load> loads,
-                             absl::Span<const double> capacities);
+absl::StatusOr<Plan> CwaPlan(const Topology& topo, absl::Span<const Load> loads, absl::Span<const double> capacities);
 
 // Checks shared by the hypercube drivers: sizes, non-negative loads,
 // positive capacities on alive nodes. Returns the capacity vector to use

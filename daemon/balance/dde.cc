@@ -26,9 +26,12 @@ Load DdeRingShift(absl::Span<const Load> chain_flows) {
   std::vector<Load> pos, neg;
   int n_z = 0;
   for (Load x : chain_flows) {
-    if (x > 0) pos.push_back(x);
-    else if (x < 0) neg.push_back(x);
-    else ++n_z;
+    if (x > 0)
+      pos.push_back(x);
+    else if (x < 0)
+      neg.push_back(x);
+    else
+      ++n_z;
   }
   const int n_p = static_cast<int>(pos.size()), n_n = static_cast<int>(neg.size());
   const int m = (k + 1) / 2;
@@ -91,8 +94,7 @@ DdeLine DdeLineFlows(absl::Span<const Load> loads, bool ring, bool augment) {
   return line;
 }
 
-std::vector<DdeLineTransfer> DdeLineExchange(absl::Span<const Load> loads,
-                                             absl::Span<const Load> flow, bool ring,
+std::vector<DdeLineTransfer> DdeLineExchange(absl::Span<const Load> loads, absl::Span<const Load> flow, bool ring,
                                              ExchangeSchedule schedule) {
   const int k = static_cast<int>(loads.size());
   const bool wrap = ring && k >= 3;
@@ -101,8 +103,10 @@ std::vector<DdeLineTransfer> DdeLineExchange(absl::Span<const Load> loads,
   std::vector<Load> a(k, 0), b(k, 0);
   for (int i = 0; i < k; ++i) {
     if (i + 1 < k || wrap) b[i] = flow[i];
-    if (i > 0) a[i] = flow[i - 1];
-    else if (wrap) a[0] = flow[k - 1];
+    if (i > 0)
+      a[i] = flow[i - 1];
+    else if (wrap)
+      a[0] = flow[k - 1];
   }
   auto left = [&](int i) { return i == 0 ? k - 1 : i - 1; };
   auto right = [&](int i) { return i == k - 1 ? 0 : i + 1; };
@@ -149,11 +153,9 @@ std::vector<DdeLineTransfer> DdeLineExchange(absl::Span<const Load> loads,
   return out;
 }
 
-absl::StatusOr<Plan> DdePlan(const Topology& topo, absl::Span<const Load> loads,
-                             const DdeOptions& opts) {
+absl::StatusOr<Plan> DdePlan(const Topology& topo, absl::Span<const Load> loads, const DdeOptions& opts) {
   if (static_cast<int>(loads.size()) != topo.size())
-    return absl::InvalidArgumentError(
-        absl::StrCat("DDE: ", loads.size(), " loads for ", topo.size(), " nodes"));
+    return absl::InvalidArgumentError(absl::StrCat("DDE: ", loads.size(), " loads for ", topo.size(), " nodes"));
   for (Load w : loads)
     if (w < 0) return absl::InvalidArgumentError("DDE: negative load");
   std::vector<int> sizes;

@@ -86,11 +86,11 @@ DdeSends DdeExchangeStep(ExchangeSchedule schedule, Load load, Load from_left, L
 
 // Everything Fig. 4 tabulates for one line.
 struct DdeLine {
-  std::vector<Load> suffix;    // W_i
-  std::vector<Load> quota;     // q_i
-  std::vector<Load> acc_quota; // Q_i
-  std::vector<Load> flow;      // flow[i] = x_{i,i+1}; flow[k-1] end-round (0 for a chain)
-  Load shift = 0;              // the ring augmentation applied (0 for a chain)
+  std::vector<Load> suffix;     // W_i
+  std::vector<Load> quota;      // q_i
+  std::vector<Load> acc_quota;  // Q_i
+  std::vector<Load> flow;       // flow[i] = x_{i,i+1}; flow[k-1] end-round (0 for a chain)
+  Load shift = 0;               // the ring augmentation applied (0 for a chain)
 };
 // `ring` with `augment` applies Fig. 8 (only for k >= 3).
 DdeLine DdeLineFlows(absl::Span<const Load> loads, bool ring, bool augment);
@@ -105,8 +105,7 @@ struct DdeLineTransfer {
 // Runs the exchange schedule phase by phase for a line with the given flows
 // (ring: flow[k-1] is the end-round edge). Returns the transfers in phase
 // order; the number of phases is the largest phase.
-std::vector<DdeLineTransfer> DdeLineExchange(absl::Span<const Load> loads,
-                                             absl::Span<const Load> flow, bool ring,
+std::vector<DdeLineTransfer> DdeLineExchange(absl::Span<const Load> loads, absl::Span<const Load> flow, bool ring,
                                              ExchangeSchedule schedule);
 
 // ---- Whole-system driver ----
@@ -125,7 +124,6 @@ std::vector<DdeLineTransfer> DdeLineExchange(absl::Span<const Load> loads,
 // the shift), plus one per transfer.
 // InvalidArgumentError for a graph or a hypercube with faults, or loads that
 // do not match the topology or are negative.
-absl::StatusOr<Plan> DdePlan(const Topology& topo, absl::Span<const Load> loads,
-                             const DdeOptions& opts = {});
+absl::StatusOr<Plan> DdePlan(const Topology& topo, absl::Span<const Load> loads, const DdeOptions& opts = {});
 
 }  // namespace hyperfed::balance

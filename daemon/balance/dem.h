@@ -42,12 +42,10 @@ Load IntegerWeightedImprovedDemShare(NodeId u, int k, int n, Load w_u, Load w_v,
 // faulty skips that dimension (nam §6). Steps: 3 per dimension
 // (send load, receive load, migrate), the count wu-shu and nam use.
 absl::StatusOr<Plan> DemPlan(const Topology& topo, absl::Span<const Load> loads,
-                             DemVariant variant = DemVariant::kHeavierKeepsCeiling,
-                             bool keep_transfers = true);
+                             DemVariant variant = DemVariant::kHeavierKeepsCeiling, bool keep_transfers = true);
 
 // Improved DEM; weighted when `capacities` is not empty and not all equal.
 absl::StatusOr<Plan> ImprovedDemPlan(const Topology& topo, absl::Span<const Load> loads,
-                                     absl::Span<const double> capacities = {},
-                                     bool keep_transfers = true);
+                                     absl::Span<const double> capacities = {}, bool keep_transfers = true);
 
 }  // namespace hyperfed::balance

@@ -46,8 +46,8 @@ absl::StatusOr<double> DiffusionAlpha(const Topology& topo, ExchangeParameter pa
 namespace {
 
 template <typename T, typename OnMove>
-IterativeRun RunDiffusion(const Topology& topo, std::vector<T>& w, double alpha,
-                       const IterativeOptions& opts, OnMove on_move, std::vector<double>* trace) {
+IterativeRun RunDiffusion(const Topology& topo, std::vector<T>& w, double alpha, const IterativeOptions& opts,
+                          OnMove on_move, std::vector<double>* trace) {
   constexpr bool kInteger = std::is_integral_v<T>;
   const std::vector<bool>& alive = topo.alive_mask();
   const int n = topo.size();
@@ -106,8 +106,7 @@ IterativeRun RunDiffusion(const Topology& topo, std::vector<T>& w, double alpha,
 
 }  // namespace
 
-absl::StatusOr<Plan> DiffusionPlan(const Topology& topo, absl::Span<const Load> loads,
-                                   const IterativeOptions& opts) {
+absl::StatusOr<Plan> DiffusionPlan(const Topology& topo, absl::Span<const Load> loads, const IterativeOptions& opts) {
   const bool negative = std::any_of(loads.begin(), loads.end(), [](Load x) { return x < 0; });
   if (auto s = internal::CheckLoads(topo, loads.size(), negative, "diffusion"); !s.ok()) return s;
   auto alpha = DiffusionAlpha(topo, opts.parameter);
@@ -124,8 +123,7 @@ absl::StatusOr<Plan> DiffusionPlan(const Topology& topo, absl::Span<const Load> 
   return std::move(rec).Finish(r.steps);
 }
 
-absl::StatusOr<IterativeTrace> DiffusionTraceReal(const Topology& topo,
-                                                  absl::Span<const double> loads,
+absl::StatusOr<IterativeTrace> DiffusionTraceReal(const Topology& topo, absl::Span<const double> loads,
                                                   const IterativeOptions& opts, bool keep_variance) {
   const bool negative = std::any_of(loads.begin(), loads.end(), [](double x) { return x < 0; });
   if (auto s = internal::CheckLoads(topo, loads.size(), negative, "diffusion"); !s.ok()) return s;
@@ -133,8 +131,8 @@ absl::StatusOr<IterativeTrace> DiffusionTraceReal(const Topology& topo,
   if (!alpha.ok()) return alpha.status();
   IterativeTrace trace;
   std::vector<double> w(loads.begin(), loads.end());
-  IterativeRun r = RunDiffusion<double>(topo, w, *alpha, opts, [](int64_t, NodeId, NodeId, double) {},
-                                     keep_variance ? &trace.variance : nullptr);
+  IterativeRun r = RunDiffusion<double>(
+      topo, w, *alpha, opts, [](int64_t, NodeId, NodeId, double) {}, keep_variance ? &trace.variance : nullptr);
   trace.steps = r.steps;
   trace.reached = r.reached;
   trace.final_variance = WorkloadVarianceReal(w, topo.alive_mask());

@@ -41,13 +41,10 @@ absl::StatusOr<double> DiffusionAlpha(const Topology& topo, ExchangeParameter pa
 // any more (integer fixed point), or at max_steps. Transfer.step: the
 // iteration (or block). Messages: two load messages per edge per iteration,
 // plus the transfers.
-absl::StatusOr<Plan> DiffusionPlan(const Topology& topo, absl::Span<const Load> loads,
-                                   const IterativeOptions& opts);
+absl::StatusOr<Plan> DiffusionPlan(const Topology& topo, absl::Span<const Load> loads, const IterativeOptions& opts);
 
 // Real-valued diffusion for the paper reproductions.
-absl::StatusOr<IterativeTrace> DiffusionTraceReal(const Topology& topo,
-                                                  absl::Span<const double> loads,
-                                                  const IterativeOptions& opts,
-                                                  bool keep_variance = false);
+absl::StatusOr<IterativeTrace> DiffusionTraceReal(const Topology& topo, absl::Span<const double> loads,
+                                                  const IterativeOptions& opts, bool keep_variance = false);
 
 }  // namespace hyperfed::balance

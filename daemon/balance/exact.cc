@@ -67,7 +67,8 @@ absl::Status CheckRows(const LoadTable& t, const char* whose) {
     if (t[i].label < 0) return absl::InvalidArgumentError(absl::StrCat(whose, " rows: negative label"));
     if (i > 0 && t[i].label <= t[i - 1].label)
       return absl::InvalidArgumentError(absl::StrCat(whose, " rows are not sorted by label without repeats"));
-    if (t[i].load < 0) return absl::InvalidArgumentError(absl::StrCat(whose, " rows: negative load at label ", t[i].label));
+    if (t[i].load < 0)
+      return absl::InvalidArgumentError(absl::StrCat(whose, " rows: negative load at label ", t[i].label));
     if (!(t[i].capacity >= 0))
       return absl::InvalidArgumentError(absl::StrCat(whose, " rows: negative capacity at label ", t[i].label));
   }
@@ -127,7 +128,8 @@ DirectPlan PlanDirectTransfers(const LoadTable& table, const PairCost& cost) {
     std::vector<std::tuple<int64_t, NodeId, NodeId, size_t, size_t>> pairs;
     pairs.reserve(surplus.size() * deficit.size());
     for (size_t s : surplus)
-      for (size_t d : deficit) pairs.emplace_back(cost(table[s].label, table[d].label), table[s].label, table[d].label, s, d);
+      for (size_t d : deficit)
+        pairs.emplace_back(cost(table[s].label, table[d].label), table[s].label, table[d].label, s, d);
     std::sort(pairs.begin(), pairs.end());
     for (const auto& [c, from, to, s, d] : pairs) {
       const Load m = std::min(excess[s], -excess[d]);
@@ -153,9 +155,9 @@ std::vector<Transfer> OutgoingTransfers(const DirectPlan& plan, NodeId self) {
 namespace {
 
 struct Gathered {
-  LoadTable table;        // every row of the component
-  int64_t messages = 0;   // gather messages (rows up, exchanges, rows down)
-  int64_t steps = 0;      // sequential gather steps
+  LoadTable table;       // every row of the component
+  int64_t messages = 0;  // gather messages (rows up, exchanges, rows down)
+  int64_t steps = 0;     // sequential gather steps
 };
 
 LoadRow RowOf(NodeId u, absl::Span<const Load> loads, absl::Span<const double> capacities) {

@@ -65,8 +65,8 @@ using PairCost = std::function<int64_t(NodeId from, NodeId to)>;
 // round, identical at every node holding the same table. Transfers have
 // step 1; `hops` is the hypercube distance (popcount of from ^ to).
 struct DirectPlan {
-  std::vector<Load> quotas;           // indexed like the table
-  std::vector<Transfer> transfers;    // sorted by (from, to)
+  std::vector<Load> quotas;         // indexed like the table
+  std::vector<Transfer> transfers;  // sorted by (from, to)
 };
 DirectPlan PlanDirectTransfers(const LoadTable& table, const PairCost& cost = nullptr);
 
@@ -84,7 +84,7 @@ struct ExactOptions {
 // messages 2 per tree edge + k 2^k + transfers. Faulty nodes keep their load.
 // The largest gather message carries the component's rows (16 bytes each):
 // N/2 rows in the exchange, N down the trees.
-absl::StatusOr<Plan> ExactPlan(const Topology& topo, absl::Span<const Load> loads,
-                               absl::Span<const double> capacities, const ExactOptions& opts = {});
+absl::StatusOr<Plan> ExactPlan(const Topology& topo, absl::Span<const Load> loads, absl::Span<const double> capacities,
+                               const ExactOptions& opts = {});
 
 }  // namespace hyperfed::balance

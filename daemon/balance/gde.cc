@@ -25,14 +25,16 @@ namespace {
 // The sweep loop shared by the integer and the real-valued forms; T is Load
 // or double. on_move(step, u, v, t): u sends t to v (t may be negative).
 template <typename T, typename OnMove>
-IterativeRun RunGde(const Topology& topo, std::vector<T>& w, double lambda,
-                 const IterativeOptions& opts, OnMove on_move, std::vector<double>* trace) {
+IterativeRun RunGde(const Topology& topo, std::vector<T>& w, double lambda, const IterativeOptions& opts,
+                    OnMove on_move, std::vector<double>* trace) {
   constexpr bool kInteger = std::is_integral_v<T>;
   const auto classes = EdgeColoring(topo);
   const std::vector<bool>& alive = topo.alive_mask();
   auto transfer = [&](T a, T b) -> T {
-    if constexpr (kInteger) return GdeTransfer(a, b, lambda);
-    else return GdeTransferReal(a, b, lambda);
+    if constexpr (kInteger)
+      return GdeTransfer(a, b, lambda);
+    else
+      return GdeTransferReal(a, b, lambda);
   };
   auto variance = [&] { return WorkloadVarianceOf(w, alive); };
   auto neighbours_balanced = [&] {
@@ -106,8 +108,7 @@ absl::StatusOr<double> GdeLambda(const Topology& topo, ExchangeParameter paramet
   return absl::InvalidArgumentError("ODE: seed 002 gives the optimal lambda for meshes, tori and hypercubes only");
 }
 
-absl::StatusOr<Plan> GdePlan(const Topology& topo, absl::Span<const Load> loads,
-                             const IterativeOptions& opts) {
+absl::StatusOr<Plan> GdePlan(const Topology& topo, absl::Span<const Load> loads, const IterativeOptions& opts) {
   const bool negative = std::any_of(loads.begin(), loads.end(), [](Load x) { return x < 0; });
   if (auto s = internal::CheckLoads(topo, loads.size(), negative, "GDE"); !s.ok()) return s;
   auto lambda = GdeLambda(topo, opts.parameter);
@@ -115,8 +116,7 @@ absl::StatusOr<Plan> GdePlan(const Topology& topo, absl::Span<const Load> loads,
   std::vector<Load> w(loads.begin(), loads.end());
   IterativeRecorder rec(w, opts.merge_block);
   IterativeRun r = RunGde<Load>(
-      topo, w, *lambda, opts, [&](int64_t step, NodeId u, NodeId v, Load t) { rec.Move(step, u, v, t); },
-      nullptr);
+      topo, w, *lambda, opts, [&](int64_t step, NodeId u, NodeId v, Load t) { rec.Move(step, u, v, t); }, nullptr);
   rec.AddMessages(r.messages);
   return std::move(rec).Finish(r.steps);
 }
@@ -130,8 +130,7 @@ absl::StatusOr<IterativeTrace> GdeTraceReal(const Topology& topo, absl::Span<con
   IterativeTrace trace;
   std::vector<double> w(loads.begin(), loads.end());
   IterativeRun r = RunGde<double>(
-      topo, w, *lambda, opts, [](int64_t, NodeId, NodeId, double) {},
-      keep_variance ? &trace.variance : nullptr);
+      topo, w, *lambda, opts, [](int64_t, NodeId, NodeId, double) {}, keep_variance ? &trace.variance : nullptr);
   trace.steps = r.steps;
   trace.reached = r.reached;
   trace.final_variance = WorkloadVarianceReal(w, topo.alive_mask());

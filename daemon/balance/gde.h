@@ -49,8 +49,7 @@ absl::StatusOr<double> GdeLambda(const Topology& topo, ExchangeParameter paramet
 // 2n steps). Transfer.step: that exchange step (or the block, see
 // IterativeOptions::merge_block). Messages: two load messages per edge of
 // the class per step, plus the transfers.
-absl::StatusOr<Plan> GdePlan(const Topology& topo, absl::Span<const Load> loads,
-                             const IterativeOptions& opts);
+absl::StatusOr<Plan> GdePlan(const Topology& topo, absl::Span<const Load> loads, const IterativeOptions& opts);
 
 // Real-valued GDE (infinitely divisible load) for the paper reproductions.
 // Same sweeps and stop tests; keep_variance fills trace.variance.

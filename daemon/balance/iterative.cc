@@ -45,15 +45,11 @@ T MaxEdgeDiff(const Topology& topo, absl::Span<const T> loads) {
 
 }  // namespace
 
-double WorkloadVariance(absl::Span<const Load> loads, const std::vector<bool>& alive) {
-  return Variance(loads, alive);
-}
+double WorkloadVariance(absl::Span<const Load> loads, const std::vector<bool>& alive) { return Variance(loads, alive); }
 double WorkloadVarianceReal(absl::Span<const double> loads, const std::vector<bool>& alive) {
   return Variance(loads, alive);
 }
-Load MaxNeighborDifference(const Topology& topo, absl::Span<const Load> loads) {
-  return MaxEdgeDiff(topo, loads);
-}
+Load MaxNeighborDifference(const Topology& topo, absl::Span<const Load> loads) { return MaxEdgeDiff(topo, loads); }
 double MaxNeighborDifferenceReal(const Topology& topo, absl::Span<const double> loads) {
   return MaxEdgeDiff(topo, loads);
 }
@@ -121,8 +117,8 @@ void IterativeRecorder::Move(int64_t step, NodeId from, NodeId to, Load count) {
     count = -count;
   }
   if (loads_[from] < count) {
-    std::cerr << "iterative balance invariant broken: step " << step << " moves " << count
-              << " from " << from << " (load " << loads_[from] << ")\n";
+    std::cerr << "iterative balance invariant broken: step " << step << " moves " << count << " from " << from
+              << " (load " << loads_[from] << ")\n";
     std::abort();
   }
   loads_[from] -= count;
@@ -156,9 +152,8 @@ void IterativeRecorder::Flush() {
   }
   pending_.clear();
   // Deterministic order whatever the hash map did.
-  std::sort(todo.begin(), todo.end(), [](const Pending& a, const Pending& b) {
-    return std::pair(a.from, a.to) < std::pair(b.from, b.to);
-  });
+  std::sort(todo.begin(), todo.end(),
+            [](const Pending& a, const Pending& b) { return std::pair(a.from, a.to) < std::pair(b.from, b.to); });
   // The netted block ends with non-negative loads, but applying its transfers
   // one by one can need a node to pass on tasks before it has received them.
   // Apply every transfer whose sender can cover it; when none can, the stuck

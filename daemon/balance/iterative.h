@@ -6,8 +6,8 @@
 // variance is small (xu §6) or a step budget runs out.
 
 #include <cstdint>
-#include <utility>
 #include <type_traits>
+#include <utility>
 #include <vector>
 
 #include "absl/container/flat_hash_map.h"
@@ -50,10 +50,10 @@ struct IterativeOptions {
 // Result of a real-valued run (infinitely divisible load, as xu
 // assumes in its analysis and simulation).
 struct IterativeTrace {
-  int64_t steps = 0;            // communication steps executed
-  bool reached = false;         // the stop test held
+  int64_t steps = 0;     // communication steps executed
+  bool reached = false;  // the stop test held
   double final_variance = 0;
-  std::vector<double> variance; // after 0, 1, 2, ... steps (when asked for)
+  std::vector<double> variance;  // after 0, 1, 2, ... steps (when asked for)
   std::vector<double> final_loads;
 };
 
@@ -66,14 +66,16 @@ double WorkloadVarianceReal(absl::Span<const double> loads, const std::vector<bo
 // real-valued forms of GDE and diffusion share their loops).
 template <typename T>
 double WorkloadVarianceOf(const std::vector<T>& w, const std::vector<bool>& alive) {
-  if constexpr (std::is_integral_v<T>) return WorkloadVariance(w, alive);
-  else return WorkloadVarianceReal(w, alive);
+  if constexpr (std::is_integral_v<T>)
+    return WorkloadVariance(w, alive);
+  else
+    return WorkloadVarianceReal(w, alive);
 }
 
 // What one iterative run did.
 struct IterativeRun {
   int64_t steps = 0;
-  bool reached = false;   // the stop test held
+  bool reached = false;  // the stop test held
   int64_t messages = 0;
 };
 
@@ -113,7 +115,7 @@ class IterativeRecorder {
   PlanRecorder rec_;
   std::vector<Load> loads_;
   int64_t merge_block_;
-  int64_t block_ = 0;  // block of the pending netted flows
+  int64_t block_ = 0;                            // block of the pending netted flows
   absl::flat_hash_map<uint64_t, Load> pending_;  // key lo<<32|hi, flow lo->hi
   Load tasks_moved_ = 0;
   int64_t transfers_ = 0;

@@ -275,17 +275,15 @@ Load McwaTreeLoad(Load own, absl::Span<const Load> child_tree_loads) {
   return t;
 }
 
-McwaTreeFlows McwaNodeFlows(bool in_subcube, Load tree_load, Load tree_quota,
-                            absl::Span<const Load> child_tree_loads,
+McwaTreeFlows McwaNodeFlows(bool in_subcube, Load tree_load, Load tree_quota, absl::Span<const Load> child_tree_loads,
                             absl::Span<const Load> child_tree_quotas) {
   McwaTreeFlows f;
   McwaNodeFlows(in_subcube, tree_load, tree_quota, child_tree_loads, child_tree_quotas, &f);
   return f;
 }
 
-void McwaNodeFlows(bool in_subcube, Load tree_load, Load tree_quota,
-                   absl::Span<const Load> child_tree_loads, absl::Span<const Load> child_tree_quotas,
-                   McwaTreeFlows* out) {
+void McwaNodeFlows(bool in_subcube, Load tree_load, Load tree_quota, absl::Span<const Load> child_tree_loads,
+                   absl::Span<const Load> child_tree_quotas, McwaTreeFlows* out) {
   McwaTreeFlows& f = *out;
   f.to_parent = in_subcube ? 0 : tree_load - tree_quota;
   f.from_children.clear();
@@ -297,8 +295,7 @@ void McwaNodeFlows(bool in_subcube, Load tree_load, Load tree_quota,
   }
 }
 
-absl::StatusOr<Plan> McwaPlanOn(const Topology& topo, absl::Span<const Load> loads,
-                                absl::Span<const double> capacities,
+absl::StatusOr<Plan> McwaPlanOn(const Topology& topo, absl::Span<const Load> loads, absl::Span<const double> capacities,
                                 absl::Span<const BalancingSubcube> subcubes) {
   auto caps = CheckCubeInputs(topo, loads, capacities);
   if (!caps.ok()) return caps.status();
@@ -368,8 +365,8 @@ absl::StatusOr<Plan> McwaPlanOn(const Topology& topo, absl::Span<const Load> loa
   return std::move(rec).Finish();
 }
 
-absl::StatusOr<Plan> McwaPlan(const Topology& topo, absl::Span<const Load> loads,
-                              absl::Span<const double> capacities, std::vector<BalancingSubcube>* chosen) {
+absl::StatusOr<Plan> McwaPlan(const Topology& topo, absl::Span<const Load> loads, absl::Span<const double> capacities,
+                              std::vector<BalancingSubcube>* chosen) {
   auto caps = CheckCubeInputs(topo, loads, capacities);
   if (!caps.ok()) return caps.status();
   auto subcubes = SelectBalancingSubcubes(topo);

@@ -105,23 +105,20 @@ Load McwaTreeLoad(Load own, absl::Span<const Load> child_tree_loads);
 // What a node moves in the tree phases, from its own l_t and q_t and those
 // of its children (children in Children() order).
 struct McwaTreeFlows {
-  Load to_parent = 0;              // > 0 sent up (line 29), < 0 received (line 30); 0 in the subcube
-  std::vector<Load> from_children; // tasks received from child j (lines 12-13, 27-28)
-  std::vector<Load> to_children;   // tasks sent to child j (lines 16-17, 31-32)
+  Load to_parent = 0;               // > 0 sent up (line 29), < 0 received (line 30); 0 in the subcube
+  std::vector<Load> from_children;  // tasks received from child j (lines 12-13, 27-28)
+  std::vector<Load> to_children;    // tasks sent to child j (lines 16-17, 31-32)
 };
-McwaTreeFlows McwaNodeFlows(bool in_subcube, Load tree_load, Load tree_quota,
-                            absl::Span<const Load> child_tree_loads,
+McwaTreeFlows McwaNodeFlows(bool in_subcube, Load tree_load, Load tree_quota, absl::Span<const Load> child_tree_loads,
                             absl::Span<const Load> child_tree_quotas);
 // The same into *out, reusing its storage.
-void McwaNodeFlows(bool in_subcube, Load tree_load, Load tree_quota,
-                   absl::Span<const Load> child_tree_loads, absl::Span<const Load> child_tree_quotas,
-                   McwaTreeFlows* out);
+void McwaNodeFlows(bool in_subcube, Load tree_load, Load tree_quota, absl::Span<const Load> child_tree_loads,
+                   absl::Span<const Load> child_tree_quotas, McwaTreeFlows* out);
 
 // Whole-system MCWA on a hypercube with any faults: selects the balancing
 // subcubes (returned in *chosen when not null) and runs McwaPlanOn.
 // capacities: one per node (faulty ones ignored), empty = all equal.
-absl::StatusOr<Plan> McwaPlan(const Topology& topo, absl::Span<const Load> loads,
-                              absl::Span<const double> capacities,
+absl::StatusOr<Plan> McwaPlan(const Topology& topo, absl::Span<const Load> loads, absl::Span<const double> capacities,
                               std::vector<BalancingSubcube>* chosen = nullptr);
 
 // MCWA on given balancing subcubes (one per component), e.g. the paper's own
@@ -135,8 +132,7 @@ absl::StatusOr<Plan> McwaPlan(const Topology& topo, absl::Span<const Load> loads
 // with no faults it is CWA's 3 log N.
 // Metrics.messages = one l_t per tree edge, k 2^k subcube load messages, one
 // quota per tree edge, theta vectors sent without tasks, and transfers.
-absl::StatusOr<Plan> McwaPlanOn(const Topology& topo, absl::Span<const Load> loads,
-                                absl::Span<const double> capacities,
+absl::StatusOr<Plan> McwaPlanOn(const Topology& topo, absl::Span<const Load> loads, absl::Span<const double> capacities,
                                 absl::Span<const BalancingSubcube> subcubes);
 
 }  // namespace hyperfed::balance

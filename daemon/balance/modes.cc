@@ -177,7 +177,8 @@ absl::StatusOr<Plan> PlanRound(const RoundMode& mode, const RoundShape& shape, c
   std::vector<Load> w(size, 0);
   std::vector<double> p(size, 0);
   for (const LoadRow& r : live) {
-    if (r.label < 0 || r.label >= size) return absl::InvalidArgumentError(absl::StrCat("row label ", r.label, " outside the cube"));
+    if (r.label < 0 || r.label >= size)
+      return absl::InvalidArgumentError(absl::StrCat("row label ", r.label, " outside the cube"));
     if (!topo->alive(r.label))
       return absl::InvalidArgumentError(absl::StrCat("a row for label ", r.label, ", which is in the fault set"));
     w[r.label] = r.load;

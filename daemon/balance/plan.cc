@@ -8,8 +8,7 @@
 
 namespace hyperfed::balance {
 
-PlanRecorder::PlanRecorder(std::vector<Load> initial, bool keep_transfers)
-    : keep_transfers_(keep_transfers) {
+PlanRecorder::PlanRecorder(std::vector<Load> initial, bool keep_transfers) : keep_transfers_(keep_transfers) {
   plan_.initial_loads = initial;
   plan_.final_loads = std::move(initial);
 }
@@ -22,8 +21,8 @@ void PlanRecorder::Move(int step, NodeId from, NodeId to, Load count, int hops) 
   }
   Load& src = plan_.final_loads[from];
   if (src < count || from == to) {
-    std::cerr << "balance invariant broken: step " << step << " moves " << count << " from "
-              << from << " (load " << src << ") to " << to << "\n";
+    std::cerr << "balance invariant broken: step " << step << " moves " << count << " from " << from << " (load " << src
+              << ") to " << to << "\n";
     std::abort();
   }
   src -= count;
@@ -51,9 +50,7 @@ Plan PlanRecorder::Finish() && {
   return std::move(plan_);
 }
 
-static bool Alive(const std::vector<bool>& alive, size_t i) {
-  return alive.empty() || alive[i];
-}
+static bool Alive(const std::vector<bool>& alive, size_t i) { return alive.empty() || alive[i]; }
 
 Load TotalLoad(absl::Span<const Load> loads, const std::vector<bool>& alive) {
   Load t = 0;

@@ -19,20 +19,20 @@ using Load = int64_t;
 using NodeId = int32_t;
 
 struct Transfer {
-  int step = 0;      // sequential communication step the transfer belongs to
+  int step = 0;  // sequential communication step the transfer belongs to
   NodeId from = 0;
   NodeId to = 0;
-  Load count = 0;    // tasks moved, always > 0
-  int hops = 1;      // links the tasks cross (1 for a neighbour)
+  Load count = 0;  // tasks moved, always > 0
+  int hops = 1;    // links the tasks cross (1 for a neighbour)
 
   friend bool operator==(const Transfer&, const Transfer&) = default;
 };
 
 struct Metrics {
-  Load tasks_moved = 0;     // sum of transfer counts
-  Load task_hops = 0;       // sum of count x hops
-  int64_t messages = 0;     // load/quota information messages plus transfers
-  int64_t steps = 0;        // sequential communication steps
+  Load tasks_moved = 0;  // sum of transfer counts
+  Load task_hops = 0;    // sum of count x hops
+  int64_t messages = 0;  // load/quota information messages plus transfers
+  int64_t steps = 0;     // sequential communication steps
 };
 
 struct Plan {

@@ -18,8 +18,7 @@ namespace hyperfed::balance {
 // Capacities must be >= 0 (a drained site has 0 and gets quota 0); when
 // they are all 0 there is no proportional split and callers must not move
 // anything (the lowest alive node is given the whole total).
-std::vector<Load> Apportion(Load total, absl::Span<const double> capacities,
-                            const std::vector<bool>& alive = {});
+std::vector<Load> Apportion(Load total, absl::Span<const double> capacities, const std::vector<bool>& alive = {});
 
 // True when every alive capacity is the same.
 bool EqualCapacities(absl::Span<const double> capacities, const std::vector<bool>& alive = {});

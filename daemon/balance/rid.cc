@@ -24,12 +24,10 @@ std::vector<Load> RidRequests(Load own, absl::Span<const Load> neighbor_loads, d
   }
   long double cap = own_capacity;
   for (double p : neighbor_capacities) cap += p;
-  const long double want =
-      static_cast<long double>(own + sum) * own_capacity / cap - static_cast<long double>(own);
+  const long double want = static_cast<long double>(own + sum) * own_capacity / cap - static_cast<long double>(own);
   if (want <= 0) return req;
   for (size_t k = 0; k < req.size(); ++k)
-    req[k] = std::min<Load>(neighbor_loads[k],
-                            static_cast<Load>(std::floor(want * neighbor_loads[k] / sum)));
+    req[k] = std::min<Load>(neighbor_loads[k], static_cast<Load>(std::floor(want * neighbor_loads[k] / sum)));
   return req;
 }
 
@@ -43,8 +41,8 @@ std::vector<Load> RidGrant(Load own, absl::Span<const Load> requests) {
   return g;
 }
 
-absl::StatusOr<Plan> RidPlan(const Topology& topo, absl::Span<const Load> loads,
-                             absl::Span<const double> capacities, const RidOptions& options) {
+absl::StatusOr<Plan> RidPlan(const Topology& topo, absl::Span<const Load> loads, absl::Span<const double> capacities,
+                             const RidOptions& options) {
   const int size = topo.size();
   if (static_cast<int>(loads.size()) != size)
     return absl::InvalidArgumentError(absl::StrCat(loads.size(), " loads for ", size, " nodes"));

@@ -32,7 +32,7 @@
 namespace hyperfed::balance {
 
 struct RidOptions {
-  Load threshold = 1;   // a node with load < threshold requests tasks
+  Load threshold = 1;  // a node with load < threshold requests tasks
   int max_rounds = 100;
 };
 
@@ -53,7 +53,7 @@ std::vector<Load> RidGrant(Load own, absl::Span<const Load> requests);
 // threshold, when a round moves nothing, or after max_rounds.
 // Metrics.messages = per underloaded node per round, one request and one
 // load reply per neighbour, plus the transfers.
-absl::StatusOr<Plan> RidPlan(const Topology& topo, absl::Span<const Load> loads,
-                             absl::Span<const double> capacities, const RidOptions& options);
+absl::StatusOr<Plan> RidPlan(const Topology& topo, absl::Span<const Load> loads, absl::Span<const double> capacities,
+                             const RidOptions& options);
 
 }  // namespace hyperfed::balance

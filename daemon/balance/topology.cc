@@ -18,7 +18,8 @@ absl::StatusOr<Topology> Topology::Hypercube(int n, const std::vector<NodeId>& f
   if (!faults.empty()) {
     t.alive_.assign(t.size_, true);
     for (NodeId f : faults) {
-      if (f < 0 || f >= t.size_) return absl::InvalidArgumentError(absl::StrCat("fault label ", f, " outside the ", n, "-cube"));
+      if (f < 0 || f >= t.size_)
+        return absl::InvalidArgumentError(absl::StrCat("fault label ", f, " outside the ", n, "-cube"));
       t.alive_[f] = false;
     }
     if (t.alive_count() == 0) return absl::InvalidArgumentError("every node of the hypercube is faulty");

@@ -50,8 +50,7 @@ class RealEnv : public Env {
 // or Set; every wait whose deadline a move reaches wakes up.
 class FakeEnv : public Env {
  public:
-  explicit FakeEnv(absl::Time start = absl::FromUnixSeconds(1'700'000'000))
-      : now_ns_(absl::ToUnixNanos(start)) {}
+  explicit FakeEnv(absl::Time start = absl::FromUnixSeconds(1'700'000'000)) : now_ns_(absl::ToUnixNanos(start)) {}
   absl::Time Now() const override { return absl::FromUnixNanos(now_ns_.load()); }
   bool WaitUntil(std::unique_lock<std::mutex>& l, std::condition_variable& cv, absl::Time deadline,
                  const std::function<bool()>& pred) const override;

@@ -91,8 +91,8 @@ absl::StatusOr<std::string> Coordinator::Begin(bool dry_run, const std::string& 
   RoundSpec& spec = view.spec;
   // Newer than any round this site or a live peer has seen, and (clock
   // permitting) than any an earlier coordinator started.
-  spec.epoch = std::max({participant_->highest_epoch() + 1, membership_->HighestEpoch() + 1,
-                         absl::ToUnixMillis(view.started)});
+  spec.epoch =
+      std::max({participant_->highest_epoch() + 1, membership_->HighestEpoch() + 1, absl::ToUnixMillis(view.started)});
   spec.deadline = view.started + timeouts_.round;
   view.id = spec.round_id = absl::StrCat(config_.site.id, "-", absl::ToUnixMillis(view.started), "-", ++seq_);
   view.events.push_back(absl::StrCat("round ", view.id, " (", reason, "): ", name, " over ", view.before.size(),
@@ -185,8 +185,8 @@ void Coordinator::OnReport(const RoundReport& report) {
     sends.push_back(absl::StrCat(t.count, " to ", to ? to->id : absl::StrCat("label ", t.to)));
   }
   history_->Update(report.round_id, [&](RoundView& r) {
-    r.events.push_back(absl::StrCat(report.site, report.ok ? "" : " ended early (" + report.error + ")",
-                                    ": load ", report.load_before, ", quota ", report.quota,
+    r.events.push_back(absl::StrCat(report.site, report.ok ? "" : " ended early (" + report.error + ")", ": load ",
+                                    report.load_before, ", quota ", report.quota,
                                     sends.empty() ? ", sent nothing" : ", sent " + absl::StrJoin(sends, ", "),
                                     report.shortfall ? absl::StrCat(" (", report.shortfall, " short)") : ""));
     // The table was read from heartbeats when the round started; a site's
@@ -234,9 +234,8 @@ void Coordinator::FinishLocked(const std::string& why) {
              : "";
     r.events.push_back(absl::StrCat("round ", r.id, ok ? " finished" : " ended early", ": moved ", r.moved,
                                     " jobs; max share error ", absl::StrFormat("%.2f", r.share_error_before), " -> ",
-                                    absl::StrFormat("%.2f", r.share_error_after), "; ", r.messages,
-                                    " round messages, ", r.steps, " steps",
-                                    paper.empty() ? "" : absl::StrCat(" (", paper, ")")));
+                                    absl::StrFormat("%.2f", r.share_error_after), "; ", r.messages, " round messages, ",
+                                    r.steps, " steps", paper.empty() ? "" : absl::StrCat(" (", paper, ")")));
     summary = r.events.back();
     const double secs = absl::ToDoubleSeconds(r.finished - r.started);
     ++counters_.rounds;

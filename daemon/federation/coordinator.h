@@ -59,8 +59,8 @@ class Coordinator {
  private:
   struct Running {
     RoundSpec spec;
-    std::vector<std::string> live;       // the sites it was started at
-    std::vector<std::string> accepted;   // known once every StartRound answered
+    std::vector<std::string> live;      // the sites it was started at
+    std::vector<std::string> accepted;  // known once every StartRound answered
     bool start_answered = false;
     std::map<std::string, RoundReport> reports;  // first report of each site
     bool any_failed = false;

@@ -18,9 +18,7 @@ Membership::Membership(const config::Config& config, const Env* env)
   }
 }
 
-bool Membership::UpLocked(const PeerInfo& p, absl::Time now) const {
-  return p.self || now - p.last_seen <= timeout_;
-}
+bool Membership::UpLocked(const PeerInfo& p, absl::Time now) const { return p.self || now - p.last_seen <= timeout_; }
 
 bool Membership::Seen(const HeartbeatInfo& hb) {
   std::lock_guard<std::mutex> l(mu_);

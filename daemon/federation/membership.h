@@ -29,9 +29,9 @@ struct HeartbeatInfo {
   int64_t load = 0;
   double capacity = 0;
   bool drained = false;
-  std::string round_id;     // the round it is in, if any
+  std::string round_id;  // the round it is in, if any
   std::string last_round;
-  int64_t epoch = 0;        // the highest round epoch it has seen
+  int64_t epoch = 0;  // the highest round epoch it has seen
 };
 
 // What the last heartbeat from a site said.
@@ -40,7 +40,7 @@ struct PeerInfo {
   int label = 0;
   std::string endpoint;
   bool self = false;
-  bool up = false;             // heard from within the peer timeout
+  bool up = false;  // heard from within the peer timeout
   absl::Time last_seen = absl::InfinitePast();
   int64_t load = 0;
   double capacity = 0;

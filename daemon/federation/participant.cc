@@ -94,8 +94,7 @@ void Participant::RunPart(const RoundSpec& spec) {
     return;
   }
   Log(absl::StrCat(config_.site.id, ": round ", spec.round_id, " (", spec.mode, ", faults ",
-                   spec.faults.empty() ? "none" : absl::StrJoin(spec.faults, ","), ") started by ",
-                   spec.coordinator));
+                   spec.faults.empty() ? "none" : absl::StrJoin(spec.faults, ","), ") started by ", spec.coordinator));
   RoundReport report;
   auto snap = snapshot_();
   if (!snap.ok()) {

@@ -57,12 +57,12 @@ class Participant {
 
   mutable std::mutex mu_;
   std::condition_variable cv_;
-  std::optional<RoundSpec> current_;     // guarded by mu_
-  int parts_running_ = 0;                // guarded by mu_
-  int64_t highest_epoch_ = 0;            // guarded by mu_
+  std::optional<RoundSpec> current_;        // guarded by mu_
+  int parts_running_ = 0;                   // guarded by mu_
+  int64_t highest_epoch_ = 0;               // guarded by mu_
   std::optional<RoundReport> last_report_;  // guarded by mu_
-  int64_t moved_out_ = 0;                // guarded by mu_
-  bool stopping_ = false;                // guarded by mu_
+  int64_t moved_out_ = 0;                   // guarded by mu_
+  bool stopping_ = false;                   // guarded by mu_
 };
 
 }  // namespace hyperfed::federation

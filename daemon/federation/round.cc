@@ -14,11 +14,16 @@ namespace hyperfed::federation {
 
 const char* MessageKindName(MessageKind k) {
   switch (k) {
-    case MessageKind::kUp: return "up";
-    case MessageKind::kExchange: return "exchange";
-    case MessageKind::kBarrier: return "barrier";
-    case MessageKind::kDown: return "down";
-    case MessageKind::kPhaseDone: return "phase-done";
+    case MessageKind::kUp:
+      return "up";
+    case MessageKind::kExchange:
+      return "exchange";
+    case MessageKind::kBarrier:
+      return "barrier";
+    case MessageKind::kDown:
+      return "down";
+    case MessageKind::kPhaseDone:
+      return "phase-done";
   }
   return "?";
 }
@@ -57,7 +62,8 @@ void Mailbox::Open(const std::string& round_id, int64_t epoch) {
     auto it = epoch_of_.find(id);
     return id != round_id && it != epoch_of_.end() && it->second <= fence_epoch_;
   };
-  for (auto it = inbox_.begin(); it != inbox_.end();) it = stale(std::get<0>(it->first)) ? inbox_.erase(it) : std::next(it);
+  for (auto it = inbox_.begin(); it != inbox_.end();)
+    it = stale(std::get<0>(it->first)) ? inbox_.erase(it) : std::next(it);
   for (auto it = published_.begin(); it != published_.end();)
     it = std::get<0>(it->first) != round_id ? published_.erase(it) : std::next(it);
   for (auto it = epoch_of_.begin(); it != epoch_of_.end();) it = stale(it->first) ? epoch_of_.erase(it) : std::next(it);
@@ -79,8 +85,8 @@ absl::StatusOr<balance::LoadTable> Mailbox::Deliver(const ExchangeMessage& m, ab
   std::unique_lock<std::mutex> l(mu_);
   if (StaleLocked(m.round_id, m.epoch))
     return absl::FailedPreconditionError(absl::StrCat("round ", m.round_id, " (epoch ", m.epoch,
-                                                      ") is older than round ", fence_round_, " (epoch ",
-                                                      fence_epoch_, "), the last this site took part in"));
+                                                      ") is older than round ", fence_round_, " (epoch ", fence_epoch_,
+                                                      "), the last this site took part in"));
   ExpireLocked();
   epoch_of_[m.round_id] = m.epoch;
   const Key key{m.round_id, static_cast<int>(m.kind), m.dimension, m.phase, m.from_label};
@@ -90,9 +96,8 @@ absl::StatusOr<balance::LoadTable> Mailbox::Deliver(const ExchangeMessage& m, ab
     return balance::LoadTable{};
   }
   const std::tuple<std::string, int, int> mine{m.round_id, static_cast<int>(m.kind), m.dimension};
-  const bool reached = env_->WaitFor(l, cv_, timeout, [&] {
-    return published_.count(mine) > 0 || StaleLocked(m.round_id, m.epoch);
-  });
+  const bool reached =
+      env_->WaitFor(l, cv_, timeout, [&] { return published_.count(mine) > 0 || StaleLocked(m.round_id, m.epoch); });
   if (StaleLocked(m.round_id, m.epoch))
     return absl::FailedPreconditionError(absl::StrCat("round ", m.round_id, " was replaced by a newer round"));
   if (!reached)
@@ -140,12 +145,12 @@ absl::Status CheckRows(const balance::LoadTable& rows, const RoundSpec& spec) {
 
 // This site's place in the round's logical topology.
 struct Place {
-  std::vector<int> dims;       // dimensions it exchanges along
-  int parent = -1;             // tree parent (-1: in the balancing subcube)
-  std::vector<int> children;   // tree children
+  std::vector<int> dims;      // dimensions it exchanges along
+  int parent = -1;            // tree parent (-1: in the balancing subcube)
+  std::vector<int> children;  // tree children
   int tree_depth = 0;
-  int subcube_dim = 0;         // the balancing subcube's dimension
-  int members = 0;             // sites in this site's component
+  int subcube_dim = 0;  // the balancing subcube's dimension
+  int members = 0;      // sites in this site's component
 };
 
 absl::StatusOr<Place> PlaceOf(const balance::Topology& topo, int self_label) {
@@ -240,15 +245,15 @@ class Runner {
       m.rows = mine;
       auto r = Call(partner, std::move(m));
       if (!r.ok())
-        return absl::UnavailableError(absl::StrCat("peer ", SiteOf(partner), " (label ", partner, ") failed at ",
-                                                   what, ": ", r.status().message()));
+        return absl::UnavailableError(absl::StrCat("peer ", SiteOf(partner), " (label ", partner, ") failed at ", what,
+                                                   ": ", r.status().message()));
       report_.messages += 2;
       theirs = *std::move(r);
     } else {
       auto r = Await(kind, dimension, 0, partner, 0);
       if (!r.ok())
-        return absl::UnavailableError(absl::StrCat("peer ", SiteOf(partner), " (label ", partner, ") did not ",
-                                                   what, ": ", r.status().message()));
+        return absl::UnavailableError(absl::StrCat("peer ", SiteOf(partner), " (label ", partner, ") did not ", what,
+                                                   ": ", r.status().message()));
       theirs = *std::move(r);
     }
     if (auto st = CheckRows(theirs, spec_); !st.ok()) return st;
@@ -278,7 +283,8 @@ class Runner {
     // Rows up the trees.
     for (int c : place->children) {
       auto rows = Await(MessageKind::kUp, 0, 0, c, depth);
-      if (!rows.ok()) return absl::UnavailableError(absl::StrCat("child ", SiteOf(c), " sent no loads: ", rows.status().message()));
+      if (!rows.ok())
+        return absl::UnavailableError(absl::StrCat("child ", SiteOf(c), " sent no loads: ", rows.status().message()));
       if (auto st = CheckRows(*rows, spec_); !st.ok()) return st;
       if (auto st = merge(*rows); !st.ok()) return st;
     }
@@ -287,12 +293,14 @@ class Runner {
       m.kind = MessageKind::kUp;
       m.rows = table;
       if (auto r = Call(place->parent, std::move(m)); !r.ok())
-        return absl::UnavailableError(absl::StrCat("parent ", SiteOf(place->parent), " failed: ", r.status().message()));
+        return absl::UnavailableError(
+            absl::StrCat("parent ", SiteOf(place->parent), " failed: ", r.status().message()));
       ++report_.messages;
       // The whole table comes back down.
       auto rows = Await(MessageKind::kDown, 0, 0, place->parent, 1 + 2 * depth + spec_.dimension);
       if (!rows.ok())
-        return absl::UnavailableError(absl::StrCat("parent ", SiteOf(place->parent), " sent no table: ", rows.status().message()));
+        return absl::UnavailableError(
+            absl::StrCat("parent ", SiteOf(place->parent), " sent no table: ", rows.status().message()));
       if (auto st = CheckRows(*rows, spec_); !st.ok()) return st;
       table = *std::move(rows);
     } else {
@@ -323,12 +331,10 @@ class Runner {
   }
 
   // Moves `out` in parallel; records what moved. Returns the first error.
-  absl::Status Move(const std::vector<balance::Transfer>& out, const std::string& where,
-                    std::vector<int64_t>* moved) {
+  absl::Status Move(const std::vector<balance::Transfer>& out, const std::string& where, std::vector<int64_t>* moved) {
     std::vector<absl::StatusOr<JobMover::Result>> results(out.size(), absl::UnknownError("not run"));
-    ParallelFor(ctx_.executor, out.size(), [&](size_t i) {
-      results[i] = ctx_.mover->MoveJobs(SiteOf(out[i].to), out[i].count, spec_.round_id);
-    });
+    ParallelFor(ctx_.executor, out.size(),
+                [&](size_t i) { results[i] = ctx_.mover->MoveJobs(SiteOf(out[i].to), out[i].count, spec_.round_id); });
     moved->assign(out.size(), 0);
     absl::Status first_error;
     for (size_t i = 0; i < out.size(); ++i) {
@@ -336,8 +342,8 @@ class Runner {
       const auto& r = results[i];
       if (!r.ok()) {
         if (first_error.ok())
-          first_error = absl::UnavailableError(absl::StrCat(where, "moving ", t.count, " jobs to ", SiteOf(t.to), ": ",
-                                                            r.status().message()));
+          first_error = absl::UnavailableError(
+              absl::StrCat(where, "moving ", t.count, " jobs to ", SiteOf(t.to), ": ", r.status().message()));
         report_.shortfall += t.count;
         continue;
       }
@@ -405,8 +411,8 @@ class Runner {
         m.rows = {{ctx_.self_label, moved[i], 0}};
         if (auto d = Call(out[i].to, std::move(m)); !d.ok()) {
           if (first_error.ok())
-            first_error = absl::UnavailableError(absl::StrCat(where, SiteOf(out[i].to), " did not take the notice: ",
-                                                              d.status().message()));
+            first_error = absl::UnavailableError(
+                absl::StrCat(where, SiteOf(out[i].to), " did not take the notice: ", d.status().message()));
         } else {
           ++report_.messages;
         }

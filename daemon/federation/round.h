@@ -55,7 +55,7 @@ struct RoundSpec {
   std::string coordinator;
   std::vector<int> faults;  // sorted labels
   int dimension = 0;
-  std::string mode;         // a name in the registry of round modes
+  std::string mode;  // a name in the registry of round modes
 };
 
 struct RoundReport {
@@ -73,7 +73,6 @@ struct RoundReport {
   int64_t messages = 0;
   int steps = 0;
 };
-
 
 // Every timeout of a round, from the config (one rule, one place).
 struct RoundTimeouts {
@@ -160,10 +159,10 @@ class Mailbox {
   std::mutex mu_;
   std::condition_variable cv_;
   // The last round opened here: older rounds are fenced off.
-  std::string fence_round_;                                     // guarded by mu_
-  int64_t fence_epoch_ = 0;                                     // guarded by mu_
-  std::map<std::string, int64_t> epoch_of_;                     // guarded by mu_; rounds with messages here
-  std::map<Key, Entry> inbox_;                                  // guarded by mu_
+  std::string fence_round_;                                       // guarded by mu_
+  int64_t fence_epoch_ = 0;                                       // guarded by mu_
+  std::map<std::string, int64_t> epoch_of_;                       // guarded by mu_; rounds with messages here
+  std::map<Key, Entry> inbox_;                                    // guarded by mu_
   std::map<std::tuple<std::string, int, int>, Entry> published_;  // guarded by mu_; round, kind, dimension
 };
 

@@ -24,13 +24,13 @@ namespace hyperfed::federation {
 struct RoundView {
   std::string id;
   RoundSpec spec;
-  std::string mode;                      // what it ran and why, in words
+  std::string mode;  // what it ran and why, in words
   std::vector<std::string> events;
   bool done = false;
   bool ok = false;
   bool dry_run = false;
-  balance::LoadTable before;             // loads and capacities it balanced with
-  balance::LoadTable after;              // planned (dry run) or reported
+  balance::LoadTable before;  // loads and capacities it balanced with
+  balance::LoadTable after;   // planned (dry run) or reported
   std::vector<balance::Transfer> transfers;
   int64_t moved = 0;
   int64_t messages = 0;

@@ -20,8 +20,9 @@ Site::Site(const config::Config& config, scheduler::SchedulerAdapter* adapter, J
       membership_(config_, env),
       heartbeater_(config_, &membership_, peers, &executor_),
       history_(env),
-      participant_(config_, env, &executor_, peers, mover, [this] { return Snapshot(); },
-                   [this](const RoundSpec& spec, const RoundReport& r) { PartDone(spec, r); }),
+      participant_(
+          config_, env, &executor_, peers, mover, [this] { return Snapshot(); },
+          [this](const RoundSpec& spec, const RoundReport& r) { PartDone(spec, r); }),
       coordinator_(config_, env, &executor_, &membership_, &participant_, peers, &history_,
                    [this] { return RefreshSelf(); }),
       next_timer_(env->Now() + config_.balancer.interval) {}

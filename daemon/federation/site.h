@@ -35,7 +35,7 @@ namespace hyperfed::federation {
 // What the next round would run, for the status and topology views.
 struct NextRound {
   std::vector<int> faults;
-  std::string mode;                                  // in words
+  std::string mode;                                 // in words
   std::vector<balance::BalancingSubcube> subcubes;  // with faults: one per component
 };
 

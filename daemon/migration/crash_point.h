@@ -67,12 +67,11 @@ inline constexpr std::string_view kCrashInAfterAbortRecorded = "in_after_abort_r
 
 // Every point above, for tests that visit them all.
 inline constexpr std::string_view kAllCrashPoints[] = {
-    kCrashOutAfterIntent,   kCrashOutAfterHoldOne,     kCrashOutAfterHold,
-    kCrashOutAfterPrepared, kCrashOutAfterReply,       kCrashOutAfterCancelOne,
-    kCrashOutAfterCancel,   kCrashOutAfterCommitted,   kCrashOutAfterAborting,
-    kCrashOutAfterAbortReply, kCrashOutAfterRelease,   kCrashOutAfterAborted,
-    kCrashInAfterPrepared,  kCrashInAfterSubmitOne,    kCrashInAfterSubmit,
-    kCrashInAfterCommitted, kCrashInAfterAbortRecorded,
+    kCrashOutAfterIntent,       kCrashOutAfterHoldOne,    kCrashOutAfterHold,    kCrashOutAfterPrepared,
+    kCrashOutAfterReply,        kCrashOutAfterCancelOne,  kCrashOutAfterCancel,  kCrashOutAfterCommitted,
+    kCrashOutAfterAborting,     kCrashOutAfterAbortReply, kCrashOutAfterRelease, kCrashOutAfterAborted,
+    kCrashInAfterPrepared,      kCrashInAfterSubmitOne,   kCrashInAfterSubmit,   kCrashInAfterCommitted,
+    kCrashInAfterAbortRecorded,
 };
 
 inline constexpr char kCrashEnvVar[] = "HYPERFED_CRASH_AT";

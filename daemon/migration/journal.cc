@@ -49,9 +49,7 @@ absl::Status SqlError(sqlite3* db, const std::string& what) {
 // A prepared statement, finalized on scope exit.
 class Stmt {
  public:
-  Stmt(sqlite3* db, const char* sql) : db_(db) {
-    rc_ = sqlite3_prepare_v2(db, sql, -1, &stmt_, nullptr);
-  }
+  Stmt(sqlite3* db, const char* sql) : db_(db) { rc_ = sqlite3_prepare_v2(db, sql, -1, &stmt_, nullptr); }
   ~Stmt() { sqlite3_finalize(stmt_); }
   bool ok() const { return rc_ == SQLITE_OK; }
   Stmt& Bind(int i, const std::string& s) {
@@ -119,12 +117,18 @@ const char* DirectionName(Direction d) { return d == Direction::kOut ? "out" : "
 
 const char* MigrationStateName(MigrationState s) {
   switch (s) {
-    case MigrationState::kPreparing: return "PREPARING";
-    case MigrationState::kPrepared: return "PREPARED";
-    case MigrationState::kAborting: return "ABORTING";
-    case MigrationState::kCommitted: return "COMMITTED";
-    case MigrationState::kAborted: return "ABORTED";
-    case MigrationState::kForced: return "FORCED";
+    case MigrationState::kPreparing:
+      return "PREPARING";
+    case MigrationState::kPrepared:
+      return "PREPARED";
+    case MigrationState::kAborting:
+      return "ABORTING";
+    case MigrationState::kCommitted:
+      return "COMMITTED";
+    case MigrationState::kAborted:
+      return "ABORTED";
+    case MigrationState::kForced:
+      return "FORCED";
   }
   return "?";
 }
@@ -135,8 +139,8 @@ bool IsTerminal(MigrationState s) {
 
 absl::StatusOr<std::unique_ptr<Journal>> Journal::Open(const std::string& path) {
   sqlite3* db = nullptr;
-  int rc = sqlite3_open_v2(path.c_str(), &db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_FULLMUTEX,
-                           nullptr);
+  int rc =
+      sqlite3_open_v2(path.c_str(), &db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_FULLMUTEX, nullptr);
   if (rc != SQLITE_OK) {
     std::string msg = db ? sqlite3_errmsg(db) : "out of memory";
     sqlite3_close(db);
@@ -223,8 +227,8 @@ absl::Status Journal::Insert(const MigrationRecord& r) {
   return tx.Commit();
 }
 
-absl::Status Journal::UpdateLocked(Direction d, const std::string& id, MigrationState state,
-                                   const std::string& note, absl::Time now) {
+absl::Status Journal::UpdateLocked(Direction d, const std::string& id, MigrationState state, const std::string& note,
+                                   absl::Time now) {
   Stmt up(db_,
           "UPDATE migrations SET state = ?3, updated_ms = ?4, "
           "note = CASE WHEN ?5 = '' THEN note WHEN note = '' THEN ?5 ELSE note || '; ' || ?5 END "
@@ -250,8 +254,8 @@ absl::Status Journal::Update(Direction d, const std::string& id, MigrationState 
       return SqlError(db_, "count jobs");
     }
     if (count.Int(0) != static_cast<int64_t>(dest_ids->size())) {
-      return absl::InvalidArgumentError(absl::StrCat("journal: migration ", id, " has ", count.Int(0),
-                                                     " jobs, got ", dest_ids->size(), " destination ids"));
+      return absl::InvalidArgumentError(absl::StrCat("journal: migration ", id, " has ", count.Int(0), " jobs, got ",
+                                                     dest_ids->size(), " destination ids"));
     }
     Stmt set(db_, "UPDATE migration_jobs SET dest_id = ?4 WHERE direction = ?1 AND migration_id = ?2 AND idx = ?3");
     if (!set.ok()) return SqlError(db_, "prepare dest id update");
@@ -264,8 +268,8 @@ absl::Status Journal::Update(Direction d, const std::string& id, MigrationState 
   return tx.Commit();
 }
 
-absl::Status Journal::UpdateWithJobs(Direction d, const std::string& id, MigrationState state,
-                                     const std::string& note, absl::Time now, const std::vector<JournalJob>& jobs) {
+absl::Status Journal::UpdateWithJobs(Direction d, const std::string& id, MigrationState state, const std::string& note,
+                                     absl::Time now, const std::vector<JournalJob>& jobs) {
   std::lock_guard<std::mutex> l(mu_);
   Transaction tx(db_);
   if (!tx.began()) return SqlError(db_, "begin");
@@ -303,13 +307,12 @@ absl::Status Journal::LoadJobs(MigrationRecord* r, bool with_specs) const {
   return absl::OkStatus();
 }
 
-absl::StatusOr<std::vector<MigrationRecord>> Journal::Query(const std::string& where_sql,
-                                                            const std::string& order_sql,
+absl::StatusOr<std::vector<MigrationRecord>> Journal::Query(const std::string& where_sql, const std::string& order_sql,
                                                             const std::vector<std::string>& args, int limit,
                                                             bool with_specs) const {
-  std::string sql = absl::StrCat(
-      "SELECT direction, id, peer, state, round_id, created_ms, updated_ms, note FROM migrations m WHERE ",
-      where_sql, " ORDER BY ", order_sql, " LIMIT ", limit);
+  std::string sql =
+      absl::StrCat("SELECT direction, id, peer, state, round_id, created_ms, updated_ms, note FROM migrations m WHERE ",
+                   where_sql, " ORDER BY ", order_sql, " LIMIT ", limit);
   Stmt q(db_, sql.c_str());
   if (!q.ok()) return SqlError(db_, "prepare query");
   for (size_t i = 0; i < args.size(); ++i) q.Bind(static_cast<int>(i + 1), args[i]);
@@ -336,8 +339,7 @@ absl::StatusOr<std::vector<MigrationRecord>> Journal::Query(const std::string& w
   return out;
 }
 
-absl::StatusOr<std::optional<MigrationRecord>> Journal::Get(Direction d, const std::string& id,
-                                                            bool with_specs) const {
+absl::StatusOr<std::optional<MigrationRecord>> Journal::Get(Direction d, const std::string& id, bool with_specs) const {
   std::lock_guard<std::mutex> l(mu_);
   absl::StatusOr<std::vector<MigrationRecord>> rs =
       Query("direction = ?1 AND id = ?2", "id", {DirectionName(d), id}, 1, with_specs);

@@ -43,9 +43,9 @@ enum class Direction { kOut, kIn };
 // Abort arrives before any Transfer).
 enum class MigrationState { kPreparing, kPrepared, kAborting, kCommitted, kAborted, kForced };
 
-const char* DirectionName(Direction d);          // "out", "in"
+const char* DirectionName(Direction d);            // "out", "in"
 const char* MigrationStateName(MigrationState s);  // "PREPARING", ...
-bool IsTerminal(MigrationState s);               // COMMITTED, ABORTED, FORCED
+bool IsTerminal(MigrationState s);                 // COMMITTED, ABORTED, FORCED
 
 struct JournalJob {
   std::string key;          // federation-wide job key
@@ -57,12 +57,12 @@ struct JournalJob {
 struct MigrationRecord {
   std::string id;
   Direction direction = Direction::kOut;
-  std::string peer;         // the destination (out) or the source (in)
+  std::string peer;  // the destination (out) or the source (in)
   MigrationState state = MigrationState::kPreparing;
   std::string round_id;
   absl::Time created = absl::UnixEpoch();
   absl::Time updated = absl::UnixEpoch();
-  std::string note;         // "; "-separated remarks, oldest first
+  std::string note;  // "; "-separated remarks, oldest first
   std::vector<JournalJob> jobs;
 };
 
@@ -82,15 +82,14 @@ class Journal {
   absl::Status Insert(const MigrationRecord& r);
 
   // nullopt if unknown.
-  absl::StatusOr<std::optional<MigrationRecord>> Get(Direction d, const std::string& id,
-                                                     bool with_specs = true) const;
+  absl::StatusOr<std::optional<MigrationRecord>> Get(Direction d, const std::string& id, bool with_specs = true) const;
 
   // Sets the state and updated time, appends `note` (if not empty), and when
   // `dest_ids` is given (one per job, in order) records the destination ids.
   // NotFound if the record does not exist; InvalidArgument on a count
   // mismatch (and nothing changes).
-  absl::Status Update(Direction d, const std::string& id, MigrationState state, const std::string& note,
-                      absl::Time now, const std::vector<std::string>* dest_ids = nullptr);
+  absl::Status Update(Direction d, const std::string& id, MigrationState state, const std::string& note, absl::Time now,
+                      const std::vector<std::string>* dest_ids = nullptr);
 
   // Like Update, but replaces the job rows with `jobs` (keys, ids and specs).
   absl::Status UpdateWithJobs(Direction d, const std::string& id, MigrationState state, const std::string& note,

@@ -79,10 +79,14 @@ std::vector<std::string> Keys(const MigrationRecord& r) {
 std::string WhyNotMovable(const Job& j) {
   if (j.pinned) return "it is pinned: it never moves";
   switch (j.state) {
-    case JobState::kPending: return "";
-    case JobState::kRunning: return "it is running: running jobs never move";
-    case JobState::kHeld: return "it is held: held jobs do not move (a migration in flight or an operator hold)";
-    default: return "it is no longer queued";
+    case JobState::kPending:
+      return "";
+    case JobState::kRunning:
+      return "it is running: running jobs never move";
+    case JobState::kHeld:
+      return "it is held: held jobs do not move (a migration in flight or an operator hold)";
+    default:
+      return "it is no longer queued";
   }
 }
 
@@ -308,13 +312,13 @@ absl::Status Migrator::PrepareBatch(const std::string& id, std::vector<JournalJo
   *dropped += static_cast<int64_t>(jobs.size() - ready.size());
   std::string note = absl::StrJoin(notes, "; ");
   if (ready.empty()) {
-    return journal_->Update(Direction::kOut, id, MigrationState::kAborted,
-                            note.empty() ? "no job could be held" : note, clock_->Now());
+    return journal_->Update(Direction::kOut, id, MigrationState::kAborted, note.empty() ? "no job could be held" : note,
+                            clock_->Now());
   }
   // If this write fails the record stays PREPARING and Recover releases the
   // holds; no Transfer is sent.
-  if (absl::Status s = journal_->UpdateWithJobs(Direction::kOut, id, MigrationState::kPrepared, note, clock_->Now(),
-                                                ready);
+  if (absl::Status s =
+          journal_->UpdateWithJobs(Direction::kOut, id, MigrationState::kPrepared, note, clock_->Now(), ready);
       !s.ok()) {
     return s;
   }
@@ -435,8 +439,8 @@ absl::Status Migrator::CommitOut(const MigrationRecord& r, const std::vector<std
       if (s.code() == absl::StatusCode::kFailedPrecondition) {
         // Running (or done) here after someone released our hold: the
         // destination has its copy too. Nothing safe is left to do but say so.
-        notes.push_back(absl::StrCat("DUPLICATE: ", j.key, " could not be cancelled at ", self_site_, " (",
-                                     s.message(), ") and was submitted at ", r.peer));
+        notes.push_back(absl::StrCat("DUPLICATE: ", j.key, " could not be cancelled at ", self_site_, " (", s.message(),
+                                     ") and was submitted at ", r.peer));
       } else if (!s.ok() && s.code() != absl::StatusCode::kNotFound) {
         if (failed.ok()) failed = Annotate(s, absl::StrCat("migration ", r.id, ": cancel ", j.source_id));
       }
@@ -497,8 +501,7 @@ absl::Status Migrator::GiveUp(const std::string& migration_id) {
   if (r.state == MigrationState::kPrepared) {
     // Durable first: after a crash, Recover keeps aborting instead of
     // retrying the Transfer.
-    if (absl::Status s = journal_->Update(Direction::kOut, r.id, MigrationState::kAborting, "given up",
-                                          clock_->Now());
+    if (absl::Status s = journal_->Update(Direction::kOut, r.id, MigrationState::kAborting, "given up", clock_->Now());
         !s.ok()) {
       return s;
     }
@@ -609,8 +612,7 @@ absl::StatusOr<TransferReply> Migrator::HandleTransfer(const TransferRequest& re
     bool same = r.jobs.size() == req.jobs.size();
     for (size_t i = 0; same && i < req.jobs.size(); ++i) same = r.jobs[i].key == req.jobs[i].key;
     if (!same) {
-      return absl::InvalidArgumentError(
-          absl::StrCat("Transfer: migration ", r.id, " repeated with different jobs"));
+      return absl::InvalidArgumentError(absl::StrCat("Transfer: migration ", r.id, " repeated with different jobs"));
     }
     if (r.state == MigrationState::kCommitted) {
       TransferReply reply;

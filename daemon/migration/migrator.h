@@ -115,15 +115,15 @@ namespace hyperfed::migration {
 
 // The outcome of one batch of MigrateOut.
 struct OutResult {
-  std::string migration_id;        // "" for the summary of a call that found no job
-  int64_t moved = 0;               // jobs committed at the destination
-  int64_t in_flight = 0;           // jobs left held in an unsettled record (settled by Recover)
+  std::string migration_id;  // "" for the summary of a call that found no job
+  int64_t moved = 0;         // jobs committed at the destination
+  int64_t in_flight = 0;     // jobs left held in an unsettled record (settled by Recover)
   // Jobs asked for but not sent: not present at round start, not holdable
   // any more, or not attempted after an earlier batch failed. Reported on the
   // last result of a call.
   int64_t shortfall = 0;
   std::vector<std::string> job_keys;
-  absl::Status status;             // OK when committed; else why not
+  absl::Status status;  // OK when committed; else why not
 };
 
 // Jobs per adapter batch call (see "Batches to the scheduler" above). A few
@@ -144,9 +144,8 @@ class Migrator {
   // Nothing is owned; everything must outlive the Migrator. `max_batch` is
   // the most jobs per Transfer call, `adapter_chunk` the most jobs per
   // adapter batch call (values below 1 count as 1).
-  Migrator(std::string self_site, scheduler::SchedulerAdapter* adapter, Journal* journal,
-           PeerTransport* transport, const Env* clock, int64_t max_batch,
-           int64_t adapter_chunk = kDefaultAdapterChunk);
+  Migrator(std::string self_site, scheduler::SchedulerAdapter* adapter, Journal* journal, PeerTransport* transport,
+           const Env* clock, int64_t max_batch, int64_t adapter_chunk = kDefaultAdapterChunk);
 
   // Source side: moves `count` migratable jobs (pending, not held, not
   // running, not pinned, not in another migration), the most recently queued
@@ -193,15 +192,13 @@ class Migrator {
   // The destination's tag for job `index` of `migration_id`.
   static std::string Tag(const std::string& migration_id, size_t index);
 
-
  private:
   // Drives an outgoing record (already marked busy by the caller) as far as
   // it can go.
   absl::Status DriveOut(const std::string& id);
   absl::Status SendTransfer(const MigrationRecord& r);
   absl::Status SendAbort(const MigrationRecord& r);
-  absl::Status CommitOut(const MigrationRecord& r, const std::vector<std::string>& new_ids,
-                         const std::string& note);
+  absl::Status CommitOut(const MigrationRecord& r, const std::vector<std::string>& new_ids, const std::string& note);
   absl::Status AbandonPreparing(const MigrationRecord& r, const std::string& note);
   // Releases every job of the record (unknown, running and done ones are
   // left alone), in chunks.

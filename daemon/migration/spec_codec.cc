@@ -73,9 +73,8 @@ absl::StatusOr<scheduler::JobSpec> DecodeSpec(std::string_view in) {
   std::string version;
   if (!ReadField(&in, &version) || version != kVersion) return bad();
   int64_t cores = 0, env_count = 0;
-  if (!ReadField(&in, &s.name) || !ReadField(&in, &s.script) || !ReadInt(&in, &cores) ||
-      !ReadInt(&in, &s.memory_mb) || !ReadInt(&in, &s.time_limit_s) || !ReadField(&in, &s.workdir) ||
-      !ReadInt(&in, &env_count) || env_count < 0) {
+  if (!ReadField(&in, &s.name) || !ReadField(&in, &s.script) || !ReadInt(&in, &cores) || !ReadInt(&in, &s.memory_mb) ||
+      !ReadInt(&in, &s.time_limit_s) || !ReadField(&in, &s.workdir) || !ReadInt(&in, &env_count) || env_count < 0) {
     return bad();
   }
   if (cores < INT32_MIN || cores > INT32_MAX) return bad();

@@ -12,9 +12,9 @@
 namespace hyperfed::migration {
 
 struct TransferRequest {
-  std::string migration_id;   // unique in the federation: "<source site>:<sequence>"
+  std::string migration_id;  // unique in the federation: "<source site>:<sequence>"
   std::string source_site;
-  std::string round_id;       // informational (explain / history); may be empty
+  std::string round_id;                  // informational (explain / history); may be empty
   std::vector<scheduler::JobSpec> jobs;  // every spec has a non-empty key
 };
 

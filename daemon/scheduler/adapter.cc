@@ -1,10 +1,9 @@
 #include "daemon/scheduler/adapter.h"
 
 #include <cmath>
+#include <map>
 
 #include "absl/strings/str_cat.h"
-
-#include <map>
 
 namespace hyperfed::scheduler {
 

@@ -25,14 +25,14 @@ namespace hyperfed::scheduler {
 // What is needed to run a job at another site.
 struct JobSpec {
   std::string name;
-  std::string script;          // the batch script text
+  std::string script;  // the batch script text
   int cores = 1;
-  int64_t memory_mb = 0;       // 0: scheduler default
-  int64_t time_limit_s = 0;    // 0: scheduler default
-  std::string workdir;         // working directory policy ("" = submit dir)
+  int64_t memory_mb = 0;                   // 0: scheduler default
+  int64_t time_limit_s = 0;                // 0: scheduler default
+  std::string workdir;                     // working directory policy ("" = submit dir)
   std::map<std::string, std::string> env;  // environment to set
-  int64_t duration_ms = 0;     // sim adapter only: how long the job runs
-  double cost = 1.0;           // cost estimate (e.g. cores x time limit)
+  int64_t duration_ms = 0;                 // sim adapter only: how long the job runs
+  double cost = 1.0;                       // cost estimate (e.g. cores x time limit)
   // Federation-wide identity of the job: set when the job first enters the
   // federation, carried unchanged by every migration. Tests check "exactly
   // once" by this key.
@@ -52,17 +52,17 @@ enum class JobState { kPending, kHeld, kRunning, kDone, kCancelled };
 const char* JobStateName(JobState s);
 
 struct Job {
-  std::string id;              // the scheduler's own id
+  std::string id;  // the scheduler's own id
   JobSpec spec;
   JobState state = JobState::kPending;
-  bool pinned = false;         // must not move (pinned by the operator or the site)
-  std::string tag;             // the tag it was submitted with ("" if none)
-  int64_t queued_at_ms = 0;    // submit time, ms since the epoch
+  bool pinned = false;       // must not move (pinned by the operator or the site)
+  std::string tag;           // the tag it was submitted with ("" if none)
+  int64_t queued_at_ms = 0;  // submit time, ms since the epoch
 };
 
 struct Capacity {
-  int64_t units = 0;           // processing units (slots, CPUs)
-  double speed = 1.0;          // speed factor
+  int64_t units = 0;   // processing units (slots, CPUs)
+  double speed = 1.0;  // speed factor
   double Value() const { return static_cast<double>(units) * speed; }
 };
 

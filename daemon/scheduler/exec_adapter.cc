@@ -106,8 +106,8 @@ absl::StatusOr<JobState> ParseState(const std::string& s) {
   if (s == "running") return JobState::kRunning;
   if (s == "done") return JobState::kDone;
   if (s == "cancelled") return JobState::kCancelled;
-  return absl::InvalidArgumentError(absl::StrCat(
-      "state \"", s, "\" is not one of pending, held, running, done, cancelled"));
+  return absl::InvalidArgumentError(
+      absl::StrCat("state \"", s, "\" is not one of pending, held, running, done, cancelled"));
 }
 
 JobSpec FromProto(const pb::JobSpec& p) {
@@ -127,9 +127,7 @@ JobSpec FromProto(const pb::JobSpec& p) {
 
 // Ids and tags go on argv: one that a command's option parser could take
 // for an option ("-x"), or that argv cannot carry (a NUL), never names a job.
-bool ArgvSafe(const std::string& s) {
-  return !s.empty() && s[0] != '-' && s.find('\0') == std::string::npos;
-}
+bool ArgvSafe(const std::string& s) { return !s.empty() && s[0] != '-' && s.find('\0') == std::string::npos; }
 
 }  // namespace
 
@@ -151,8 +149,8 @@ absl::StatusOr<ExecOptions> ParseExecOptions(const std::map<std::string, std::st
     } else if (name == "timeout_ms") {
       int64_t ms = 0;
       if (!absl::SimpleAtoi(value, &ms) || ms < 1 || ms > kMaxTimeoutMs) {
-        return absl::InvalidArgumentError(absl::StrCat(
-            "scheduler option \"timeout_ms\": want an integer in [1, ", kMaxTimeoutMs, "], got \"", value, "\""));
+        return absl::InvalidArgumentError(absl::StrCat("scheduler option \"timeout_ms\": want an integer in [1, ",
+                                                       kMaxTimeoutMs, "], got \"", value, "\""));
       }
       o.timeout = absl::Milliseconds(ms);
     } else {
@@ -161,9 +159,9 @@ absl::StatusOr<ExecOptions> ParseExecOptions(const std::map<std::string, std::st
         if (name == op + "_command") known = true;
       }
       if (!known) {
-        return absl::InvalidArgumentError(absl::StrCat(
-            "scheduler option \"", name, "\" is unknown to the exec adapter (known: command, timeout_ms, ",
-            "and OP_command for OP in ", absl::StrJoin(ExecOperations(), ", "), ")"));
+        return absl::InvalidArgumentError(
+            absl::StrCat("scheduler option \"", name, "\" is unknown to the exec adapter (known: command, timeout_ms, ",
+                         "and OP_command for OP in ", absl::StrJoin(ExecOperations(), ", "), ")"));
       }
       per_op[name] = value;
     }
@@ -174,27 +172,24 @@ absl::StatusOr<ExecOptions> ParseExecOptions(const std::map<std::string, std::st
     if (auto it = per_op.find(key); it != per_op.end()) {
       auto split = SplitCommandLine(it->second);
       if (!split.ok()) {
-        return absl::InvalidArgumentError(
-            absl::StrCat("scheduler option \"", key, "\": ", split.status().message()));
+        return absl::InvalidArgumentError(absl::StrCat("scheduler option \"", key, "\": ", split.status().message()));
       }
       argv = *std::move(split);
     } else if (have_common) {
       auto split = SplitCommandLine(common);
       if (!split.ok()) {
-        return absl::InvalidArgumentError(
-            absl::StrCat("scheduler option \"command\": ", split.status().message()));
+        return absl::InvalidArgumentError(absl::StrCat("scheduler option \"command\": ", split.status().message()));
       }
       argv = *std::move(split);
       argv.push_back(op);
     } else {
-      return absl::InvalidArgumentError(absl::StrCat("scheduler option \"", key,
-                                                     "\" (or \"command\") is required by the exec adapter"));
+      return absl::InvalidArgumentError(
+          absl::StrCat("scheduler option \"", key, "\" (or \"command\") is required by the exec adapter"));
     }
     // A path that cannot run is a config error now, not a failed round later.
     if (argv[0].find('/') != std::string::npos && access(argv[0].c_str(), X_OK) != 0) {
-      return absl::InvalidArgumentError(absl::StrCat("scheduler option \"",
-                                                     per_op.contains(key) ? key : "command", "\": ", argv[0],
-                                                     " is not an executable file"));
+      return absl::InvalidArgumentError(absl::StrCat("scheduler option \"", per_op.contains(key) ? key : "command",
+                                                     "\": ", argv[0], " is not an executable file"));
     }
     o.commands[op] = std::move(argv);
   }
@@ -211,8 +206,8 @@ absl::StatusOr<std::string> JobSpecToJson(const JobSpec& s) {
   if (auto st = JsonString("name", s.name, &out); !st.ok()) return st;
   out += ",\"script\":";
   if (auto st = JsonString("script", s.script, &out); !st.ok()) return st;
-  absl::StrAppend(&out, ",\"cores\":", s.cores, ",\"memory_mb\":", s.memory_mb, ",\"time_limit_s\":",
-                  s.time_limit_s, ",\"workdir\":");
+  absl::StrAppend(&out, ",\"cores\":", s.cores, ",\"memory_mb\":", s.memory_mb, ",\"time_limit_s\":", s.time_limit_s,
+                  ",\"workdir\":");
   if (auto st = JsonString("workdir", s.workdir, &out); !st.ok()) return st;
   out += ",\"env\":{";
   bool first = true;
@@ -322,8 +317,8 @@ absl::StatusOr<Capacity> ExecAdapter::GetCapacity() {
   if (auto st = ParseOutput(*r, &p); !st.ok()) return st;
   Capacity c{.units = p.units(), .speed = p.has_speed() ? p.speed() : 1.0};
   if (c.units < 1 || !std::isfinite(c.speed) || c.speed <= 0) {
-    return absl::InternalError(absl::StrCat(r->what, " printed units ", c.units,
-                                            " and speed ", c.speed, "; want units >= 1 and speed > 0"));
+    return absl::InternalError(
+        absl::StrCat(r->what, " printed units ", c.units, " and speed ", c.speed, "; want units >= 1 and speed > 0"));
   }
   return c;
 }

@@ -42,8 +42,8 @@
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
 #include "daemon/scheduler/adapter.h"
-#include "daemon/scheduler/subprocess.h"
 #include "daemon/scheduler/registry.h"
+#include "daemon/scheduler/subprocess.h"
 
 namespace hyperfed::scheduler {
 
@@ -52,8 +52,8 @@ inline constexpr char kExecAdapterName[] = "exec";
 // Exit codes of an operator's command with a meaning of their own (for the
 // operations on one job: hold, release, cancel, export, pin). Every other
 // non-zero exit is a failure of the command (Unavailable).
-inline constexpr int kExecExitNotFound = 10;      // no such job -> NotFound
-inline constexpr int kExecExitWrongState = 11;    // job in the wrong state -> FailedPrecondition
+inline constexpr int kExecExitNotFound = 10;    // no such job -> NotFound
+inline constexpr int kExecExitWrongState = 11;  // job in the wrong state -> FailedPrecondition
 
 struct ExecOptions {
   // Operation name -> argv before the operation's own arguments.

@@ -14,15 +14,14 @@ absl::Status AdapterRegistry::Register(std::string name, AdapterFactory factory)
   }
   absl::MutexLock l(&mu_);
   if (factories_.contains(name)) {
-    return absl::AlreadyExistsError(
-        absl::StrCat("scheduler adapter \"", name, "\" is already registered"));
+    return absl::AlreadyExistsError(absl::StrCat("scheduler adapter \"", name, "\" is already registered"));
   }
   factories_.emplace(std::move(name), std::move(factory));
   return absl::OkStatus();
 }
 
-absl::StatusOr<std::unique_ptr<SchedulerAdapter>> AdapterRegistry::Create(
-    const std::string& name, const AdapterContext& ctx) const {
+absl::StatusOr<std::unique_ptr<SchedulerAdapter>> AdapterRegistry::Create(const std::string& name,
+                                                                          const AdapterContext& ctx) const {
   AdapterFactory factory;
   {
     absl::MutexLock l(&mu_);
@@ -30,16 +29,15 @@ absl::StatusOr<std::unique_ptr<SchedulerAdapter>> AdapterRegistry::Create(
     if (it == factories_.end()) {
       std::vector<std::string> known;
       for (const auto& [n, f] : factories_) known.push_back(n);
-      return absl::NotFoundError(absl::StrCat("unknown scheduler adapter \"", name, "\"; known: ",
-                                              known.empty() ? "(none)" : absl::StrJoin(known, ", ")));
+      return absl::NotFoundError(absl::StrCat("unknown scheduler adapter \"", name,
+                                              "\"; known: ", known.empty() ? "(none)" : absl::StrJoin(known, ", ")));
     }
     factory = it->second;
   }
   // Outside the lock: a factory may open files or run commands.
   auto adapter = factory(ctx);
   if (adapter.ok() && *adapter == nullptr) {
-    return absl::InternalError(
-        absl::StrCat("scheduler adapter \"", name, "\": factory returned no adapter"));
+    return absl::InternalError(absl::StrCat("scheduler adapter \"", name, "\": factory returned no adapter"));
   }
   return adapter;
 }

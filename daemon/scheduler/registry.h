@@ -24,15 +24,14 @@ namespace hyperfed::scheduler {
 
 // What a factory gets to build an adapter.
 struct AdapterContext {
-  std::string state_dir;                        // the daemon's state folder
+  std::string state_dir;                       // the daemon's state folder
   std::map<std::string, std::string> options;  // the config's scheduler.options
-  const Env* clock = nullptr;                 // not owned; null = the real clock
+  const Env* clock = nullptr;                  // not owned; null = the real clock
 };
 
 // Builds an adapter, or says why not (bad options: InvalidArgument naming the
 // option; unusable state: the underlying error).
-using AdapterFactory =
-    std::function<absl::StatusOr<std::unique_ptr<SchedulerAdapter>>(const AdapterContext&)>;
+using AdapterFactory = std::function<absl::StatusOr<std::unique_ptr<SchedulerAdapter>>(const AdapterContext&)>;
 
 class AdapterRegistry {
  public:
@@ -42,8 +41,7 @@ class AdapterRegistry {
 
   // NotFound, naming the known adapters, for an unregistered name; otherwise
   // whatever the factory returns.
-  absl::StatusOr<std::unique_ptr<SchedulerAdapter>> Create(const std::string& name,
-                                                           const AdapterContext& ctx) const;
+  absl::StatusOr<std::unique_ptr<SchedulerAdapter>> Create(const std::string& name, const AdapterContext& ctx) const;
 
   bool Has(const std::string& name) const;
 

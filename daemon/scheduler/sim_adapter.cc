@@ -76,9 +76,7 @@ class Stmt {
   Stmt(const Stmt&) = delete;
   Stmt& operator=(const Stmt&) = delete;
 
-  absl::Status status() const {
-    return rc_ == SQLITE_OK ? absl::OkStatus() : SqliteError(db_, "prepare");
-  }
+  absl::Status status() const { return rc_ == SQLITE_OK ? absl::OkStatus() : SqliteError(db_, "prepare"); }
   Stmt& Bind(int i, int64_t v) {
     if (ok()) rc_ = sqlite3_bind_int64(stmt_, i, v);
     return *this;
@@ -164,8 +162,8 @@ absl::StatusOr<SimOptions> ParseSimOptions(const std::map<std::string, std::stri
   auto positive_double = [](const std::string& name, const std::string& v, double* out) {
     double d = 0;
     if (!absl::SimpleAtod(v, &d) || !std::isfinite(d) || d <= 0) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          "scheduler option \"", name, "\": want a finite number > 0, got \"", v, "\""));
+      return absl::InvalidArgumentError(
+          absl::StrCat("scheduler option \"", name, "\": want a finite number > 0, got \"", v, "\""));
     }
     *out = d;
     return absl::OkStatus();
@@ -174,8 +172,8 @@ absl::StatusOr<SimOptions> ParseSimOptions(const std::map<std::string, std::stri
     if (name == "slots") {
       int64_t n = 0;
       if (!absl::SimpleAtoi(value, &n) || n < 1 || n > kMaxSlots) {
-        return absl::InvalidArgumentError(absl::StrCat(
-            "scheduler option \"slots\": want an integer in [1, ", kMaxSlots, "], got \"", value, "\""));
+        return absl::InvalidArgumentError(
+            absl::StrCat("scheduler option \"slots\": want an integer in [1, ", kMaxSlots, "], got \"", value, "\""));
       }
       o.slots = n;
     } else if (name == "speed") {
@@ -185,9 +183,9 @@ absl::StatusOr<SimOptions> ParseSimOptions(const std::map<std::string, std::stri
     } else if (name == "pin_marker") {
       o.pin_marker = value;
     } else {
-      return absl::InvalidArgumentError(absl::StrCat(
-          "scheduler option \"", name,
-          "\" is unknown to the sim adapter (known: pin_marker, slots, speed, time_scale)"));
+      return absl::InvalidArgumentError(
+          absl::StrCat("scheduler option \"", name,
+                       "\" is unknown to the sim adapter (known: pin_marker, slots, speed, time_scale)"));
     }
   }
   return o;
@@ -206,16 +204,15 @@ absl::StatusOr<std::unique_ptr<SimAdapter>> SimAdapter::Open(const AdapterContex
   const std::string path = (std::filesystem::path(ctx.state_dir) / kSimDbFile).string();
   sqlite3* db = nullptr;
   // NOMUTEX: the adapter serializes all use of the connection itself.
-  int rc = sqlite3_open_v2(path.c_str(), &db,
-                           SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX, nullptr);
+  int rc =
+      sqlite3_open_v2(path.c_str(), &db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX, nullptr);
   if (rc != SQLITE_OK) {
     absl::Status s = absl::FailedPreconditionError(
         absl::StrCat("sim scheduler: cannot open ", path, ": ", db ? sqlite3_errmsg(db) : sqlite3_errstr(rc)));
     sqlite3_close(db);
     return s;
   }
-  std::unique_ptr<SimAdapter> a(
-      new SimAdapter(*std::move(options), ctx.clock ? ctx.clock : RealEnv::Get(), db));
+  std::unique_ptr<SimAdapter> a(new SimAdapter(*std::move(options), ctx.clock ? ctx.clock : RealEnv::Get(), db));
   if (auto s = a->InitSchema(); !s.ok()) {
     return absl::Status(s.code(), absl::StrCat(s.message(), " (", path, ")"));
   }
@@ -336,8 +333,7 @@ absl::Status SimAdapter::FillSlots(int64_t at_ms) {
   if (free <= 0) return absl::OkStatus();
   std::vector<std::pair<int64_t, int64_t>> starts;  // id, duration_ms
   {
-    Stmt st(db_, absl::StrCat("SELECT id, duration_ms FROM jobs WHERE state=", kPendingCode,
-                              " ORDER BY id LIMIT ?1"));
+    Stmt st(db_, absl::StrCat("SELECT id, duration_ms FROM jobs WHERE state=", kPendingCode, " ORDER BY id LIMIT ?1"));
     st.Bind(1, free);
     for (;;) {
       auto row = st.Step();
@@ -349,8 +345,8 @@ absl::Status SimAdapter::FillSlots(int64_t at_ms) {
   for (const auto& [id, duration_ms] : starts) {
     const double run = std::ceil(static_cast<double>(duration_ms) / options_.time_scale);
     const int64_t run_ms = run >= static_cast<double>(kMaxRunMs) ? kMaxRunMs : static_cast<int64_t>(run);
-    Stmt st(db_, absl::StrCat("UPDATE jobs SET state=", kRunningCode,
-                              ", started_at_ms=?1, finish_at_ms=?2 WHERE id=?3"));
+    Stmt st(db_,
+            absl::StrCat("UPDATE jobs SET state=", kRunningCode, ", started_at_ms=?1, finish_at_ms=?2 WHERE id=?3"));
     st.Bind(1, at_ms).Bind(2, at_ms + run_ms).Bind(3, id);
     if (auto s = st.Run(); !s.ok()) return s;
     CrashPoint("fill:job-started");
@@ -364,15 +360,15 @@ absl::Status SimAdapter::Advance(int64_t from_ms, int64_t to_ms) {
   int64_t cursor = from_ms;
   for (;;) {
     if (auto s = FillSlots(cursor); !s.ok()) return s;
-    Stmt next(db_, absl::StrCat("SELECT MIN(finish_at_ms) FROM jobs WHERE state=", kRunningCode,
-                                " AND finish_at_ms <= ?1"));
+    Stmt next(db_,
+              absl::StrCat("SELECT MIN(finish_at_ms) FROM jobs WHERE state=", kRunningCode, " AND finish_at_ms <= ?1"));
     next.Bind(1, to_ms);
     auto row = next.Step();
     if (!row.ok()) return row.status();
     if (!*row || next.IsNull(0)) return absl::OkStatus();
     cursor = next.Int(0);
-    Stmt done(db_, absl::StrCat("UPDATE jobs SET state=", kDoneCode, " WHERE state=", kRunningCode,
-                                " AND finish_at_ms=?1"));
+    Stmt done(db_,
+              absl::StrCat("UPDATE jobs SET state=", kDoneCode, " WHERE state=", kRunningCode, " AND finish_at_ms=?1"));
     done.Bind(1, cursor);
     if (auto s = done.Run(); !s.ok()) return s;
   }
@@ -411,7 +407,8 @@ absl::StatusOr<std::vector<Job>> SimAdapter::LoadJobs(absl::string_view where_sq
   }
   if (jobs.empty()) return jobs;
   Stmt st(db_, absl::StrCat("SELECT e.job_id, e.name, e.value FROM job_env e JOIN jobs j ON j.id = e.job_id"
-                            " WHERE ", where_sql));
+                            " WHERE ",
+                            where_sql));
   if (!bind.empty()) st.Bind(1, bind);
   for (;;) {
     auto row = st.Step();
@@ -543,9 +540,7 @@ std::vector<absl::Status> SimAdapter::ChangeStateMany(StateChange change, const 
 
 absl::Status SimAdapter::Hold(const std::string& id) { return ChangeStateMany(StateChange::kHold, {id})[0]; }
 
-absl::Status SimAdapter::Release(const std::string& id) {
-  return ChangeStateMany(StateChange::kRelease, {id})[0];
-}
+absl::Status SimAdapter::Release(const std::string& id) { return ChangeStateMany(StateChange::kRelease, {id})[0]; }
 
 absl::Status SimAdapter::Cancel(const std::string& id) { return ChangeStateMany(StateChange::kCancel, {id})[0]; }
 

@@ -88,8 +88,7 @@ class SimAdapter : public SchedulerAdapter {
   // Besides the contract: InvalidArgument (and nothing submitted) for
   // cores < 1, a negative memory_mb, time_limit_s or duration_ms, or a
   // negative or non-finite cost.
-  absl::StatusOr<std::string> Submit(const JobSpec& spec, const std::string& tag,
-                                     bool held = false) override;
+  absl::StatusOr<std::string> Submit(const JobSpec& spec, const std::string& tag, bool held = false) override;
   // InvalidArgument for an empty tag (it means "no tag").
   absl::StatusOr<std::vector<Job>> FindByTag(const std::string& tag) override;
   absl::Status SetPinned(const std::string& id, bool pinned) override;
@@ -104,8 +103,8 @@ class SimAdapter : public SchedulerAdapter {
   std::vector<absl::StatusOr<JobSpec>> ExportMany(const std::vector<std::string>& ids) override;
   std::vector<absl::StatusOr<Job>> GetJobs(const std::vector<std::string>& ids) override;
   absl::StatusOr<int64_t> CountMigratable() override;
-  std::vector<absl::StatusOr<std::string>> SubmitMany(
-      const std::vector<std::pair<JobSpec, std::string>>& spec_and_tag, bool held = false) override;
+  std::vector<absl::StatusOr<std::string>> SubmitMany(const std::vector<std::pair<JobSpec, std::string>>& spec_and_tag,
+                                                      bool held = false) override;
 
   // Advances the queue to the clock's now (every other call does this too).
   absl::Status Tick();
@@ -138,8 +137,7 @@ class SimAdapter : public SchedulerAdapter {
   absl::StatusOr<Job> LoadJob(int64_t id) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   absl::StatusOr<std::vector<Job>> LoadJobs(absl::string_view where_sql, absl::string_view bind)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  absl::StatusOr<JobState> StateOf(const std::string& id, int64_t* row_id)
-      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  absl::StatusOr<JobState> StateOf(const std::string& id, int64_t* row_id) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   absl::Status SetState(int64_t row_id, JobState s) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   enum class StateChange { kHold, kRelease, kCancel };
   // One job's step inside a transaction: the job's own outcome goes to

@@ -56,10 +56,14 @@ bool PctDecode(absl::string_view s, std::string* out) {
     for (int k = 1; k <= 2; ++k) {
       const char h = s[i + k];
       v <<= 4;
-      if (h >= '0' && h <= '9') v |= h - '0';
-      else if (h >= 'A' && h <= 'F') v |= h - 'A' + 10;
-      else if (h >= 'a' && h <= 'f') v |= h - 'a' + 10;
-      else return false;
+      if (h >= '0' && h <= '9')
+        v |= h - '0';
+      else if (h >= 'A' && h <= 'F')
+        v |= h - 'A' + 10;
+      else if (h >= 'a' && h <= 'f')
+        v |= h - 'a' + 10;
+      else
+        return false;
     }
     out->push_back(static_cast<char>(v));
     i += 2;
@@ -124,8 +128,8 @@ JobState MapSlurmState(const std::string& state, const std::string& reason) {
   if (state == "RUNNING" || state == "SUSPENDED" || state == "STOPPED" || state == "CONFIGURING" ||
       state == "COMPLETING" || state == "SIGNALING" || state == "STAGE_OUT" || state == "RESIZING")
     return JobState::kRunning;
-  if (state == "COMPLETED" || state == "FAILED" || state == "TIMEOUT" || state == "NODE_FAIL" ||
-      state == "PREEMPTED" || state == "BOOT_FAIL" || state == "DEADLINE" || state == "OUT_OF_MEMORY")
+  if (state == "COMPLETED" || state == "FAILED" || state == "TIMEOUT" || state == "NODE_FAIL" || state == "PREEMPTED" ||
+      state == "BOOT_FAIL" || state == "DEADLINE" || state == "OUT_OF_MEMORY")
     return JobState::kDone;
   if (state == "CANCELLED") return JobState::kCancelled;
   // A state this adapter does not know: running is the one state in which
@@ -133,9 +137,7 @@ JobState MapSlurmState(const std::string& state, const std::string& reason) {
   return JobState::kRunning;
 }
 
-namespace {
-
-}  // namespace
+namespace {}  // namespace
 
 std::string NotPortable(const nlohmann::json& j) {
   if (!Str(j, "dependency").empty()) return "a dependency";
@@ -292,8 +294,11 @@ absl::StatusOr<std::unique_ptr<SlurmAdapter>> SlurmAdapter::Open(const AdapterCo
 absl::StatusOr<CommandResult> SlurmAdapter::Run(std::vector<std::string> argv, std::string stdin_text,
                                                 std::map<std::string, std::string> env, std::string cwd) {
   if (!options_.bin_dir.empty()) argv[0] = options_.bin_dir + "/" + argv[0];
-  CommandSpec spec{.argv = argv, .stdin_text = std::move(stdin_text), .env = std::move(env),
-                   .cwd = std::move(cwd), .timeout = options_.timeout,
+  CommandSpec spec{.argv = argv,
+                   .stdin_text = std::move(stdin_text),
+                   .env = std::move(env),
+                   .cwd = std::move(cwd),
+                   .timeout = options_.timeout,
                    // `squeue --json` on a big cluster runs to many MiB; a cut
                    // list would hide jobs, so only a runaway is cut.
                    .max_output = kSlurmMaxOutput};
@@ -360,9 +365,9 @@ absl::StatusOr<SlurmAdapter::Queue> SlurmAdapter::ReadQueue() {
       job.tag = e.meta.tag;
     }
     s.key = e.has_meta && e.meta.has_key ? e.meta.key : absl::StrCat(Str(j, "cluster"), "/", job.id);
-    s.cost = e.has_meta && e.meta.has_cost ? e.meta.cost
-                                           : static_cast<double>(s.cores) *
-                                                 static_cast<double>(s.time_limit_s > 0 ? s.time_limit_s : 1);
+    s.cost = e.has_meta && e.meta.has_cost
+                 ? e.meta.cost
+                 : static_cast<double>(s.cores) * static_cast<double>(s.time_limit_s > 0 ? s.time_limit_s : 1);
     bool pinned = !options_.pin_marker.empty() && absl::StartsWith(s.name, options_.pin_marker);
     if (e.has_meta && e.meta.pinned >= 0) pinned = e.meta.pinned == 1;
     for (absl::string_view p : absl::StrSplit(e.partition, ','))
@@ -395,8 +400,8 @@ absl::StatusOr<std::string> SlurmAdapter::Script(const JobKey& key) {
   // scontrol exits 0 even when it could not fetch the script; it then says
   // why on stderr and prints nothing.
   if (r->out.empty()) {
-    return absl::FailedPreconditionError(absl::StrCat("`", CommandLine(argv), "` printed no batch script: ",
-                                                      absl::StripAsciiWhitespace(r->err)));
+    return absl::FailedPreconditionError(
+        absl::StrCat("`", CommandLine(argv), "` printed no batch script: ", absl::StripAsciiWhitespace(r->err)));
   }
   scripts_[key] = r->out;
   return r->out;
@@ -485,7 +490,7 @@ absl::StatusOr<Capacity> SlurmAdapter::GetCapacity() {
   if (cpus <= 0) {
     return absl::FailedPreconditionError(absl::StrCat(
         "slurm: no CPUs in ", options_.partitions.empty() ? std::string("the cluster")
-                                                           : "partitions " + absl::StrJoin(options_.partitions, ",")));
+                                                          : "partitions " + absl::StrJoin(options_.partitions, ",")));
   }
   return Capacity{.units = cpus, .speed = options_.speed};
 }
@@ -497,7 +502,8 @@ absl::Status SlurmAdapter::ChangeIn(const Queue& q, Change c, const std::string&
   const JobState s = it->second.job.state;
   const char* what = c == Change::kHold ? "hold" : c == Change::kRelease ? "release" : "cancel";
   auto refuse = [&] {
-    return absl::FailedPreconditionError(absl::StrCat("slurm: cannot ", what, " job ", id, ": it is ", JobStateName(s)));
+    return absl::FailedPreconditionError(
+        absl::StrCat("slurm: cannot ", what, " job ", id, ": it is ", JobStateName(s)));
   };
   switch (c) {
     case Change::kHold:
@@ -563,13 +569,11 @@ std::vector<absl::Status> SlurmAdapter::ChangeMany(Change c, const std::vector<s
         // filters on a state it read a moment earlier, see ChangeIn): the
         // job is still where it can be held or cancelled, so retrying is
         // right and safe.
-        out[i] = absl::UnavailableError(absl::StrCat("slurm: job ", ids[i], " is still ", JobStateName(got),
-                                                     " after ", c == Change::kHold ? "scontrol hold" : "scancel",
-                                                     "; try again"));
+        out[i] = absl::UnavailableError(absl::StrCat("slurm: job ", ids[i], " is still ", JobStateName(got), " after ",
+                                                     c == Change::kHold ? "scontrol hold" : "scancel", "; try again"));
       } else {
-        out[i] = absl::FailedPreconditionError(absl::StrCat("slurm: job ", ids[i], " is ", JobStateName(got),
-                                                            ", not ", JobStateName(want),
-                                                            " (it changed meanwhile)"));
+        out[i] = absl::FailedPreconditionError(absl::StrCat("slurm: job ", ids[i], " is ", JobStateName(got), ", not ",
+                                                            JobStateName(want), " (it changed meanwhile)"));
       }
     }
   }
@@ -699,9 +703,9 @@ absl::StatusOr<std::string> SlurmAdapter::SubmitIn(const JobSpec& spec, const st
   if (auto st = CheckSpec(spec); !st.ok()) return st;
   const std::string comment = CommentFor(spec, tag);
   if (auto st = CommentFits(comment); !st.ok()) return st;
-  std::vector<std::string> argv = {"sbatch", "--parsable", "--job-name=" + spec.name,
-                                   absl::StrCat("--cpus-per-task=", spec.cores), "--ntasks=1",
-                                   "--comment=" + comment};
+  std::vector<std::string> argv = {
+      "sbatch",     "--parsable",          "--job-name=" + spec.name, absl::StrCat("--cpus-per-task=", spec.cores),
+      "--ntasks=1", "--comment=" + comment};
   if (spec.memory_mb > 0) argv.push_back(absl::StrCat("--mem=", spec.memory_mb));
   if (spec.time_limit_s > 0) argv.push_back(absl::StrCat("--time=", (spec.time_limit_s + 59) / 60));
   if (!spec.workdir.empty()) argv.push_back("--chdir=" + spec.workdir);
@@ -717,7 +721,8 @@ absl::StatusOr<std::string> SlurmAdapter::SubmitIn(const JobSpec& spec, const st
   if (!r.ok()) return r.status();
   // "<id>" or "<id>;<cluster>".
   std::string id(absl::StripAsciiWhitespace(r->out.substr(0, r->out.find(';'))));
-  if (!AllDigits(id)) return absl::UnavailableError(absl::StrCat("`sbatch --parsable` printed \"", r->out, "\", no job id"));
+  if (!AllDigits(id))
+    return absl::UnavailableError(absl::StrCat("`sbatch --parsable` printed \"", r->out, "\", no job id"));
   return id;
 }
 
@@ -777,8 +782,7 @@ absl::Status SlurmAdapter::SetPinned(const std::string& id, bool pinned) {
     return absl::FailedPreconditionError(absl::StrCat("slurm: job ", id, " is ", JobStateName(e.job.state)));
   if (e.job.pinned == pinned) return absl::OkStatus();
   if (!pinned && !e.fixed_pin.empty()) {
-    return absl::FailedPreconditionError(
-        absl::StrCat("slurm: job ", id, " ", e.fixed_pin, ", so it stays pinned"));
+    return absl::FailedPreconditionError(absl::StrCat("slurm: job ", id, " ", e.fixed_pin, ", so it stays pinned"));
   }
   SlurmJobMeta m = e.has_meta ? e.meta : SlurmJobMeta{};
   m.pinned = pinned ? 1 : 0;
@@ -786,12 +790,12 @@ absl::Status SlurmAdapter::SetPinned(const std::string& id, bool pinned) {
 }
 
 void RegisterSlurmAdapter(AdapterRegistry* registry) {
-  (void)registry->Register(kSlurmAdapterName, [](const AdapterContext& ctx)
-                               -> absl::StatusOr<std::unique_ptr<SchedulerAdapter>> {
-    auto a = SlurmAdapter::Open(ctx);
-    if (!a.ok()) return a.status();
-    return std::unique_ptr<SchedulerAdapter>(*std::move(a));
-  });
+  (void)registry->Register(kSlurmAdapterName,
+                           [](const AdapterContext& ctx) -> absl::StatusOr<std::unique_ptr<SchedulerAdapter>> {
+                             auto a = SlurmAdapter::Open(ctx);
+                             if (!a.ok()) return a.status();
+                             return std::unique_ptr<SchedulerAdapter>(*std::move(a));
+                           });
 }
 
 }  // namespace hyperfed::scheduler

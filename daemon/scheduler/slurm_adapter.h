@@ -106,10 +106,10 @@
 #include "absl/status/statusor.h"
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
-#include "nlohmann/json.hpp"
 #include "daemon/scheduler/adapter.h"
-#include "daemon/scheduler/subprocess.h"
 #include "daemon/scheduler/registry.h"
+#include "daemon/scheduler/subprocess.h"
+#include "nlohmann/json.hpp"
 
 namespace hyperfed::scheduler {
 
@@ -147,7 +147,7 @@ struct SlurmJobMeta {
   bool has_cost = false;
   double cost = 0;
   int64_t duration_ms = 0;
-  int pinned = -1;                         // -1 = not stored, else 0/1
+  int pinned = -1;  // -1 = not stored, else 0/1
   bool no_workdir = false;
   std::map<std::string, std::string> env;
 };
@@ -218,8 +218,8 @@ class SlurmAdapter : public SchedulerAdapter {
   std::vector<absl::Status> CancelMany(const std::vector<std::string>& ids) override;
   std::vector<absl::StatusOr<JobSpec>> ExportMany(const std::vector<std::string>& ids) override;
   std::vector<absl::StatusOr<Job>> GetJobs(const std::vector<std::string>& ids) override;
-  std::vector<absl::StatusOr<std::string>> SubmitMany(
-      const std::vector<std::pair<JobSpec, std::string>>& spec_and_tag, bool held = false) override;
+  std::vector<absl::StatusOr<std::string>> SubmitMany(const std::vector<std::pair<JobSpec, std::string>>& spec_and_tag,
+                                                      bool held = false) override;
 
   const SlurmOptions& options() const { return options_; }
 
@@ -228,13 +228,13 @@ class SlurmAdapter : public SchedulerAdapter {
 
   // A job as squeue shows it, with what the adapter needs beyond Job.
   struct Entry {
-    Job job;                       // spec.script not filled (Export fetches it)
+    Job job;  // spec.script not filled (Export fetches it)
     std::string partition;
     std::string comment;
     bool has_meta = false;
     SlurmJobMeta meta;
-    bool managed = true;  // in `partitions` and `users` (when set)
-    bool batch = true;    // has a batch script (not srun/salloc)
+    bool managed = true;    // in `partitions` and `users` (when set)
+    bool batch = true;      // has a batch script (not srun/salloc)
     std::string fixed_pin;  // why it is pinned whatever SetPinned says ("" = it is not)
     // Jobs hyperfed submitted (tagged) are reachable by id and tag even
     // outside `partitions`/`users`; ListJobs and CountMigratable show only

@@ -206,8 +206,7 @@ absl::StatusOr<CommandResult> RunCommand(const CommandSpec& spec) {
   if (auto it = spec.env.find("PATH"); search_path && it != spec.env.end()) {
     program = FindInPath(spec.argv[0], it->second);
     if (program.empty()) {
-      return absl::UnavailableError(
-          absl::StrCat("cannot start ", spec.argv[0], ": not found in PATH=", it->second));
+      return absl::UnavailableError(absl::StrCat("cannot start ", spec.argv[0], ": not found in PATH=", it->second));
     }
     search_path = false;
   }

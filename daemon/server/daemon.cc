@@ -1,13 +1,12 @@
 #include "daemon/server/daemon.h"
 
+#include <grpcpp/ext/proto_server_reflection_plugin.h>
+#include <grpcpp/health_check_service_interface.h>
 #include <sys/resource.h>
 
 #include <filesystem>
 #include <fstream>
 #include <sstream>
-
-#include <grpcpp/ext/proto_server_reflection_plugin.h>
-#include <grpcpp/health_check_service_interface.h>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
@@ -79,8 +78,8 @@ std::unique_ptr<scheduler::AdapterRegistry> BuiltinAdapters() {
 absl::Status CheckRuntime(const config::Config& c) {
   auto r = BuiltinAdapters();
   if (!r->Has(c.scheduler.adapter))
-    return absl::InvalidArgumentError(absl::StrCat(c.path, ": scheduler.adapter: unknown adapter '",
-                                                   c.scheduler.adapter, "'"));
+    return absl::InvalidArgumentError(
+        absl::StrCat(c.path, ": scheduler.adapter: unknown adapter '", c.scheduler.adapter, "'"));
   if (c.scheduler.adapter == scheduler::kSlurmAdapterName) {
     // Each option alone first, so that the error names its line; then all
     // together (an option may contradict another).
@@ -113,8 +112,8 @@ absl::StatusOr<std::unique_ptr<Daemon>> Daemon::Create(const config::Config& con
   std::filesystem::create_directories(config.state_dir, ec);
   if (ec) return absl::FailedPreconditionError(absl::StrCat("state_dir ", config.state_dir, ": ", ec.message()));
   auto registry = BuiltinAdapters();
-  auto adapter = registry->Create(config.scheduler.adapter,
-                                 scheduler::AdapterContext{config.state_dir, config.scheduler.options, RealEnv::Get()});
+  auto adapter = registry->Create(
+      config.scheduler.adapter, scheduler::AdapterContext{config.state_dir, config.scheduler.options, RealEnv::Get()});
   if (!adapter.ok()) return adapter.status();
   d->adapter_ = *std::move(adapter);
   auto journal = migration::Journal::Open(config.state_dir + "/journal.db");
@@ -126,8 +125,8 @@ absl::StatusOr<std::unique_ptr<Daemon>> Daemon::Create(const config::Config& con
   d->migrator_ = std::make_unique<migration::Migrator>(config.site.id, d->adapter_.get(), d->journal_.get(),
                                                        d->peers_.get(), RealEnv::Get(), config.balancer.max_batch);
   d->mover_ = std::make_unique<MigratorMover>(d->migrator_.get());
-  d->site_ = std::make_unique<federation::Site>(config, d->adapter_.get(), d->mover_.get(), d->peers_.get(),
-                                                RealEnv::Get());
+  d->site_ =
+      std::make_unique<federation::Site>(config, d->adapter_.get(), d->mover_.get(), d->peers_.get(), RealEnv::Get());
   auto token = ReadToken(config.security.admin_token_file);
   if (!token.ok()) return token.status();
   ServiceDeps deps{&d->config_, d->site_.get(), d->migrator_.get(), d->adapter_.get(), d->peers_.get(), *token};
@@ -180,9 +179,9 @@ absl::StatusOr<int> Daemon::Start() {
     auto m = MetricsServer::Start(config_.site.metrics_listen, [this] { return RenderMetrics(); });
     if (!m.ok()) return m.status();
     metrics_ = *std::move(m);
-    Log(absl::StrCat(config_.site.id, ": metrics on http://", config_.site.metrics_listen.substr(
-                                                                    0, config_.site.metrics_listen.rfind(':')),
-                     ":", metrics_->port(), "/metrics"));
+    Log(absl::StrCat(config_.site.id, ": metrics on http://",
+                     config_.site.metrics_listen.substr(0, config_.site.metrics_listen.rfind(':')), ":",
+                     metrics_->port(), "/metrics"));
   }
   Log(absl::StrCat(config_.site.id, ": serving on port ", port, " (label ", config_.site.label, ", ",
                    config_.roster.size(), " sites in a ", config_.Dimension(), "-cube, adapter ",
@@ -214,7 +213,8 @@ std::string Daemon::RenderMetrics() {
   metric("hyperfed_rounds_total", "counter", "Rounds this site coordinated.", static_cast<double>(c.rounds));
   metric("hyperfed_rounds_failed_total", "counter", "Coordinated rounds that ended early.",
          static_cast<double>(c.rounds_failed));
-  metric("hyperfed_round_duration_seconds_sum", "counter", "Total duration of coordinated rounds.", c.round_seconds_sum);
+  metric("hyperfed_round_duration_seconds_sum", "counter", "Total duration of coordinated rounds.",
+         c.round_seconds_sum);
   metric("hyperfed_last_round_duration_seconds", "gauge", "Duration of the last coordinated round.",
          c.last_round_seconds);
   metric("hyperfed_jobs_moved_out_total", "counter", "Jobs this site moved to other sites in rounds.",

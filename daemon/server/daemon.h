@@ -4,12 +4,12 @@
 // gRPC server, the site's background threads, the migration recovery loop
 // and the metrics endpoint, and stops them in order.
 
+#include <grpcpp/grpcpp.h>
+
 #include <atomic>
 #include <memory>
 #include <string>
 #include <thread>
-
-#include <grpcpp/grpcpp.h>
 
 #include "absl/status/statusor.h"
 #include "config/config.h"

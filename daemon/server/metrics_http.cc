@@ -72,8 +72,9 @@ void MetricsServer::Loop() {
       status = "404 Not Found";
       body = "try /metrics\n";
     }
-    std::string resp = absl::StrCat("HTTP/1.0 ", status, "\r\nContent-Type: text/plain; version=0.0.4\r\nContent-Length: ",
-                                    body.size(), "\r\nConnection: close\r\n\r\n", body);
+    std::string resp = absl::StrCat("HTTP/1.0 ", status,
+                                    "\r\nContent-Type: text/plain; version=0.0.4\r\nContent-Length: ", body.size(),
+                                    "\r\nConnection: close\r\n\r\n", body);
     size_t off = 0;
     while (off < resp.size()) {
       ssize_t w = send(c, resp.data() + off, resp.size() - off, MSG_NOSIGNAL);

@@ -8,12 +8,12 @@
 //
 // Thread-safe.
 
+#include <grpcpp/grpcpp.h>
+
 #include <map>
 #include <memory>
 #include <mutex>
 #include <string>
-
-#include <grpcpp/grpcpp.h>
 
 #include "config/config.h"
 #include "daemon/federation/round.h"
@@ -36,8 +36,8 @@ class GrpcPeers : public federation::PeerClient, public migration::PeerTransport
   // federation::PeerClient
   absl::StatusOr<balance::LoadTable> Exchange(const std::string& site, const federation::ExchangeMessage& m,
                                               absl::Duration timeout) override;
-  absl::StatusOr<bool> StartRound(const std::string& site, const federation::RoundSpec& spec,
-                                  absl::Duration timeout, std::string* why_not) override;
+  absl::StatusOr<bool> StartRound(const std::string& site, const federation::RoundSpec& spec, absl::Duration timeout,
+                                  std::string* why_not) override;
   absl::Status ReportRound(const std::string& site, const federation::RoundReport& report,
                            absl::Duration timeout) override;
   absl::StatusOr<std::string> RequestBalance(const std::string& site, const std::string& from,

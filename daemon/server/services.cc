@@ -6,8 +6,8 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
-#include "daemon/common/log.h"
 #include "daemon/balance/modes.h"
+#include "daemon/common/log.h"
 #include "daemon/server/convert.h"
 #include "daemon/server/partition_hook.h"
 
@@ -124,7 +124,8 @@ grpc::Status PeerService::Exchange(grpc::ServerContext* ctx, const v1::ExchangeR
       break;
     case v1::ExchangeRequest::PHASE_DONE:
       // A plan has at most 3n phases (docs/design.md §6.5).
-      if (req->phase() < 1 || req->phase() > 3 * n + 1) return Invalid(absl::StrCat("phase ", req->phase(), " out of range"));
+      if (req->phase() < 1 || req->phase() > 3 * n + 1)
+        return Invalid(absl::StrCat("phase ", req->phase(), " out of range"));
       break;
     default:
       return Invalid("kind must be UP, EXCHANGE, DOWN, BARRIER or PHASE_DONE");
@@ -152,8 +153,7 @@ grpc::Status PeerService::ReportRound(grpc::ServerContext* ctx, const v1::RoundR
   return grpc::Status::OK;
 }
 
-grpc::Status PeerService::Transfer(grpc::ServerContext* ctx, const v1::TransferRequest* req,
-                                   v1::TransferReply* reply) {
+grpc::Status PeerService::Transfer(grpc::ServerContext* ctx, const v1::TransferRequest* req, v1::TransferReply* reply) {
   if (auto st = CheckPeer(ctx, req->source_site()); !st.ok()) return st;
   if (req->migration_id().empty() || req->migration_id().size() > kMaxIdLength)
     return Invalid("migration_id: 1..200 characters");
@@ -216,8 +216,8 @@ namespace {
 // Forwards a unary admin call to another site with this site's credentials
 // (and the admin token, when one is set).
 template <typename Req, typename Reply, typename Fn>
-grpc::Status Forward(GrpcPeers* peers, const std::string& site, const std::string& token, const Req& req,
-                     Reply* reply, Fn call) {
+grpc::Status Forward(GrpcPeers* peers, const std::string& site, const std::string& token, const Req& req, Reply* reply,
+                     Fn call) {
   v1::Admin::Stub* stub = peers->AdminStub(site);
   if (!stub) return grpc::Status(grpc::StatusCode::NOT_FOUND, absl::StrCat("site ", site, " is not in the roster"));
   auto ctx = ContextWithDeadline(kForwardTimeout);

@@ -4,10 +4,10 @@
 // check every field, check who is calling, and hand the request to the
 // site controller or the migrator; they hold no policy of their own.
 
+#include <grpcpp/grpcpp.h>
+
 #include <memory>
 #include <string>
-
-#include <grpcpp/grpcpp.h>
 
 #include "config/config.h"
 #include "daemon/federation/site.h"
@@ -39,8 +39,7 @@ class PeerService final : public v1::Peer::Service {
   grpc::Status ReportRound(grpc::ServerContext* ctx, const v1::RoundReport* req, v1::ReportRoundReply* reply) override;
   grpc::Status Transfer(grpc::ServerContext* ctx, const v1::TransferRequest* req, v1::TransferReply* reply) override;
   grpc::Status Abort(grpc::ServerContext* ctx, const v1::AbortRequest* req, v1::AbortReply* reply) override;
-  grpc::Status Heartbeat(grpc::ServerContext* ctx, const v1::HeartbeatRequest* req,
-                         v1::HeartbeatReply* reply) override;
+  grpc::Status Heartbeat(grpc::ServerContext* ctx, const v1::HeartbeatRequest* req, v1::HeartbeatReply* reply) override;
 
  private:
   // The calling site must be `claimed` (its certificate names it) and in the

@@ -78,8 +78,7 @@ TEST(CwaTest, Example1Table3AtSubcubes00XAnd10X) {
 
 TEST(CwaTest, Example1Table4AtNodes011_101_110) {
   auto s = StatesBefore(0);
-  ExpectRows(s, 0,
-             {{0b011, {{9, 1, 1, 0}}}, {0b101, {{10, 2, 2, 0}}}, {0b110, {{10, 2, 2, 0}}}});
+  ExpectRows(s, 0, {{0b011, {{9, 1, 1, 0}}}, {0b101, {{10, 2, 2, 0}}}, {0b110, {{10, 2, 2, 0}}}});
   int senders = 0;
   for (int c = 0; c < 8; ++c) senders += CwaIsSender(s[c], 0);
   EXPECT_EQ(senders, 3);
@@ -90,10 +89,10 @@ TEST(CwaTest, Example1TransfersMatchFigure2) {
   ASSERT_TRUE(topo.ok());
   auto plan = CwaPlan(*topo, kExample1, {});
   ASSERT_TRUE(plan.ok()) << plan.status();
-  std::vector<Transfer> want = {
-      {1, 0b000, 0b100, 6, 1}, {1, 0b001, 0b101, 3, 1},  // Fig. 2(a), dimension 2
-      {2, 0b000, 0b010, 5, 1}, {2, 0b101, 0b111, 2, 1},  // Fig. 2(b), dimension 1
-      {3, 0b011, 0b010, 1, 1}, {3, 0b101, 0b100, 2, 1}, {3, 0b110, 0b111, 2, 1}};  // dimension 0
+  std::vector<Transfer> want = {{1, 0b000, 0b100, 6, 1}, {1, 0b001, 0b101, 3, 1},  // Fig. 2(a), dimension 2
+                                {2, 0b000, 0b010, 5, 1}, {2, 0b101, 0b111, 2, 1},  // Fig. 2(b), dimension 1
+                                {3, 0b011, 0b010, 1, 1}, {3, 0b101, 0b100, 2, 1},
+                                {3, 0b110, 0b111, 2, 1}};  // dimension 0
   EXPECT_EQ(plan->transfers, want);
   EXPECT_EQ(plan->final_loads, std::vector<Load>(8, 8));
   EXPECT_LE(MaxDiff(plan->final_loads), 1);

@@ -59,9 +59,8 @@ TEST(DdeChainTest, Example1ReceiveBeforeSendTakesFourPhases) {
   auto plan = DdePlan(*topo, kExample1, {ExchangeSchedule::kReceiveBeforeSend, true});
   ASSERT_TRUE(plan.ok());
   // (1) 0->1, 5->6, 7->6  (2) 1->2  (3) 2->3  (4) 3->4
-  EXPECT_THAT(plan->transfers, ElementsAre(Transfer{1, 0, 1, 4, 1}, Transfer{1, 5, 6, 2, 1},
-                                           Transfer{1, 7, 6, 1, 1}, Transfer{2, 1, 2, 6, 1},
-                                           Transfer{3, 2, 3, 5, 1}, Transfer{4, 3, 4, 1, 1}));
+  EXPECT_THAT(plan->transfers, ElementsAre(Transfer{1, 0, 1, 4, 1}, Transfer{1, 5, 6, 2, 1}, Transfer{1, 7, 6, 1, 1},
+                                           Transfer{2, 1, 2, 6, 1}, Transfer{3, 2, 3, 5, 1}, Transfer{4, 3, 4, 1, 1}));
   // Section 6 convention: k information steps plus the exchange phases.
   EXPECT_EQ(plan->metrics.steps, 8 + 4);
 }
@@ -71,9 +70,8 @@ TEST(DdeChainTest, Example1SendBeforeReceiveTakesTwoPhases) {
   auto plan = DdePlan(*topo, kExample1, {ExchangeSchedule::kSendBeforeReceive, true});
   ASSERT_TRUE(plan.ok());
   // (1) 0->1, 1->2, 3->4, 5->6, 7->6  (2) 2->3
-  EXPECT_THAT(plan->transfers, ElementsAre(Transfer{1, 0, 1, 4, 1}, Transfer{1, 1, 2, 6, 1},
-                                           Transfer{1, 3, 4, 1, 1}, Transfer{1, 5, 6, 2, 1},
-                                           Transfer{1, 7, 6, 1, 1}, Transfer{2, 2, 3, 5, 1}));
+  EXPECT_THAT(plan->transfers, ElementsAre(Transfer{1, 0, 1, 4, 1}, Transfer{1, 1, 2, 6, 1}, Transfer{1, 3, 4, 1, 1},
+                                           Transfer{1, 5, 6, 2, 1}, Transfer{1, 7, 6, 1, 1}, Transfer{2, 2, 3, 5, 1}));
   EXPECT_EQ(plan->metrics.steps, 8 + 2);
 }
 
@@ -198,16 +196,12 @@ TEST(DdePlanTest, HypercubeRunsAsTwoAryMesh) {
 
 TEST(DdePlanTest, RefusesGraphsFaultyCubesAndBadLoads) {
   auto graph = Topology::Graph(3, {{0, 1}, {1, 2}});
-  EXPECT_EQ(DdePlan(*graph, std::vector<Load>{1, 2, 3}, {}).status().code(),
-            absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(DdePlan(*graph, std::vector<Load>{1, 2, 3}, {}).status().code(), absl::StatusCode::kInvalidArgument);
   auto cube = Topology::Hypercube(2, {1});
-  EXPECT_EQ(DdePlan(*cube, std::vector<Load>{1, 0, 2, 3}, {}).status().code(),
-            absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(DdePlan(*cube, std::vector<Load>{1, 0, 2, 3}, {}).status().code(), absl::StatusCode::kInvalidArgument);
   auto chain = Topology::Chain(3);
-  EXPECT_EQ(DdePlan(*chain, std::vector<Load>{1, 2}, {}).status().code(),
-            absl::StatusCode::kInvalidArgument);
-  EXPECT_EQ(DdePlan(*chain, std::vector<Load>{1, -2, 0}, {}).status().code(),
-            absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(DdePlan(*chain, std::vector<Load>{1, 2}, {}).status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(DdePlan(*chain, std::vector<Load>{1, -2, 0}, {}).status().code(), absl::StatusCode::kInvalidArgument);
 }
 
 }  // namespace

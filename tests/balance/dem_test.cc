@@ -98,11 +98,10 @@ TEST_P(DemPropertyTest, ConservesNeverNegativeAndMeetsBounds) {
       p[u] = 1 + rng() % 16;
     }
     for (int variant = 0; variant < 4; ++variant) {
-      absl::StatusOr<Plan> plan =
-          variant == 0   ? DemPlan(*topo, w, DemVariant::kHeavierKeepsCeiling)
-          : variant == 1 ? DemPlan(*topo, w, DemVariant::kBitZeroKeepsCeiling)
-          : variant == 2 ? ImprovedDemPlan(*topo, w)
-                         : ImprovedDemPlan(*topo, w, p);
+      absl::StatusOr<Plan> plan = variant == 0   ? DemPlan(*topo, w, DemVariant::kHeavierKeepsCeiling)
+                                  : variant == 1 ? DemPlan(*topo, w, DemVariant::kBitZeroKeepsCeiling)
+                                  : variant == 2 ? ImprovedDemPlan(*topo, w)
+                                                 : ImprovedDemPlan(*topo, w, p);
       ASSERT_TRUE(plan.ok()) << plan.status();
       EXPECT_EQ(TotalLoad(plan->final_loads), TotalLoad(w));
       for (NodeId u = 0; u < (1 << n); ++u) {

@@ -117,8 +117,10 @@ TEST(ExactFaultsTest, BalancesAroundFaultsExactlyWithMinimumMoves) {
     const auto& alive = topo->alive_mask();
     auto quotas = Apportion(TotalLoad(w, alive), p, alive);
     for (NodeId u = 0; u < (1 << n); ++u) {
-      if (topo->alive(u)) EXPECT_EQ(plan->final_loads[u], quotas[u]);
-      else EXPECT_EQ(plan->final_loads[u], w[u]) << "a failed site's jobs are out of reach";
+      if (topo->alive(u))
+        EXPECT_EQ(plan->final_loads[u], quotas[u]);
+      else
+        EXPECT_EQ(plan->final_loads[u], w[u]) << "a failed site's jobs are out of reach";
     }
     Load minimum = 0;
     for (NodeId u = 0; u < (1 << n); ++u)

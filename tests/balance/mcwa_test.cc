@@ -22,10 +22,10 @@ const std::vector<NodeId> kFaults2 = {0b0101, 0b0110, 0b1000, 0b1010};
 // trees of 0001, 0011 and 1001 is ours.
 std::vector<Load> Example2Loads() {
   std::vector<Load> l(16, 0);
-  l[0b0001] = 4, l[0b0000] = 6, l[0b0100] = 2;     // tree of 0001: 12
-  l[0b0011] = 10, l[0b0010] = 20, l[0b0111] = 4;   // tree of 0011: 34
-  l[0b1001] = 7, l[0b1101] = 20, l[0b1100] = 10;   // tree of 1001: 37
-  l[0b1011] = 5, l[0b1111] = 18, l[0b1110] = 14;   // tree of 1011: 37
+  l[0b0001] = 4, l[0b0000] = 6, l[0b0100] = 2;    // tree of 0001: 12
+  l[0b0011] = 10, l[0b0010] = 20, l[0b0111] = 4;  // tree of 0011: 34
+  l[0b1001] = 7, l[0b1101] = 20, l[0b1100] = 10;  // tree of 1001: 37
+  l[0b1011] = 5, l[0b1111] = 18, l[0b1110] = 14;  // tree of 1011: 37
   return l;
 }
 
@@ -133,13 +133,12 @@ TEST(McwaTest, Example2PlanOnPaperSubcubeMatchesFigure4) {
   std::vector<BalancingSubcube> v = {*bs};
   auto plan = McwaPlanOn(topo, Example2Loads(), {}, v);
   ASSERT_TRUE(plan.ok()) << plan.status();
-  std::vector<Transfer> want = {
-      {1, 0b1110, 0b1111, 4, 1},                                                   // Fig. 4(a)
-      {2, 0b1111, 0b1011, 12, 1}, {2, 0b1101, 0b1001, 10, 1}, {2, 0b0010, 0b0011, 10, 1},
-      {3, 0b1001, 0b0001, 7, 1}, {3, 0b1011, 0b0011, 7, 1},                        // Fig. 4(b)
-      {4, 0b0011, 0b0001, 11, 1},                                                  // Fig. 4(c)
-      {5, 0b0001, 0b0000, 12, 1}, {5, 0b0011, 0b0111, 6, 1},                       // Fig. 4(d)
-      {6, 0b0000, 0b0100, 8, 1}};
+  std::vector<Transfer> want = {{1, 0b1110, 0b1111, 4, 1},  // Fig. 4(a)
+                                {2, 0b1111, 0b1011, 12, 1}, {2, 0b1101, 0b1001, 10, 1}, {2, 0b0010, 0b0011, 10, 1},
+                                {3, 0b1001, 0b0001, 7, 1},  {3, 0b1011, 0b0011, 7, 1},  // Fig. 4(b)
+                                {4, 0b0011, 0b0001, 11, 1},                             // Fig. 4(c)
+                                {5, 0b0001, 0b0000, 12, 1}, {5, 0b0011, 0b0111, 6, 1},  // Fig. 4(d)
+                                {6, 0b0000, 0b0100, 8, 1}};
   EXPECT_EQ(plan->transfers, want);
   for (NodeId u = 0; u < 16; ++u) EXPECT_EQ(plan->final_loads[u], topo.alive(u) ? 10 : 0) << u;
   EXPECT_EQ(plan->metrics.steps, 3 * 4 + 2);  // 3 log N + T (k = n - T here)
@@ -281,8 +280,8 @@ TEST(McwaPropertyTest, RandomFaultsLoadsCapacities) {
       for (NodeId mask = 0; mask < size && !any_pass; ++mask) {
         if (__builtin_popcount(mask) != bs.dim) continue;
         for (NodeId base = 0; base < size && !any_pass; ++base)
-          if (!(base & mask) && BuildBalancingSubcube(*topo, mask, base).ok() &&
-              bs.Member(base) && PaperFilterAccepts(*topo, mask, base))
+          if (!(base & mask) && BuildBalancingSubcube(*topo, mask, base).ok() && bs.Member(base) &&
+              PaperFilterAccepts(*topo, mask, base))
             any_pass = true;
       }
       if (any_pass && chosen.size() == 1) {

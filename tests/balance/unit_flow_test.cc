@@ -43,7 +43,7 @@ TEST(UnitFlowTest, BalancesAnyConnectedGraphExactlyByCapacity) {
     const int n = 2 + rng() % 30;
     std::vector<std::pair<NodeId, NodeId>> edges;
     for (int v = 1; v < n; ++v) edges.emplace_back(rng() % v, v);  // a random tree ...
-    for (int e = 0; e < n / 2; ++e) {                                // ... plus some chords
+    for (int e = 0; e < n / 2; ++e) {                              // ... plus some chords
       NodeId a = rng() % n, b = rng() % n;
       if (a != b) edges.emplace_back(a, b);
     }

@@ -2,6 +2,8 @@
 // a closed port, with bad command lines, and against a fake Admin server in
 // this process (the real daemon is the lead's integration tests' business).
 
+#include <grpcpp/grpcpp.h>
+#include <grpcpp/health_check_service_interface.h>
 #include <netinet/in.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
@@ -15,9 +17,6 @@
 #include <sstream>
 #include <string>
 #include <thread>
-
-#include <grpcpp/grpcpp.h>
-#include <grpcpp/health_check_service_interface.h>
 
 #include "absl/strings/str_cat.h"
 #include "gtest/gtest.h"
@@ -40,8 +39,8 @@ Result Ctl(const std::string& args, const std::string& env = "") {
   int fd = mkstemp(err_template);
   close(fd);
   // env -u keeps the caller's environment from leaking into the test.
-  std::string cmd = absl::StrCat("env -u HYPERFED_ENDPOINT -u HYPERFED_TOKEN ", env, " ",
-                                 bin ? bin : HYPERFEDCTL_PATH, " ", args, " 2>", err_template);
+  std::string cmd = absl::StrCat("env -u HYPERFED_ENDPOINT -u HYPERFED_TOKEN ", env, " ", bin ? bin : HYPERFEDCTL_PATH,
+                                 " ", args, " 2>", err_template);
   FILE* p = popen(cmd.c_str(), "r");
   std::string out;
   char buf[4096];
@@ -255,11 +254,11 @@ class CtlFakeDaemonTest : public ::testing::Test {
   std::string flags_, endpoint_;
 };
 
-#define EXPECT_JSON(text, asserts)                                                        \
-  do {                                                                                    \
-    auto check_ = testing::CheckJsonLines(text, asserts);                                 \
+#define EXPECT_JSON(text, asserts)                                                       \
+  do {                                                                                   \
+    auto check_ = testing::CheckJsonLines(text, asserts);                                \
     if (!check_) GTEST_SKIP() << "python3 not found: cannot parse the JSON to check it"; \
-    EXPECT_EQ(*check_, "") << "JSON: " << (text);                                         \
+    EXPECT_EQ(*check_, "") << "JSON: " << (text);                                        \
   } while (0)
 
 TEST_F(CtlFakeDaemonTest, StatusTableAndJson) {

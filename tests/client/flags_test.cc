@@ -219,8 +219,8 @@ class LoadFilesTest : public ::testing::Test {
 TEST_F(LoadFilesTest, ReadsTokenAndPemFiles) {
   auto o = Parse({"status", "--token-file", Write("token", "  s3cret\n"), "--ca",
                   Write("ca.pem", "-----BEGIN CERTIFICATE-----\nx\n-----END CERTIFICATE-----\n"), "--cert",
-                  Write("c.pem", "-----BEGIN CERTIFICATE-----\n"), "--key", Write("k.pem", "-----BEGIN PRIVATE KEY-----\n"),
-                  "--server-name", "site-a"});
+                  Write("c.pem", "-----BEGIN CERTIFICATE-----\n"), "--key",
+                  Write("k.pem", "-----BEGIN PRIVATE KEY-----\n"), "--server-name", "site-a"});
   ASSERT_TRUE(o.ok()) << o.status();
   ASSERT_TRUE(LoadFiles(&*o).ok());
   EXPECT_EQ(o->token, "s3cret");

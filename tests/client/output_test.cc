@@ -13,11 +13,11 @@ using testing::CheckJsonLines;
 // characters, valid UTF-8, and one byte that is not UTF-8.
 const std::string kNasty = std::string("a\"b\\c\nd\te\x01 \xc3\xa9 \xe2\x82\xac") + "\xff" + "z";
 
-#define EXPECT_JSON(text, asserts)                                              \
-  do {                                                                          \
-    auto check_ = CheckJsonLines(text, asserts);                                   \
+#define EXPECT_JSON(text, asserts)                                                       \
+  do {                                                                                   \
+    auto check_ = CheckJsonLines(text, asserts);                                         \
     if (!check_) GTEST_SKIP() << "python3 not found: cannot parse the JSON to check it"; \
-    EXPECT_EQ(*check_, "") << "JSON: " << (text);                                    \
+    EXPECT_EQ(*check_, "") << "JSON: " << (text);                                        \
   } while (0)
 
 TEST(JsonTest, TheCheckerRejectsBadJsonAndFailedAsserts) {
@@ -53,8 +53,21 @@ TEST(JsonTest, NumbersRoundTripAndNonFiniteIsNull) {
 
 TEST(JsonTest, WriterPlacesCommas) {
   JsonWriter w;
-  w.BeginObject().Field("a", 1).Key("b").BeginArray().Int(1).String("x").BeginObject().EndObject().BeginArray()
-      .EndArray().EndArray().Field("c", true).Key("d").Null().EndObject();
+  w.BeginObject()
+      .Field("a", 1)
+      .Key("b")
+      .BeginArray()
+      .Int(1)
+      .String("x")
+      .BeginObject()
+      .EndObject()
+      .BeginArray()
+      .EndArray()
+      .EndArray()
+      .Field("c", true)
+      .Key("d")
+      .Null()
+      .EndObject();
   EXPECT_EQ(w.str(), R"({"a":1,"b":[1,"x",{},[]],"c":true,"d":null})");
 }
 
@@ -151,7 +164,8 @@ TEST(StatusOutputTest, TableHasEveryColumnAndTheRoundSummary) {
   EXPECT_EQ(lines[1], "SITE                    LABEL  STATE    LOAD  CAPACITY  LOAD/CAP  LAST ROUND") << t;
   EXPECT_EQ(lines[2], "site-a                 0 (00)  self       10         4     2.500  r-7") << t;
   EXPECT_EQ(lines[4], "site-c                 2 (10)  down        0         0         -  r-7") << t;
-  EXPECT_EQ(lines[5], "a\"b\\c\\nd\\te\\x01 \xc3\xa9 \xe2\x82\xac\xffz  3 (11)  drained     1         8     0.125  r-7") << t;
+  EXPECT_EQ(lines[5], "a\"b\\c\\nd\\te\\x01 \xc3\xa9 \xe2\x82\xac\xffz  3 (11)  drained     1         8     0.125  r-7")
+      << t;
 }
 
 TEST(StatusOutputTest, JsonParsesWithEveryRow) {

@@ -41,15 +41,13 @@ state_dir: /var/lib/hyperfed
 security: {insecure: true}
 )";
 
-::testing::AssertionResult ErrorContains(const absl::StatusOr<Config>& c,
-                                         const std::string& text) {
+::testing::AssertionResult ErrorContains(const absl::StatusOr<Config>& c, const std::string& text) {
   if (c.ok()) return ::testing::AssertionFailure() << "parsed, expected an error with: " << text;
   if (c.status().code() != absl::StatusCode::kInvalidArgument) {
     return ::testing::AssertionFailure() << "wrong code: " << c.status();
   }
   if (c.status().message().find(text) == std::string::npos) {
-    return ::testing::AssertionFailure() << "error\n  " << c.status().message()
-                                         << "\nlacks\n  " << text;
+    return ::testing::AssertionFailure() << "error\n  " << c.status().message() << "\nlacks\n  " << text;
   }
   return ::testing::AssertionSuccess();
 }
@@ -106,8 +104,7 @@ TEST_F(ConfigTest, FullConfigParsesEveryField) {
   EXPECT_EQ(c->balancer.step_timeout, absl::Minutes(2));
   EXPECT_EQ(c->balancer.max_batch, 250);
   EXPECT_EQ(c->scheduler.adapter, "slurm");
-  EXPECT_EQ(c->scheduler.options,
-            (std::map<std::string, std::string>{{"partition", "batch"}, {"slots", "8"}}));
+  EXPECT_EQ(c->scheduler.options, (std::map<std::string, std::string>{{"partition", "batch"}, {"slots", "8"}}));
   // Relative paths are taken from the config file's folder.
   EXPECT_EQ(c->state_dir, dir_ / "state/site-a");
   EXPECT_FALSE(c->security.insecure);
@@ -205,8 +202,9 @@ TEST_F(ConfigTest, SiteIdMustMatchPattern) {
   c = ParseFullWith("  - {id: site-c,", absl::StrCat("  - {id: ", long_id, ","));
   EXPECT_TRUE(ErrorContains(c, absl::StrCat("site-a.yaml:5: roster[2].id: site id must be")));
   c = ParseFullWith("  - {id: site-c,", "  - {id: site/c,");
-  EXPECT_TRUE(ErrorContains(c, "site-a.yaml:5: roster[2].id: site id must be 1 to 64 characters "
-                               "of [A-Za-z0-9._-], got \"site/c\""));
+  EXPECT_TRUE(ErrorContains(c,
+                            "site-a.yaml:5: roster[2].id: site id must be 1 to 64 characters "
+                            "of [A-Za-z0-9._-], got \"site/c\""));
 }
 
 TEST_F(ConfigTest, LabelsMustBeInRange) {
@@ -223,8 +221,7 @@ TEST_F(ConfigTest, LabelsMustBeInRange) {
 
 TEST_F(ConfigTest, LabelsMustBeUnique) {
   auto c = ParseFullWith("id: site-c, label: 2,", "id: site-c, label: 1,");
-  EXPECT_TRUE(ErrorContains(
-      c, "site-a.yaml:5: roster[2].label: duplicate label 1 (also roster[1], \"site-b\")"));
+  EXPECT_TRUE(ErrorContains(c, "site-a.yaml:5: roster[2].label: duplicate label 1 (also roster[1], \"site-b\")"));
 }
 
 TEST_F(ConfigTest, IdsMustBeUnique) {
@@ -267,11 +264,13 @@ TEST_F(ConfigTest, SiteMustBeInRosterWithItsLabelAndEndpoint) {
   auto c = ParseFullWith("  - {id: site-a, label: 0, endpoint: \"127.0.0.1:7001\"}\n", "");
   EXPECT_TRUE(ErrorContains(c, "site-a.yaml:2: roster: this site \"site-a\" (site.id) is not in the roster"));
   c = ParseFullWith("id: site-a, label: 0, endpoint", "id: site-a, label: 5, endpoint");
-  EXPECT_TRUE(ErrorContains(c, "site-a.yaml:3: roster[0].label: this site has label 5 in the "
-                               "roster but site.label is 0"));
+  EXPECT_TRUE(ErrorContains(c,
+                            "site-a.yaml:3: roster[0].label: this site has label 5 in the "
+                            "roster but site.label is 0"));
   c = ParseFullWith("endpoint: \"127.0.0.1:7001\"", "endpoint: \"127.0.0.1:7009\"");
-  EXPECT_TRUE(ErrorContains(c, "site-a.yaml:3: roster[0].endpoint: this site's roster endpoint "
-                               "\"127.0.0.1:7009\" must equal site.advertise"));
+  EXPECT_TRUE(ErrorContains(c,
+                            "site-a.yaml:3: roster[0].endpoint: this site's roster endpoint "
+                            "\"127.0.0.1:7009\" must equal site.advertise"));
   // The listen address is accepted too, when it is dialable.
   c = ParseFullWith("listen: \"0.0.0.0:7001\", advertise: \"127.0.0.1:7001\"",
                     "listen: \"127.0.0.1:7001\", advertise: \"site-a.example:7001\"");
@@ -309,8 +308,9 @@ TEST_F(ConfigTest, AlgorithmMustBeKnown) {
     EXPECT_TRUE(c.ok()) << ok << ": " << c.status();
   }
   auto c = ParseFullWith("algorithm: improved-dem", "algorithm: dem");
-  EXPECT_TRUE(ErrorContains(c, "site-a.yaml:7: balancer.algorithm: unknown round mode \"dem\"; "
-                               "known: exact, improved-dem, mcwa"));
+  EXPECT_TRUE(ErrorContains(c,
+                            "site-a.yaml:7: balancer.algorithm: unknown round mode \"dem\"; "
+                            "known: exact, improved-dem, mcwa"));
 }
 
 TEST_F(ConfigTest, DurationsAreCheckedAndNamed) {
@@ -320,15 +320,17 @@ TEST_F(ConfigTest, DurationsAreCheckedAndNamed) {
   EXPECT_TRUE(c.ok()) << c.status();
   EXPECT_EQ(c->balancer.interval, absl::ZeroDuration());
   c = ParseFullWith("interval: 45s", "interval: 30");
-  EXPECT_TRUE(ErrorContains(c, "site-a.yaml:7: balancer.interval: expected a duration like "
-                               "\"30s\", \"500ms\" or \"2m\", got \"30\""));
+  EXPECT_TRUE(ErrorContains(c,
+                            "site-a.yaml:7: balancer.interval: expected a duration like "
+                            "\"30s\", \"500ms\" or \"2m\", got \"30\""));
   c = ParseFullWith("interval: 45s", "interval: inf");
   EXPECT_TRUE(ErrorContains(c, "site-a.yaml:7: balancer.interval: must be finite"));
   c = ParseFullWith("heartbeat_interval: 500ms", "heartbeat_interval: 0s");
   EXPECT_TRUE(ErrorContains(c, "site-a.yaml:7: balancer.heartbeat_interval: must be > 0"));
   c = ParseFullWith("peer_timeout: 4s", "peer_timeout: 500ms");
-  EXPECT_TRUE(ErrorContains(c, "site-a.yaml:7: balancer.peer_timeout: must be longer than "
-                               "heartbeat_interval (500ms), got 500ms"));
+  EXPECT_TRUE(ErrorContains(c,
+                            "site-a.yaml:7: balancer.peer_timeout: must be longer than "
+                            "heartbeat_interval (500ms), got 500ms"));
   c = ParseFullWith("step_timeout: 2m", "step_timeout: 0s");
   EXPECT_TRUE(ErrorContains(c, "site-a.yaml:7: balancer.step_timeout: must be > 0"));
   c = ParseFullWith("step_timeout: 2m", "step_timeout: [1s]");
@@ -365,8 +367,9 @@ TEST_F(ConfigTest, CapacityMustBePositive) {
   c = ParseFullWith("capacity: {units: 64, speed: 1.5}", "capacity: {speed: 2}");
   EXPECT_TRUE(ErrorContains(c, "site-a.yaml:6: capacity.units: required key is missing"));
   c = ParseFullWith("capacity: {units: 64, speed: 1.5}", "capacity: from_scheduler");
-  EXPECT_TRUE(ErrorContains(c, "site-a.yaml:6: capacity: expected \"from_adapter\" or {units: N, "
-                               "speed: X}, got \"from_scheduler\""));
+  EXPECT_TRUE(ErrorContains(c,
+                            "site-a.yaml:6: capacity: expected \"from_adapter\" or {units: N, "
+                            "speed: X}, got \"from_scheduler\""));
   c = ParseFullWith("capacity: {units: 64, speed: 1.5}", "capacity: {units: 64}");
   ASSERT_TRUE(c.ok()) << c.status();
   EXPECT_DOUBLE_EQ(c->capacity.speed, 1.0);
@@ -421,11 +424,10 @@ TEST_F(ConfigTest, CertificatesRequiredUnlessInsecure) {
 
 TEST_F(ConfigTest, CertificateFilesMustExist) {
   auto c = ParseFullWith("ca: certs/ca.pem", "ca: certs/other-ca.pem");
-  EXPECT_TRUE(ErrorContains(c, absl::StrCat("site-a.yaml:10: security.ca: \"", dir_.path(),
-                                            "/certs/other-ca.pem\" does not exist")));
+  EXPECT_TRUE(ErrorContains(
+      c, absl::StrCat("site-a.yaml:10: security.ca: \"", dir_.path(), "/certs/other-ca.pem\" does not exist")));
   c = ParseFullWith("cert: certs/site-a.pem", "cert: certs");
-  EXPECT_TRUE(ErrorContains(c, "site-a.yaml:10: security.cert: \"" + dir_.path() +
-                                   "/certs\" is not a regular file"));
+  EXPECT_TRUE(ErrorContains(c, "site-a.yaml:10: security.cert: \"" + dir_.path() + "/certs\" is not a regular file"));
   c = ParseFullWith("key: certs/site-a-key.pem", absl::StrCat("key: ", dir_.path(), "/certs/site-a-key.pem"));
   EXPECT_TRUE(c.ok()) << c.status();  // absolute paths work too
 }
@@ -434,27 +436,28 @@ TEST_F(ConfigTest, UnreadableKeyIsAnError) {
   if (geteuid() == 0) GTEST_SKIP() << "running as root: every file is readable";
   ASSERT_EQ(chmod((dir_ / "certs/site-a-key.pem").c_str(), 0), 0);
   auto c = Parse(kFull);
-  EXPECT_TRUE(ErrorContains(c, "site-a.yaml:10: security.key: \"" + dir_.path() +
-                                   "/certs/site-a-key.pem\" is not readable"));
+  EXPECT_TRUE(
+      ErrorContains(c, "site-a.yaml:10: security.key: \"" + dir_.path() + "/certs/site-a-key.pem\" is not readable"));
 }
 
 TEST_F(ConfigTest, AdminTokenFileMustExistAndHoldAToken) {
   auto c = ParseFullWith("admin_token_file: certs/admin-token", "admin_token_file: certs/nothing");
-  EXPECT_TRUE(ErrorContains(c, "site-a.yaml:10: security.admin_token_file: \"" + dir_.path() +
-                                   "/certs/nothing\" does not exist"));
+  EXPECT_TRUE(ErrorContains(
+      c, "site-a.yaml:10: security.admin_token_file: \"" + dir_.path() + "/certs/nothing\" does not exist"));
   WriteFile(dir_ / "certs/blank", " \n\t\n");
   c = ParseFullWith("admin_token_file: certs/admin-token", "admin_token_file: certs/blank");
-  EXPECT_TRUE(ErrorContains(c, "site-a.yaml:10: security.admin_token_file: \"" + dir_.path() +
-                                   "/certs/blank\" is empty"));
+  EXPECT_TRUE(
+      ErrorContains(c, "site-a.yaml:10: security.admin_token_file: \"" + dir_.path() + "/certs/blank\" is empty"));
   // Optional, and checked in insecure mode too.
   c = ParseFullWith(", admin_token_file: certs/admin-token", "");
   EXPECT_TRUE(c.ok()) << c.status();
   c = ParseFullWith("insecure: false, cert: certs/site-a.pem, key: certs/site-a-key.pem, ca: certs/ca.pem",
                     "insecure: true");
   ASSERT_TRUE(c.ok()) << c.status();
-  c = ParseFullWith("insecure: false, cert: certs/site-a.pem, key: certs/site-a-key.pem, ca: "
-                    "certs/ca.pem, admin_token_file: certs/admin-token",
-                    "insecure: true, admin_token_file: certs/blank");
+  c = ParseFullWith(
+      "insecure: false, cert: certs/site-a.pem, key: certs/site-a-key.pem, ca: "
+      "certs/ca.pem, admin_token_file: certs/admin-token",
+      "insecure: true, admin_token_file: certs/blank");
   EXPECT_TRUE(ErrorContains(c, "security.admin_token_file: \"" + dir_.path() + "/certs/blank\" is empty"));
 }
 
@@ -495,8 +498,9 @@ TEST_F(ConfigTest, UnknownKeysAreErrorsWithSuggestions) {
   c = ParseFullWith("key: certs/site-a-key.pem", "kye: certs/site-a-key.pem");
   EXPECT_TRUE(ErrorContains(c, "site-a.yaml:10: security.kye: unknown key; did you mean \"key\"?"));
   c = ParseFullWith("cost: 3", "colour: blue");
-  EXPECT_TRUE(ErrorContains(c, "site-a.yaml:4: roster[1].colour: unknown key (expected one of id, "
-                               "label, endpoint, cost)"));
+  EXPECT_TRUE(ErrorContains(c,
+                            "site-a.yaml:4: roster[1].colour: unknown key (expected one of id, "
+                            "label, endpoint, cost)"));
   c = Parse(std::string(kFull) + "frobnicate: 1\n");
   EXPECT_TRUE(ErrorContains(c, "site-a.yaml:11: frobnicate: unknown key (expected one of"));
 }
@@ -508,8 +512,7 @@ TEST_F(ConfigTest, RepeatedKeysAreErrors) {
 
 TEST_F(ConfigTest, EveryErrorIsReportedInFileOrder) {
   std::string yaml = absl::StrReplaceAll(
-      kFull, {{"endpoint: \"127.0.0.1:7003\"", "endpoint: \"nowhere\""},
-              {"max_batch: 250", "max_batch: 0"}});
+      kFull, {{"endpoint: \"127.0.0.1:7003\"", "endpoint: \"nowhere\""}, {"max_batch: 250", "max_batch: 0"}});
   auto c = Parse(yaml);
   ASSERT_FALSE(c.ok());
   std::string m(c.status().message());
@@ -538,8 +541,8 @@ TEST_F(ConfigTest, LoadConfigOfMissingFileIsNotFound) {
 
 TEST_F(ConfigTest, LoadConfigReportsLinesOfTheFile) {
   WriteFile(Path(), absl::StrReplaceAll(kFull, {{"\"127.0.0.1:7002\"", "\"localhost\""}}));
-  EXPECT_TRUE(ErrorContains(LoadConfig(Path()),
-                            Path() + ":4: roster[1].endpoint: expected host:port, got \"localhost\""));
+  EXPECT_TRUE(
+      ErrorContains(LoadConfig(Path()), Path() + ":4: roster[1].endpoint: expected host:port, got \"localhost\""));
 }
 
 TEST(ConfigValidateTest, NamesKeysWithoutLines) {
@@ -557,10 +560,8 @@ TEST(ConfigValidateTest, NamesKeysWithoutLines) {
   ASSERT_FALSE(s.ok());
   EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument);
   std::string m(s.message());
-  EXPECT_NE(m.find("built.yaml: roster[1].endpoint: expected host:port, got \"localhost\""),
-            std::string::npos) << m;
-  EXPECT_NE(m.find("built.yaml: balancer.algorithm: unknown round mode \"fastest\""),
-            std::string::npos) << m;
+  EXPECT_NE(m.find("built.yaml: roster[1].endpoint: expected host:port, got \"localhost\""), std::string::npos) << m;
+  EXPECT_NE(m.find("built.yaml: balancer.algorithm: unknown round mode \"fastest\""), std::string::npos) << m;
 }
 
 // --- the shipped examples ----------------------------------------------------
@@ -623,9 +624,9 @@ TEST(ConfigExamplesTest, FederationExampleWithoutCertificatesNamesTheMissingFile
   absl::StatusOr<Config> c = LoadConfig(dir / "federation-4/site-a.yaml");
   ASSERT_FALSE(c.ok());
   std::string m(c.status().message());
-  EXPECT_NE(m.find("site-a.yaml:14: security.cert: \"" + dir.path() +
-                   "/federation-4/certs/site-a.pem\" does not exist"),
-            std::string::npos)
+  EXPECT_NE(
+      m.find("site-a.yaml:14: security.cert: \"" + dir.path() + "/federation-4/certs/site-a.pem\" does not exist"),
+      std::string::npos)
       << m;
 }
 

@@ -66,21 +66,20 @@ class GenCertsTest : public ::testing::Test {
 TEST_F(GenCertsTest, SiteCertificatesChainToTheCaAndNameTheSite) {
   CommandResult r = GenCerts(Certs(), "site-a site-b");
   ASSERT_EQ(r.exit_code, 0) << r.output;
-  for (const char* f : {"ca.pem", "ca-key.pem", "site-a.pem", "site-a-key.pem", "site-b.pem",
-                        "site-b-key.pem", "admin.pem", "admin-key.pem", "admin-token"}) {
+  for (const char* f : {"ca.pem", "ca-key.pem", "site-a.pem", "site-a-key.pem", "site-b.pem", "site-b-key.pem",
+                        "admin.pem", "admin-key.pem", "admin-token"}) {
     EXPECT_TRUE(fs::is_regular_file(Certs() + "/" + f)) << f;
   }
-  CommandResult verify = Shell(absl::StrCat("openssl verify -CAfile ", Certs(), "/ca.pem ", Certs(),
-                                  "/site-a.pem ", Certs(), "/site-b.pem ", Certs(), "/admin.pem"));
+  CommandResult verify = Shell(absl::StrCat("openssl verify -CAfile ", Certs(), "/ca.pem ", Certs(), "/site-a.pem ",
+                                            Certs(), "/site-b.pem ", Certs(), "/admin.pem"));
   EXPECT_EQ(verify.exit_code, 0) << verify.output;
 
   for (const char* id : {"site-a", "site-b"}) {
     CommandResult x = Shell(absl::StrCat("openssl x509 -in ", Certs(), "/", id,
-                               ".pem -noout -subject -ext subjectAltName,extendedKeyUsage"));
+                                         ".pem -noout -subject -ext subjectAltName,extendedKeyUsage"));
     ASSERT_EQ(x.exit_code, 0) << x.output;
     EXPECT_TRUE(Contains(x.output, absl::StrCat("CN = ", id, "\n"))) << x.output;
-    EXPECT_TRUE(Contains(x.output, absl::StrCat("DNS:", id, ", DNS:localhost, IP Address:127.0.0.1")))
-        << x.output;
+    EXPECT_TRUE(Contains(x.output, absl::StrCat("DNS:", id, ", DNS:localhost, IP Address:127.0.0.1"))) << x.output;
     EXPECT_TRUE(Contains(x.output, "TLS Web Server Authentication")) << x.output;
     EXPECT_TRUE(Contains(x.output, "TLS Web Client Authentication")) << x.output;
     // The certificate belongs to the key written beside it.
@@ -89,8 +88,8 @@ TEST_F(GenCertsTest, SiteCertificatesChainToTheCaAndNameTheSite) {
     EXPECT_EQ(pub1.output, pub2.output);
     // The same certificate passes as a TLS server and as a TLS client.
     for (const char* purpose : {"sslserver", "sslclient"}) {
-      CommandResult p = Shell(absl::StrCat("openssl verify -purpose ", purpose, " -CAfile ", Certs(),
-                                 "/ca.pem ", Certs(), "/", id, ".pem"));
+      CommandResult p = Shell(absl::StrCat("openssl verify -purpose ", purpose, " -CAfile ", Certs(), "/ca.pem ",
+                                           Certs(), "/", id, ".pem"));
       EXPECT_EQ(p.exit_code, 0) << purpose << ": " << p.output;
     }
   }
@@ -104,13 +103,13 @@ TEST_F(GenCertsTest, SiteCertificatesChainToTheCaAndNameTheSite) {
 
 TEST_F(GenCertsTest, AdminCertificateIsClientOnlyAndTokenIsPrivate) {
   ASSERT_EQ(GenCerts(Certs(), "site-a").exit_code, 0);
-  CommandResult x = Shell(absl::StrCat("openssl x509 -in ", Certs(),
-                             "/admin.pem -noout -subject -ext extendedKeyUsage"));
+  CommandResult x =
+      Shell(absl::StrCat("openssl x509 -in ", Certs(), "/admin.pem -noout -subject -ext extendedKeyUsage"));
   EXPECT_TRUE(Contains(x.output, "CN = hyperfed-admin")) << x.output;
   EXPECT_TRUE(Contains(x.output, "TLS Web Client Authentication")) << x.output;
   EXPECT_FALSE(Contains(x.output, "TLS Web Server Authentication")) << x.output;
-  CommandResult server = Shell(absl::StrCat("openssl verify -purpose sslserver -CAfile ", Certs(),
-                                  "/ca.pem ", Certs(), "/admin.pem"));
+  CommandResult server =
+      Shell(absl::StrCat("openssl verify -purpose sslserver -CAfile ", Certs(), "/ca.pem ", Certs(), "/admin.pem"));
   EXPECT_NE(server.exit_code, 0) << server.output;
 
   std::string token = ReadFile(Certs() + "/admin-token");
@@ -130,8 +129,7 @@ TEST_F(GenCertsTest, SecondRunKeepsCaTokenAndCertificatesAndAddsNewSites) {
   EXPECT_EQ(ReadFile(Certs() + "/ca.pem"), ca);
   EXPECT_EQ(ReadFile(Certs() + "/admin-token"), token);
   EXPECT_EQ(ReadFile(Certs() + "/site-a.pem"), site_a);
-  CommandResult verify = Shell(absl::StrCat("openssl verify -CAfile ", Certs(), "/ca.pem ", Certs(),
-                                  "/site-c.pem"));
+  CommandResult verify = Shell(absl::StrCat("openssl verify -CAfile ", Certs(), "/ca.pem ", Certs(), "/site-c.pem"));
   EXPECT_EQ(verify.exit_code, 0) << verify.output;
 }
 
@@ -139,16 +137,14 @@ TEST_F(GenCertsTest, CertificateFromAnotherCaDoesNotVerify) {
   // Proves the verify checks above can fail.
   ASSERT_EQ(GenCerts(Certs(), "site-a").exit_code, 0);
   ASSERT_EQ(GenCerts(dir_ / "other", "site-a").exit_code, 0);
-  CommandResult verify = Shell(absl::StrCat("openssl verify -CAfile ", Certs(), "/ca.pem ", dir_.path(),
-                                  "/other/site-a.pem"));
+  CommandResult verify =
+      Shell(absl::StrCat("openssl verify -CAfile ", Certs(), "/ca.pem ", dir_.path(), "/other/site-a.pem"));
   EXPECT_NE(verify.exit_code, 0) << verify.output;
   // And a site certificate re-signed by a new CA replaces one that no longer
   // verifies, instead of being kept.
-  fs::copy_file(dir_ / "other/site-a.pem", Certs() + "/site-a.pem",
-                fs::copy_options::overwrite_existing);
+  fs::copy_file(dir_ / "other/site-a.pem", Certs() + "/site-a.pem", fs::copy_options::overwrite_existing);
   ASSERT_EQ(GenCerts(Certs(), "site-a").exit_code, 0);
-  verify = Shell(absl::StrCat("openssl verify -CAfile ", Certs(), "/ca.pem ", Certs(),
-                              "/site-a.pem"));
+  verify = Shell(absl::StrCat("openssl verify -CAfile ", Certs(), "/ca.pem ", Certs(), "/site-a.pem"));
   EXPECT_EQ(verify.exit_code, 0) << verify.output;
 }
 
@@ -166,16 +162,14 @@ TEST_F(GenCertsTest, BadInputFailsAndWritesNothing) {
 }
 
 TEST_F(GenCertsTest, MissingOpensslIsReportedClearly) {
-  CommandResult r = Shell(absl::StrCat("OPENSSL=/nonexistent/openssl bash '", Script(), "' '", Certs(),
-                             "' site-a"));
+  CommandResult r = Shell(absl::StrCat("OPENSSL=/nonexistent/openssl bash '", Script(), "' '", Certs(), "' site-a"));
   EXPECT_NE(r.exit_code, 0);
   EXPECT_TRUE(Contains(r.output, "openssl not found")) << r.output;
   EXPECT_FALSE(fs::exists(Certs()));
 }
 
 TEST_F(GenCertsTest, FederationExamplesLoadWithGeneratedCertificates) {
-  fs::copy(testing::SourceDir() / "config/examples/federation-4", dir_ / "federation-4",
-           fs::copy_options::recursive);
+  fs::copy(testing::SourceDir() / "config/examples/federation-4", dir_ / "federation-4", fs::copy_options::recursive);
   fs::remove_all(dir_ / "federation-4/certs");  // in case someone made them in the tree
   CommandResult r = GenCerts(dir_ / "federation-4/certs", "site-a site-b site-c site-d");
   ASSERT_EQ(r.exit_code, 0) << r.output;

@@ -15,8 +15,7 @@ namespace hyperfed::config::testing {
 class TempDir {
  public:
   TempDir() {
-    std::string pattern =
-        (std::filesystem::temp_directory_path() / "hyperfed-config-XXXXXX").string();
+    std::string pattern = (std::filesystem::temp_directory_path() / "hyperfed-config-XXXXXX").string();
     if (mkdtemp(pattern.data()) == nullptr) {
       std::perror("mkdtemp");
       std::abort();

@@ -271,8 +271,7 @@ TEST(MailboxTest, ExchangeWaitsForTheCalleeToReachTheStep) {
   ASSERT_TRUE(got.ok());
   EXPECT_EQ(*got, (balance::LoadTable{{4, 10, 1}}));
   box.Close("r");
-  EXPECT_EQ(box.Await("r", MessageKind::kUp, 0, 0, 4, env.Now()).status().code(),
-            absl::StatusCode::kDeadlineExceeded);
+  EXPECT_EQ(box.Await("r", MessageKind::kUp, 0, 0, 4, env.Now()).status().code(), absl::StatusCode::kDeadlineExceeded);
 }
 
 TEST(MailboxTest, ANewerRoundFencesOffTheOlderOne) {

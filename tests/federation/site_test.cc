@@ -9,9 +9,9 @@
 #include <dirent.h>
 
 #include <map>
+#include <memory>
 #include <optional>
 #include <set>
-#include <memory>
 #include <thread>
 
 #include "absl/strings/str_cat.h"
@@ -43,8 +43,7 @@ class InProcessPeers : public PeerClient {
     auto it = sites.find(s);
     return it == sites.end() || cut.count(s) ? nullptr : it->second;
   }
-  absl::StatusOr<balance::LoadTable> Exchange(const std::string& s, const ExchangeMessage& m,
-                                              absl::Duration) override {
+  absl::StatusOr<balance::LoadTable> Exchange(const std::string& s, const ExchangeMessage& m, absl::Duration) override {
     Site* to = To(s);
     if (!to) return absl::UnavailableError("cut");
     return to->OnExchange(m);
@@ -301,7 +300,10 @@ TEST_F(SiteTest, ThreadsStayFlatOverManyRounds) {
     HeartbeatAll();
     auto id = sites_[0]->Balance(false, "test");
     ASSERT_TRUE(id.ok()) << id.status();
-    ASSERT_TRUE(Eventually([&] { auto r = sites_[0]->LastRound(); return r && r->id == *id && r->done; }));
+    ASSERT_TRUE(Eventually([&] {
+      auto r = sites_[0]->LastRound();
+      return r && r->id == *id && r->done;
+    }));
     if (round == 0) after_first = threads();
   }
   EXPECT_EQ(threads(), after_first);

@@ -15,7 +15,6 @@
 namespace hyperfed::testing {
 namespace {
 
-
 // A Peer stub to site `to`, presenting site `as`'s certificate.
 std::unique_ptr<v1::Peer::Stub> PeerAs(TestFederation& f, int to, const std::string& as) {
   grpc::SslCredentialsOptions o;

@@ -35,7 +35,8 @@ TEST_P(CrashTest, EveryJobExactlyOnceAfterRestart) {
 
   auto round = RunRound(fed, c.site == 0 ? 1 : 0, false, absl::Seconds(40));  // may fail: a site dies in it
   ASSERT_TRUE(fed.WaitExit(c.site, absl::Seconds(30)))
-      << "site-" << c.site << " never reached crash point " << c.point << "\n" << fed.Log(c.site);
+      << "site-" << c.site << " never reached crash point " << c.point << "\n"
+      << fed.Log(c.site);
 
   ASSERT_TRUE(fed.StartSite(c.site).ok());
   ASSERT_TRUE(fed.WaitHealthy(absl::Seconds(30)).ok());

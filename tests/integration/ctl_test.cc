@@ -36,10 +36,10 @@ bool JsonHolds(const std::string& text, const std::string& check, bool lines = f
   FILE* f = fdopen(fd, "w");
   fwrite(text.data(), 1, text.size(), f);
   fclose(f);
-  const std::string load = lines ? "[json.loads(l) for l in open(sys.argv[1]) if l.strip()][-1]"
-                                 : "json.load(open(sys.argv[1]))";
-  const std::string cmd = absl::StrCat("python3 -c 'import json,sys; d=", load, "; sys.exit(0 if (", check,
-                                       ") else 1)' ", path);
+  const std::string load =
+      lines ? "[json.loads(l) for l in open(sys.argv[1]) if l.strip()][-1]" : "json.load(open(sys.argv[1]))";
+  const std::string cmd =
+      absl::StrCat("python3 -c 'import json,sys; d=", load, "; sys.exit(0 if (", check, ") else 1)' ", path);
   int rc = std::system(cmd.c_str());
   unlink(path);
   return rc == 0;
@@ -57,9 +57,8 @@ class CtlTest : public ::testing::Test {
     fed_ = nullptr;
   }
   static std::string Ctl(int site, const std::string& args) {
-    return absl::StrCat(HyperfedctlPath(), " --endpoint ", fed_->Endpoint(site), " --server-name ",
-                        fed_->SiteId(site), " --ca ", fed_->CertDir(), "/ca.pem --token-file ", fed_->CertDir(),
-                        "/admin-token ", args);
+    return absl::StrCat(HyperfedctlPath(), " --endpoint ", fed_->Endpoint(site), " --server-name ", fed_->SiteId(site),
+                        " --ca ", fed_->CertDir(), "/ca.pem --token-file ", fed_->CertDir(), "/admin-token ", args);
   }
   static TestFederation* fed_;
 };
@@ -100,7 +99,8 @@ TEST_F(CtlTest, DryRunTopologyHealthDrainExplain) {
   EXPECT_EQ(h.code, 0) << h.text;
   ASSERT_EQ(Shell(Ctl(0, "drain site-2")).code, 0);
   Out st = Shell(Ctl(2, "status --json"));
-  EXPECT_TRUE(JsonHolds(st.text, "[x for x in d[\"sites\"] if x[\"site\"] == \"site-2\"][0][\"state\"] == \"self,drained\""))
+  EXPECT_TRUE(
+      JsonHolds(st.text, "[x for x in d[\"sites\"] if x[\"site\"] == \"site-2\"][0][\"state\"] == \"self,drained\""))
       << st.text;
   ASSERT_EQ(Shell(Ctl(0, "undrain site-2")).code, 0);
   Out jobs = Shell(Ctl(0, "jobs --json"));
@@ -117,7 +117,7 @@ TEST_F(CtlTest, UnreachableDaemonIsOneLineAndExitOne) {
   Out bad = Shell(Ctl(0, "frobnicate"));
   EXPECT_EQ(bad.code, 2) << bad.text;
   Out noauth = Shell(absl::StrCat(HyperfedctlPath(), " --endpoint ", fed_->Endpoint(0), " --server-name site-0 --ca ",
-                                fed_->CertDir(), "/ca.pem status"));
+                                  fed_->CertDir(), "/ca.pem status"));
   EXPECT_EQ(noauth.code, 1) << noauth.text;
 }
 
@@ -133,10 +133,13 @@ TEST_F(CtlTest, PrometheusEndpointServesCounters) {
   const auto at = log.find("metrics on http://");
   ASSERT_NE(at, std::string::npos) << log;
   const std::string url = log.substr(at + 11, log.find('\n', at) - at - 11);
-  Out o = Shell("python3 -c 'import urllib.request,sys; print(urllib.request.urlopen(sys.argv[1], timeout=5).read().decode())' " + url);
+  Out o = Shell(
+      "python3 -c 'import urllib.request,sys; print(urllib.request.urlopen(sys.argv[1], timeout=5).read().decode())' " +
+      url);
   ASSERT_EQ(o.code, 0) << o.text;
-  for (const char* name : {"hyperfed_rounds_total", "hyperfed_round_duration_seconds_sum", "hyperfed_jobs_moved_out_total",
-                           "hyperfed_load", "hyperfed_capacity", "hyperfed_peers_up 3"})
+  for (const char* name :
+       {"hyperfed_rounds_total", "hyperfed_round_duration_seconds_sum", "hyperfed_jobs_moved_out_total",
+        "hyperfed_load", "hyperfed_capacity", "hyperfed_peers_up 3"})
     EXPECT_NE(o.text.find(name), std::string::npos) << name << "\n" << o.text;
 }
 

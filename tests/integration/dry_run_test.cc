@@ -108,7 +108,9 @@ TEST_P(DryRunIsTheRoundTest, WithADrainedAndThenAKilledSiteInEveryMode) {
       ASSERT_TRUE(round.ok()) << round.status();
       EXPECT_TRUE(round->ok()) << round->message();
       EXPECT_EQ(Show(Transfers(round->final_event())), Show(Transfers(dry->final_event())))
-          << "dry run:\n" << dry->message() << "round:\n" << round->message();
+          << "dry run:\n"
+          << dry->message() << "round:\n"
+          << round->message();
       EXPECT_EQ(round->moved(), dry->moved());
       if (std::string(mode) != "improved-dem")  // the pairwise split does not promise it
         EXPECT_LT(round->final_event().max_share_error_after(), 1.0) << round->message();

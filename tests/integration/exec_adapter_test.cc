@@ -25,8 +25,8 @@ constexpr int64_t kLong = 3'600'000;  // jobs that stay put for the test's life
 constexpr int kSlots = 2;
 
 std::string SchedCommandLine(const std::string& queue) {
-  return absl::StrCat("python3 -S ", SourceDir(), "/tests/scheduler/exec_sched/sched.py --state ", queue,
-                      " --slots ", kSlots);
+  return absl::StrCat("python3 -S ", SourceDir(), "/tests/scheduler/exec_sched/sched.py --state ", queue, " --slots ",
+                      kSlots);
 }
 
 // The sites' exec_sched queues. Destroyed after the federation (declare it

@@ -130,7 +130,7 @@ TEST(FailedSiteTest, McwaRoundsGoAroundAKilledSiteAndCwaRunsWhenItReturns) {
   EXPECT_NE(r->message().find("mcwa"), std::string::npos) << r->message();
   EXPECT_NE(r->message().find("faults 6"), std::string::npos) << r->message();
   EXPECT_NE(r->message().find("3 log N + T = 10"), std::string::npos) << "steps beside the paper's bound\n"
-                                                                        << r->message();
+                                                                      << r->message();
   int64_t total = 0;
   EXPECT_LT(ShareError(fed, slots, &total), 1.0) << r->message();
   EXPECT_EQ(total, 300);
@@ -224,7 +224,8 @@ TEST(FailedSiteTest, McwaRelayDiesBetweenTransferPhases) {
   ASSERT_TRUE(fed.WaitHealthy(absl::Seconds(30), 6).ok());
   const absl::Time end = absl::Now() + absl::Seconds(30);
   std::multiset<std::string> keys;
-  while (absl::Now() < end && (keys = AllKeys(fed)) != before) std::this_thread::sleep_for(std::chrono::milliseconds(250));
+  while (absl::Now() < end && (keys = AllKeys(fed)) != before)
+    std::this_thread::sleep_for(std::chrono::milliseconds(250));
   EXPECT_EQ(keys, before) << "every job exactly once after the relay returns";
 }
 
@@ -293,7 +294,8 @@ TEST_P(MidRoundFailureTest, RoundEndsAtThatStepAndTheNextGoesAround) {
   // Recovery may still be settling a transfer site 5 had in flight.
   const absl::Time end = absl::Now() + absl::Seconds(30);
   std::multiset<std::string> keys;
-  while (absl::Now() < end && (keys = AllKeys(fed)) != before) std::this_thread::sleep_for(std::chrono::milliseconds(250));
+  while (absl::Now() < end && (keys = AllKeys(fed)) != before)
+    std::this_thread::sleep_for(std::chrono::milliseconds(250));
   EXPECT_EQ(keys, before) << "every job exactly once after site 5 returns";
 }
 

@@ -39,7 +39,6 @@ std::vector<int> FreePorts(int n) {
   return ports;
 }
 
-
 // Site i's `scheduler:` line.
 std::string SchedulerLine(const FederationOptions& o, int i, int slots) {
   if (o.adapter == "sim")
@@ -71,14 +70,15 @@ absl::StatusOr<std::unique_ptr<TestFederation>> TestFederation::Start(const Fede
   // tmpfs when there is one: SQLite's fsyncs cost nothing there, and a
   // kill -9 (what the crash tests do) loses nothing either way.
   std::string tmpl = o.tmpfs && std::filesystem::is_directory("/dev/shm") ? "/dev/shm/hyperfed-fed-XXXXXX"
-                                                                         : "/tmp/hyperfed-fed-XXXXXX";
+                                                                          : "/tmp/hyperfed-fed-XXXXXX";
   if (!mkdtemp(tmpl.data())) return absl::InternalError("mkdtemp failed");
   f->dir_ = tmpl;
   std::string ids;
   for (int i = 0; i < o.sites; ++i) absl::StrAppend(&ids, " site-", i);
   const std::string gen = absl::StrCat("bash ", SourceDir(), "/scripts/gen-certs ", f->dir_, "/certs", ids,
                                        " >/dev/null 2>", f->dir_, "/gen-certs.log");
-  if (std::system(gen.c_str()) != 0) return absl::InternalError("scripts/gen-certs failed: " + ReadFile(f->dir_ + "/gen-certs.log"));
+  if (std::system(gen.c_str()) != 0)
+    return absl::InternalError("scripts/gen-certs failed: " + ReadFile(f->dir_ + "/gen-certs.log"));
   f->token_ = std::string(absl::StripAsciiWhitespace(ReadFile(f->dir_ + "/certs/admin-token")));
   f->sites_.resize(o.sites);
   // gRPC and metrics ports for every site, all distinct.
@@ -90,16 +90,15 @@ absl::StatusOr<std::unique_ptr<TestFederation>> TestFederation::Start(const Fede
   for (int i = 0; i < o.sites; ++i) {
     const int slots = i < static_cast<int>(o.slots.size()) ? o.slots[i] : 4;
     std::ofstream c(f->ConfigPath(i));
-    c << "site: {id: site-" << i << ", label: " << i << ", listen: \"" << f->Endpoint(i)
-      << "\", metrics_listen: \"" << f->Host(i) << ":" << ports[o.sites + i] << "\"}\n"
+    c << "site: {id: site-" << i << ", label: " << i << ", listen: \"" << f->Endpoint(i) << "\", metrics_listen: \""
+      << f->Host(i) << ":" << ports[o.sites + i] << "\"}\n"
       << "roster:\n"
       << roster << "capacity: from_adapter\n"
       << "balancer: {algorithm: " << o.algorithm << ", interval: " << o.interval
       << ", underload_threshold: " << o.underload_threshold << ", heartbeat_interval: " << o.heartbeat
       << ", peer_timeout: " << o.peer_timeout << ", step_timeout: " << o.step_timeout << ", max_batch: " << o.max_batch
       << "}\n"
-      << SchedulerLine(o, i, slots)
-      << "state_dir: state/site-" << i << "\n";
+      << SchedulerLine(o, i, slots) << "state_dir: state/site-" << i << "\n";
     if (o.insecure) {
       c << "security: {insecure: true, admin_token_file: certs/admin-token}\n";
     } else {

@@ -5,14 +5,13 @@
 // ports, a temporary folder for configs, state and logs. Processes are
 // children of the test and are stopped by their PIDs.
 
+#include <grpcpp/grpcpp.h>
 #include <sys/types.h>
 
 #include <map>
 #include <memory>
 #include <string>
 #include <vector>
-
-#include <grpcpp/grpcpp.h>
 
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
@@ -22,14 +21,14 @@ namespace hyperfed::testing {
 
 struct FederationOptions {
   int sites = 4;
-  std::vector<int> slots;          // capacity (sim slots) per site; default 4 each
+  std::vector<int> slots;  // capacity (sim slots) per site; default 4 each
   std::string algorithm = "exact";
   std::string step_timeout = "5s";
   std::string peer_timeout = "2s";
   std::string heartbeat = "300ms";
   int max_batch = 1000;
-  std::string interval = "0s";      // timer rounds (0s: off)
-  int underload_threshold = 0;      // 0: off
+  std::string interval = "0s";  // timer rounds (0s: off)
+  int underload_threshold = 0;  // 0: off
   bool insecure = false;
   // State on tmpfs (/dev/shm) when there is one; false puts it under /tmp
   // (a real disk: fsync costs what it costs in production).

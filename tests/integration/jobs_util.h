@@ -49,10 +49,9 @@ inline void PrintTo(const CrashCase& c, std::ostream* os) { *os << c.point << " 
 // tests/migration/crash_test.cc (chunks of 2).
 inline const std::vector<CrashCase>& TransferCrashCases() {
   static const std::vector<CrashCase> cases{
-      {"out_after_intent", 0},       {"out_after_hold_one:1", 0}, {"out_after_hold", 0},
-      {"out_after_prepared", 0},     {"out_after_reply", 0},      {"out_after_cancel_one:1", 0},
-      {"out_after_cancel", 0},       {"out_after_committed", 0},  {"in_after_prepared", 1},
-      {"in_after_submit_one:1", 1},  {"in_after_submit", 1},      {"in_after_committed", 1}};
+      {"out_after_intent", 0},  {"out_after_hold_one:1", 0},   {"out_after_hold", 0},   {"out_after_prepared", 0},
+      {"out_after_reply", 0},   {"out_after_cancel_one:1", 0}, {"out_after_cancel", 0}, {"out_after_committed", 0},
+      {"in_after_prepared", 1}, {"in_after_submit_one:1", 1},  {"in_after_submit", 1},  {"in_after_committed", 1}};
   return cases;
 }
 

@@ -38,24 +38,23 @@ absl::StatusOr<std::unique_ptr<NetnsPair>> NetnsPair::Create() {
   auto link_to = [&](const std::string& ns, const std::string& tag, const std::string& root_addr,
                      const std::string& side_addr) {
     const std::string root_if = absl::StrCat(p, "r", tag), side_if = absl::StrCat(p, tag, "0");
-    for (std::string s : {absl::StrCat("link add ", root_if, " type veth peer name ", side_if),
-                          absl::StrCat("link set ", side_if, " netns ", ns),
-                          absl::StrCat("addr add ", root_addr, "/30 dev ", root_if),
-                          absl::StrCat("link set ", root_if, " up"),
-                          absl::StrCat("-n ", ns, " addr add ", side_addr, "/30 dev ", side_if),
-                          absl::StrCat("-n ", ns, " link set ", side_if, " up"),
-                          absl::StrCat("-n ", ns, " link set lo up")})
+    for (std::string s :
+         {absl::StrCat("link add ", root_if, " type veth peer name ", side_if),
+          absl::StrCat("link set ", side_if, " netns ", ns), absl::StrCat("addr add ", root_addr, "/30 dev ", root_if),
+          absl::StrCat("link set ", root_if, " up"),
+          absl::StrCat("-n ", ns, " addr add ", side_addr, "/30 dev ", side_if),
+          absl::StrCat("-n ", ns, " link set ", side_if, " up"), absl::StrCat("-n ", ns, " link set lo up")})
       steps.push_back(std::move(s));
   };
   link_to(a, "a", net + "1", n->host_a_);
   link_to(b, "b", net + "5", n->host_b_);
   // a <-> b, the only path between the sides.
-  for (std::string s : {absl::StrCat("link add ", p, "ab type veth peer name ", p, "ba"),
-                        absl::StrCat("link set ", p, "ab netns ", a), absl::StrCat("link set ", p, "ba netns ", b),
-                        absl::StrCat("-n ", a, " addr add ", n->ab_a_, "/30 dev ", p, "ab"),
-                        absl::StrCat("-n ", b, " addr add ", n->ab_b_, "/30 dev ", p, "ba"),
-                        absl::StrCat("-n ", a, " link set ", p, "ab up"),
-                        absl::StrCat("-n ", b, " link set ", p, "ba up")})
+  for (std::string s :
+       {absl::StrCat("link add ", p, "ab type veth peer name ", p, "ba"), absl::StrCat("link set ", p, "ab netns ", a),
+        absl::StrCat("link set ", p, "ba netns ", b),
+        absl::StrCat("-n ", a, " addr add ", n->ab_a_, "/30 dev ", p, "ab"),
+        absl::StrCat("-n ", b, " addr add ", n->ab_b_, "/30 dev ", p, "ba"),
+        absl::StrCat("-n ", a, " link set ", p, "ab up"), absl::StrCat("-n ", b, " link set ", p, "ba up")})
     steps.push_back(std::move(s));
   for (const std::string& s : steps)
     if (auto st = n->Ip(s); !st.ok()) return absl::FailedPreconditionError(st.message());
@@ -78,7 +77,8 @@ absl::Status NetnsPair::Ip(const std::string& args) {
   while (size_t k = fread(buf, 1, sizeof buf, f)) out.append(buf, k);
   const int rc = pclose(f);
   if (rc != 0)
-    return absl::InternalError(absl::StrCat("`ip ", args, "` exited ", WIFEXITED(rc) ? WEXITSTATUS(rc) : -1, ": ", out));
+    return absl::InternalError(
+        absl::StrCat("`ip ", args, "` exited ", WIFEXITED(rc) ? WEXITSTATUS(rc) : -1, ": ", out));
   return absl::OkStatus();
 }
 

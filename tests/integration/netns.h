@@ -44,9 +44,9 @@ class NetnsPair {
   absl::Status Routes();
 
   std::string ns_a_, ns_b_;
-  std::string prefix_;         // interface name prefix, unique per process
+  std::string prefix_;  // interface name prefix, unique per process
   std::string host_a_, host_b_;
-  std::string ab_a_, ab_b_;    // the a-b link's addresses
+  std::string ab_a_, ab_b_;  // the a-b link's addresses
   bool made_a_ = false, made_b_ = false;
 };
 

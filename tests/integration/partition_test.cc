@@ -28,7 +28,8 @@ std::vector<int64_t> Pending(TestFederation& f) {
 
 // Sites {0, 1} on one side, {2, 3} on the other; `cut` and `heal` act on
 // the link between them.
-void EachSideBalancesAloneAndTheFederationHeals(const FederationOptions& o, const std::function<void(TestFederation&)>& cut,
+void EachSideBalancesAloneAndTheFederationHeals(const FederationOptions& o,
+                                                const std::function<void(TestFederation&)>& cut,
                                                 const std::function<void(TestFederation&)>& heal) {
   auto f = TestFederation::Start(o);
   ASSERT_TRUE(f.ok()) << f.status();
@@ -74,8 +75,9 @@ void EachSideBalancesAloneAndTheFederationHeals(const FederationOptions& o, cons
 
 TEST(PartitionTest, NetworkNamespacesEachSideBalancesAloneNothingIsLostAndTheFederationHeals) {
   auto net = NetnsPair::Create();
-  if (!net.ok()) GTEST_SKIP() << "cannot make network namespaces here (" << net.status().message()
-                              << "); PartitionTest.HookEachSide... covers the partition with the test hook";
+  if (!net.ok())
+    GTEST_SKIP() << "cannot make network namespaces here (" << net.status().message()
+                 << "); PartitionTest.HookEachSide... covers the partition with the test hook";
   NetnsPair& n = **net;
   FederationOptions o{.sites = 4, .slots = {1, 1, 1, 1}};
   o.hosts = {n.host_a(), n.host_a(), n.host_b(), n.host_b()};

@@ -75,14 +75,15 @@ class SlurmSites {
   }
 
   static std::string Script(const std::string& work, int n) {
-    return absl::StrCat("#!/bin/sh\n#SBATCH --output=", work, "/out/slurm-%j.log\n",
-                        "echo \"job ", n, " ran at $SLURM_CLUSTER_NAME\" > ", work, "/out/job-", n, ".txt\n");
+    return absl::StrCat("#!/bin/sh\n#SBATCH --output=", work, "/out/slurm-%j.log\n", "echo \"job ", n,
+                        " ran at $SLURM_CLUSTER_NAME\" > ", work, "/out/job-", n, ".txt\n");
   }
 
   // `count` jobs named move-<n> at site 0, submitted with sbatch.
   void SubmitAtA(int count) {
     for (int n = 0; n < count; ++n) {
-      auto r = clusters_[0]->Cmd({"sbatch", "--parsable", absl::StrCat("--job-name=move-", n)}, Script(work_, n), work_);
+      auto r =
+          clusters_[0]->Cmd({"sbatch", "--parsable", absl::StrCat("--job-name=move-", n)}, Script(work_, n), work_);
       ASSERT_TRUE(r.ok()) << r.status();
     }
   }
@@ -257,7 +258,8 @@ TEST_P(SlurmCrashTest, EveryJobExactlyOnceByTagAcrossBothClusters) {
   ASSERT_TRUE(fed.WaitHealthy(absl::Seconds(30)).ok());
   (void)RunRound(fed, c.site == 0 ? 1 : 0, false, absl::Seconds(40));  // may fail: a site dies in it
   ASSERT_TRUE(fed.WaitExit(c.site, absl::Seconds(30)))
-      << "site-" << c.site << " never reached crash point " << c.point << "\n" << fed.Log(c.site);
+      << "site-" << c.site << " never reached crash point " << c.point << "\n"
+      << fed.Log(c.site);
   ASSERT_TRUE(fed.StartSite(c.site).ok());
   ASSERT_TRUE(fed.WaitHealthy(absl::Seconds(30)).ok());
 

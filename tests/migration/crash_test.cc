@@ -66,8 +66,7 @@ class ForkTransport : public PeerTransport {
     return TransferReply{ids};
   }
 
-  absl::StatusOr<AbortReply> Abort(const std::string& dest, const std::string& id,
-                                   const std::string& source) override {
+  absl::StatusOr<AbortReply> Abort(const std::string& dest, const std::string& id, const std::string& source) override {
     absl::StatusOr<std::string> out = Call(dest, [&](Migrator& m) {
       absl::StatusOr<AbortReply> r = m.HandleAbort(id, source);
       return Encode(r.status(), r.ok() && r->aborted, r.ok() ? r->new_ids : std::vector<std::string>{});
@@ -154,10 +153,10 @@ class ForkTransport : public PeerTransport {
 };
 
 enum class Scenario {
-  kPlain,               // MigrateOut of 4 jobs in batches of 3 and 1
-  kRecoverAfterLoss,    // the Transfer is lost; Recover retries it
-  kLostReplyGiveUp,     // delivered, reply lost; GiveUp: Abort answers the ids
-  kUnreachableGiveUp,   // never delivered; GiveUp: Abort is recorded
+  kPlain,              // MigrateOut of 4 jobs in batches of 3 and 1
+  kRecoverAfterLoss,   // the Transfer is lost; Recover retries it
+  kLostReplyGiveUp,    // delivered, reply lost; GiveUp: Abort answers the ids
+  kUnreachableGiveUp,  // never delivered; GiveUp: Abort is recorded
 };
 
 constexpr int kChildDestKilled = 10;
@@ -266,8 +265,8 @@ std::string CrashAndRecover(Scenario sc, const std::string& point, int order) {
 void RunAll(Scenario sc, const std::set<std::string>& must_hit) {
   std::vector<std::string> points;
   for (std::string_view p : kAllCrashPoints) points.emplace_back(p);
-  for (const char* p : {"out_after_intent:2", "out_after_hold_one:2", "out_after_cancel_one:2",
-                        "in_after_submit_one:2"}) {
+  for (const char* p :
+       {"out_after_intent:2", "out_after_hold_one:2", "out_after_cancel_one:2", "in_after_submit_one:2"}) {
     points.emplace_back(p);
   }
   std::set<std::string> hit;
@@ -281,18 +280,16 @@ void RunAll(Scenario sc, const std::set<std::string>& must_hit) {
 }
 
 TEST(MigrationCrashTest, PlainMigrationSurvivesACrashAtEveryPoint) {
-  RunAll(Scenario::kPlain,
-         {"out_after_intent", "out_after_intent:2", "out_after_hold_one", "out_after_hold_one:2", "out_after_hold",
-          "out_after_prepared", "out_after_reply", "out_after_cancel_one", "out_after_cancel_one:2",
-          "out_after_cancel", "out_after_committed", "in_after_prepared", "in_after_submit_one",
-          "in_after_submit_one:2", "in_after_submit", "in_after_committed"});
+  RunAll(Scenario::kPlain, {"out_after_intent", "out_after_intent:2", "out_after_hold_one", "out_after_hold_one:2",
+                            "out_after_hold", "out_after_prepared", "out_after_reply", "out_after_cancel_one",
+                            "out_after_cancel_one:2", "out_after_cancel", "out_after_committed", "in_after_prepared",
+                            "in_after_submit_one", "in_after_submit_one:2", "in_after_submit", "in_after_committed"});
 }
 
 TEST(MigrationCrashTest, RetryByRecoverSurvivesACrashAtEveryPoint) {
   RunAll(Scenario::kRecoverAfterLoss,
-         {"out_after_prepared", "out_after_reply", "out_after_cancel_one", "out_after_cancel",
-          "out_after_committed", "in_after_prepared", "in_after_submit_one", "in_after_submit",
-          "in_after_committed"});
+         {"out_after_prepared", "out_after_reply", "out_after_cancel_one", "out_after_cancel", "out_after_committed",
+          "in_after_prepared", "in_after_submit_one", "in_after_submit", "in_after_committed"});
 }
 
 TEST(MigrationCrashTest, GiveUpAfterLostReplySurvivesACrashAtEveryPoint) {
@@ -302,9 +299,8 @@ TEST(MigrationCrashTest, GiveUpAfterLostReplySurvivesACrashAtEveryPoint) {
 }
 
 TEST(MigrationCrashTest, GiveUpWhenUnreachableSurvivesACrashAtEveryPoint) {
-  RunAll(Scenario::kUnreachableGiveUp,
-         {"out_after_aborting", "out_after_abort_reply", "out_after_release", "out_after_aborted",
-          "in_after_abort_recorded"});
+  RunAll(Scenario::kUnreachableGiveUp, {"out_after_aborting", "out_after_abort_reply", "out_after_release",
+                                        "out_after_aborted", "in_after_abort_recorded"});
 }
 
 TEST(CrashPointTest, KillsOnTheNthVisitOfTheNamedPointOnly) {

@@ -43,8 +43,12 @@ class FakeAdapter : public scheduler::SchedulerAdapter {
     Save();
     return j.id;
   }
-  absl::Status Start(const std::string& id) { return Move(id, scheduler::JobState::kPending, scheduler::JobState::kRunning); }
-  absl::Status Finish(const std::string& id) { return Move(id, scheduler::JobState::kRunning, scheduler::JobState::kDone); }
+  absl::Status Start(const std::string& id) {
+    return Move(id, scheduler::JobState::kPending, scheduler::JobState::kRunning);
+  }
+  absl::Status Finish(const std::string& id) {
+    return Move(id, scheduler::JobState::kRunning, scheduler::JobState::kDone);
+  }
   // Every job in every state, in queue order.
   std::vector<scheduler::Job> AllJobs() const {
     std::lock_guard<std::mutex> l(mu_);
@@ -84,7 +88,8 @@ class FakeAdapter : public scheduler::SchedulerAdapter {
     if (it == jobs_.end()) return absl::NotFoundError(absl::StrCat("no job ", id));
     auto& st = it->second.state;
     if (st == scheduler::JobState::kHeld) return absl::OkStatus();
-    if (st != scheduler::JobState::kPending) return absl::FailedPreconditionError(absl::StrCat("job ", id, " not pending"));
+    if (st != scheduler::JobState::kPending)
+      return absl::FailedPreconditionError(absl::StrCat("job ", id, " not pending"));
     st = scheduler::JobState::kHeld;
     Save();
     if (hold_fail_after_effect_ > 0) {

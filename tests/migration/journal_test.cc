@@ -107,8 +107,8 @@ TEST(JournalTest, StateChangesAndSequencePersistAcrossReopen) {
     EXPECT_EQ(*j->NextSequence(), 2);
     ASSERT_TRUE(j->Insert(Sample("a:1", Direction::kOut, MigrationState::kPrepared, absl::UnixEpoch())).ok());
     std::vector<std::string> ids = {"b-1", "b-2"};
-    ASSERT_TRUE(j->Update(Direction::kOut, "a:1", MigrationState::kCommitted, "done", absl::FromUnixSeconds(5), &ids)
-                    .ok());
+    ASSERT_TRUE(
+        j->Update(Direction::kOut, "a:1", MigrationState::kCommitted, "done", absl::FromUnixSeconds(5), &ids).ok());
     ASSERT_TRUE(j->Update(Direction::kOut, "a:1", MigrationState::kCommitted, "again", absl::FromUnixSeconds(6)).ok());
   }
   auto j = *Journal::Open(dir.File("j.db"));
@@ -155,9 +155,8 @@ TEST(JournalTest, ReplacingJobsIsAtomicWithTheStateChange) {
   ASSERT_TRUE(j->Insert(Sample("a:1", Direction::kOut, MigrationState::kPreparing, absl::UnixEpoch())).ok());
   MigrationRecord smaller = Sample("a:1", Direction::kOut, MigrationState::kPrepared, absl::UnixEpoch());
   smaller.jobs.erase(smaller.jobs.begin());
-  ASSERT_TRUE(j->UpdateWithJobs(Direction::kOut, "a:1", MigrationState::kPrepared, "", absl::UnixEpoch(),
-                                smaller.jobs)
-                  .ok());
+  ASSERT_TRUE(
+      j->UpdateWithJobs(Direction::kOut, "a:1", MigrationState::kPrepared, "", absl::UnixEpoch(), smaller.jobs).ok());
   auto got = **j->Get(Direction::kOut, "a:1");
   EXPECT_EQ(got.state, MigrationState::kPrepared);
   ASSERT_EQ(got.jobs.size(), 1u);

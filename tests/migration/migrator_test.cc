@@ -67,9 +67,7 @@ class MigratorTest : public ::testing::Test {
     return live;
   }
 
-  MigrationState OutState(Site& s, const std::string& id) {
-    return (**s.journal->Get(Direction::kOut, id)).state;
-  }
+  MigrationState OutState(Site& s, const std::string& id) { return (**s.journal->Get(Direction::kOut, id)).state; }
 
   TempDir dir_;
   FakeEnv clock_;
@@ -150,8 +148,7 @@ TEST_F(MigratorTest, ASpecTheDestinationRefusesKeepsTheWholeBatchAtTheSource) {
   EXPECT_EQ((*res)[0].moved, 0);
   EXPECT_FALSE((*res)[0].status.ok());
   EXPECT_NE((*res)[0].status.message().find("refuses it"), std::string::npos) << (*res)[0].status;
-  for (const auto& [key, where] : Live())
-    EXPECT_EQ(where, std::make_pair(std::string("A"), JobState::kPending)) << key;
+  for (const auto& [key, where] : Live()) EXPECT_EQ(where, std::make_pair(std::string("A"), JobState::kPending)) << key;
   EXPECT_TRUE(b.adapter->AllJobs().empty()) << "nothing submitted at B";
   EXPECT_EQ(OutState(a, (*res)[0].migration_id), MigrationState::kAborted);
 }

@@ -85,8 +85,7 @@ class TestTransport : public PeerTransport {
     return r;
   }
 
-  absl::StatusOr<AbortReply> Abort(const std::string& dest, const std::string& id,
-                                   const std::string& source) override {
+  absl::StatusOr<AbortReply> Abort(const std::string& dest, const std::string& id, const std::string& source) override {
     Migrator* m;
     Fault f;
     if (absl::Status s = Route(dest, &m, &f); !s.ok()) return s;

@@ -77,8 +77,7 @@ struct AdapterContractParam {
 
 inline void PrintTo(const AdapterContractParam& p, std::ostream* os) { *os << p.name; }
 
-inline std::string AdapterContractParamName(
-    const ::testing::TestParamInfo<AdapterContractParam>& info) {
+inline std::string AdapterContractParamName(const ::testing::TestParamInfo<AdapterContractParam>& info) {
   return info.param.name;
 }
 
@@ -89,9 +88,7 @@ class AdapterContractTest : public ::testing::TestWithParam<AdapterContractParam
   // A spec with every field set to a non-default value, including text that
   // trips naive quoting (quotes, newlines, non-ASCII).
   JobSpec FullSpec(const std::string& name) const;
-  JobSpec Quick(const std::string& name) const {
-    return env_->RunnableSpec(name, absl::Milliseconds(500));
-  }
+  JobSpec Quick(const std::string& name) const { return env_->RunnableSpec(name, absl::Milliseconds(500)); }
   // Runs far longer than any test.
   JobSpec Long(const std::string& name) const { return env_->RunnableSpec(name, absl::Hours(10)); }
 

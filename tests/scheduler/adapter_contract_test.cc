@@ -22,7 +22,7 @@ absl::Status AdapterContractEnv::Saturate(SchedulerAdapter* adapter) {
     if (!id.ok()) return id.status();
   }
   const absl::Duration max_wait = MaxWait();
-  for (absl::Duration waited; ; waited += PollStep()) {
+  for (absl::Duration waited;; waited += PollStep()) {
     bool all_running = true;
     for (const auto& tag : tags) {
       auto jobs = adapter->FindByTag(tag);
@@ -101,8 +101,8 @@ absl::Status AdapterContractTest::WaitForState(const std::string& tag, JobState 
     if (!j.ok()) return j.status();
     if (j->state == state) return absl::OkStatus();
     if (waited >= env_->MaxWait()) {
-      return absl::DeadlineExceededError(absl::StrCat("job tagged ", tag, " is ", JobStateName(j->state),
-                                                      ", wanted ", JobStateName(state)));
+      return absl::DeadlineExceededError(
+          absl::StrCat("job tagged ", tag, " is ", JobStateName(j->state), ", wanted ", JobStateName(state)));
     }
     env_->LetTimePass(env_->PollStep());
   }

@@ -80,8 +80,8 @@ class ExecSchedEnv : public AdapterContractEnv {
   }
 
   absl::StatusOr<std::unique_ptr<SchedulerAdapter>> MakeAdapter() override {
-    auto a = ExecAdapter::Create({.state_dir = dir_.Sub("daemon"),
-                                  .options = {{"command", SchedCommand(State())}, {"timeout_ms", "20000"}}});
+    auto a = ExecAdapter::Create(
+        {.state_dir = dir_.Sub("daemon"), .options = {{"command", SchedCommand(State())}, {"timeout_ms", "20000"}}});
     if (!a.ok()) return a.status();
     return std::unique_ptr<SchedulerAdapter>(*std::move(a));
   }
@@ -96,9 +96,8 @@ class ExecSchedEnv : public AdapterContractEnv {
 };
 
 INSTANTIATE_TEST_SUITE_P(Exec, AdapterContractTest,
-                         ::testing::Values(AdapterContractParam{"Exec", [] {
-                                             return std::make_unique<ExecSchedEnv>();
-                                           }}),
+                         ::testing::Values(AdapterContractParam{"Exec",
+                                                                [] { return std::make_unique<ExecSchedEnv>(); }}),
                          AdapterContractParamName);
 
 // ---- Options ----
@@ -356,8 +355,13 @@ TEST_F(ExecAdapterTest, ListLeavesOutFinishedJobsAndKeepsTheCommandsOrder) {
 TEST_F(ExecAdapterTest, UnsafeIdsAndTagsNeverReachACommand) {
   const std::string mark = dir_.Sub("ran");
   const std::string touch = Sh(absl::StrCat("touch ", mark, "; exit 1"));
-  auto a = Make({{"hold", touch}, {"release", touch}, {"cancel", touch}, {"export", touch}, {"pin", touch},
-                 {"find_by_tag", touch}, {"submit", touch}});
+  auto a = Make({{"hold", touch},
+                 {"release", touch},
+                 {"cancel", touch},
+                 {"export", touch},
+                 {"pin", touch},
+                 {"find_by_tag", touch},
+                 {"submit", touch}});
   for (const std::string& id : {std::string(), std::string("-rf"), std::string("--all"), std::string("1\0", 2)}) {
     EXPECT_TRUE(absl::IsNotFound(a->Hold(id)));
     EXPECT_TRUE(absl::IsNotFound(a->Release(id)));
@@ -374,8 +378,15 @@ TEST_F(ExecAdapterTest, SubmitGetsTagAndHeldOnArgvAndTheSpecAsJsonOnStdin) {
   const std::string args = dir_.Sub("args"), in = dir_.Sub("stdin");
   auto a = Make({{"submit", Sh(absl::StrCat("echo \"$1|$2\" > ", args, "; cat > ", in, "; echo '{\"id\": \"77\"}'"))},
                  {"find_by_tag", Sh("echo '{\"jobs\": []}'")}});
-  JobSpec s{.name = "n\"1", .script = "#!/bin/sh\necho hi\n", .cores = 2, .memory_mb = 3'000'000'000'000,
-            .time_limit_s = 60, .workdir = "/w", .env = {{"K", "v\tx"}}, .duration_ms = 5, .cost = 0.1,
+  JobSpec s{.name = "n\"1",
+            .script = "#!/bin/sh\necho hi\n",
+            .cores = 2,
+            .memory_mb = 3'000'000'000'000,
+            .time_limit_s = 60,
+            .workdir = "/w",
+            .env = {{"K", "v\tx"}},
+            .duration_ms = 5,
+            .cost = 0.1,
             .key = "k"};
   auto id = a->Submit(s, "mig-1", /*held=*/true);
   ASSERT_TRUE(id.ok()) << id.status();
@@ -457,7 +468,11 @@ TEST_F(ExecAdapterTest, BadSpecIsRefusedBeforeAnyCommand) {
 }
 
 TEST_F(ExecAdapterTest, SpecWithControlCharactersRoundTripsThroughJson) {
-  JobSpec s{.name = "a\x01" "b", .script = std::string("nul\0in", 6) + "\x7f", .env = {{"\xe5\xa4\xa7", "\xf0\x9f\x99\x82"}}};
+  JobSpec s{.name =
+                "a\x01"
+                "b",
+            .script = std::string("nul\0in", 6) + "\x7f",
+            .env = {{"\xe5\xa4\xa7", "\xf0\x9f\x99\x82"}}};
   std::ofstream(dir_.Sub("spec.json")) << *JobSpecToJson(s);
   auto a = Make({{"export", Sh(absl::StrCat("cat ", dir_.Sub("spec.json")))}});
   auto got = a->Export("1");
@@ -470,8 +485,9 @@ TEST_F(ExecAdapterTest, LargeSpecAndLargeOutputPassWithoutDeadlock) {
   // reads: stdin must be written while stdout is read, or the two processes
   // wait for each other for ever.
   const std::string in = dir_.Sub("stdin");
-  auto a = Make({{"submit", Sh(absl::StrCat("head -c 3000000 /dev/zero | tr '\\0' ' '; cat > ", in,
-                                            "; echo '{\"id\": \"big\"}'"))}});
+  auto a =
+      Make({{"submit",
+             Sh(absl::StrCat("head -c 3000000 /dev/zero | tr '\\0' ' '; cat > ", in, "; echo '{\"id\": \"big\"}'"))}});
   JobSpec s{.name = "big", .script = std::string(3'000'000, 'x')};
   auto id = a->Submit(s, "");
   ASSERT_TRUE(id.ok()) << id.status();
@@ -518,7 +534,10 @@ TEST(ExecSchedTest, JobsRunWithTheirEnvironmentAndWorkdir) {
   std::filesystem::create_directories(work);
   auto a = ExecAdapter::Create({.state_dir = dir.Sub("daemon"), .options = {{"command", SchedCommand(dir.Sub("q"))}}});
   ASSERT_TRUE(a.ok()) << a.status();
-  JobSpec s{.name = "env", .script = "#!/bin/sh\necho \"$GREETING\" > result\n", .cores = 1, .workdir = work,
+  JobSpec s{.name = "env",
+            .script = "#!/bin/sh\necho \"$GREETING\" > result\n",
+            .cores = 1,
+            .workdir = work,
             .env = {{"GREETING", "hello there"}}};
   ASSERT_TRUE((*a)->Submit(s, "env").ok());
   std::string state;

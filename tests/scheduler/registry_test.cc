@@ -78,8 +78,8 @@ TEST(AdapterRegistryTest, CreatePassesContextAndFactoryErrors) {
 TEST(AdapterRegistryTest, FactoryReturningNoAdapterIsInternal) {
   AdapterRegistry r;
   ASSERT_TRUE(r.Register("null", [](const AdapterContext&) -> absl::StatusOr<std::unique_ptr<SchedulerAdapter>> {
-                  return std::unique_ptr<SchedulerAdapter>();
-                }).ok());
+                 return std::unique_ptr<SchedulerAdapter>();
+               }).ok());
   EXPECT_TRUE(absl::IsInternal(r.Create("null", {}).status()));
 }
 

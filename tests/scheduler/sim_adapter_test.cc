@@ -75,11 +75,11 @@ INSTANTIATE_TEST_SUITE_P(
     Sim, AdapterContractTest,
     ::testing::Values(
         AdapterContractParam{"Defaults", [] { return std::make_unique<SimEnv>(std::map<std::string, std::string>{}); }},
-        AdapterContractParam{"OneFastSlot",
-                             [] {
-                               return std::make_unique<SimEnv>(
-                                   std::map<std::string, std::string>{{"slots", "1"}, {"time_scale", "10"}});
-                             }},
+        AdapterContractParam{
+            "OneFastSlot",
+            [] {
+              return std::make_unique<SimEnv>(std::map<std::string, std::string>{{"slots", "1"}, {"time_scale", "10"}});
+            }},
         AdapterContractParam{"DefaultBatchCalls", [] { return std::make_unique<SingleCallsEnv>(); }}),
     AdapterContractParamName);
 
@@ -104,8 +104,7 @@ class SimAdapterTest : public ::testing::Test {
     auto j = a->GetJob(id);
     return j.ok() ? JobStateName(j->state) : j.status().ToString();
   }
-  static std::string MustSubmit(SimAdapter* a, const JobSpec& spec, const std::string& tag = "",
-                                bool held = false) {
+  static std::string MustSubmit(SimAdapter* a, const JobSpec& spec, const std::string& tag = "", bool held = false) {
     auto id = a->Submit(spec, tag, held);
     EXPECT_TRUE(id.ok()) << id.status();
     return id.value_or("");
@@ -220,10 +219,10 @@ TEST_F(SimAdapterTest, NoPinMarkerPinsNothing) {
 
 TEST_F(SimAdapterTest, BadOptionsAreRejectedNamingTheOptionAndTouchNothing) {
   const std::vector<std::pair<std::string, std::string>> bad = {
-      {"slots", "0"},       {"slots", "-1"},       {"slots", "abc"},    {"slots", "1.5"},
-      {"slots", ""},        {"slots", "99999999"}, {"speed", "0"},      {"speed", "-2"},
-      {"speed", "nan"},     {"speed", "inf"},      {"speed", "fast"},   {"time_scale", "0"},
-      {"time_scale", "-1"}, {"time_scale", "x"},   {"slot", "4"},       {"Slots", "4"}};
+      {"slots", "0"},       {"slots", "-1"},       {"slots", "abc"},  {"slots", "1.5"},
+      {"slots", ""},        {"slots", "99999999"}, {"speed", "0"},    {"speed", "-2"},
+      {"speed", "nan"},     {"speed", "inf"},      {"speed", "fast"}, {"time_scale", "0"},
+      {"time_scale", "-1"}, {"time_scale", "x"},   {"slot", "4"},     {"Slots", "4"}};
   const std::string state_dir = dir_.Sub("never");
   for (const auto& [name, value] : bad) {
     SCOPED_TRACE(absl::StrCat(name, "=", value));
@@ -238,7 +237,11 @@ TEST_F(SimAdapterTest, BadOptionsAreRejectedNamingTheOptionAndTouchNothing) {
 TEST_F(SimAdapterTest, UnusableStateDirIsAnError) {
   EXPECT_TRUE(absl::IsInvalidArgument(SimAdapter::Open({.state_dir = "", .options = {}, .clock = &clock_}).status()));
   const std::string file = dir_.Sub("a-file");
-  { FILE* f = fopen(file.c_str(), "w"); ASSERT_NE(f, nullptr); fclose(f); }
+  {
+    FILE* f = fopen(file.c_str(), "w");
+    ASSERT_NE(f, nullptr);
+    fclose(f);
+  }
   auto a = SimAdapter::Open({.state_dir = file, .options = {}, .clock = &clock_});
   EXPECT_FALSE(a.ok());
   // A queue file that is not a database.
@@ -566,27 +569,23 @@ TEST_P(SimAdapterCrashTest, KillMidTransactionLeavesTheQueueAsBefore) {
   EXPECT_EQ(State(a.get(), "2"), "running");
 }
 
-INSTANTIATE_TEST_SUITE_P(Points, SimAdapterCrashTest,
-                         ::testing::Values(CrashCase{"submit:job-row", "submit"},
-                                           CrashCase{"submit:before-commit", "submit"},
-                                           CrashCase{"cancel:before-commit", "cancel"},
-                                           CrashCase{"hold:before-commit", "hold"},
-                                           CrashCase{"release:before-commit", "release"},
-                                           CrashCase{"fill:job-started", "advance"},
-                                           CrashCase{"tick:before-commit", "advance"},
-                                           CrashCase{"submit:job-row", "submit-many"},
-                                           CrashCase{"submit:before-commit", "submit-many"},
-                                           CrashCase{"hold:before-commit", "hold-many"},
-                                           CrashCase{"cancel:before-commit", "cancel-many"},
-                                           CrashCase{"release:before-commit", "release-many"}),
-                         [](const ::testing::TestParamInfo<CrashCase>& info) {
-                           std::string n = info.param.point;
-                           if (absl::EndsWith(info.param.op, "-many")) n += "_many";
-                           for (char& ch : n) {
-                             if (!isalnum(static_cast<unsigned char>(ch))) ch = '_';
-                           }
-                           return n;
-                         });
+INSTANTIATE_TEST_SUITE_P(
+    Points, SimAdapterCrashTest,
+    ::testing::Values(CrashCase{"submit:job-row", "submit"}, CrashCase{"submit:before-commit", "submit"},
+                      CrashCase{"cancel:before-commit", "cancel"}, CrashCase{"hold:before-commit", "hold"},
+                      CrashCase{"release:before-commit", "release"}, CrashCase{"fill:job-started", "advance"},
+                      CrashCase{"tick:before-commit", "advance"}, CrashCase{"submit:job-row", "submit-many"},
+                      CrashCase{"submit:before-commit", "submit-many"}, CrashCase{"hold:before-commit", "hold-many"},
+                      CrashCase{"cancel:before-commit", "cancel-many"},
+                      CrashCase{"release:before-commit", "release-many"}),
+    [](const ::testing::TestParamInfo<CrashCase>& info) {
+      std::string n = info.param.point;
+      if (absl::EndsWith(info.param.op, "-many")) n += "_many";
+      for (char& ch : n) {
+        if (!isalnum(static_cast<unsigned char>(ch))) ch = '_';
+      }
+      return n;
+    });
 
 // A kill at an arbitrary moment, from outside: every submit the child saw
 // acknowledged is there, and the tags present are a gap-free prefix (no

@@ -6,7 +6,6 @@
 #include "daemon/scheduler/slurm_adapter.h"
 
 #include <signal.h>
-
 #include <sys/stat.h>
 
 #include <filesystem>
@@ -117,9 +116,12 @@ TEST(SlurmOptionsTest, BadOptionsAreRejectedNamingTheOption) {
   auto unknown = ParseSlurmOptions({{"partiton", "a"}});
   EXPECT_TRUE(absl::IsInvalidArgument(unknown.status()));
   EXPECT_TRUE(absl::StrContains(unknown.status().message(), "\"partiton\"")) << unknown.status();
-  for (const auto& [k, v] : std::vector<std::pair<std::string, std::string>>{
-           {"timeout", "soon"}, {"timeout", "0s"}, {"timeout", "-1s"}, {"speed", "0"},
-           {"speed", "fast"}, {"workdir_policy", "move"}}) {
+  for (const auto& [k, v] : std::vector<std::pair<std::string, std::string>>{{"timeout", "soon"},
+                                                                             {"timeout", "0s"},
+                                                                             {"timeout", "-1s"},
+                                                                             {"speed", "0"},
+                                                                             {"speed", "fast"},
+                                                                             {"workdir_policy", "move"}}) {
     auto o = ParseSlurmOptions({{k, v}});
     EXPECT_TRUE(absl::IsInvalidArgument(o.status())) << k << "=" << v;
     EXPECT_TRUE(absl::StrContains(o.status().message(), "\"" + k + "\"")) << o.status();
@@ -129,8 +131,11 @@ TEST(SlurmOptionsTest, BadOptionsAreRejectedNamingTheOption) {
   EXPECT_TRUE(absl::StrContains(no_submit.status().message(), "\"submit_partition\"")) << no_submit.status();
   auto outside = ParseSlurmOptions({{"partitions", "a,b"}, {"submit_partition", "c"}});
   EXPECT_TRUE(absl::IsInvalidArgument(outside.status())) << "a submit partition hyperfed would not see";
-  auto good = ParseSlurmOptions({{"partitions", "a, b"}, {"submit_partition", "b"}, {"timeout", "5s"},
-                                 {"pinned_partitions", "keep"}, {"workdir_policy", "drop"}});
+  auto good = ParseSlurmOptions({{"partitions", "a, b"},
+                                 {"submit_partition", "b"},
+                                 {"timeout", "5s"},
+                                 {"pinned_partitions", "keep"},
+                                 {"workdir_policy", "drop"}});
   ASSERT_TRUE(good.ok()) << good.status();
   EXPECT_EQ(good->partitions, (std::set<std::string>{"a", "b"}));
   EXPECT_EQ(good->timeout, absl::Seconds(5));
@@ -166,20 +171,31 @@ TEST(SlurmCommentTest, RoundTripsEveryFieldAndIgnoresOtherComments) {
 }
 
 TEST(SlurmStateTest, EverySlurmStateMapsAndUnknownOnesCountAsRunning) {
-  const std::vector<std::pair<std::string, JobState>> cases = {
-      {"PENDING", JobState::kPending},        {"REQUEUED", JobState::kPending},
-      {"REQUEUE_FED", JobState::kPending},    {"REQUEUE_HOLD", JobState::kHeld},
-      {"SPECIAL_EXIT", JobState::kHeld},      {"RESV_DEL_HOLD", JobState::kHeld},
-      {"RUNNING", JobState::kRunning},        {"SUSPENDED", JobState::kRunning},
-      {"STOPPED", JobState::kRunning},        {"CONFIGURING", JobState::kRunning},
-      {"COMPLETING", JobState::kRunning},     {"SIGNALING", JobState::kRunning},
-      {"STAGE_OUT", JobState::kRunning},      {"RESIZING", JobState::kRunning},
-      {"COMPLETED", JobState::kDone},         {"FAILED", JobState::kDone},
-      {"TIMEOUT", JobState::kDone},           {"NODE_FAIL", JobState::kDone},
-      {"PREEMPTED", JobState::kDone},         {"BOOT_FAIL", JobState::kDone},
-      {"DEADLINE", JobState::kDone},          {"OUT_OF_MEMORY", JobState::kDone},
-      {"CANCELLED", JobState::kCancelled},    {"SOMETHING_NEW", JobState::kRunning},
-      {"", JobState::kRunning}};
+  const std::vector<std::pair<std::string, JobState>> cases = {{"PENDING", JobState::kPending},
+                                                               {"REQUEUED", JobState::kPending},
+                                                               {"REQUEUE_FED", JobState::kPending},
+                                                               {"REQUEUE_HOLD", JobState::kHeld},
+                                                               {"SPECIAL_EXIT", JobState::kHeld},
+                                                               {"RESV_DEL_HOLD", JobState::kHeld},
+                                                               {"RUNNING", JobState::kRunning},
+                                                               {"SUSPENDED", JobState::kRunning},
+                                                               {"STOPPED", JobState::kRunning},
+                                                               {"CONFIGURING", JobState::kRunning},
+                                                               {"COMPLETING", JobState::kRunning},
+                                                               {"SIGNALING", JobState::kRunning},
+                                                               {"STAGE_OUT", JobState::kRunning},
+                                                               {"RESIZING", JobState::kRunning},
+                                                               {"COMPLETED", JobState::kDone},
+                                                               {"FAILED", JobState::kDone},
+                                                               {"TIMEOUT", JobState::kDone},
+                                                               {"NODE_FAIL", JobState::kDone},
+                                                               {"PREEMPTED", JobState::kDone},
+                                                               {"BOOT_FAIL", JobState::kDone},
+                                                               {"DEADLINE", JobState::kDone},
+                                                               {"OUT_OF_MEMORY", JobState::kDone},
+                                                               {"CANCELLED", JobState::kCancelled},
+                                                               {"SOMETHING_NEW", JobState::kRunning},
+                                                               {"", JobState::kRunning}};
   for (const auto& [state, want] : cases) EXPECT_EQ(MapSlurmState(state, "None"), want) << state;
   EXPECT_EQ(MapSlurmState("PENDING", "JobHeldUser"), JobState::kHeld);
   EXPECT_EQ(MapSlurmState("PENDING", "JobHeldAdmin"), JobState::kHeld);

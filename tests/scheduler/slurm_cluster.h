@@ -90,8 +90,10 @@ class SlurmCluster {
   // A Slurm command against this cluster; fails on a non-zero exit.
   absl::StatusOr<scheduler::CommandResult> Cmd(std::vector<std::string> argv, std::string stdin_text = "",
                                                std::string cwd = "") const {
-    scheduler::CommandSpec spec{.argv = argv, .stdin_text = std::move(stdin_text),
-                                .env = {{"SLURM_CONF", conf_}}, .cwd = std::move(cwd),
+    scheduler::CommandSpec spec{.argv = argv,
+                                .stdin_text = std::move(stdin_text),
+                                .env = {{"SLURM_CONF", conf_}},
+                                .cwd = std::move(cwd),
                                 .timeout = absl::Seconds(30)};
     auto r = scheduler::RunCommand(spec);
     if (!r.ok()) return r.status();
@@ -128,8 +130,7 @@ class SlurmCluster {
   absl::StatusOr<scheduler::CommandResult> Script(std::vector<std::string> args) const {
     std::vector<std::string> argv = {"bash", std::string(HYPERFED_SOURCE_DIR) + "/scripts/slurm-cluster"};
     argv.insert(argv.end(), args.begin(), args.end());
-    scheduler::CommandSpec spec{.argv = argv, .env = {{"HYPERFED_SLURM_ROOT", root_}},
-                                .timeout = absl::Seconds(90)};
+    scheduler::CommandSpec spec{.argv = argv, .env = {{"HYPERFED_SLURM_ROOT", root_}}, .timeout = absl::Seconds(90)};
     auto r = scheduler::RunCommand(spec);
     if (!r.ok()) return r.status();
     if (r->exit_code != 0) return scheduler::CommandFailure(argv, *r);

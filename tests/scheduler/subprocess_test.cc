@@ -64,8 +64,9 @@ TEST(RunCommandTest, EnvironmentOverridesGoOnTopOfOursAndCwdIsApplied) {
   TempDir dir;
   setenv("HF_SUBPROCESS_KEPT", "kept", 1);
   setenv("HF_SUBPROCESS_REPLACED", "old", 1);
-  auto r = RunCommand({.argv = {"sh", "-c", "printf '%s|%s|%s|' \"$HF_SUBPROCESS_KEPT\" \"$HF_SUBPROCESS_REPLACED\" "
-                                            "\"$HF_X\"; pwd; env | grep -c '^HF_SUBPROCESS_REPLACED='"},
+  auto r = RunCommand({.argv = {"sh", "-c",
+                                "printf '%s|%s|%s|' \"$HF_SUBPROCESS_KEPT\" \"$HF_SUBPROCESS_REPLACED\" "
+                                "\"$HF_X\"; pwd; env | grep -c '^HF_SUBPROCESS_REPLACED='"},
                        .env = {{"HF_SUBPROCESS_REPLACED", "new"}, {"HF_X", "a b"}},
                        .cwd = dir.path()});
   unsetenv("HF_SUBPROCESS_KEPT");
@@ -91,8 +92,7 @@ TEST(RunCommandTest, PathOverrideDecidesWhereTheCommandIsFound) {
   EXPECT_EQ(r->out, "found-in-override\n");
   auto missing = RunCommand({.argv = {"sh", "-c", "true"}, .env = {{"PATH", dir.path()}}});
   EXPECT_TRUE(absl::IsUnavailable(missing.status())) << "sh is not in the overriding PATH: " << missing.status();
-  EXPECT_TRUE(absl::StrContains(missing.status().message(), "not found in PATH=" + dir.path()))
-      << missing.status();
+  EXPECT_TRUE(absl::StrContains(missing.status().message(), "not found in PATH=" + dir.path())) << missing.status();
 }
 
 TEST(RunCommandTest, OutputCapIsAParameterAndUnlimitedKeepsEverything) {
@@ -156,9 +156,7 @@ TEST(RunCommandTest, ChildReapedElsewhereIsAnErrorNotASpinOrAKill) {
   EXPECT_LT(took, absl::Seconds(5));
 }
 
-TEST(RunCommandTest, EmptyCommandIsInvalid) {
-  EXPECT_TRUE(absl::IsInvalidArgument(RunCommand({}).status()));
-}
+TEST(RunCommandTest, EmptyCommandIsInvalid) { EXPECT_TRUE(absl::IsInvalidArgument(RunCommand({}).status())); }
 
 TEST(CommandLineTest, QuotesAndCutsLongArguments) {
   const std::string long_arg(200, 'x');
