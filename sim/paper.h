@@ -2,7 +2,7 @@
 
 // Paper reproductions for `hyperfed-sim paper NAME`.
 //
-// Each reproduction regenerates one paper's results (DESIGN section 9) and
+// Each reproduction regenerates one paper's results (docs/papers.md) and
 // prints our figures beside the paper's own. Reproductions are deterministic
 // for a given seed.
 

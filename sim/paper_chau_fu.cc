@@ -14,7 +14,7 @@
 namespace hyperfed::sim {
 namespace {
 
-// Seed 003, Tables 1 and 2: for n = 3..12 the count of runs (of 100,000)
+// chau-fu Tables 1 and 2: for n = 3..12 the count of runs (of 100,000)
 // whose maximum load difference was 0..7, and the average.
 struct PaperRow {
   int n;
@@ -203,7 +203,7 @@ absl::StatusOr<PaperReport> PaperChauFu(const PaperOptions& opts) {
                   "  (the label rules are the same rule up to a relabelling of the cube and agree within noise; "
                   "rules that look at the loads do far worse; see docs/algorithms.md)\n");
 
-  // Section 4's example: u has 640 tasks on 64 processors, v 960 on 32.
+  // §4's example: u has 640 tasks on 64 processors, v 960 on 32.
   const balance::Load first_dim = balance::WeightedImprovedDemShare(0, 0, 2, 640, 960, 64, 32);
   const balance::Load last_dim = balance::WeightedImprovedDemShare(0, 0, 1, 640, 960, 64, 32);
   absl::StrAppendFormat(&r.text,

@@ -28,7 +28,7 @@ std::string Bits(NodeId u, int n) {
   return s;
 }
 
-// Example 1 (section 3.3): loads reconstructed from Tables 2 to 4 and the
+// Example 1 (§3.3): loads reconstructed from Tables 2 to 4 and the
 // text (node 100 holds 0 and initiates; 64 tasks, quota 8).
 const std::vector<Load> kExample1 = {19, 11, 2, 9, 0, 9, 10, 4};
 
@@ -208,7 +208,7 @@ std::string Ranking(const Point& p) {
   return s;
 }
 
-// The paper's ranking in words (section 6 and the conclusion): MCWA first
+// The paper's ranking in words (§6 and the conclusion): MCWA first
 // while the faults stay below the dimension, DEM first beyond it.
 std::string PaperRanking(int n, int f) {
   if (f < n) return "MCWA first";

@@ -133,7 +133,7 @@ absl::StatusOr<PaperReport> PaperUnitFlow(const PaperOptions& opts) {
   }
   absl::StrAppend(&r.text, "\n(w: capacity-weighted quotas, hyperfed's extension; the paper balances equal loads.)\n");
 
-  // Section 1: the unit flows are suboptimal in the l2 norm against Hu et
+  // §1: the unit flows are suboptimal in the l2 norm against Hu et
   // al.'s optimal flow, but use far fewer edges.
   absl::StrAppendFormat(&r.text,
                         "\nl2 norm of the balancing flow (section 1: unit flows \"suboptimal compared to Hu et al.\", "

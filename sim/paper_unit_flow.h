@@ -8,10 +8,10 @@
 
 namespace hyperfed::sim {
 
-// Seed 001: integer balancing flows from unit flows on any connected graph.
+// unit-flow: integer balancing flows from unit flows on any connected graph.
 absl::StatusOr<PaperReport> PaperUnitFlow(const PaperOptions& opts);
 
-// Hu et al.'s l2-optimal balancing flow (seed 001 section 1, its reference
+// Hu et al.'s l2-optimal balancing flow (unit-flow §1, its reference
 // [2]): with L the graph Laplacian, solve L x = excess by conjugate
 // gradients; the flow on edge (u, v) is x_u - x_v. Returns the flow per edge
 // in Topology::Edges() order. `excess` must sum to 0.

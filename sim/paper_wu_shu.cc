@@ -56,7 +56,7 @@ int Trials(const PaperOptions& opts, int base) {
   return std::max(1, static_cast<int>(std::lround(base * opts.scale)));
 }
 
-// Section 6: "the load at each processor is randomly selected with the mean
+// §6: "the load at each processor is randomly selected with the mean
 // equal to a specified value"; we draw uniformly from [0, 2 mean].
 std::vector<Load> RandomLoads(int n, Load mean, std::mt19937_64& rng) {
   std::uniform_int_distribution<Load> u(0, 2 * mean);
@@ -65,8 +65,8 @@ std::vector<Load> RandomLoads(int n, Load mean, std::mt19937_64& rng) {
   return w;
 }
 
-// Seed 000's GDE: integer version (Fig. 2), lambda = the optimum of seed 002
-// (0.723 for all four networks of section 6), stop when neighbours differ by
+// wu-shu's GDE: integer version (Fig. 2), lambda = the optimum of xu
+// (0.723 for all four networks of §6), stop when neighbours differ by
 // at most one task, tested after every sweep.
 balance::IterativeOptions GdeOptions() {
   balance::IterativeOptions o;
@@ -98,7 +98,7 @@ absl::StatusOr<Comparison> Compare(const Topology& topo, Load mean, int trials, 
     const double sweeps = static_cast<double>(gde->metrics.steps) / colours;
     c.gde_diff += static_cast<double>(balance::MaxDiff(gde->final_loads));
     c.gde_sweeps += sweeps;
-    // Section 6: three communications per GDE iteration (two to exchange
+    // §6: three communications per GDE iteration (two to exchange
     // load information, one to move tasks): 3sc.
     c.gde_steps += 3.0 * static_cast<double>(gde->metrics.steps);
     c.gde_cost += static_cast<double>(gde->metrics.task_hops) / total;
@@ -215,7 +215,7 @@ absl::StatusOr<PaperReport> PaperWuShu(const PaperOptions& opts) {
                           trials, sum / trials, worst, hist[0], hist[1], hist[2]);
   }
 
-  // ---- Section 6: DDE vs GDE ----
+  // ---- §6: DDE vs GDE ----
   struct Net {
     const char* name;
     std::vector<int> sizes;

@@ -1,9 +1,9 @@
 #pragma once
 
-// Seed 000 (Wu and Shu): DDE, a direct dimension exchange method for k-ary
+// wu-shu (Wu and Shu): DDE, a direct dimension exchange method for k-ary
 // n-cubes. Example 1 (Fig. 4) with both exchange schedules, the ring example
 // (19 -> 17 tasks moved), the 4x4 torus bound, and DDE against GDE as in
-// section 6 (Figs. 12 to 16, Table I).
+// §6 (Figs. 12 to 16, Table I).
 
 #include "absl/status/statusor.h"
 #include "daemon/balance/plan.h"
@@ -13,9 +13,9 @@ namespace hyperfed::sim {
 
 absl::StatusOr<PaperReport> PaperWuShu(const PaperOptions& opts);
 
-// Fraction of all tasks that never leave their first node (seed 000 Fig. 16),
+// Fraction of all tasks that never leave their first node (wu-shu Fig. 16),
 // replaying the plan step by step; a node sends the tasks it received before
-// its own (the receive-before-send locality rule of section 3).
+// its own (the receive-before-send locality rule of §3).
 double LocalTaskFraction(const balance::Plan& plan);
 
 }  // namespace hyperfed::sim

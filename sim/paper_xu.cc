@@ -35,7 +35,7 @@ const char* Name(Algo a) {
   return "";
 }
 
-// Section 6: loads uniform in [0, 1000], real-valued (the paper treats load
+// §6: loads uniform in [0, 1000], real-valued (the paper treats load
 // as infinitely divisible), all-port: a DE colour step and a diffusion
 // iteration are one communication step each; stop when sum (w - mean)^2 <= 1.
 absl::StatusOr<balance::IterativeTrace> Run(Algo a, const Topology& topo, const std::vector<double>& w,

@@ -1,7 +1,7 @@
 #pragma once
 
-// Seed 002 (Xu, Monien, Lueling, Lau): nearest-neighbour load balancing,
-// section 6, static synchronous balancing in the all-port model.
+// xu (Xu, Monien, Lueling, Lau): nearest-neighbour load balancing,
+// §6, static synchronous balancing in the all-port model.
 
 #include "absl/status/statusor.h"
 #include "sim/paper.h"

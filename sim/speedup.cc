@@ -124,7 +124,7 @@ class Machine {
   // A synchronous round (DEM, MCWA): every healthy node stops for the
   // information part, (request broadcast + the plan's information steps) x
   // info_cost, and then for its own migrations: the tasks it sends plus
-  // receives, times their hops, x migration_cost (section 3.3: the migration
+  // receives, times their hops, x migration_cost (§3.3: the migration
   // cost is proportional to the tasks moved and the distance they go).
   // The round tells every node the global load (CWA sends the average down
   // with the quotas; after DEM every node's load is about the average); when

@@ -1,6 +1,6 @@
 #pragma once
 
-// Execution model for seed 004's section 6 experiment (Figs. 6 to 9): speedup
+// Execution model for the nam §6 experiment (Figs. 6 to 9): speedup
 // of MCWA, DEM and RID over no balancing on an n-cube with faulty nodes.
 //
 // The paper's setting: 100 tasks per node; node u's mean task time tau(u)
@@ -17,24 +17,24 @@
 //   fewer than `threshold` waiting tasks and is armed. threshold = 1, i.e. it
 //   asks when it starts its last task: the paper's initiators hold no
 //   waiting task (node 100 with load 0 in Fig. 1 and Example 1; "severely
-//   underloaded", section 2), and RID's "drops below a prespecified
-//   threshold" (section 3.1) is the same test. After a balancing action every
+//   underloaded", §2), and RID's "drops below a prespecified
+//   threshold" (§3.1) is the same test. After a balancing action every
 //   node that took part as a receiver of the answer (all healthy nodes in a
 //   synchronous round, the requester in RID) is disarmed if it is still
 //   below the threshold (its need has just been answered; otherwise an empty
 //   cube would start a round at every completion) and armed otherwise; a
 //   node is re-armed as soon as it holds `threshold` waiting tasks again.
-// - DEM and MCWA are synchronous (section 2: "all nonfaulty nodes perform
+// - DEM and MCWA are synchronous (§2: "all nonfaulty nodes perform
 //   task migrations in a synchronous manner", after "all nodes reach an
 //   agreed-upon synchronization point"): a round stops every healthy node
 //   for its information part, (n + info steps) x info_cost, and then each
 //   node for its own migrations: the tasks it sends plus receives, times
 //   their hops, x migration_cost. n is the request broadcast over the n-cube
-//   (section 6: "all ... begin when an underloaded node broadcasts a
+//   (§6: "all ... begin when an underloaded node broadcasts a
 //   load-balancing request"); info steps are the plan's communication steps
 //   minus its migration phases (DEM: 2 log N of 3 log N; MCWA: 2k + 2T of
 //   3k + 4T, the paper's 3 log N + T). Charging each node its task-hops
-//   follows section 3.3 ("the task migration cost is proportional to the
+//   follows §3.3 ("the task migration cost is proportional to the
 //   total number of tasks to be migrated and the total distance"), so a task
 //   relayed over h tree levels or subcube dimensions costs h migrations, and
 //   MCWA's deep trees (Fig. 9) show up in the time. MCWA's trees are built
@@ -46,7 +46,7 @@
 //   start one more round over the whole cube as it starts its last task,
 //   about N rounds that can move almost nothing. RID has no global load and
 //   goes on asking.
-// - RID is asynchronous (section 3.1): only the requester and its healthy
+// - RID is asynchronous (§3.1): only the requester and its healthy
 //   neighbours stop: 2 x info_cost each (request, load reply, one
 //   communication step each, as for the synchronous steps), plus
 //   migration_cost per task each neighbour sends, and per task the requester
@@ -63,7 +63,7 @@
 //   only falls (no tasks arrive), no synchronous round starts again. 0 turns
 //   the check off (the model before issue 14). RID is unchanged: it has no
 //   global sum.
-// - Who pays for a migration (`charge`): section 6 says migrating a task
+// - Who pays for a migration (`charge`): §6 says migrating a task
 //   costs 10% of E[tau] and leaves open whether both ends stop for it. The
 //   default stops the sender and the receiver for the full cost per task-hop
 //   (a task relayed through a tree root costs the root twice); the

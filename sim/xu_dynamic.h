@@ -1,7 +1,7 @@
 #pragma once
 
-// Time-stepped driver for seed 002's dynamic experiments (Xu, Monien,
-// Lueling, Lau, section 6, Figs. 7 to 10) and the closed forms of its
+// Time-stepped driver for xu's dynamic experiments (Xu, Monien,
+// Lueling, Lau; §6, Figs. 7 to 10) and the closed forms of its
 // Lemmas 5.1 and 5.2.
 //
 // One time step is one diffusion operation, the paper's basic time step in
@@ -13,7 +13,7 @@
 // step's start, then every node adds its generation phi ~ Normal(mean,
 // variance) and removes the constant consumption (never below zero).
 //
-// Invocation (section 2): synchronous, every node every step. Asynchronous,
+// Invocation (§2): synchronous, every node every step. Asynchronous,
 // node i is an invoker when its load is outside [low, high]; a diffusion
 // step moves alpha (w_i - w_j) along every edge with an invoker at either
 // end (the union of the invokers' balancing domains, all from the loads at

@@ -1,4 +1,4 @@
-// Seed 003's simulation results, reproduced at 20,000 trials per dimension.
+// chau-fu's simulation results, reproduced at 20,000 trials per dimension.
 
 #include "gtest/gtest.h"
 #include "sim/paper_chau_fu.h"
@@ -31,12 +31,12 @@ TEST(ChauFuTable1Test, FixedSideDemReproducesTable1) {
 }
 
 TEST(ChauFuTable1Test, PlainDemBalancesBetterThanTable1) {
-  // DESIGN section 4: the heavier-keeps-ceiling reading gives lower means.
+  // docs/design.md §4.1: the heavier-keeps-ceiling reading gives lower means.
   for (int n = 4; n <= 8; ++n) EXPECT_LT(MeanMaxDiff("dem", n, 2000, 3000 + n), MeanMaxDiff("dem-fixed", n, 2000, 3000 + n));
 }
 
 // Issue 14: Table 2 at n = 10 to 12 (paper 1.56 / 1.60 / 1.65) cannot be
-// reached by choosing another label rule for the odd task: the DESIGN rule
+// reached by choosing another label rule for the odd task: the docs/design.md §4.1 rule
 // matches the pair-rule sweep of the library, the other label rules agree
 // with it within noise, and a load-based rule is far worse.
 TEST(ChauFuTable2Test, OtherLabelRulesDoNotLowerTheMean) {

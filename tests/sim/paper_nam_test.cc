@@ -1,4 +1,4 @@
-// Seed 004 reproduction: the worked examples match the paper cell for cell,
+// nam reproduction: the worked examples match the paper cell for cell,
 // and the speedup model behaves (deterministic, balancing helps).
 
 #include <array>
@@ -52,7 +52,7 @@ TEST(SpeedupTest, DeterministicAndBalancingHelps) {
 // one waiting task per node remains nobody asks again: DEM and MCWA start
 // fewer rounds than there are nodes, while RID, with only its neighbours'
 // loads, asks several times per node; and in the 5-cube without faults both
-// synchronous methods end ahead of RID on the same instances (section 6).
+// synchronous methods end ahead of RID on the same instances (§6).
 TEST(SpeedupTest, SynchronousRoundsSettleAndBeatRidInTheFiveCube) {
   const int runs = 10;
   std::array<double, kSpeedupAlgorithms> sp{}, rounds{};
@@ -76,7 +76,7 @@ TEST(SpeedupTest, SynchronousRoundsSettleAndBeatRidInTheFiveCube) {
   EXPECT_GT(sp[dem], sp[rid]);
 }
 
-// The parts of section 6 the model does reproduce (MCWA's lead below n
+// The parts of §6 the model does reproduce (MCWA's lead below n
 // faults it does not; see the report text): in the 7-cube MCWA's migrations per node grow with
 // the fault count (its trees) while DEM's stay within 10%, and RID's speedup
 // barely depends on the fault count.

@@ -1,4 +1,4 @@
-// Seed 001 section 1: the unit-flow balancing flow against Hu et al.'s
+// unit-flow §1: the unit-flow balancing flow against Hu et al.'s
 // l2-optimal flow.
 
 #include "sim/paper_unit_flow.h"

@@ -16,7 +16,7 @@ namespace {
 
 using balance::ExchangeParameter;
 
-// Seed 002 section 6, ring of 64: ODE 98, ADE and ODF about 1305, ADF 1684.
+// xu §6, ring of 64: ODE 98, ADE and ODF about 1305, ADF 1684.
 // The paper leaves edge order and stopping details loose: accept 15%.
 TEST(PaperXuTest, RingOfSixtyFourStepsWithinFifteenPercent) {
   auto ring = balance::Topology::Ring(64);
