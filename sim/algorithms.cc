@@ -31,19 +31,18 @@ std::vector<AlgorithmInfo>* Build() {
                   return balance::DemPlan(in.topology, in.loads, balance::DemVariant::kHeavierKeepsCeiling,
                                           in.keep_transfers);
                 })});
-  v->push_back({"dem-fixed", "dimension exchange, bit-0 side keeps the ceiling (matches seed 003 Table 1)", true,
-                false, true, Wrap([](const AlgorithmInput& in) {
+  v->push_back({"dem-fixed", "dimension exchange, bit-0 side keeps the ceiling (matches seed 003 Table 1)", true, false,
+                true, Wrap([](const AlgorithmInput& in) {
                   return balance::DemPlan(in.topology, in.loads, balance::DemVariant::kBitZeroKeepsCeiling,
                                           in.keep_transfers);
                 })});
-  v->push_back({"improved-dem", "Chau and Fu's improved DEM, capacity-weighted when capacities differ (seed 003)",
-                true, true, true, Wrap([](const AlgorithmInput& in) {
+  v->push_back({"improved-dem", "Chau and Fu's improved DEM, capacity-weighted when capacities differ (seed 003)", true,
+                true, true, Wrap([](const AlgorithmInput& in) {
                   return balance::ImprovedDemPlan(in.topology, in.loads, in.capacities, in.keep_transfers);
                 })});
   v->push_back({"cwa", "cube walking algorithm, capacity-weighted quotas, full cube (seed 004 Algorithm 2)", true, true,
-                false, Wrap([](const AlgorithmInput& in) {
-                  return balance::CwaPlan(in.topology, in.loads, in.capacities);
-                })});
+                false,
+                Wrap([](const AlgorithmInput& in) { return balance::CwaPlan(in.topology, in.loads, in.capacities); })});
   v->push_back({"mcwa", "modified cube walking algorithm around faults, capacity-weighted (seed 004 Algorithm 3)", true,
                 true, true, [](const AlgorithmInput& in) -> absl::StatusOr<AlgorithmResult> {
                   std::vector<balance::BalancingSubcube> chosen;
@@ -63,10 +62,10 @@ std::vector<AlgorithmInfo>* Build() {
                   o.threshold = live ? (balance::TotalLoad(in.loads, alive) + live - 1) / live : 0;
                   return balance::RidPlan(in.topology, in.loads, in.capacities, o);
                 })});
-  v->push_back({"exact", "hyperfed's default round: gathered table, exact weighted quotas, each job moved once, near first",
-                true, true, true, Wrap([](const AlgorithmInput& in) {
-                  return balance::ExactPlan(in.topology, in.loads, in.capacities);
-                })});
+  v->push_back(
+      {"exact", "hyperfed's default round: gathered table, exact weighted quotas, each job moved once, near first",
+       true, true, true,
+       Wrap([](const AlgorithmInput& in) { return balance::ExactPlan(in.topology, in.loads, in.capacities); })});
   for (bool sbr : {false, true}) {
     v->push_back({sbr ? "dde-sbr" : "dde",
                   sbr ? "direct dimension exchange, send-before-receive task exchange (seed 000 Fig. 6)"
@@ -84,12 +83,13 @@ std::vector<AlgorithmInfo>* Build() {
     bool gde;
     balance::ExchangeParameter parameter;
   };
-  for (const Iter& it : {Iter{"ade", "generalized dimension exchange, lambda = 1/2 (seed 002)", true,
-                              balance::ExchangeParameter::kAverage},
-                         Iter{"ode", "generalized dimension exchange, optimal lambda (seed 002)", true,
-                              balance::ExchangeParameter::kOptimal},
-                         Iter{"adf", "diffusion, alpha = 1/(1+d) (seed 002)", false, balance::ExchangeParameter::kAverage},
-                         Iter{"odf", "diffusion, optimal alpha (seed 002)", false, balance::ExchangeParameter::kOptimal}}) {
+  for (const Iter& it :
+       {Iter{"ade", "generalized dimension exchange, lambda = 1/2 (seed 002)", true,
+             balance::ExchangeParameter::kAverage},
+        Iter{"ode", "generalized dimension exchange, optimal lambda (seed 002)", true,
+             balance::ExchangeParameter::kOptimal},
+        Iter{"adf", "diffusion, alpha = 1/(1+d) (seed 002)", false, balance::ExchangeParameter::kAverage},
+        Iter{"odf", "diffusion, optimal alpha (seed 002)", false, balance::ExchangeParameter::kOptimal}}) {
     v->push_back({it.name, it.summary, false, false, true, Wrap([it](const AlgorithmInput& in) {
                     balance::IterativeOptions o;
                     o.parameter = it.parameter;
@@ -100,10 +100,10 @@ std::vector<AlgorithmInfo>* Build() {
                                   : balance::DiffusionPlan(in.topology, in.loads, o);
                   })});
   }
-  v->push_back({"unit-flow", "integer balancing flow from unit flows on a spanning tree, any connected graph (seed 001)",
-                false, true, true, Wrap([](const AlgorithmInput& in) {
-                  return balance::UnitFlowPlan(in.topology, in.loads, in.capacities);
-                })});
+  v->push_back(
+      {"unit-flow", "integer balancing flow from unit flows on a spanning tree, any connected graph (seed 001)", false,
+       true, true,
+       Wrap([](const AlgorithmInput& in) { return balance::UnitFlowPlan(in.topology, in.loads, in.capacities); })});
   return v;
 }
 

@@ -41,8 +41,8 @@ struct AlgorithmInfo {
   std::string name;
   std::string summary;
   bool hypercube_only = false;
-  bool weighted = false;      // uses capacities
-  bool allows_faults = false; // accepts a hypercube with faulty nodes
+  bool weighted = false;       // uses capacities
+  bool allows_faults = false;  // accepts a hypercube with faulty nodes
   AlgorithmFn run;
 };
 

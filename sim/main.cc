@@ -10,11 +10,11 @@
 #include <string>
 #include <vector>
 
+#include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
-#include "absl/strings/match.h"
 #include "sim/algorithms.h"
 #include "sim/compare.h"
 #include "sim/paper.h"
@@ -127,15 +127,15 @@ int Paper(const std::vector<std::string>& args) {
   if (!ParseFlags(args, {"seed", "scale", "plot"}, {}, &f, &pos, &err)) return UsageError(err);
   std::vector<std::string> names;
   for (const auto& p : Papers()) names.push_back(p.name);
-  if (pos.size() != 1)
-    return UsageError(absl::StrCat("paper needs one NAME: all, ", absl::StrJoin(names, ", ")));
+  if (pos.size() != 1) return UsageError(absl::StrCat("paper needs one NAME: all, ", absl::StrJoin(names, ", ")));
   hyperfed::sim::PaperOptions o;
   if (f.count("seed") && !absl::SimpleAtoi(f["seed"], &o.seed))
     return UsageError(absl::StrCat("bad --seed '", f["seed"], "': expected a non-negative integer"));
   if (f.count("scale") && (!absl::SimpleAtod(f["scale"], &o.scale) || !(o.scale > 0) || o.scale > 100))
     return UsageError(absl::StrCat("bad --scale '", f["scale"], "': expected a number in (0, 100]"));
   if (f.count("plot")) o.plot_dir = f["plot"];
-  if (StderrIsTerminal()) o.progress = [](const std::string& line) { std::fprintf(stderr, "\r\033[K%s", line.c_str()); };
+  if (StderrIsTerminal())
+    o.progress = [](const std::string& line) { std::fprintf(stderr, "\r\033[K%s", line.c_str()); };
   bool found = false;
   for (const auto& p : Papers()) {
     if (pos[0] != "all" && pos[0] != p.name) continue;
@@ -151,7 +151,8 @@ int Paper(const std::vector<std::string>& args) {
     for (const auto& png : r->plots) std::cout << "wrote " << png << "\n";
     std::cout << std::flush;
   }
-  if (!found) return UsageError(absl::StrCat("bad paper name '", pos[0], "': expected all, ", absl::StrJoin(names, ", ")));
+  if (!found)
+    return UsageError(absl::StrCat("bad paper name '", pos[0], "': expected all, ", absl::StrJoin(names, ", ")));
   return 0;
 }
 
@@ -164,8 +165,8 @@ int CompareCmd(const std::vector<std::string>& args) {
   hyperfed::sim::CompareConfig c;
   if (f.count("dims")) {
     std::vector<std::string> p = absl::StrSplit(f["dims"], ':');
-    if (p.size() != 2 || !absl::SimpleAtoi(p[0], &c.min_dim) || !absl::SimpleAtoi(p[1], &c.max_dim) ||
-        c.min_dim < 1 || c.max_dim < c.min_dim || c.max_dim > 16)
+    if (p.size() != 2 || !absl::SimpleAtoi(p[0], &c.min_dim) || !absl::SimpleAtoi(p[1], &c.max_dim) || c.min_dim < 1 ||
+        c.max_dim < c.min_dim || c.max_dim > 16)
       return UsageError(absl::StrCat("bad --dims '", f["dims"], "': expected LO:HI with 1 <= LO <= HI <= 16"));
   }
   if (f.count("trials") && (!absl::SimpleAtoi(f["trials"], &c.trials) || c.trials < 1))

@@ -26,8 +26,8 @@ struct PaperOptions {
 };
 
 struct PaperReport {
-  std::string text;                  // tables, ours beside the paper's
-  std::vector<std::string> plots;    // PNG files written
+  std::string text;                // tables, ours beside the paper's
+  std::vector<std::string> plots;  // PNG files written
 };
 
 using PaperFn = std::function<absl::StatusOr<PaperReport>(const PaperOptions&)>;
@@ -50,9 +50,8 @@ struct Series {
 
 // Writes DIR/NAME.png with gnuplot (lines and points, one line per series).
 // Returns the path written, or an error when gnuplot is missing or fails.
-absl::StatusOr<std::string> WritePlot(const std::string& dir, const std::string& name,
-                                      const std::string& title, const std::string& xlabel,
-                                      const std::string& ylabel, const std::vector<Series>& series,
-                                      bool log_y = false);
+absl::StatusOr<std::string> WritePlot(const std::string& dir, const std::string& name, const std::string& title,
+                                      const std::string& xlabel, const std::string& ylabel,
+                                      const std::vector<Series>& series, bool log_y = false);
 
 }  // namespace hyperfed::sim

@@ -23,27 +23,28 @@ struct PaperRow {
 };
 
 constexpr PaperRow kTable1[] = {
-    {3, {780, 49256, 49170, 793, 0, 0, 0, 0}, 1.50},     {4, {0, 12827, 73855, 13318, 0, 0, 0, 0}, 2.00},
-    {5, {0, 863, 48776, 49446, 915, 0, 0, 0}, 2.50},     {6, {0, 3, 13053, 73697, 13237, 10, 0, 0}, 3.00},
-    {7, {0, 0, 864, 48815, 49461, 860, 0, 0}, 3.50},     {8, {0, 0, 9, 14547, 73490, 11952, 2, 0}, 3.97},
-    {9, {0, 0, 0, 859, 48865, 49393, 883, 0}, 4.50},     {10, {0, 0, 0, 2, 11820, 73180, 14991, 7}, 5.03},
-    {11, {0, 0, 0, 0, 905, 49152, 49024, 919}, 5.50},    {12, {0, 0, 0, 0, 4, 13340, 73414, 13242}, 6.00},
+    {3, {780, 49256, 49170, 793, 0, 0, 0, 0}, 1.50},  {4, {0, 12827, 73855, 13318, 0, 0, 0, 0}, 2.00},
+    {5, {0, 863, 48776, 49446, 915, 0, 0, 0}, 2.50},  {6, {0, 3, 13053, 73697, 13237, 10, 0, 0}, 3.00},
+    {7, {0, 0, 864, 48815, 49461, 860, 0, 0}, 3.50},  {8, {0, 0, 9, 14547, 73490, 11952, 2, 0}, 3.97},
+    {9, {0, 0, 0, 859, 48865, 49393, 883, 0}, 4.50},  {10, {0, 0, 0, 2, 11820, 73180, 14991, 7}, 5.03},
+    {11, {0, 0, 0, 0, 905, 49152, 49024, 919}, 5.50}, {12, {0, 0, 0, 0, 4, 13340, 73414, 13242}, 6.00},
 };
 constexpr PaperRow kTable2[] = {
-    {3, {9375, 87483, 3142, 0, 0, 0, 0, 0}, 0.94},  {4, {2030, 87595, 10375, 0, 0, 0, 0, 0}, 1.08},
-    {5, {104, 79546, 20350, 0, 0, 0, 0, 0}, 1.20},  {6, {0, 69903, 30097, 0, 0, 0, 0, 0}, 1.30},
-    {7, {0, 60765, 39235, 0, 0, 0, 0, 0}, 1.39},    {8, {0, 52938, 47062, 0, 0, 0, 0, 0}, 1.47},
-    {9, {0, 47435, 52565, 0, 0, 0, 0, 0}, 1.53},    {10, {0, 43649, 56351, 0, 0, 0, 0, 0}, 1.56},
-    {11, {0, 39580, 60420, 0, 0, 0, 0, 0}, 1.60},   {12, {0, 34671, 65329, 0, 0, 0, 0, 0}, 1.65},
+    {3, {9375, 87483, 3142, 0, 0, 0, 0, 0}, 0.94}, {4, {2030, 87595, 10375, 0, 0, 0, 0, 0}, 1.08},
+    {5, {104, 79546, 20350, 0, 0, 0, 0, 0}, 1.20}, {6, {0, 69903, 30097, 0, 0, 0, 0, 0}, 1.30},
+    {7, {0, 60765, 39235, 0, 0, 0, 0, 0}, 1.39},   {8, {0, 52938, 47062, 0, 0, 0, 0, 0}, 1.47},
+    {9, {0, 47435, 52565, 0, 0, 0, 0, 0}, 1.53},   {10, {0, 43649, 56351, 0, 0, 0, 0, 0}, 1.56},
+    {11, {0, 39580, 60420, 0, 0, 0, 0, 0}, 1.60},  {12, {0, 34671, 65329, 0, 0, 0, 0, 0}, 1.65},
 };
 
 // Runs `algorithm` on n-cubes and prints the paper's histogram (scaled to
 // our trial count) beside ours.
 absl::Status Table(const PaperOptions& opts, const char* title, const char* algorithm, const PaperRow* rows,
-                   int64_t trials, std::string* text, Series* paper_series, Series* our_series,
-                   Series* plain_series) {
-  absl::StrAppendFormat(text, "%s\n%d trials per row, loads uniform in [0, 1000]; histogram counts scaled to "
-                        "per-100,000 (paper | ours)\n", title, trials);
+                   int64_t trials, std::string* text, Series* paper_series, Series* our_series, Series* plain_series) {
+  absl::StrAppendFormat(text,
+                        "%s\n%d trials per row, loads uniform in [0, 1000]; histogram counts scaled to "
+                        "per-100,000 (paper | ours)\n",
+                        title, trials);
   absl::StrAppend(text, "  n |");
   for (int d = 0; d < 8; ++d) absl::StrAppendFormat(text, "        diff %d |", d);
   absl::StrAppend(text, "  avg paper | avg ours | delta");
@@ -96,10 +97,8 @@ bool BitOf(balance::NodeId u, int k) { return (u >> k) & 1; }
 
 const std::vector<PairRuleVariant>& Variants() {
   static const auto* v = new std::vector<PairRuleVariant>{
-      {"DESIGN (bit k+1; last dim heavier)",
-       [](balance::NodeId a, int k, int n, balance::Load wa, balance::Load wb) {
-         return k == n - 1 ? wa > wb : !BitOf(a, k + 1);
-       }},
+      {"DESIGN (bit k+1; last dim heavier)", [](balance::NodeId a, int k, int n, balance::Load wa,
+                                                balance::Load wb) { return k == n - 1 ? wa > wb : !BitOf(a, k + 1); }},
       {"bit k+1, last dim bit 0 (wrap)",
        [](balance::NodeId a, int k, int n, balance::Load, balance::Load) { return !BitOf(a, (k + 1) % n); }},
       {"parity of bits above k",
@@ -120,8 +119,8 @@ const std::vector<PairRuleVariant>& Variants() {
          const int j = n - 1 - k;
          return j == k ? true : !BitOf(a, j);
        }},
-      {"lighter takes it (last dim heavier)",
-       [](balance::NodeId, int k, int n, balance::Load wa, balance::Load wb) { return k == n - 1 ? wa > wb : wa < wb; }},
+      {"lighter takes it (last dim heavier)", [](balance::NodeId, int k, int n, balance::Load wa,
+                                                 balance::Load wb) { return k == n - 1 ? wa > wb : wa < wb; }},
   };
   return *v;
 }
@@ -171,9 +170,10 @@ absl::StatusOr<PaperReport> PaperChauFu(const PaperOptions& opts) {
   t1_plain.title = "dem, heavier keeps ceiling (ours)";
   t2_paper.title = "Table 2 (paper)";
   t2_ours.title = "improved-dem (ours)";
-  if (auto st = Table(opts, "Table 1: DEM. Ours: dem-fixed (the bit-0 side keeps the ceiling), which is the "
-                            "reading that reproduces the table; the last column is plain DEM (the heavier keeps "
-                            "the ceiling, Figure 1 as printed).",
+  if (auto st = Table(opts,
+                      "Table 1: DEM. Ours: dem-fixed (the bit-0 side keeps the ceiling), which is the "
+                      "reading that reproduces the table; the last column is plain DEM (the heavier keeps "
+                      "the ceiling, Figure 1 as printed).",
                       "dem-fixed", kTable1, trials, &r.text, &t1_paper, &t1_ours, &t1_plain);
       !st.ok())
     return st;

@@ -47,18 +47,18 @@ absl::Status CwaExample(std::string* text) {
   std::vector<Load> prefix(9, 0);
   for (int c = 0; c < 8; ++c) prefix[c + 1] = prefix[c] + quota[c];
   for (int c = 0; c < 8; ++c) balance::CwaSetQuotas(s[c], balance::CwaQuotaVector(c, n, prefix));
-  const std::vector<std::vector<TableRow>> paper = {
-      {{0, {{19, 11, 6, 5}, {30, 14, 9, 5}, {41, 9, 9, 0}}},
-       {1, {{11, 3, 3, 0}, {30, 14, 9, 5}, {41, 9, 9, 0}}},
-       {2, {{2, -6, 0, -6}, {11, -5, 0, -5}, {41, 9, 9, 0}}},
-       {3, {{9, 1, 0, 1}, {11, -5, 0, -5}, {41, 9, 9, 0}}}},
-      {{0, {{13, 5, 5, 0}, {21, 5, 5, 0}}},
-       {1, {{8, 0, 0, 0}, {21, 5, 5, 0}}},
-       {4, {{6, -2, 0, -2}, {18, 2, 2, 0}}},
-       {5, {{12, 4, 2, 2}, {18, 2, 2, 0}}}},
-      {{3, {{9, 1, 1, 0}}}, {5, {{10, 2, 2, 0}}}, {6, {{10, 2, 2, 0}}}}};
-  absl::StrAppend(text, "CWA, Example 1 (3-cube, 64 tasks, initial loads 000..111 = 19 11 2 9 0 9 10 4,\n"
-                        "reconstructed from Tables 2-4 and the text). Cells are paper | ours.\n");
+  const std::vector<std::vector<TableRow>> paper = {{{0, {{19, 11, 6, 5}, {30, 14, 9, 5}, {41, 9, 9, 0}}},
+                                                     {1, {{11, 3, 3, 0}, {30, 14, 9, 5}, {41, 9, 9, 0}}},
+                                                     {2, {{2, -6, 0, -6}, {11, -5, 0, -5}, {41, 9, 9, 0}}},
+                                                     {3, {{9, 1, 0, 1}, {11, -5, 0, -5}, {41, 9, 9, 0}}}},
+                                                    {{0, {{13, 5, 5, 0}, {21, 5, 5, 0}}},
+                                                     {1, {{8, 0, 0, 0}, {21, 5, 5, 0}}},
+                                                     {4, {{6, -2, 0, -2}, {18, 2, 2, 0}}},
+                                                     {5, {{12, 4, 2, 2}, {18, 2, 2, 0}}}},
+                                                    {{3, {{9, 1, 1, 0}}}, {5, {{10, 2, 2, 0}}}, {6, {{10, 2, 2, 0}}}}};
+  absl::StrAppend(text,
+                  "CWA, Example 1 (3-cube, 64 tasks, initial loads 000..111 = 19 11 2 9 0 9 10 4,\n"
+                  "reconstructed from Tables 2-4 and the text). Cells are paper | ours.\n");
   int mismatches = 0;
   for (int k = n - 1; k >= 0; --k) {
     const int table = 2 + (n - 1 - k);
@@ -88,15 +88,17 @@ absl::Status CwaExample(std::string* text) {
   auto topo = balance::Topology::Hypercube(3);
   auto plan = balance::CwaPlan(*topo, kExample1, {});
   if (!plan.ok()) return plan.status();
-  absl::StrAppend(text, "Transfers (Fig. 2; paper: 000->100 6, 001->101 3 | 000->010 5, 101->111 2 | "
-                        "011->010 1, 101->100 2, 110->111 2)\n  ours:");
+  absl::StrAppend(text,
+                  "Transfers (Fig. 2; paper: 000->100 6, 001->101 3 | 000->010 5, 101->111 2 | "
+                  "011->010 1, 101->100 2, 110->111 2)\n  ours:");
   int step = 0;
   for (const auto& t : plan->transfers) {
     absl::StrAppend(text, t.step != step ? (step ? " |" : "") : ",", " ", Bits(t.from, 3), "->", Bits(t.to, 3), " ",
                     t.count);
     step = t.step;
   }
-  absl::StrAppendFormat(text, "\n  final max difference: paper 0 (all 8) | ours %d; steps 3 log N = 9 | ours %d; "
+  absl::StrAppendFormat(text,
+                        "\n  final max difference: paper 0 (all 8) | ours %d; steps 3 log N = 9 | ours %d; "
                         "table cells differing from the paper: %d\n\n",
                         balance::MaxDiff(plan->final_loads), plan->metrics.steps, mismatches);
   return absl::OkStatus();
@@ -120,17 +122,19 @@ absl::Status McwaExample(std::string* text) {
     return s;
   };
   absl::StrAppend(text, "MCWA, Example 2 (faults 0101 0110 1000 1010 in a 4-cube)\n");
-  absl::StrAppendFormat(text, "  maximum healthy subcubes (paper: XX11 X0X1 1XX1 11XX), tree depths ours: XX11 %d, "
+  absl::StrAppendFormat(text,
+                        "  maximum healthy subcubes (paper: XX11 X0X1 1XX1 11XX), tree depths ours: XX11 %d, "
                         "X0X1 %d, 1XX1 %d, 11XX %d\n",
                         balance::BuildBalancingSubcube(*topo, 0b1100, 0b0011)->tree_depth, paper_bs->tree_depth,
                         balance::BuildBalancingSubcube(*topo, 0b0110, 0b1001)->tree_depth,
                         balance::BuildBalancingSubcube(*topo, 0b0011, 0b1100)->tree_depth);
-  absl::StrAppendFormat(text, "  balancing subcube: paper X0X1 (dim 2, depth 2) | ours %s (dim %d, depth %d, mask %s, base %s)\n",
-                        pattern((*sel)[0]), (*sel)[0].dim, (*sel)[0].tree_depth, Bits((*sel)[0].mask, 4),
-                        Bits((*sel)[0].base, 4));
-  absl::StrAppend(text, "  (DESIGN section 5 breaks the depth tie between X0X1 and 1XX1 by the lowest mask, 0110 < 1010;\n"
-                        "   the paper tries candidates in the order XX11, X0X1, ... and keeps the first that passes\n"
-                        "   Algorithm 4's filter. The rows below run on the paper's X0X1.)\n");
+  absl::StrAppendFormat(
+      text, "  balancing subcube: paper X0X1 (dim 2, depth 2) | ours %s (dim %d, depth %d, mask %s, base %s)\n",
+      pattern((*sel)[0]), (*sel)[0].dim, (*sel)[0].tree_depth, Bits((*sel)[0].mask, 4), Bits((*sel)[0].base, 4));
+  absl::StrAppend(text,
+                  "  (DESIGN section 5 breaks the depth tie between X0X1 and 1XX1 by the lowest mask, 0110 < 1010;\n"
+                  "   the paper tries candidates in the order XX11, X0X1, ... and keeps the first that passes\n"
+                  "   Algorithm 4's filter. The rows below run on the paper's X0X1.)\n");
   std::vector<balance::BalancingSubcube> v = {*paper_bs};
   auto plan = balance::McwaPlanOn(*topo, loads, {}, v);
   if (!plan.ok()) return plan.status();
@@ -142,25 +146,28 @@ absl::Status McwaExample(std::string* text) {
     lt[*it] = balance::McwaTreeLoad(loads[*it], ch);
   }
   const auto q = balance::McwaQuotaTable(*paper_bs, 120, std::vector<double>(16, 1.0));
-  absl::StrAppendFormat(text, "  l_t(1011) 37 | %d, l_t(1111) 32 | %d, l_t(1110) 14 | %d; q_t(1011) 30 | %d, "
+  absl::StrAppendFormat(text,
+                        "  l_t(1011) 37 | %d, l_t(1111) 32 | %d, l_t(1110) 14 | %d; q_t(1011) 30 | %d, "
                         "q_t(1111) 20 | %d, q_t(1110) 10 | %d\n",
                         lt[0b1011], lt[0b1111], lt[0b1110], q.tree[0b1011], q.tree[0b1111], q.tree[0b1110]);
-  absl::StrAppend(text, "  (Fig. 4 is missing: the loads inside the trees of 0001, 0011, 1001 are ours, with the tree\n"
-                        "   sums 12, 34, 37 that Tables 5 and 6 imply.)\n");
-  absl::StrAppend(text, "  Table 5 (10X1 -> 00X1): paper 1001 and 1011: l^0 37, delta^0 7, theta^0 7, l^1 74, delta^1 14, "
-                        "theta^1 14 | ours:");
+  absl::StrAppend(text,
+                  "  (Fig. 4 is missing: the loads inside the trees of 0001, 0011, 1001 are ours, with the tree\n"
+                  "   sums 12, 34, 37 that Tables 5 and 6 imply.)\n");
+  absl::StrAppend(text,
+                  "  Table 5 (10X1 -> 00X1): paper 1001 and 1011: l^0 37, delta^0 7, theta^0 7, l^1 74, delta^1 14, "
+                  "theta^1 14 | ours:");
   for (const auto& t : plan->transfers)
     if (t.step == 3) absl::StrAppend(text, " ", Bits(t.from, 4), "->", Bits(t.to, 4), " ", t.count);
   absl::StrAppend(text, "\n  Table 6 (0011 -> 0001): paper theta^0 11 | ours:");
   for (const auto& t : plan->transfers)
     if (t.step == 4) absl::StrAppend(text, " ", Bits(t.from, 4), "->", Bits(t.to, 4), " ", t.count);
   std::vector<bool> alive = topo->alive_mask();
-  absl::StrAppendFormat(text, "\n  final max difference among healthy nodes: paper 0 (fully balanced) | ours %d; "
+  absl::StrAppendFormat(text,
+                        "\n  final max difference among healthy nodes: paper 0 (fully balanced) | ours %d; "
                         "steps 3 log N + T = 14 | ours %d\n\n",
                         balance::MaxDiff(plan->final_loads, alive), plan->metrics.steps);
   return absl::OkStatus();
 }
-
 
 // One point of Figs. 6 to 8: per-run speedups and migrations of the three
 // algorithms on the same instances.
@@ -253,27 +260,30 @@ absl::StatusOr<PaperReport> PaperNam(const PaperOptions& opts) {
       "Fig. 7 (6-cube): MCWA best with few faults; degraded beyond six faults",
       "Fig. 8 (7-cube): MCWA outperforms the others up to seven faults",
   };
-  absl::StrAppendFormat(&text,
-                        "Speedup over no balancing (section 6; model in sim/speedup.h: 100 tasks per node, "
-                        "migration 0.1 E[tau] per task per hop, paid by the node that sends and the node that receives, "
-                        "load information 0.01 E[tau] per communication step, a node asks when it starts its last "
-                        "task; a synchronous round (DEM, MCWA) goes on past the request broadcast and a load sum only "
-                        "while the average waiting load is at least 5 tasks per healthy node (our reading of "
-                        "\"severely underloaded\"), and stops every healthy node for its information steps; RID stops "
-                        "only the requester and its neighbours), %d runs per point (paper: 300), mean +- 95%% CI "
-                        "(Student t). Paired differences are over the same instances.\n"
-                        "The paper's figures are missing from the text; its words are quoted beside our numbers.\n",
-                        runs);
+  absl::StrAppendFormat(
+      &text,
+      "Speedup over no balancing (section 6; model in sim/speedup.h: 100 tasks per node, "
+      "migration 0.1 E[tau] per task per hop, paid by the node that sends and the node that receives, "
+      "load information 0.01 E[tau] per communication step, a node asks when it starts its last "
+      "task; a synchronous round (DEM, MCWA) goes on past the request broadcast and a load sum only "
+      "while the average waiting load is at least 5 tasks per healthy node (our reading of "
+      "\"severely underloaded\"), and stops every healthy node for its information steps; RID stops "
+      "only the requester and its neighbours), %d runs per point (paper: 300), mean +- 95%% CI "
+      "(Student t). Paired differences are over the same instances.\n"
+      "The paper's figures are missing from the text; its words are quoted beside our numbers.\n",
+      runs);
   std::vector<Series> mig_series = {{"MCWA (ours)", {}, {}}, {"DEM (ours)", {}, {}}};
   std::array<std::vector<double>, 2> mig7;  // 7-cube means per fault count
   std::string summary = "Ranking against the paper's (section 6: MCWA first while faults < n, DEM first beyond n):\n";
   for (int n = 5; n <= 7; ++n) {
-    absl::StrAppendFormat(&text, "%s\n  faults |      MCWA      |      DEM       |      RID       | MCWA k, T | "
-                                 "migr./node MCWA   DEM   RID | rounds MCWA  DEM   RID\n",
+    absl::StrAppendFormat(&text,
+                          "%s\n  faults |      MCWA      |      DEM       |      RID       | MCWA k, T | "
+                          "migr./node MCWA   DEM   RID | rounds MCWA  DEM   RID\n",
                           claims[n - 5]);
     std::vector<Series> series = {{"MCWA (ours)", {}, {}}, {"DEM (ours)", {}, {}}, {"RID (ours)", {}, {}}};
-    std::string ranks = absl::StrFormat("  faults | MCWA - DEM      | MCWA - RID      | DEM - RID       | "
-                                        "ours                | paper\n");
+    std::string ranks = absl::StrFormat(
+        "  faults | MCWA - DEM      | MCWA - RID      | DEM - RID       | "
+        "ours                | paper\n");
     std::vector<std::string> agree, disagree;
     for (int f = 0; f <= max_faults; ++f) {
       if (opts.progress) opts.progress(absl::StrCat("nam speedup: ", n, "-cube, ", f, " faults"));
@@ -286,10 +296,9 @@ absl::StatusOr<PaperReport> PaperNam(const PaperOptions& opts) {
         series[a].x.push_back(f);
         series[a].y.push_back(c.mean);
       }
-      absl::StrAppendFormat(&text, " %4.1f, %3.1f |       %5.1f %5.1f %5.1f |   %5.1f %5.1f %5.0f\n", p->dim,
-                            p->depth, Summarise(p->mig[0]).mean, Summarise(p->mig[1]).mean,
-                            Summarise(p->mig[2]).mean, Summarise(p->rounds[0]).mean, Summarise(p->rounds[1]).mean,
-                            Summarise(p->rounds[2]).mean);
+      absl::StrAppendFormat(&text, " %4.1f, %3.1f |       %5.1f %5.1f %5.1f |   %5.1f %5.1f %5.0f\n", p->dim, p->depth,
+                            Summarise(p->mig[0]).mean, Summarise(p->mig[1]).mean, Summarise(p->mig[2]).mean,
+                            Summarise(p->rounds[0]).mean, Summarise(p->rounds[1]).mean, Summarise(p->rounds[2]).mean);
       absl::StrAppendFormat(&ranks, "  %6d | %s | %s | %s | %-19s | %s\n", f, Diff(*p, 0, 1), Diff(*p, 0, 2),
                             Diff(*p, 1, 2), Ranking(*p), PaperRanking(n, f));
       if (f != n) (AgreesWithPaper(*p, n, f) ? agree : disagree).push_back(absl::StrCat(f));
@@ -301,13 +310,14 @@ absl::StatusOr<PaperReport> PaperNam(const PaperOptions& opts) {
         }
     }
     absl::StrAppend(&text, "  Ranking, paired differences in speedup (mean +- 95% CI):\n", ranks);
-    absl::StrAppendFormat(&summary, "  %d-cube: paper's ranking (leader's paired lead over both others excludes 0) "
-                                    "at faults {%s}; not at {%s}\n",
+    absl::StrAppendFormat(&summary,
+                          "  %d-cube: paper's ranking (leader's paired lead over both others excludes 0) "
+                          "at faults {%s}; not at {%s}\n",
                           n, absl::StrJoin(agree, ","), absl::StrJoin(disagree, ","));
     if (!opts.plot_dir.empty()) {
       auto png = WritePlot(opts.plot_dir, absl::StrCat("nam_fig", n + 1, "_speedup_", n, "cube"),
-                           absl::StrCat("Seed 004 Fig. ", n + 1, ": speedup, ", n, "-cube"), "faulty nodes",
-                           "speedup", series);
+                           absl::StrCat("Seed 004 Fig. ", n + 1, ": speedup, ", n, "-cube"), "faulty nodes", "speedup",
+                           series);
       if (!png.ok()) return png.status();
       report.plots.push_back(*png);
     }
@@ -349,8 +359,9 @@ absl::StatusOr<PaperReport> PaperNam(const PaperOptions& opts) {
                   "Where we differ: see docs/algorithms.md, seed 004, for what the paper's ranking with faults "
                   "would take.\n");
   if (!opts.plot_dir.empty()) {
-    auto png = WritePlot(opts.plot_dir, "nam_fig9_migrations_7cube", "Seed 004 Fig. 9: task migrations per node, 7-cube",
-                         "faulty nodes", "migrations per node", mig_series);
+    auto png =
+        WritePlot(opts.plot_dir, "nam_fig9_migrations_7cube", "Seed 004 Fig. 9: task migrations per node, 7-cube",
+                  "faulty nodes", "migrations per node", mig_series);
     if (!png.ok()) return png.status();
     report.plots.push_back(*png);
   }

@@ -101,8 +101,14 @@ absl::StatusOr<PaperReport> PaperUnitFlow(const PaperOptions& opts) {
   };
   std::vector<Net> nets = {
       {"ring:64", [] { return *Topology::Ring(64); }},
-      {"torus:8x8", [] { return *Topology::Torus({8, 8}); }},
-      {"mesh:8x8", [] { return *Topology::Mesh({8, 8}); }},
+      {"torus:8x8",
+       [] {
+         return *Topology::Torus({8, 8});
+       }},
+      {"mesh:8x8",
+       [] {
+         return *Topology::Mesh({8, 8});
+       }},
       {"hypercube:6", [] { return *Topology::Hypercube(6); }},
       {"random graph", [&rng] { return RandomGraph(64, 64, rng); }},
   };
@@ -138,7 +144,8 @@ absl::StatusOr<PaperReport> PaperUnitFlow(const PaperOptions& opts) {
   absl::StrAppendFormat(&r.text,
                         "\nl2 norm of the balancing flow (section 1: unit flows \"suboptimal compared to Hu et al.\", "
                         "\"far less network edges\"), equal capacities, %d load vectors per network, both flows "
-                        "towards the same integer quotas (new random loads); Hu et al.'s flow by conjugate gradients, rounded to integers "
+                        "towards the same integer quotas (new random loads); Hu et al.'s flow by conjugate gradients, "
+                        "rounded to integers "
                         "as the paper says.\n"
                         "network          l2 unit-flow   l2 optimal (rounded)   ratio mean   ratio max   edges used "
                         "unit / optimal\n",
@@ -166,8 +173,8 @@ absl::StatusOr<PaperReport> PaperUnitFlow(const PaperOptions& opts) {
       for (double f : unit) used_unit += (f != 0) / static_cast<double>(trials);
       for (double f : opt) used_opt += (f != 0) / static_cast<double>(trials);
     }
-    absl::StrAppendFormat(&r.text, "%-13s %15.1f %22.1f %12.3f %11.3f %9.1f / %.1f\n", net.name, l2_unit, l2_opt,
-                          ratio, ratio_max, used_unit, used_opt);
+    absl::StrAppendFormat(&r.text, "%-13s %15.1f %22.1f %12.3f %11.3f %9.1f / %.1f\n", net.name, l2_unit, l2_opt, ratio,
+                          ratio_max, used_unit, used_opt);
   }
   return r;
 }

@@ -52,9 +52,7 @@ double LocalTaskFraction(const Plan& plan) {
 
 namespace {
 
-int Trials(const PaperOptions& opts, int base) {
-  return std::max(1, static_cast<int>(std::lround(base * opts.scale)));
-}
+int Trials(const PaperOptions& opts, int base) { return std::max(1, static_cast<int>(std::lround(base * opts.scale))); }
 
 // §6: "the load at each processor is randomly selected with the mean
 // equal to a specified value"; we draw uniformly from [0, 2 mean].
@@ -111,8 +109,8 @@ absl::StatusOr<Comparison> Compare(const Topology& topo, Load mean, int trials, 
     c.dde_cost += static_cast<double>(dde->metrics.task_hops) / total;
     c.dde_local += LocalTaskFraction(*dde);
   }
-  for (double* x : {&c.gde_diff, &c.dde_diff, &c.gde_sweeps, &c.gde_steps, &c.dde_steps, &c.gde_cost,
-                    &c.dde_cost, &c.gde_local, &c.dde_local})
+  for (double* x : {&c.gde_diff, &c.dde_diff, &c.gde_sweeps, &c.gde_steps, &c.dde_steps, &c.gde_cost, &c.dde_cost,
+                    &c.gde_local, &c.dde_local})
     *x /= trials;
   return c;
 }
@@ -150,8 +148,8 @@ absl::StatusOr<PaperReport> PaperWuShu(const PaperOptions& opts) {
   out += "Example 1 (Fig. 4), chain of 8: w_avg = 4, R = 5 (ours: ";
   const balance::DdeAverage avg = balance::DdeAverageAtRoot(line.suffix[0], 8);
   absl::StrAppend(&out, avg.w_avg, ", ", avg.remainder, ")\n");
-  absl::StrAppendFormat(&out, "%2s %4s | %6s %6s | %6s %6s | %8s %8s\n", "i", "w_i", "W paper", "ours",
-                        "Q paper", "ours", "x paper", "ours");
+  absl::StrAppendFormat(&out, "%2s %4s | %6s %6s | %6s %6s | %8s %8s\n", "i", "w_i", "W paper", "ours", "Q paper",
+                        "ours", "x paper", "ours");
   for (int i = 0; i < 8; ++i) {
     const std::string px = i == 0 ? "-" : absl::StrCat(paper_x[i]);
     const std::string ox = i == 0 ? "-" : absl::StrCat(line.flow[i - 1]);
@@ -170,12 +168,11 @@ absl::StatusOr<PaperReport> PaperWuShu(const PaperOptions& opts) {
     for (const auto& t : p.transfers) m = std::max(m, t.step);
     return m;
   };
-  absl::StrAppendFormat(&out, "receive-before-send (Fig. 5): paper 4 steps, ours %d:%s\n", phases(*rbs),
-                        Phases(*rbs));
-  absl::StrAppendFormat(&out, "send-before-receive (Fig. 6): paper 2 steps, ours %d:%s\n", phases(*sbr),
-                        Phases(*sbr));
-  out += "  (Fig. 6 prints the send test as w_i > |a_i|; its own example needs w_i >= |a_i|: node 3 sends its\n"
-         "   only task in step 1. We use >=.)\n\n";
+  absl::StrAppendFormat(&out, "receive-before-send (Fig. 5): paper 4 steps, ours %d:%s\n", phases(*rbs), Phases(*rbs));
+  absl::StrAppendFormat(&out, "send-before-receive (Fig. 6): paper 2 steps, ours %d:%s\n", phases(*sbr), Phases(*sbr));
+  out +=
+      "  (Fig. 6 prints the send test as w_i > |a_i|; its own example needs w_i >= |a_i|: node 3 sends its\n"
+      "   only task in step 1. We use >=.)\n\n";
 
   // ---- Ring example (Fig. 9) ----
   auto ring = Topology::Ring(8);
@@ -238,31 +235,33 @@ absl::StatusOr<PaperReport> PaperWuShu(const PaperOptions& opts) {
     results.push_back(*c);
     trials_used.push_back(trials);
   }
-  out += "Section 6: DDE (receive-before-send, ring augmentation) vs GDE (integer, lambda = 0.723, stop when\n"
-         "neighbours differ by <= 1), average weight 1000 (uniform in [0, 2000]); paper: 100 test cases each.\n";
+  out +=
+      "Section 6: DDE (receive-before-send, ring augmentation) vs GDE (integer, lambda = 0.723, stop when\n"
+      "neighbours differ by <= 1), average weight 1000 (uniform in [0, 2000]); paper: 100 test cases each.\n";
   absl::StrAppendFormat(&out, "%-15s %6s | %8s %8s %6s | %7s | %8s %8s %8s | %6s %6s %6s | %6s %6s\n", "network",
-                        "trials", "D GDE", "D DDE", "ratio", "sweeps", "st GDE", "st DDE", "DDE fml", "c GDE",
-                        "c DDE", "ratio", "loc G", "loc D");
+                        "trials", "D GDE", "D DDE", "ratio", "sweeps", "st GDE", "st DDE", "DDE fml", "c GDE", "c DDE",
+                        "ratio", "loc G", "loc D");
   for (size_t i = 0; i < nets.size(); ++i) {
     const Comparison& c = results[i];
     const int n = static_cast<int>(nets[i].sizes.size());
     const int k = nets[i].sizes[0];
     const double formula = nets[i].torus ? 1.5 * k * n : 2.0 * k * n;
-    absl::StrAppendFormat(&out,
-                          "%-15s %6d | %8.2f %8.2f %6.1f | %7.2f | %8.1f %8.1f %8.0f | %6.3f %6.3f %6.2f | %5.1f%% %5.1f%%\n",
-                          nets[i].name, trials_used[i], c.gde_diff, c.dde_diff, c.gde_diff / std::max(c.dde_diff, 1e-9),
-                          c.gde_sweeps, c.gde_steps, c.dde_steps, formula, c.gde_cost, c.dde_cost,
-                          c.gde_cost / std::max(c.dde_cost, 1e-9), 100 * c.gde_local, 100 * c.dde_local);
+    absl::StrAppendFormat(
+        &out, "%-15s %6d | %8.2f %8.2f %6.1f | %7.2f | %8.1f %8.1f %8.0f | %6.3f %6.3f %6.2f | %5.1f%% %5.1f%%\n",
+        nets[i].name, trials_used[i], c.gde_diff, c.dde_diff, c.gde_diff / std::max(c.dde_diff, 1e-9), c.gde_sweeps,
+        c.gde_steps, c.dde_steps, formula, c.gde_cost, c.dde_cost, c.gde_cost / std::max(c.dde_cost, 1e-9),
+        100 * c.gde_local, 100 * c.dde_local);
     if (c.gde_unfinished > 0)
       absl::StrAppendFormat(&out, "  (%s: %d GDE runs stopped at the step budget)\n", nets[i].name, c.gde_unfinished);
   }
-  out += "Paper (text only; the figures are bar charts without printed values):\n"
-         "  Fig. 12: GDE load difference four to six times DDE's (DDE bounded by n).\n"
-         "  Fig. 13: GDE sweeps proportional to k (Table I: 11.08 on the 8x8 mesh at weight 1000).\n"
-         "  Fig. 14: GDE 3sc = 6sn steps; DDE 2kn (mesh) or 1.5kn (torus) (column 'DDE fml'); y-axis to 200.\n"
-         "           Our DDE steps: k information steps per dimension plus the measured exchange phases.\n"
-         "  Fig. 15: GDE communication cost (sum of tasks x edges / total tasks) about 50% above DDE's.\n"
-         "  Fig. 16: DDE keeps 20% to 50% more tasks local (tasks that never leave their node).\n\n";
+  out +=
+      "Paper (text only; the figures are bar charts without printed values):\n"
+      "  Fig. 12: GDE load difference four to six times DDE's (DDE bounded by n).\n"
+      "  Fig. 13: GDE sweeps proportional to k (Table I: 11.08 on the 8x8 mesh at weight 1000).\n"
+      "  Fig. 14: GDE 3sc = 6sn steps; DDE 2kn (mesh) or 1.5kn (torus) (column 'DDE fml'); y-axis to 200.\n"
+      "           Our DDE steps: k information steps per dimension plus the measured exchange phases.\n"
+      "  Fig. 15: GDE communication cost (sum of tasks x edges / total tasks) about 50% above DDE's.\n"
+      "  Fig. 16: DDE keeps 20% to 50% more tasks local (tasks that never leave their node).\n\n";
 
   // ---- Table I ----
   progress("wu-shu: table I");
@@ -303,25 +302,30 @@ absl::StatusOr<PaperReport> PaperWuShu(const PaperOptions& opts) {
         d.x.push_back(i + 1.0);
         d.y.push_back(dde(results[i]));
       }
-      auto png = WritePlot(opts.plot_dir, name, title,
-                           "network: 1 = 8x8 mesh, 2 = 8x8x8 mesh, 3 = 16x16 torus, 4 = 16x16x16 torus", ylabel,
-                           {g, d});
+      auto png =
+          WritePlot(opts.plot_dir, name, title,
+                    "network: 1 = 8x8 mesh, 2 = 8x8x8 mesh, 3 = 16x16 torus, 4 = 16x16x16 torus", ylabel, {g, d});
       if (!png.ok()) return png.status();
       report.plots.push_back(*png);
       return absl::OkStatus();
     };
-    for (absl::Status s : {
-             two("wu_shu_fig12", "Seed 000 Fig. 12: load difference", "max - min",
-                 [](const Comparison& c) { return c.gde_diff; }, [](const Comparison& c) { return c.dde_diff; }),
-             two("wu_shu_fig13", "Seed 000 Fig. 13: sweeps", "sweeps",
-                 [](const Comparison& c) { return c.gde_sweeps; }, [](const Comparison&) { return 1.0; }),
-             two("wu_shu_fig14", "Seed 000 Fig. 14: communication steps", "steps",
-                 [](const Comparison& c) { return c.gde_steps; }, [](const Comparison& c) { return c.dde_steps; }),
-             two("wu_shu_fig15", "Seed 000 Fig. 15: normalized communication cost", "tasks x hops / tasks",
-                 [](const Comparison& c) { return c.gde_cost; }, [](const Comparison& c) { return c.dde_cost; }),
-             two("wu_shu_fig16", "Seed 000 Fig. 16: local tasks", "percent",
-                 [](const Comparison& c) { return 100 * c.gde_local; },
-                 [](const Comparison& c) { return 100 * c.dde_local; })}) {
+    for (absl::Status s :
+         {two(
+              "wu_shu_fig12", "Seed 000 Fig. 12: load difference", "max - min",
+              [](const Comparison& c) { return c.gde_diff; }, [](const Comparison& c) { return c.dde_diff; }),
+          two(
+              "wu_shu_fig13", "Seed 000 Fig. 13: sweeps", "sweeps", [](const Comparison& c) { return c.gde_sweeps; },
+              [](const Comparison&) { return 1.0; }),
+          two(
+              "wu_shu_fig14", "Seed 000 Fig. 14: communication steps", "steps",
+              [](const Comparison& c) { return c.gde_steps; }, [](const Comparison& c) { return c.dde_steps; }),
+          two(
+              "wu_shu_fig15", "Seed 000 Fig. 15: normalized communication cost", "tasks x hops / tasks",
+              [](const Comparison& c) { return c.gde_cost; }, [](const Comparison& c) { return c.dde_cost; }),
+          two(
+              "wu_shu_fig16", "Seed 000 Fig. 16: local tasks", "percent",
+              [](const Comparison& c) { return 100 * c.gde_local; },
+              [](const Comparison& c) { return 100 * c.dde_local; })}) {
       if (!s.ok()) return s;
     }
   }

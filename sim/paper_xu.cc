@@ -2,11 +2,11 @@
 
 #include <algorithm>
 #include <array>
-#include <tuple>
-#include <utility>
 #include <cmath>
 #include <random>
 #include <string>
+#include <tuple>
+#include <utility>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
@@ -27,10 +27,14 @@ enum class Algo { kOde, kAde, kOdf, kAdf };
 constexpr Algo kAlgos[] = {Algo::kOde, Algo::kAde, Algo::kOdf, Algo::kAdf};
 const char* Name(Algo a) {
   switch (a) {
-    case Algo::kOde: return "ODE";
-    case Algo::kAde: return "ADE";
-    case Algo::kOdf: return "ODF";
-    case Algo::kAdf: return "ADF";
+    case Algo::kOde:
+      return "ODE";
+    case Algo::kAde:
+      return "ADE";
+    case Algo::kOdf:
+      return "ODF";
+    case Algo::kAdf:
+      return "ADF";
   }
   return "";
 }
@@ -70,10 +74,7 @@ absl::StatusOr<std::vector<double>> MeanSteps(const Topology& topo, int trials, 
   return sum;
 }
 
-int Trials(const PaperOptions& opts, int base) {
-  return std::max(1, static_cast<int>(std::lround(base * opts.scale)));
-}
-
+int Trials(const PaperOptions& opts, int base) { return std::max(1, static_cast<int>(std::lround(base * opts.scale))); }
 
 // Theorem 4.1, case 1: the closed forms of its proof for one invoker and
 // its d neighbours, beside the measurement, on the ring of 64 (d = 2) and the
@@ -87,8 +88,8 @@ absl::Status Theorem41(const PaperOptions& opts, std::string* out) {
                         "  network      d |   ADF (Eq. 9)   |   ODF (Eq. 9)   | ADE one-port (13) | ODE one-port  "
                         "  | ADE all-port    | ODE all-port\n",
                         runs);
-  for (auto [name, shape, torus_kind] : {std::tuple{"ring 64", std::vector<int>{64}, true},
-                                         std::tuple{"torus 16x16", std::vector<int>{16, 16}, true}}) {
+  for (auto [name, shape, torus_kind] :
+       {std::tuple{"ring 64", std::vector<int>{64}, true}, std::tuple{"torus 16x16", std::vector<int>{16, 16}, true}}) {
     auto topo = Topology::Torus(shape);
     if (!topo.ok()) return topo.status();
     const int d = static_cast<int>(topo->Neighbors(0).size()), n = topo->size();
@@ -99,12 +100,13 @@ absl::Status Theorem41(const PaperOptions& opts, std::string* out) {
     if (!adf.ok() || !odf.ok() || !ade.ok() || !ode.ok()) return absl::InternalError("xu: parameters");
     const auto ma = XuTheorem41Measured(*topo, *adf, *ade, runs, opts.seed * 101 + d);
     const auto mo = XuTheorem41Measured(*topo, *odf, *ode, runs, opts.seed * 101 + d);
-    absl::StrAppendFormat(out, "  %-11s %d | %6.3f | %6.3f | %6.3f | %6.3f | %6.3f | %6.3f   | %6.3f | %6.3f | %6.3f | %6.3f"
-                               " | %6.3f | %6.3f\n",
-                          name, d, XuTheorem41Df(d, *adf, n, s0) / s0, ma[0] / s0, XuTheorem41Df(d, *odf, n, s0) / s0,
-                          mo[0] / s0, XuTheorem41DeOnePort(d, *ade, n, s0) / s0, ma[1] / s0,
-                          XuTheorem41DeOnePort(d, *ode, n, s0) / s0, mo[1] / s0, XuTheorem41DeAllPort(d, *ade, n, s0) / s0,
-                          ma[2] / s0, XuTheorem41DeAllPort(d, *ode, n, s0) / s0, mo[2] / s0);
+    absl::StrAppendFormat(
+        out,
+        "  %-11s %d | %6.3f | %6.3f | %6.3f | %6.3f | %6.3f | %6.3f   | %6.3f | %6.3f | %6.3f | %6.3f"
+        " | %6.3f | %6.3f\n",
+        name, d, XuTheorem41Df(d, *adf, n, s0) / s0, ma[0] / s0, XuTheorem41Df(d, *odf, n, s0) / s0, mo[0] / s0,
+        XuTheorem41DeOnePort(d, *ade, n, s0) / s0, ma[1] / s0, XuTheorem41DeOnePort(d, *ode, n, s0) / s0, mo[1] / s0,
+        XuTheorem41DeAllPort(d, *ade, n, s0) / s0, ma[2] / s0, XuTheorem41DeAllPort(d, *ode, n, s0) / s0, mo[2] / s0);
     (void)torus_kind;
   }
   absl::StrAppend(out,
@@ -177,8 +179,8 @@ absl::Status DynamicExperiments(const PaperOptions& opts, std::string* out,
     absl::StrAppendFormat(out, "  %5s", "avg");
     for (int a = 0; a < 4; ++a) absl::StrAppendFormat(out, " %12.4g", avg[e][a]);
     absl::StrAppend(out, "   (mean over steps 1..200)\n");
-    plots->push_back({absl::StrCat("xu_fig", 7 + e, "_dynamic|Seed 002 ", ex.fig, ": workload variance, ", ex.what),
-                      series});
+    plots->push_back(
+        {absl::StrCat("xu_fig", 7 + e, "_dynamic|Seed 002 ", ex.fig, ": workload variance, ", ex.what), series});
   }
   // Claims: "a > b" holds when a's mean variance over steps 1..200 is lower.
   auto claim = [&](size_t e, int a, int b) {
@@ -190,12 +192,12 @@ absl::Status DynamicExperiments(const PaperOptions& opts, std::string* out,
   for (size_t e : {2u, 3u})
     absl::StrAppendFormat(out, "  synchronous, %s: paper ADE > ADF, ADE > ODE, ADF > ODF | ours %s; %s; %s\n",
                           experiments[e].fig, claim(e, ade, adf), claim(e, ade, ode), claim(e, adf, odf));
-  absl::StrAppendFormat(out, "  asynchronous, %s (n = 1): paper {ADF, ODF} > ADE > ODE, ADF > ODF | ours %s; %s; %s; %s\n",
-                        experiments[0].fig, claim(0, adf, ade), claim(0, odf, ade), claim(0, ade, ode),
-                        claim(0, adf, odf));
-  absl::StrAppendFormat(out, "  asynchronous, %s (n = 2): paper {ADF, ODF} > ADE > ODE, ODF > ADF | ours %s; %s; %s; %s\n",
-                        experiments[1].fig, claim(1, adf, ade), claim(1, odf, ade), claim(1, ade, ode),
-                        claim(1, odf, adf));
+  absl::StrAppendFormat(
+      out, "  asynchronous, %s (n = 1): paper {ADF, ODF} > ADE > ODE, ADF > ODF | ours %s; %s; %s; %s\n",
+      experiments[0].fig, claim(0, adf, ade), claim(0, odf, ade), claim(0, ade, ode), claim(0, adf, odf));
+  absl::StrAppendFormat(
+      out, "  asynchronous, %s (n = 2): paper {ADF, ODF} > ADE > ODE, ODF > ADF | ours %s; %s; %s; %s\n",
+      experiments[1].fig, claim(1, adf, ade), claim(1, odf, ade), claim(1, ade, ode), claim(1, odf, adf));
   auto step1 = [&](size_t e, int a, int b) {
     return absl::StrFormat("E[nu1] %s %.4g %s %s %.4g", XuAlgoName(static_cast<XuAlgo>(a)), first[e][a],
                            first[e][a] <= first[e][b] ? "<=" : ">", XuAlgoName(static_cast<XuAlgo>(b)), first[e][b]);
@@ -305,13 +307,13 @@ absl::StatusOr<PaperReport> PaperXu(const PaperOptions& opts) {
   out += "(the paper gives ADE and ODF together as \"about 1305\")\n";
   // Tables 3 and 4, static synchronous column, from the ring of 64. One-port:
   // a diffusion iteration needs d = 2 communication steps (one per port).
-  absl::StrAppendFormat(&out,
-                        "Table 4 (all-port), static synchronous: paper ODE > ADE ~ ODF ~ ADF | ours (steps, fewer is "
-                        "better) ODE %.0f, ADE %.0f, ODF %.0f, ADF %.0f\n"
-                        "Table 3 (one-port), static synchronous: paper ODE > ADE > ODF ~ ADF | ours (diffusion x d = 2) "
-                        "ODE %.0f, ADE %.0f, ODF %.0f, ADF %.0f\n\n",
-                        steps64[0], steps64[1], steps64[2], steps64[3], steps64[0], steps64[1], 2 * steps64[2],
-                        2 * steps64[3]);
+  absl::StrAppendFormat(
+      &out,
+      "Table 4 (all-port), static synchronous: paper ODE > ADE ~ ODF ~ ADF | ours (steps, fewer is "
+      "better) ODE %.0f, ADE %.0f, ODF %.0f, ADF %.0f\n"
+      "Table 3 (one-port), static synchronous: paper ODE > ADE > ODF ~ ADF | ours (diffusion x d = 2) "
+      "ODE %.0f, ADE %.0f, ODF %.0f, ADF %.0f\n\n",
+      steps64[0], steps64[1], steps64[2], steps64[3], steps64[0], steps64[1], 2 * steps64[2], 2 * steps64[3]);
 
   // ---- 64x64 torus, ODE ----
   progress("xu: 64x64 torus ODE");
@@ -374,8 +376,9 @@ absl::StatusOr<PaperReport> PaperXu(const PaperOptions& opts) {
     auto b = MeanSteps(*square, curve_trials, rng);
     if (!a.ok()) return a.status();
     if (!b.ok()) return b.status();
-    absl::StrAppendFormat(&out, "16x4 vs 16x16 mesh (paper: T depends on the larger dimension only): "
-                                "ODE %.1f vs %.1f, ADE %.1f vs %.1f, ODF %.1f vs %.1f, ADF %.1f vs %.1f\n\n",
+    absl::StrAppendFormat(&out,
+                          "16x4 vs 16x16 mesh (paper: T depends on the larger dimension only): "
+                          "ODE %.1f vs %.1f, ADE %.1f vs %.1f, ODF %.1f vs %.1f, ADF %.1f vs %.1f\n\n",
                           (*a)[0], (*b)[0], (*a)[1], (*b)[1], (*a)[2], (*b)[2], (*a)[3], (*b)[3]);
   }
 
@@ -418,16 +421,16 @@ absl::StatusOr<PaperReport> PaperXu(const PaperOptions& opts) {
          {std::tuple{"xu_fig4_ring", "Seed 002 Fig. 4: steps to variance <= 1, ring", "ring size N", ring_series, true},
           std::tuple{"xu_fig5_mesh", "Seed 002 Fig. 5: steps to variance <= 1, k x k mesh", "k", mesh_series, true},
           std::tuple{"xu_fig6_decay", "Seed 002 Fig. 6: variance, ring of 32", "step", decay, true}}) {
-      auto png = WritePlot(opts.plot_dir, name, title, xl,
-                           std::string(name) == "xu_fig6_decay" ? "workload variance" : "communication steps",
-                           series, logy);
+      auto png =
+          WritePlot(opts.plot_dir, name, title, xl,
+                    std::string(name) == "xu_fig6_decay" ? "workload variance" : "communication steps", series, logy);
       if (!png.ok()) return png.status();
       report.plots.push_back(*png);
     }
     for (const auto& [key, series] : dynamic_plots) {
       const size_t bar = key.find('|');
-      auto png = WritePlot(opts.plot_dir, key.substr(0, bar), key.substr(bar + 1), "step", "workload variance", series,
-                           true);
+      auto png =
+          WritePlot(opts.plot_dir, key.substr(0, bar), key.substr(bar + 1), "step", "workload variance", series, true);
       if (!png.ok()) return png.status();
       report.plots.push_back(*png);
     }

@@ -13,8 +13,11 @@ const std::vector<PaperEntry>& Papers() {
       {"nam", "004", "CWA Example 1, MCWA Example 2, speedup of MCWA vs DEM vs RID against faults (Figs. 6-9)",
        PaperNam},
       {"wu-shu", "000", "DDE: Example 1, ring 19 -> 17, 4x4 torus, DDE vs GDE (Table I, Figs. 12-16)", PaperWuShu},
-      {"xu", "002", "GDE and diffusion: ring of 64 (ODE 98, ADE/ODF ~1305, ADF 1684), Figs. 4-10, Tables 3-4, Lemmas 5.1-5.2", PaperXu},
-      {"unit-flow", "001", "integer balancing flows from unit flows on any connected graph; l2 norm against Hu et al.", PaperUnitFlow},
+      {"xu", "002",
+       "GDE and diffusion: ring of 64 (ODE 98, ADE/ODF ~1305, ADF 1684), Figs. 4-10, Tables 3-4, Lemmas 5.1-5.2",
+       PaperXu},
+      {"unit-flow", "001", "integer balancing flows from unit flows on any connected graph; l2 norm against Hu et al.",
+       PaperUnitFlow},
   };
   return *papers;
 }

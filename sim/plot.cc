@@ -9,10 +9,9 @@
 
 namespace hyperfed::sim {
 
-absl::StatusOr<std::string> WritePlot(const std::string& dir, const std::string& name,
-                                      const std::string& title, const std::string& xlabel,
-                                      const std::string& ylabel, const std::vector<Series>& series,
-                                      bool log_y) {
+absl::StatusOr<std::string> WritePlot(const std::string& dir, const std::string& name, const std::string& title,
+                                      const std::string& xlabel, const std::string& ylabel,
+                                      const std::vector<Series>& series, bool log_y) {
   std::error_code ec;
   std::filesystem::create_directories(dir, ec);
   if (ec) return absl::InternalError(absl::StrCat("cannot create ", dir, ": ", ec.message()));

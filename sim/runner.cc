@@ -40,12 +40,13 @@ absl::StatusOr<RunSummary> RunTrials(const RunConfig& config, const std::functio
   if (!caps_spec.ok()) return caps_spec.status();
   auto fault_spec = ParseFaults(config.faults);
   if (!fault_spec.ok()) return fault_spec.status();
-  if (config.trials < 1) return absl::InvalidArgumentError(absl::StrCat("bad --trials '", config.trials, "': must be >= 1"));
+  if (config.trials < 1)
+    return absl::InvalidArgumentError(absl::StrCat("bad --trials '", config.trials, "': must be >= 1"));
   if (algo->hypercube_only && topo->kind() != balance::TopologyKind::kHypercube)
     return absl::InvalidArgumentError(
         absl::StrCat("bad --topology '", config.topology, "': ", algo->name, " runs on a hypercube"));
-  const bool has_faults = fault_spec->kind != FaultSpec::kNone &&
-                          !(fault_spec->kind == FaultSpec::kRandom && fault_spec->count == 0);
+  const bool has_faults =
+      fault_spec->kind != FaultSpec::kNone && !(fault_spec->kind == FaultSpec::kRandom && fault_spec->count == 0);
   if (has_faults && topo->kind() != balance::TopologyKind::kHypercube)
     return absl::InvalidArgumentError("bad --faults: faults apply to a hypercube topology only");
   if (has_faults && !algo->allows_faults)
@@ -114,13 +115,14 @@ std::string SummaryJson(const RunSummary& s) {
   std::vector<std::string> hist;
   for (auto [k, v] : s.max_diff_histogram) hist.push_back(absl::StrCat("\"", k, "\": ", v));
   std::string j = absl::StrCat(
-      "{\"algorithm\": \"", s.config.algorithm, "\", \"topology\": \"", s.topology_name, "\", \"trials\": ",
-      s.config.trials, ", \"seed\": ", s.config.seed, ", \"max_diff\": {\"mean\": ", Num(s.max_diff.mean),
-      ", \"max\": ", Num(s.max_diff.max), ", \"histogram\": {", absl::StrJoin(hist, ", "),
-      "}}, \"max_share_error\": {\"mean\": ", Num(s.max_share_error.mean), ", \"max\": ", Num(s.max_share_error.max),
-      "}, \"tasks_moved\": {\"mean\": ", Num(s.tasks_moved.mean), "}, \"minimum_moves\": {\"mean\": ",
-      Num(s.minimum_moves.mean), "}, \"task_hops\": {\"mean\": ", Num(s.task_hops.mean),
-      "}, \"messages\": {\"mean\": ", Num(s.messages.mean), "}, \"steps\": {\"mean\": ", Num(s.steps.mean), "}");
+      "{\"algorithm\": \"", s.config.algorithm, "\", \"topology\": \"", s.topology_name,
+      "\", \"trials\": ", s.config.trials, ", \"seed\": ", s.config.seed,
+      ", \"max_diff\": {\"mean\": ", Num(s.max_diff.mean), ", \"max\": ", Num(s.max_diff.max), ", \"histogram\": {",
+      absl::StrJoin(hist, ", "), "}}, \"max_share_error\": {\"mean\": ", Num(s.max_share_error.mean),
+      ", \"max\": ", Num(s.max_share_error.max), "}, \"tasks_moved\": {\"mean\": ", Num(s.tasks_moved.mean),
+      "}, \"minimum_moves\": {\"mean\": ", Num(s.minimum_moves.mean),
+      "}, \"task_hops\": {\"mean\": ", Num(s.task_hops.mean), "}, \"messages\": {\"mean\": ", Num(s.messages.mean),
+      "}, \"steps\": {\"mean\": ", Num(s.steps.mean), "}");
   if (s.initial_loads) absl::StrAppend(&j, ", \"initial_loads\": [", absl::StrJoin(*s.initial_loads, ", "), "]");
   if (s.final_loads) absl::StrAppend(&j, ", \"final_loads\": [", absl::StrJoin(*s.final_loads, ", "), "]");
   if (s.transfers) {
@@ -151,7 +153,8 @@ std::string SummaryText(const RunSummary& s) {
   absl::StrAppendFormat(&t, "  max share error   mean %.4f  max %.4f\n", s.max_share_error.mean, s.max_share_error.max);
   absl::StrAppendFormat(&t, "  tasks moved       mean %.2f  (minimum that must move: %.2f)\n", s.tasks_moved.mean,
                         s.minimum_moves.mean);
-  absl::StrAppendFormat(&t, "  task-hops         mean %.2f\n  messages          mean %.2f\n  steps             mean %.2f\n",
+  absl::StrAppendFormat(&t,
+                        "  task-hops         mean %.2f\n  messages          mean %.2f\n  steps             mean %.2f\n",
                         s.task_hops.mean, s.messages.mean, s.steps.mean);
   if (s.subcube)
     absl::StrAppendFormat(&t, "  balancing subcube dim %d base %d mask %d tree depth %d\n", s.subcube->dim,

@@ -81,7 +81,8 @@ absl::StatusOr<Topology> ParseTopology(const std::string& spec) {
       std::vector<absl::string_view> f = absl::StrSplit(l, absl::ByAnyChar(" \t,"), absl::SkipEmpty());
       int a, b;
       if (f.size() != 2 || !absl::SimpleAtoi(f[0], &a) || !absl::SimpleAtoi(f[1], &b) || a < 0 || b < 0)
-        return absl::InvalidArgumentError(absl::StrCat(body, ":", lineno, ": expected an edge 'a b' of two labels >= 0"));
+        return absl::InvalidArgumentError(
+            absl::StrCat(body, ":", lineno, ": expected an edge 'a b' of two labels >= 0"));
       edges.emplace_back(a, b);
       nodes = std::max({nodes, a + 1, b + 1});
     }
@@ -162,7 +163,8 @@ absl::StatusOr<FaultSpec> ParseFaults(const std::string& spec) {
 absl::StatusOr<std::vector<Load>> DrawLoads(const LoadSpec& spec, int n, std::mt19937_64& rng) {
   if (spec.kind == LoadSpec::kList) {
     if (static_cast<int>(spec.list.size()) != n)
-      return absl::InvalidArgumentError(absl::StrCat("bad loads: the list has ", spec.list.size(), " values for ", n, " nodes"));
+      return absl::InvalidArgumentError(
+          absl::StrCat("bad loads: the list has ", spec.list.size(), " values for ", n, " nodes"));
     return spec.list;
   }
   std::vector<Load> w(n);
@@ -181,7 +183,8 @@ absl::StatusOr<std::vector<double>> DrawCapacities(const CapacitySpec& spec, int
     }
     case CapacitySpec::kList:
       if (static_cast<int>(spec.list.size()) != n)
-        return absl::InvalidArgumentError(absl::StrCat("bad capacities: the list has ", spec.list.size(), " values for ", n, " nodes"));
+        return absl::InvalidArgumentError(
+            absl::StrCat("bad capacities: the list has ", spec.list.size(), " values for ", n, " nodes"));
       return spec.list;
   }
   return absl::InternalError("unknown capacity spec");
@@ -193,12 +196,16 @@ absl::StatusOr<std::vector<NodeId>> DrawFaults(const FaultSpec& spec, int size, 
       return std::vector<NodeId>{};
     case FaultSpec::kList:
       for (NodeId f : spec.list)
-        if (f >= size) return absl::InvalidArgumentError(absl::StrCat("bad faults: label ", f, " is outside the cube of ", size, " nodes"));
-      if (static_cast<int>(spec.list.size()) >= size) return absl::InvalidArgumentError("bad faults: every node would be faulty");
+        if (f >= size)
+          return absl::InvalidArgumentError(
+              absl::StrCat("bad faults: label ", f, " is outside the cube of ", size, " nodes"));
+      if (static_cast<int>(spec.list.size()) >= size)
+        return absl::InvalidArgumentError("bad faults: every node would be faulty");
       return spec.list;
     case FaultSpec::kRandom: {
       if (spec.count >= size)
-        return absl::InvalidArgumentError(absl::StrCat("bad faults: random:", spec.count, " needs fewer faults than the ", size, " nodes"));
+        return absl::InvalidArgumentError(
+            absl::StrCat("bad faults: random:", spec.count, " needs fewer faults than the ", size, " nodes"));
       // Partial Fisher-Yates over the labels.
       std::vector<NodeId> labels(size);
       for (int i = 0; i < size; ++i) labels[i] = i;

@@ -21,19 +21,26 @@ using balance::NodeId;
 
 const char* SpeedupAlgorithmName(SpeedupAlgorithm a) {
   switch (a) {
-    case SpeedupAlgorithm::kMcwa: return "MCWA";
-    case SpeedupAlgorithm::kDem: return "DEM";
-    case SpeedupAlgorithm::kRid: return "RID";
+    case SpeedupAlgorithm::kMcwa:
+      return "MCWA";
+    case SpeedupAlgorithm::kDem:
+      return "DEM";
+    case SpeedupAlgorithm::kRid:
+      return "RID";
   }
   return "?";
 }
 
 const char* MigrationChargeName(MigrationCharge c) {
   switch (c) {
-    case MigrationCharge::kBothEnds: return "both ends pay 0.1";
-    case MigrationCharge::kHalfEachEnd: return "each end pays 0.05";
-    case MigrationCharge::kSenderOnly: return "sender pays 0.1";
-    case MigrationCharge::kNetFlow: return "net flow, relays free";
+    case MigrationCharge::kBothEnds:
+      return "both ends pay 0.1";
+    case MigrationCharge::kHalfEachEnd:
+      return "each end pays 0.05";
+    case MigrationCharge::kSenderOnly:
+      return "sender pays 0.1";
+    case MigrationCharge::kNetFlow:
+      return "net flow, relays free";
   }
   return "?";
 }
@@ -43,17 +50,31 @@ namespace {
 // Event-driven run of one algorithm on one instance.
 class Machine {
  public:
-  Machine(const balance::Topology& topo, const std::vector<std::deque<double>>& tasks,
-          const SpeedupConfig& cfg, SpeedupAlgorithm algo, const std::vector<balance::BalancingSubcube>& subcubes)
-      : topo_(topo), cfg_(cfg), algo_(algo), subcubes_(subcubes), queue_(tasks),
-        busy_until_(tasks.size(), 0), busy_(tasks.size(), false), armed_(tasks.size(), true),
+  Machine(const balance::Topology& topo, const std::vector<std::deque<double>>& tasks, const SpeedupConfig& cfg,
+          SpeedupAlgorithm algo, const std::vector<balance::BalancingSubcube>& subcubes)
+      : topo_(topo),
+        cfg_(cfg),
+        algo_(algo),
+        subcubes_(subcubes),
+        queue_(tasks),
+        busy_until_(tasks.size(), 0),
+        busy_(tasks.size(), false),
+        armed_(tasks.size(), true),
         version_(tasks.size(), 0) {
     healthy_ = topo.alive_count();
     switch (cfg.charge) {
-      case MigrationCharge::kBothEnds: send_factor_ = recv_factor_ = 1.0; break;
-      case MigrationCharge::kHalfEachEnd: send_factor_ = recv_factor_ = 0.5; break;
-      case MigrationCharge::kSenderOnly: send_factor_ = 1.0, recv_factor_ = 0.0; break;
-      case MigrationCharge::kNetFlow: send_factor_ = 1.0, recv_factor_ = -1.0; break;  // |sent - received|
+      case MigrationCharge::kBothEnds:
+        send_factor_ = recv_factor_ = 1.0;
+        break;
+      case MigrationCharge::kHalfEachEnd:
+        send_factor_ = recv_factor_ = 0.5;
+        break;
+      case MigrationCharge::kSenderOnly:
+        send_factor_ = 1.0, recv_factor_ = 0.0;
+        break;
+      case MigrationCharge::kNetFlow:
+        send_factor_ = 1.0, recv_factor_ = -1.0;
+        break;  // |sent - received|
     }
   }
 
@@ -224,7 +245,7 @@ class Machine {
   int64_t rounds_ = 0, skipped_ = 0;
   int healthy_ = 0;
   double send_factor_ = 1.0, recv_factor_ = 1.0;  // share of migration_cost per task-hop
-  bool settled_ = false;  // a synchronous round found < threshold waiting per node
+  bool settled_ = false;                          // a synchronous round found < threshold waiting per node
 };
 
 }  // namespace

@@ -111,13 +111,13 @@ struct SpeedupConfig {
 };
 
 struct SpeedupRun {
-  double time_without = 0;                                // T_nobal
-  std::array<double, kSpeedupAlgorithms> time_with{};     // T_bal
-  std::array<double, kSpeedupAlgorithms> speedup{};       // T_nobal / T_bal
+  double time_without = 0;                                       // T_nobal
+  std::array<double, kSpeedupAlgorithms> time_with{};            // T_bal
+  std::array<double, kSpeedupAlgorithms> speedup{};              // T_nobal / T_bal
   std::array<double, kSpeedupAlgorithms> migrations_per_node{};  // task hops / healthy nodes
-  std::array<int64_t, kSpeedupAlgorithms> rounds{};       // balancing rounds (RID: requests)
-  std::array<int64_t, kSpeedupAlgorithms> skipped{};      // rounds stopped after the load sum
-  int mcwa_dim = 0, mcwa_tree_depth = 0;                  // largest component's subcube
+  std::array<int64_t, kSpeedupAlgorithms> rounds{};              // balancing rounds (RID: requests)
+  std::array<int64_t, kSpeedupAlgorithms> skipped{};             // rounds stopped after the load sum
+  int mcwa_dim = 0, mcwa_tree_depth = 0;                         // largest component's subcube
 };
 
 // One random instance (faults, task times), run without balancing and with

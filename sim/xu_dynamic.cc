@@ -15,10 +15,14 @@ using balance::Topology;
 
 const char* XuAlgoName(XuAlgo a) {
   switch (a) {
-    case XuAlgo::kOde: return "ODE";
-    case XuAlgo::kAde: return "ADE";
-    case XuAlgo::kOdf: return "ODF";
-    case XuAlgo::kAdf: return "ADF";
+    case XuAlgo::kOde:
+      return "ODE";
+    case XuAlgo::kAde:
+      return "ADE";
+    case XuAlgo::kOdf:
+      return "ODF";
+    case XuAlgo::kAdf:
+      return "ADF";
   }
   return "?";
 }
@@ -99,8 +103,8 @@ double XuLemma52FromProof(int t, int n_nodes, int degree, double lambda, double 
   return (bt * s0 + sum * (1 - bt) / (1 - bd) * s) * n_nodes - (t + 1) * degree * s - s0;
 }
 
-absl::StatusOr<std::vector<double>> XuLemmaMeasured(const Topology& topo, bool diffusion, double parameter,
-                                                     int max_t, int runs, uint64_t seed) {
+absl::StatusOr<std::vector<double>> XuLemmaMeasured(const Topology& topo, bool diffusion, double parameter, int max_t,
+                                                    int runs, uint64_t seed) {
   const auto classes = balance::EdgeColoring(topo);
   const auto edges = Edges(topo);
   std::mt19937_64 rng(seed);
@@ -147,8 +151,7 @@ double XuTheorem41DeAllPort(int d, double l, int n_nodes, double s0) {
   return (2 * ((1 - l) * (1 - l) + l * l - 1.0 / n_nodes) + (d - 1) * (1 - 1.0 / n_nodes)) * s0;
 }
 
-std::array<double, 3> XuTheorem41Measured(const Topology& topo, double alpha, double lambda, int runs,
-                                          uint64_t seed) {
+std::array<double, 3> XuTheorem41Measured(const Topology& topo, double alpha, double lambda, int runs, uint64_t seed) {
   std::mt19937_64 rng(seed);
   std::uniform_real_distribution<double> init(0.0, 1000.0);
   const std::vector<NodeId> nbrs = topo.Neighbors(0);

@@ -62,8 +62,8 @@ double XuLemma52FromProof(int t, int n_nodes, int degree, double lambda, double 
 // consumption, no clamping): the mean of nu over `runs` runs, for t = 0..T.
 // Likewise for Lemma 5.2: W <- M_c W + Phi for each of the d colour
 // classes, a round per t.
-absl::StatusOr<std::vector<double>> XuLemmaMeasured(const balance::Topology& topo, bool diffusion,
-                                                     double parameter, int max_t, int runs, uint64_t seed);
+absl::StatusOr<std::vector<double>> XuLemmaMeasured(const balance::Topology& topo, bool diffusion, double parameter,
+                                                    int max_t, int runs, uint64_t seed);
 
 // Theorem 4.1, case 1 (a singular balancing domain: one invoker and its d
 // neighbours, static loads i.i.d. with variance sigma0^2, N nodes): the

@@ -32,7 +32,8 @@ TEST(ChauFuTable1Test, FixedSideDemReproducesTable1) {
 
 TEST(ChauFuTable1Test, PlainDemBalancesBetterThanTable1) {
   // docs/design.md §4.1: the heavier-keeps-ceiling reading gives lower means.
-  for (int n = 4; n <= 8; ++n) EXPECT_LT(MeanMaxDiff("dem", n, 2000, 3000 + n), MeanMaxDiff("dem-fixed", n, 2000, 3000 + n));
+  for (int n = 4; n <= 8; ++n)
+    EXPECT_LT(MeanMaxDiff("dem", n, 2000, 3000 + n), MeanMaxDiff("dem-fixed", n, 2000, 3000 + n));
 }
 
 // Issue 14: Table 2 at n = 10 to 12 (paper 1.56 / 1.60 / 1.65) cannot be

@@ -2,10 +2,10 @@
 
 #include <sys/wait.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <cstdlib>
 #include <string>
-#include <algorithm>
 
 #include "gtest/gtest.h"
 

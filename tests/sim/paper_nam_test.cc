@@ -1,12 +1,13 @@
 // nam reproduction: the worked examples match the paper cell for cell,
 // and the speedup model behaves (deterministic, balancing helps).
 
+#include "sim/paper_nam.h"
+
 #include <array>
 #include <cmath>
 #include <vector>
 
 #include "gtest/gtest.h"
-#include "sim/paper_nam.h"
 #include "sim/speedup.h"
 #include "sim/stats.h"
 
