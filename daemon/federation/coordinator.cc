@@ -43,7 +43,17 @@ absl::StatusOr<std::string> Coordinator::Begin(bool dry_run, const std::string& 
   const balance::RoundMode* mode = balance::FindRoundMode(name);
   if (!mode) return balance::CheckRoundMode(name);
   if (auto st = refresh_self_(); !st.ok()) return st;
-  const std::vector<int> faults = membership_->FaultLabels();
+  // One view for both the fault set and the live rows: a peer timing out
+  // between two reads would be in neither.
+  const std::vector<PeerInfo> peers = membership_->View();
+  std::vector<int> faults;
+  {
+    std::vector<bool> live_at(size_t{1} << membership_->dimension(), false);
+    for (const PeerInfo& p : peers)
+      if (p.up) live_at[p.label] = true;
+    for (size_t i = 0; i < live_at.size(); ++i)
+      if (!live_at[i]) faults.push_back(static_cast<int>(i));
+  }
   balance::RoundShape shape{membership_->dimension(), {faults.begin(), faults.end()}};
   RoundView view;
   view.spec.coordinator = config_.site.id;
@@ -54,7 +64,7 @@ absl::StatusOr<std::string> Coordinator::Begin(bool dry_run, const std::string& 
   view.started = env_->Now();
   view.dry_run = dry_run;
   std::vector<std::string> live;
-  for (const PeerInfo& p : membership_->View()) {
+  for (const PeerInfo& p : peers) {
     if (!p.up) continue;
     view.before.push_back({p.label, p.load, p.capacity});
     live.push_back(p.site);
@@ -101,6 +111,10 @@ absl::StatusOr<std::string> Coordinator::Begin(bool dry_run, const std::string& 
   history_->Add(view);
   if (!executor_->Submit([this, spec] { Coordinate(spec); })) {
     running_.reset();
+    history_->Update(view.id, [](RoundView& r) {
+      r.events.push_back("not started: the daemon is stopping");
+      r.done = true;
+    });
     return absl::UnavailableError("the daemon is stopping");
   }
   Log(absl::StrCat(config_.site.id, ": starting round ", view.id, " (", reason, ")"));
@@ -114,7 +128,7 @@ void Coordinator::Coordinate(RoundSpec spec) {
     live = running_->live;
   }
   // Start the round everywhere at once.
-  std::vector<bool> ok(live.size(), false);
+  std::vector<char> ok(live.size(), 0);  // not vector<bool>: items are written from several threads
   std::vector<std::string> why(live.size());
   ParallelFor(executor_, live.size(), [&](size_t i) {
     if (live[i] == config_.site.id) {
@@ -218,8 +232,12 @@ void Coordinator::FinishLocked(const std::string& why) {
     std::map<int, balance::LoadRow> after;
     for (const auto& row : r.before) after[row.label] = row;
     for (const auto& t : r.transfers) {
-      after[t.from].load -= t.count;
-      after[t.to].load += t.count;
+      // Only rows of the round's table: a report naming another label adds
+      // no row.
+      auto from = after.find(t.from), to = after.find(t.to);
+      if (from == after.end() || to == after.end()) continue;
+      from->second.load -= t.count;
+      to->second.load += t.count;
     }
     r.after.clear();
     for (const auto& [label, row] : after) r.after.push_back(row);

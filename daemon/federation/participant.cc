@@ -42,7 +42,9 @@ bool Participant::OnStartRound(const RoundSpec& spec, std::string* why_not) {
     *why_not = absl::StrCat("round ", spec.round_id, " is past its deadline");
     return false;
   }
-  if (spec.epoch < highest_epoch_ || (current_ && spec.epoch <= current_->epoch)) {
+  // Not newer than the last round started here: refused, so that a round
+  // that has ended here never runs twice.
+  if (spec.epoch <= highest_epoch_) {
     *why_not = absl::StrCat("round ", spec.round_id, " (epoch ", spec.epoch, ") is not newer than ",
                             current_ ? "round " + current_->round_id : std::string("a round this site has seen"),
                             " (epoch ", current_ ? current_->epoch : highest_epoch_, ")");
@@ -67,7 +69,7 @@ bool Participant::OnStartRound(const RoundSpec& spec, std::string* why_not) {
 }
 
 void Participant::RunPart(const RoundSpec& spec) {
-  bool replaced;
+  bool replaced, stopped;
   {
     // A replaced part may still be unwinding (a move in flight): one part
     // runs at a time, so the two never count the same jobs. A part replaced
@@ -75,14 +77,15 @@ void Participant::RunPart(const RoundSpec& spec) {
     std::unique_lock<std::mutex> l(mu_);
     auto mine = [&] { return current_ && current_->round_id == spec.round_id; };
     env_->WaitUntil(l, cv_, spec.deadline, [&] { return !mine() || parts_running_ == 1 || stopping_; });
-    replaced = !mine();
+    stopped = stopping_;
+    replaced = !mine() || stopped;
   }
   if (replaced) {
     RoundReport report;
     report.round_id = spec.round_id;
     report.site = config_.site.id;
     report.label = config_.site.label;
-    report.error = "replaced by a newer round before it began";
+    report.error = stopped ? "the site is stopping" : "replaced by a newer round before it began";
     {
       std::lock_guard<std::mutex> l(mu_);
       last_report_ = report;
@@ -146,6 +149,7 @@ int64_t Participant::jobs_moved_out() const {
 void Participant::Stop() {
   std::unique_lock<std::mutex> l(mu_);
   stopping_ = true;
+  cv_.notify_all();  // a part that has not begun does not begin
   // A fence no round passes: every wait of the current part ends.
   mailbox_.Open("(stopping)", std::numeric_limits<int64_t>::max());
   cv_.wait(l, [&] { return parts_running_ == 0; });

@@ -397,6 +397,7 @@ class Runner {
     migration::CrashPoint("round_before_moves");
     absl::Status first_error;
     for (int s : phases) {
+      if (ctx_.env->Now() >= spec_.deadline) return absl::DeadlineExceededError("past the round's deadline");
       if (mode.name() == "mcwa") migration::CrashPoint("round_mcwa_phase");
       const std::vector<balance::Transfer>& out = sends[s];
       const std::string where = last_phase > 1 ? absl::StrCat("phase ", s, ": ") : "";
@@ -444,6 +445,7 @@ class Runner {
         return absl::InvalidArgumentError(absl::StrCat("dimension ", k, ": partner sent a malformed row"));
       const balance::LoadRow p = (*rows)[0];
       const int64_t share = mode.PairShare(ctx_.self_label, k, n, w, p.load, capacity, p.capacity);
+      if (ctx_.env->Now() >= spec_.deadline) return absl::DeadlineExceededError("past the round's deadline");
       if (share < w) {
         const int64_t send = w - share;
         auto r = ctx_.mover->MoveJobs(SiteOf(partner), send, spec_.round_id);

@@ -1,6 +1,7 @@
 #include "daemon/server/services.h"
 
 #include <algorithm>
+#include <cmath>
 #include <set>
 
 #include "absl/strings/str_cat.h"
@@ -28,13 +29,21 @@ std::string CommonName(grpc::ServerContext* ctx) {
   return cn.empty() ? "" : std::string(cn.front().data(), cn.front().size());
 }
 
+bool CapacityOk(double c) { return std::isfinite(c) && c >= 0; }
+
+// A round epoch is a coordinator's clock in Unix ms (or one more than the
+// highest seen): one more than a day ahead of this site's clock is refused,
+// so that a wild epoch cannot fence this site off for good.
+bool EpochOk(int64_t e) { return e > 0 && e <= absl::ToUnixMillis(absl::Now() + absl::Hours(24)); }
+
 grpc::Status CheckRows(const google::protobuf::RepeatedPtrField<v1::LoadRow>& rows, int dimension) {
   if (rows.size() > kMaxRows) return Invalid("too many rows");
   for (const v1::LoadRow& r : rows) {
     if (r.label() < 0 || r.label() >= (1 << dimension))
       return Invalid(absl::StrCat("row label ", r.label(), " outside the ", dimension, "-cube"));
     if (r.load() < 0) return Invalid(absl::StrCat("negative load ", r.load(), " for label ", r.label()));
-    if (!(r.capacity() >= 0)) return Invalid(absl::StrCat("negative capacity for label ", r.label()));
+    if (!CapacityOk(r.capacity()))
+      return Invalid(absl::StrCat("capacity for label ", r.label(), " not finite and >= 0"));
   }
   return grpc::Status::OK;
 }
@@ -92,7 +101,7 @@ grpc::Status PeerService::StartRound(grpc::ServerContext* ctx, const v1::StartRo
   if (req->dimension() != n)
     return Invalid(absl::StrCat("dimension ", req->dimension(), " but this site's roster makes a ", n, "-cube"));
   if (auto st = balance::CheckRoundMode(req->mode()); !st.ok()) return ToGrpc(st);
-  if (req->epoch() <= 0) return Invalid("epoch must be > 0");
+  if (!EpochOk(req->epoch())) return Invalid("epoch must be > 0 and at most a day ahead of this site's clock");
   if (req->deadline_unix_ms() <= 0) return Invalid("deadline_unix_ms must be > 0");
   std::set<int> faults;
   for (int f : req->fault_labels()) {
@@ -113,19 +122,23 @@ grpc::Status PeerService::Exchange(grpc::ServerContext* ctx, const v1::ExchangeR
   if (auto st = CheckPeer(ctx, from->id); !st.ok()) return st;
   if (req->round_id().empty() || req->round_id().size() > kMaxIdLength) return Invalid("round_id: 1..200 characters");
   const int n = d_.config->Dimension();
+  if (!EpochOk(req->epoch())) return Invalid("epoch must be > 0 and at most a day ahead of this site's clock");
   switch (req->kind()) {
     case v1::ExchangeRequest::UP:
     case v1::ExchangeRequest::DOWN:
+      if (req->dimension() != 0 || req->phase() != 0) return Invalid("UP and DOWN carry no dimension or phase");
       break;
     case v1::ExchangeRequest::EXCHANGE:
     case v1::ExchangeRequest::BARRIER:
       if (req->dimension() < 0 || req->dimension() >= n)
         return Invalid(absl::StrCat("dimension ", req->dimension(), " outside the ", n, "-cube"));
+      if (req->phase() != 0) return Invalid("EXCHANGE and BARRIER carry no phase");
       break;
     case v1::ExchangeRequest::PHASE_DONE:
       // A plan has at most 3n phases (docs/design.md §6.5).
       if (req->phase() < 1 || req->phase() > 3 * n + 1)
         return Invalid(absl::StrCat("phase ", req->phase(), " out of range"));
+      if (req->dimension() != 0) return Invalid("PHASE_DONE carries no dimension");
       break;
     default:
       return Invalid("kind must be UP, EXCHANGE, DOWN, BARRIER or PHASE_DONE");
@@ -144,7 +157,7 @@ grpc::Status PeerService::ReportRound(grpc::ServerContext* ctx, const v1::RoundR
   if (e->label != req->label()) return Invalid("label does not match the roster");
   if (req->load_before() < 0 || req->moved_out() < 0 || req->shortfall() < 0 || req->quota() < 0)
     return Invalid("negative counts");
-  if (!(req->capacity() >= 0)) return Invalid("negative capacity");
+  if (!CapacityOk(req->capacity())) return Invalid("capacity must be finite and >= 0");
   for (const v1::Transfer& t : req->transfers()) {
     if (t.count() <= 0 || t.from() != req->label() || t.to() < 0 || t.to() >= (1 << d_.config->Dimension()))
       return Invalid("malformed transfer");
@@ -186,8 +199,8 @@ grpc::Status PeerService::Heartbeat(grpc::ServerContext* ctx, const v1::Heartbea
   if (e->label != req->label())
     return Invalid(absl::StrCat("site ", req->site(), " has label ", e->label, " in the roster, not ", req->label()));
   if (req->load() < 0) return Invalid(absl::StrCat("negative load ", req->load()));
-  if (!(req->capacity() >= 0)) return Invalid("negative capacity");
-  if (req->epoch() < 0) return Invalid("negative epoch");
+  if (!CapacityOk(req->capacity())) return Invalid("capacity must be finite and >= 0");
+  if (req->epoch() != 0 && !EpochOk(req->epoch())) return Invalid("epoch must be >= 0 and at most a day ahead");
   d_.site->OnHeartbeat(FromProto(*req));
   reply->set_site(d_.config->site.id);
   return grpc::Status::OK;

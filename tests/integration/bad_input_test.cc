@@ -94,6 +94,7 @@ TEST_F(BadInputTest, NegativeLoadIsInvalid) {
 TEST_F(BadInputTest, LabelOutsideTheCubeIsInvalid) {
   v1::ExchangeRequest req;
   req.set_round_id("r1");
+  req.set_epoch(1);
   req.set_kind(v1::ExchangeRequest::UP);
   req.set_from_label(1);
   v1::LoadRow* row = req.add_rows();
@@ -112,6 +113,7 @@ TEST_F(BadInputTest, LabelOutsideTheCubeIsInvalid) {
     int dimension, phase;
   };
   for (Bad b : {Bad{v1::ExchangeRequest::EXCHANGE, 2, 0}, Bad{v1::ExchangeRequest::BARRIER, -1, 0},
+                Bad{v1::ExchangeRequest::UP, 1, 0}, Bad{v1::ExchangeRequest::EXCHANGE, 0, 3},
                 Bad{v1::ExchangeRequest::PHASE_DONE, 0, 0}, Bad{v1::ExchangeRequest::PHASE_DONE, 0, 500},
                 Bad{v1::ExchangeRequest::KIND_UNSPECIFIED, 0, 0}}) {
     v1::ExchangeRequest bad;
