@@ -46,14 +46,7 @@ absl::StatusOr<std::string> Coordinator::Begin(bool dry_run, const std::string& 
   // One view for both the fault set and the live rows: a peer timing out
   // between two reads would be in neither.
   const std::vector<PeerInfo> peers = membership_->View();
-  std::vector<int> faults;
-  {
-    std::vector<bool> live_at(size_t{1} << membership_->dimension(), false);
-    for (const PeerInfo& p : peers)
-      if (p.up) live_at[p.label] = true;
-    for (size_t i = 0; i < live_at.size(); ++i)
-      if (!live_at[i]) faults.push_back(static_cast<int>(i));
-  }
+  const std::vector<int> faults = Membership::FaultLabelsOf(peers, membership_->dimension());
   balance::RoundShape shape{membership_->dimension(), {faults.begin(), faults.end()}};
   RoundView view;
   view.spec.coordinator = config_.site.id;

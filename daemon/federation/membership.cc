@@ -65,9 +65,11 @@ std::optional<PeerInfo> Membership::Find(const std::string& site) const {
   return std::nullopt;
 }
 
-std::vector<int> Membership::FaultLabels() const {
-  std::vector<bool> live(size_t{1} << dimension_, false);
-  for (const PeerInfo& p : View())
+std::vector<int> Membership::FaultLabels() const { return FaultLabelsOf(View(), dimension_); }
+
+std::vector<int> Membership::FaultLabelsOf(const std::vector<PeerInfo>& view, int dimension) {
+  std::vector<bool> live(size_t{1} << dimension, false);
+  for (const PeerInfo& p : view)
     if (p.up) live[p.label] = true;
   std::vector<int> faults;
   for (size_t i = 0; i < live.size(); ++i)

@@ -65,6 +65,9 @@ class Membership {
   // Labels in [0, 2^dimension) that hold no live site: empty positions and
   // sites not heard from within the timeout.
   std::vector<int> FaultLabels() const;
+  // The same, from a view already taken (so a caller's fault set and live
+  // rows come from one reading).
+  static std::vector<int> FaultLabelsOf(const std::vector<PeerInfo>& view, int dimension);
   // The coordinator in this site's view: the lowest live label.
   std::string Coordinator() const;
   // The highest round epoch any live peer has reported.
