@@ -34,7 +34,7 @@ constexpr std::uintmax_t kMaxFileBytes = 1 << 20;  // a site config is a few hun
 
 const char* const kTopKeys[] = {"site", "roster", "capacity", "balancer", "scheduler", "state_dir", "security"};
 const char* const kSiteKeys[] = {"id", "label", "listen", "advertise", "metrics_listen"};
-const char* const kRosterKeys[] = {"id", "label", "endpoint", "cost"};
+const char* const kRosterKeys[] = {"id", "label", "endpoint", "cost", "max_capacity"};
 const char* const kCapacityKeys[] = {"units", "speed"};
 const char* const kBalancerKeys[] = {"algorithm",          "interval",     "underload_threshold", "min_imbalance",
                                      "heartbeat_interval", "peer_timeout", "step_timeout",        "max_batch"};
@@ -182,6 +182,8 @@ std::vector<Issue> CheckRules(const Config& c) {
     check_label(k + ".label", e.label);
     if (std::string m = CheckHostPort(e.endpoint, false); !m.empty()) add(k + ".endpoint", m);
     if (e.cost < 0) add(k + ".cost", absl::StrCat("cost must be >= 0, got ", e.cost));
+    if (!(e.max_capacity > 0) || !std::isfinite(e.max_capacity))
+      add(k + ".max_capacity", absl::StrCat("max_capacity must be finite and > 0, got ", e.max_capacity));
     if (auto [it, fresh] = by_id.emplace(e.id, i); !fresh) {
       add(k + ".id", absl::StrCat("duplicate site id ", Quote(e.id), " (also roster[", it->second, "])"));
     }
@@ -496,6 +498,7 @@ class Parser {
         if (Require(f, k, "label")) Integer(f["label"], k + ".label", &e.label);
         if (Require(f, k, "endpoint")) String(f["endpoint"], k + ".endpoint", &e.endpoint);
         if (f.count("cost")) Integer(f["cost"], k + ".cost", &e.cost);
+        if (f.count("max_capacity")) Double(f["max_capacity"], k + ".max_capacity", &e.max_capacity);
       }
       c->roster.push_back(std::move(e));
     }

@@ -33,7 +33,14 @@ struct RosterEntry {
   // derive the same transfers, so nearness comes from the labels shared by
   // every roster (near sites share small subcubes), not from per-site costs.
   int64_t cost = 1;
+  // The most capacity (units x speed) this site may report; a heartbeat,
+  // round message or report claiming more is refused (docs/security.md).
+  double max_capacity = 1e6;
 };
+
+// The most migratable pending jobs a site may report (docs/security.md):
+// far above any real queue, low enough that sums over 2^20 sites stay exact.
+inline constexpr int64_t kMaxReportedLoad = int64_t{1} << 32;
 
 struct CapacityConfig {
   bool from_adapter = true;  // "capacity: from_adapter" (the default)

@@ -180,10 +180,21 @@ bool Coordinator::CompleteLocked() const {
   return true;
 }
 
-void Coordinator::OnReport(const RoundReport& report) {
+absl::Status Coordinator::OnReport(const RoundReport& report) {
   std::lock_guard<std::mutex> l(mu_);
-  if (!running_ || running_->spec.round_id != report.round_id) return;
-  if (!running_->reports.emplace(report.site, report).second) return;  // a repeated report
+  if (!running_ || running_->spec.round_id != report.round_id)
+    return absl::FailedPreconditionError(absl::StrCat("round ", report.round_id, " is not running here"));
+  const std::vector<std::string>& live = running_->live;
+  if (std::find(live.begin(), live.end(), report.site) == live.end())
+    return absl::PermissionDeniedError(absl::StrCat(report.site, " is not in round ", report.round_id));
+  if (running_->reports.count(report.site))
+    return absl::AlreadyExistsError(absl::StrCat(report.site, " has already reported round ", report.round_id));
+  for (const balance::Transfer& t : report.transfers) {
+    const config::RosterEntry* to = config_.FindLabel(t.to);
+    if (!to || to->id == report.site || std::find(live.begin(), live.end(), to->id) == live.end())
+      return absl::InvalidArgumentError(absl::StrCat("a transfer to label ", t.to, ", which is not in the round"));
+  }
+  running_->reports.emplace(report.site, report);
   if (!report.ok) running_->any_failed = true;
   const config::RosterEntry* e = config_.FindSite(report.site);
   std::vector<std::string> sends;
@@ -212,6 +223,7 @@ void Coordinator::OnReport(const RoundReport& report) {
     }
   });
   cv_.notify_all();
+  return absl::OkStatus();
 }
 
 void Coordinator::FinishLocked(const std::string& why) {

@@ -48,8 +48,12 @@ class Coordinator {
   // configured one); returns its id. While a round runs, a new request
   // joins it (two requests resolve to one round).
   absl::StatusOr<std::string> Begin(bool dry_run, const std::string& reason, const std::string& mode);
-  // A site's report of its part (this site's own included).
-  void OnReport(const RoundReport& report);
+  // A site's report of its part (this site's own included). Taken once from
+  // each site of the running round: FailedPrecondition for another round,
+  // PermissionDenied from a site outside it, AlreadyExists for a second
+  // report, InvalidArgument for a transfer to a site outside it
+  // (docs/design.md §6.6).
+  absl::Status OnReport(const RoundReport& report);
   // The round this site coordinates now, if any.
   std::string running() const;
   SiteCounters counters() const;

@@ -1,5 +1,7 @@
 #include "daemon/federation/membership.h"
 
+#include <cmath>
+
 #include "absl/strings/str_cat.h"
 #include "daemon/common/log.h"
 #include "daemon/federation/round.h"
@@ -83,11 +85,33 @@ std::string Membership::Coordinator() const {
   return self_;
 }
 
+bool Membership::MayCoordinate(const std::string& site) const {
+  const std::vector<PeerInfo> view = View();  // ordered by label
+  for (const PeerInfo& p : view) {
+    if (p.site == site) return true;
+    if (p.up) return false;  // a live site below it
+  }
+  return false;  // not in the roster
+}
+
 int64_t Membership::HighestEpoch() const {
   int64_t e = 0;
   for (const PeerInfo& p : View())
     if (p.up) e = std::max(e, p.epoch);
   return e;
+}
+
+absl::Status CheckReportedRow(const config::Config& config, int label, int64_t load, double capacity) {
+  const config::RosterEntry* e = config.FindLabel(label);
+  if (!e) return absl::InvalidArgumentError(absl::StrCat("label ", label, " is no roster site's"));
+  if (load < 0 || load > config::kMaxReportedLoad)
+    return absl::InvalidArgumentError(
+        absl::StrCat("load ", load, " for ", e->id, " outside 0..", config::kMaxReportedLoad));
+  if (!std::isfinite(capacity) || capacity < 0 || capacity > e->max_capacity)
+    return absl::InvalidArgumentError(absl::StrCat("capacity ", capacity, " for ", e->id,
+                                                   " not finite and within 0..", e->max_capacity,
+                                                   " (its roster max_capacity)"));
+  return absl::OkStatus();
 }
 
 // ------------------------------------------------------------------ Heartbeater

@@ -13,6 +13,7 @@
 #include <string>
 #include <vector>
 
+#include "absl/status/status.h"
 #include "absl/time/time.h"
 #include "config/config.h"
 #include "daemon/common/env.h"
@@ -21,6 +22,12 @@
 namespace hyperfed::federation {
 
 class PeerClient;
+
+// A row a peer reports of a site (a heartbeat, a round message, a report):
+// the label is a roster site's, the load in 0..config::kMaxReportedLoad and
+// the capacity finite, >= 0 and at most the roster's max_capacity for that
+// site (docs/security.md, "Numbers"). The one check of such numbers.
+absl::Status CheckReportedRow(const config::Config& config, int label, int64_t load, double capacity);
 
 // What a site says of itself in a heartbeat.
 struct HeartbeatInfo {
@@ -70,6 +77,11 @@ class Membership {
   static std::vector<int> FaultLabelsOf(const std::vector<PeerInfo>& view, int dimension);
   // The coordinator in this site's view: the lowest live label.
   std::string Coordinator() const;
+  // Whether this site takes `site` as a round's coordinator: a roster site
+  // with no live site below its label in this site's view (its own call is
+  // the sign it is up). A peer naming itself coordinator is refused
+  // otherwise (docs/design.md §6.3).
+  bool MayCoordinate(const std::string& site) const;
   // The highest round epoch any live peer has reported.
   int64_t HighestEpoch() const;
   int dimension() const { return dimension_; }

@@ -13,7 +13,8 @@ Participant::Participant(const config::Config& config, const Env* env, Executor*
     : config_(config),
       env_(env),
       executor_(executor),
-      mailbox_(env),
+      mailbox_(env, config.site.label, config.Dimension()),
+      allowance_(env),
       snapshot_(std::move(snapshot)),
       done_(std::move(done)) {
   ctx_.self_site = config_.site.id;
@@ -24,6 +25,7 @@ Participant::Participant(const config::Config& config, const Env* env, Executor*
   };
   ctx_.peers = peers;
   ctx_.mailbox = &mailbox_;
+  ctx_.allowance = &allowance_;
   ctx_.mover = mover;
   ctx_.env = env;
   ctx_.executor = executor;
@@ -126,6 +128,10 @@ absl::StatusOr<balance::LoadTable> Participant::OnExchange(const ExchangeMessage
   return mailbox_.Deliver(m, ctx_.timeouts.step);
 }
 
+absl::Status Participant::AdmitTransfer(const std::string& source_site, const std::string& round_id, int64_t jobs) {
+  return allowance_.Admit(round_id, source_site, jobs, ctx_.timeouts.step);
+}
+
 std::string Participant::current_round() const {
   std::lock_guard<std::mutex> l(mu_);
   return current_ ? current_->round_id : "";
@@ -152,6 +158,7 @@ void Participant::Stop() {
   cv_.notify_all();  // a part that has not begun does not begin
   // A fence no round passes: every wait of the current part ends.
   mailbox_.Open("(stopping)", std::numeric_limits<int64_t>::max());
+  allowance_.Stop();
   cv_.wait(l, [&] { return parts_running_ == 0; });
 }
 

@@ -35,6 +35,9 @@ class Participant {
   // `why_not` says why). A repeated start of the current round is true.
   bool OnStartRound(const RoundSpec& spec, std::string* why_not);
   absl::StatusOr<balance::LoadTable> OnExchange(const ExchangeMessage& m);
+  // Takes `jobs` of what round_id's plan, as this site derived it, lets
+  // source_site send here (TransferAllowance::Admit, waiting up to a step).
+  absl::Status AdmitTransfer(const std::string& source_site, const std::string& round_id, int64_t jobs);
 
   std::string current_round() const;
   int64_t highest_epoch() const;
@@ -51,6 +54,7 @@ class Participant {
   const Env* env_;
   Executor* executor_;
   Mailbox mailbox_;
+  TransferAllowance allowance_;
   RoundContext ctx_;
   Snapshot snapshot_;
   Done done_;

@@ -51,6 +51,55 @@ void Mailbox::ExpireLocked() {
   for (auto it = inbox_.begin(); it != inbox_.end();) it = it->second.at < cutoff ? inbox_.erase(it) : std::next(it);
   for (auto it = published_.begin(); it != published_.end();)
     it = it->second.at < cutoff ? published_.erase(it) : std::next(it);
+  // A round with nothing left here is forgotten (its messages count as
+  // taken only while it may still run).
+  std::set<std::string> held{fence_round_};
+  for (const auto& [key, e] : inbox_) held.insert(std::get<0>(key));
+  for (auto it = epoch_of_.begin(); it != epoch_of_.end();)
+    it = held.count(it->first) ? std::next(it) : epoch_of_.erase(it);
+  for (auto it = taken_.begin(); it != taken_.end();)
+    it = held.count(std::get<0>(*it)) ? std::next(it) : taken_.erase(it);
+}
+
+absl::Status Mailbox::ExpectedLocked(const ExchangeMessage& m) const {
+  const int diff = m.from_label ^ self_label_;
+  const bool neighbour = m.from_label >= 0 && m.from_label < (1 << dimension_) && diff != 0 && (diff & (diff - 1)) == 0;
+  switch (m.kind) {
+    case MessageKind::kExchange:
+    case MessageKind::kBarrier:
+      if (m.dimension < 0 || m.dimension >= dimension_ || diff != (1 << m.dimension))
+        return absl::PermissionDeniedError(absl::StrCat("label ", m.from_label, " is not this site's partner across ",
+                                                        "dimension ", m.dimension));
+      break;
+    case MessageKind::kUp:
+    case MessageKind::kDown:
+      if (!neighbour)
+        return absl::PermissionDeniedError(absl::StrCat("label ", m.from_label, " is no cube neighbour of label ",
+                                                        self_label_, ": it sends no ", MessageKindName(m.kind)));
+      break;
+    case MessageKind::kPhaseDone:
+      if (m.rows.size() != 1 || m.rows[0].label != m.from_label)
+        return absl::InvalidArgumentError("a phase-done notice carries one row, the sender's");
+      break;
+  }
+  if (m.rows.size() > (size_t{1} << dimension_))
+    return absl::InvalidArgumentError(absl::StrCat(m.rows.size(), " rows for a ", dimension_, "-cube"));
+  const Key key{m.round_id, static_cast<int>(m.kind), m.dimension, m.phase, m.from_label};
+  if (taken_.count(key))
+    return absl::AlreadyExistsError(absl::StrCat("label ", m.from_label, " already sent this ",
+                                                 MessageKindName(m.kind), " of round ", m.round_id));
+  if (m.round_id != fence_round_) {
+    // Counted per sender, so that one peer's junk never crowds out the
+    // early messages of another.
+    std::set<std::string> early;
+    for (const auto& [k, e] : inbox_)
+      if (std::get<4>(k) == m.from_label && std::get<0>(k) != fence_round_) early.insert(std::get<0>(k));
+    if (!early.count(m.round_id) && early.size() >= static_cast<size_t>(kMaxEarlyRounds))
+      return absl::ResourceExhaustedError(absl::StrCat("label ", m.from_label, " has sent messages of ", early.size(),
+                                                       " rounds not started here; round ", m.round_id,
+                                                       " is one too many"));
+  }
+  return absl::OkStatus();
 }
 
 void Mailbox::Open(const std::string& round_id, int64_t epoch) {
@@ -88,9 +137,11 @@ absl::StatusOr<balance::LoadTable> Mailbox::Deliver(const ExchangeMessage& m, ab
                                                       ") is older than round ", fence_round_, " (epoch ", fence_epoch_,
                                                       "), the last this site took part in"));
   ExpireLocked();
+  if (auto st = ExpectedLocked(m); !st.ok()) return st;
   epoch_of_[m.round_id] = m.epoch;
   const Key key{m.round_id, static_cast<int>(m.kind), m.dimension, m.phase, m.from_label};
   if (m.kind != MessageKind::kExchange && m.kind != MessageKind::kBarrier) {
+    taken_.insert(key);
     inbox_[key] = Entry{m.rows, env_->Now()};
     cv_.notify_all();
     return balance::LoadTable{};
@@ -103,6 +154,10 @@ absl::StatusOr<balance::LoadTable> Mailbox::Deliver(const ExchangeMessage& m, ab
   if (!reached)
     return absl::DeadlineExceededError(absl::StrCat("round ", m.round_id, ": this site did not reach ",
                                                     MessageKindName(m.kind), " ", m.dimension, " in time"));
+  // A second copy may have come in while this one waited.
+  if (!taken_.insert(key).second)
+    return absl::AlreadyExistsError(absl::StrCat("label ", m.from_label, " already sent this ",
+                                                 MessageKindName(m.kind), " of round ", m.round_id));
   inbox_[key] = Entry{m.rows, env_->Now()};
   cv_.notify_all();
   return published_[mine].rows;
@@ -377,6 +432,9 @@ class Runner {
     auto plan = mode.PlanComponent(*topo, table);
     if (!plan.ok()) return plan.status();
     report_.quota = plan->final_loads[ctx_.self_label];
+    if (ctx_.allowance)
+      for (const balance::Transfer& t : plan->transfers)
+        if (t.to == ctx_.self_label) ctx_.allowance->Expect(spec_.round_id, SiteOf(t.from), t.count);
     report_.steps = std::max<int>(report_.steps, static_cast<int>(plan->metrics.steps));
 
     std::map<int, std::vector<balance::Transfer>> sends;  // phase -> this site's transfers
@@ -445,6 +503,9 @@ class Runner {
         return absl::InvalidArgumentError(absl::StrCat("dimension ", k, ": partner sent a malformed row"));
       const balance::LoadRow p = (*rows)[0];
       const int64_t share = mode.PairShare(ctx_.self_label, k, n, w, p.load, capacity, p.capacity);
+      // The pair's shares sum to the pair's load: what the partner sends
+      // here is what this site gains.
+      if (ctx_.allowance && share > w) ctx_.allowance->Expect(spec_.round_id, SiteOf(partner), share - w);
       if (ctx_.env->Now() >= spec_.deadline) return absl::DeadlineExceededError("past the round's deadline");
       if (share < w) {
         const int64_t send = w - share;

@@ -10,6 +10,7 @@
 #include <functional>
 #include <map>
 #include <mutex>
+#include <set>
 #include <string>
 #include <tuple>
 #include <vector>
@@ -22,6 +23,7 @@
 #include "daemon/balance/plan.h"
 #include "daemon/common/env.h"
 #include "daemon/common/executor.h"
+#include "daemon/federation/allowance.h"
 #include "daemon/federation/membership.h"
 
 namespace hyperfed::federation {
@@ -123,7 +125,14 @@ class JobMover {
 // Thread-safe.
 class Mailbox {
  public:
-  explicit Mailbox(const Env* env) : env_(env) {}
+  // The mailbox of the site at `self_label` in a `dimension`-cube.
+  Mailbox(const Env* env, int self_label, int dimension)
+      : env_(env), self_label_(self_label), dimension_(dimension) {}
+
+  // Rounds not yet started here whose messages are kept from one sender (a
+  // peer may start before this site hears of the round); a message of one
+  // more from that sender is refused.
+  static constexpr int kMaxEarlyRounds = 2;
 
   // The site starts `round_id` at `epoch`: drops every message of an older
   // round and ends the waits of the round it replaces.
@@ -135,7 +144,13 @@ class Mailbox {
   // rows for that dimension (it has reached the step), stores the caller's
   // and returns this site's rows; DeadlineExceeded when it does not get
   // there in `timeout`. Other kinds store the rows and return nothing.
-  // FailedPrecondition for a round older than the open one.
+  // FailedPrecondition for a round older than the open one. Only what the
+  // round can expect is taken (docs/design.md §6.6): exchanges and barriers
+  // from the partner across their dimension, UP and DOWN from a cube
+  // neighbour, at most 2^dimension rows (one, the sender's, for
+  // PHASE_DONE), each message once (AlreadyExists for a second), and
+  // messages of at most kMaxEarlyRounds rounds not yet open here from each
+  // sender (ResourceExhausted beyond).
   absl::StatusOr<balance::LoadTable> Deliver(const ExchangeMessage& m, absl::Duration timeout);
 
   // Runner side: this site's rows for a kExchange or kBarrier step, for the
@@ -154,8 +169,11 @@ class Mailbox {
   };
   bool StaleLocked(const std::string& round_id, int64_t epoch) const;
   void ExpireLocked();
+  absl::Status ExpectedLocked(const ExchangeMessage& m) const;
 
   const Env* env_;
+  const int self_label_;
+  const int dimension_;
   std::mutex mu_;
   std::condition_variable cv_;
   // The last round opened here: older rounds are fenced off.
@@ -163,6 +181,7 @@ class Mailbox {
   int64_t fence_epoch_ = 0;                                       // guarded by mu_
   std::map<std::string, int64_t> epoch_of_;                       // guarded by mu_; rounds with messages here
   std::map<Key, Entry> inbox_;                                    // guarded by mu_
+  std::set<Key> taken_;                                           // guarded by mu_; every message stored
   std::map<std::tuple<std::string, int, int>, Entry> published_;  // guarded by mu_; round, kind, dimension
 };
 
@@ -176,6 +195,9 @@ struct RoundContext {
   JobMover* mover = nullptr;
   const Env* env = nullptr;
   Executor* executor = nullptr;  // parallel moves; null: one after another
+  // Where the runner records what the plan lets each source send here
+  // (docs/design.md §6.8); null: nothing is recorded.
+  TransferAllowance* allowance = nullptr;
   RoundTimeouts timeouts;
   // Plain-words progress for logs and the operator ("exchanged dimension 2").
   std::function<void(const std::string&)> event;

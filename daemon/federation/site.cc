@@ -73,7 +73,16 @@ absl::StatusOr<std::pair<int64_t, double>> Site::Snapshot() {
     capacity = static_cast<double>(config_.capacity.units) * config_.capacity.speed;
   }
   if (drained_) capacity = 0;
-  return std::make_pair(*count, capacity);
+  // Peers refuse a row above the roster's ceiling (docs/security.md): this
+  // site reports at most that, and says so once.
+  const config::RosterEntry* self = config_.FindSite(config_.site.id);
+  if (self && capacity > self->max_capacity) {
+    if (!capacity_capped_.exchange(true))
+      Log(absl::StrCat(config_.site.id, ": capacity ", capacity, " is above this site's roster max_capacity ",
+                       self->max_capacity, ": reporting ", self->max_capacity));
+    capacity = self->max_capacity;
+  }
+  return std::make_pair(std::min(*count, config::kMaxReportedLoad), capacity);
 }
 
 absl::Status Site::RefreshSelf() {
@@ -166,15 +175,24 @@ void Site::TimerOnce() {
 bool Site::OnHeartbeat(const HeartbeatInfo& hb) { return membership_.Seen(hb); }
 
 bool Site::OnStartRound(const RoundSpec& spec, std::string* why_not) {
+  if (!membership_.MayCoordinate(spec.coordinator)) {
+    *why_not = absl::StrCat(spec.coordinator, " is not the coordinator here: this site's coordinator is ",
+                            membership_.Coordinator());
+    return false;
+  }
   return participant_.OnStartRound(spec, why_not);
 }
 
 absl::StatusOr<balance::LoadTable> Site::OnExchange(const ExchangeMessage& m) { return participant_.OnExchange(m); }
 
-void Site::OnReport(const RoundReport& report) { coordinator_.OnReport(report); }
+absl::Status Site::OnReport(const RoundReport& report) { return coordinator_.OnReport(report); }
 
 void Site::PartDone(const RoundSpec& spec, const RoundReport& report) {
-  if (spec.coordinator == config_.site.id) return coordinator_.OnReport(report);
+  if (spec.coordinator == config_.site.id) {
+    if (auto st = coordinator_.OnReport(report); !st.ok())
+      Log(absl::StrCat(config_.site.id, ": own report of round ", spec.round_id, " not taken: ", st.message()));
+    return;
+  }
   auto st = peers_->ReportRound(spec.coordinator, report, ComputeRoundTimeouts(config_.balancer, spec.dimension).step);
   if (!st.ok()) Log(absl::StrCat(config_.site.id, ": could not report round ", spec.round_id, ": ", st.message()));
 }

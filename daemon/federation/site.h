@@ -74,7 +74,12 @@ class Site {
   bool OnHeartbeat(const HeartbeatInfo& hb);
   bool OnStartRound(const RoundSpec& spec, std::string* why_not);
   absl::StatusOr<balance::LoadTable> OnExchange(const ExchangeMessage& m);
-  void OnReport(const RoundReport& report);
+  absl::Status OnReport(const RoundReport& report);
+  // A Transfer from source_site in round_id: admitted only within what this
+  // site's own plan of the round lets that source send (docs/design.md §6.8).
+  absl::Status AdmitTransfer(const std::string& source_site, const std::string& round_id, int64_t jobs) {
+    return participant_.AdmitTransfer(source_site, round_id, jobs);
+  }
   // At the coordinator: starts a round for the request, or joins the one
   // running. Elsewhere: FailedPrecondition naming the coordinator.
   absl::StatusOr<std::string> OnRequestBalance(const std::string& from, const std::string& reason);
@@ -116,6 +121,7 @@ class Site {
   PeerClient* peers_;
   const Env* env_;
   std::atomic<bool> drained_{false};
+  std::atomic<bool> capacity_capped_{false};  // logged once
 
   Executor executor_{kExecutorThreads};
   Membership membership_;

@@ -6,6 +6,7 @@
 #include <map>
 #include <utility>
 
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "daemon/migration/crash_point.h"
@@ -539,6 +540,9 @@ absl::Status Migrator::Validate(const TransferRequest& req) const {
   if (!PrintableId(req.migration_id)) return absl::InvalidArgumentError("Transfer: bad migration id");
   if (!PrintableId(req.source_site)) return absl::InvalidArgumentError("Transfer: bad source site id");
   if (req.source_site == self_site_) return absl::InvalidArgumentError("Transfer: source is this site");
+  if (!absl::StartsWith(req.migration_id, req.source_site + ":"))
+    return absl::InvalidArgumentError(
+        absl::StrCat("Transfer: migration id ", req.migration_id, " is not one of ", req.source_site, "'s"));
   if (req.round_id.size() > kMaxIdLength) return absl::InvalidArgumentError("Transfer: round id too long");
   if (req.jobs.empty() || static_cast<int64_t>(req.jobs.size()) > max_batch_) {
     return absl::InvalidArgumentError(
@@ -583,6 +587,9 @@ absl::StatusOr<std::vector<std::string>> Migrator::CompleteIn(const MigrationRec
     }
     CrashPoint(kCrashInAfterSubmitOne);
   });
+  // The scheduler's refusal is final (scheduler::SchedulerAdapter::Submit):
+  // retrying would fail for ever with the jobs held at the source.
+  if (failed.code() == absl::StatusCode::kInvalidArgument) return RefuseIn(r, failed);
   if (!failed.ok()) return failed;
   CrashPoint(kCrashInAfterSubmit);
   if (absl::Status s = journal_->Update(Direction::kIn, r.id, MigrationState::kCommitted, "", clock_->Now(), &ids);
@@ -591,6 +598,36 @@ absl::StatusOr<std::vector<std::string>> Migrator::CompleteIn(const MigrationRec
   }
   CrashPoint(kCrashInAfterCommitted);
   return ids;
+}
+
+absl::Status Migrator::RefuseIn(const MigrationRecord& r, const absl::Status& why) {
+  // What was submitted of this migration (found by tag, the refused job's
+  // too, so neither a crash nor a wrong answer hides one) is cancelled before the record
+  // says ABORTED: the source then releases its copies, the only ones left.
+  std::vector<std::string> submitted;
+  for (size_t i = 0; i < r.jobs.size(); ++i) {
+    absl::StatusOr<std::vector<Job>> found = adapter_->FindByTag(Tag(r.id, i));
+    if (!found.ok()) return Annotate(found.status(), absl::StrCat("migration ", r.id, ": find by tag"));
+    for (const Job& j : *found)
+      if (j.state != JobState::kCancelled) submitted.push_back(j.id);
+  }
+  std::vector<absl::Status> st = adapter_->CancelMany(submitted);
+  for (size_t i = 0; i < submitted.size(); ++i) {
+    const absl::Status s = i < st.size() ? st[i] : absl::InternalError("no answer from CancelMany");
+    if (!s.ok() && s.code() != absl::StatusCode::kNotFound)
+      return absl::UnavailableError(absl::StrCat("migration ", r.id, ": this site's scheduler refused a job (",
+                                                 why.message(), ") and job ", submitted[i],
+                                                 ", submitted before it, could not be cancelled: ", s.message(),
+                                                 "; the migration stays PREPARED for an operator"));
+  }
+  if (absl::Status s = journal_->Update(Direction::kIn, r.id, MigrationState::kAborted,
+                                        absl::StrCat("refused by this site's scheduler: ", why.message()),
+                                        clock_->Now());
+      !s.ok()) {
+    return s;
+  }
+  return absl::FailedPreconditionError(
+      absl::StrCat("migration ", r.id, " aborted: this site's scheduler refused it: ", why.message()));
 }
 
 absl::StatusOr<TransferReply> Migrator::HandleTransfer(const TransferRequest& req) {
@@ -620,6 +657,9 @@ absl::StatusOr<TransferReply> Migrator::HandleTransfer(const TransferRequest& re
       return reply;
     }
   } else {
+    if (admission_) {
+      if (absl::Status a = admission_(req); !a.ok()) return Annotate(a, absl::StrCat("Transfer ", req.migration_id));
+    }
     r.id = req.migration_id;
     r.direction = Direction::kIn;
     r.peer = req.source_site;
@@ -645,6 +685,9 @@ absl::StatusOr<AbortReply> Migrator::HandleAbort(const std::string& migration_id
   if (!PrintableId(source_site) || source_site == self_site_) {
     return absl::InvalidArgumentError("Abort: bad source site id");
   }
+  if (!absl::StartsWith(migration_id, source_site + ":"))
+    return absl::InvalidArgumentError(
+        absl::StrCat("Abort: migration id ", migration_id, " is not one of ", source_site, "'s"));
   Acquire(InKey(migration_id));
   BusyGuard guard([this, key = InKey(migration_id)] { ReleaseBusy(key); });
   absl::StatusOr<std::optional<MigrationRecord>> got = journal_->Get(Direction::kIn, migration_id);
@@ -689,6 +732,10 @@ absl::StatusOr<AbortReply> Migrator::HandleAbort(const std::string& migration_id
   }
   if (any_submitted) {
     absl::StatusOr<std::vector<std::string>> ids = CompleteIn(r);
+    if (!ids.ok() && ids.status().code() == absl::StatusCode::kFailedPrecondition) {
+      reply.aborted = true;  // the scheduler refused it: RefuseIn aborted the record
+      return reply;
+    }
     if (!ids.ok()) return ids.status();
     reply.new_ids = *std::move(ids);
     return reply;

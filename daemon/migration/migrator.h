@@ -98,6 +98,7 @@
 
 #include <condition_variable>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <set>
@@ -160,7 +161,14 @@ class Migrator {
 
   // Destination side, for the daemon's Transfer and Abort handlers. A bad
   // request gets kInvalidArgument and changes nothing; an aborted id gets
-  // kAborted; repeated calls answer the stored result.
+  // kAborted; repeated calls answer the stored result. A migration id is
+  // bound to its source: it must begin with "<source_site>:" (the ids
+  // MigrateOut makes), so one site can neither claim nor abort another's.
+  // A new migration must pass the admission check (below) before anything
+  // is journaled. When this site's scheduler refuses a job at submit time
+  // (kInvalidArgument from the adapter: final), the jobs of the migration
+  // already submitted are cancelled, the record is ABORTED and the answer
+  // is kFailedPrecondition, so the source aborts and keeps its jobs.
   absl::StatusOr<TransferReply> HandleTransfer(const TransferRequest& req);
   absl::StatusOr<AbortReply> HandleAbort(const std::string& migration_id, const std::string& source_site);
 
@@ -192,6 +200,13 @@ class Migrator {
   // The destination's tag for job `index` of `migration_id`.
   static std::string Tag(const std::string& migration_id, size_t index);
 
+  // Called for a Transfer that starts a migration here (not for repeats of
+  // one already journaled); a non-OK answer refuses it unchanged. The
+  // daemon admits only what the round's plan sends here (docs/design.md
+  // §6.8). Set before serving; none by default.
+  using Admission = std::function<absl::Status(const TransferRequest&)>;
+  void SetAdmission(Admission admission) { admission_ = std::move(admission); }
+
  private:
   // Drives an outgoing record (already marked busy by the caller) as far as
   // it can go.
@@ -207,6 +222,11 @@ class Migrator {
   // Destination: submits what is missing of an IN PREPARED record, journals
   // COMMITTED and returns the new ids. Caller holds the record busy.
   absl::StatusOr<std::vector<std::string>> CompleteIn(const MigrationRecord& r);
+  // Destination: the scheduler refused a job of an IN PREPARED record for
+  // good. Cancels what was submitted of it and journals ABORTED
+  // (then kFailedPrecondition); kUnavailable if a submitted job could not
+  // be cancelled (it may run: the record stays PREPARED for an operator).
+  absl::Status RefuseIn(const MigrationRecord& r, const absl::Status& why);
 
   absl::Status Validate(const TransferRequest& req) const;
 
@@ -221,6 +241,7 @@ class Migrator {
   const Env* const clock_;
   const int64_t max_batch_;
   const int64_t adapter_chunk_;
+  Admission admission_;
 
   // Serializes the source's choice of jobs with its PREPARING writes.
   std::mutex select_mu_;

@@ -127,6 +127,11 @@ absl::StatusOr<std::unique_ptr<Daemon>> Daemon::Create(const config::Config& con
   d->mover_ = std::make_unique<MigratorMover>(d->migrator_.get());
   d->site_ =
       std::make_unique<federation::Site>(config, d->adapter_.get(), d->mover_.get(), d->peers_.get(), RealEnv::Get());
+  // A destination takes only what its own plan of the round sends it
+  // (docs/design.md §6.8).
+  d->migrator_->SetAdmission([site = d->site_.get()](const migration::TransferRequest& r) {
+    return site->AdmitTransfer(r.source_site, r.round_id, static_cast<int64_t>(r.jobs.size()));
+  });
   auto token = ReadToken(config.security.admin_token_file);
   if (!token.ok()) return token.status();
   ServiceDeps deps{&d->config_, d->site_.get(), d->migrator_.get(), d->adapter_.get(), d->peers_.get(), *token};

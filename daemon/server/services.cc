@@ -15,7 +15,6 @@
 namespace hyperfed::server {
 namespace {
 
-constexpr int kMaxRows = 1 << 20;
 constexpr int kMaxSubmit = 100000;
 constexpr size_t kMaxIdLength = 200;
 constexpr absl::Duration kForwardTimeout = absl::Seconds(30);
@@ -29,21 +28,21 @@ std::string CommonName(grpc::ServerContext* ctx) {
   return cn.empty() ? "" : std::string(cn.front().data(), cn.front().size());
 }
 
-bool CapacityOk(double c) { return std::isfinite(c) && c >= 0; }
-
 // A round epoch is a coordinator's clock in Unix ms (or one more than the
 // highest seen): one more than a day ahead of this site's clock is refused,
 // so that a wild epoch cannot fence this site off for good.
 bool EpochOk(int64_t e) { return e > 0 && e <= absl::ToUnixMillis(absl::Now() + absl::Hours(24)); }
 
-grpc::Status CheckRows(const google::protobuf::RepeatedPtrField<v1::LoadRow>& rows, int dimension) {
-  if (rows.size() > kMaxRows) return Invalid("too many rows");
+// Rows of a round message: at most one per position of the cube, each a
+// roster site's with bounded numbers (docs/security.md, "Numbers").
+grpc::Status CheckRows(const config::Config& config, const google::protobuf::RepeatedPtrField<v1::LoadRow>& rows) {
+  const int n = config.Dimension();
+  if (rows.size() > (1 << n)) return Invalid(absl::StrCat(rows.size(), " rows for a ", n, "-cube"));
   for (const v1::LoadRow& r : rows) {
-    if (r.label() < 0 || r.label() >= (1 << dimension))
-      return Invalid(absl::StrCat("row label ", r.label(), " outside the ", dimension, "-cube"));
-    if (r.load() < 0) return Invalid(absl::StrCat("negative load ", r.load(), " for label ", r.label()));
-    if (!CapacityOk(r.capacity()))
-      return Invalid(absl::StrCat("capacity for label ", r.label(), " not finite and >= 0"));
+    if (r.label() < 0 || r.label() >= (1 << n))
+      return Invalid(absl::StrCat("row label ", r.label(), " outside the ", n, "-cube"));
+    if (auto st = federation::CheckReportedRow(config, r.label(), r.load(), r.capacity()); !st.ok())
+      return Invalid(absl::StrCat("row: ", st.message()));
   }
   return grpc::Status::OK;
 }
@@ -143,7 +142,7 @@ grpc::Status PeerService::Exchange(grpc::ServerContext* ctx, const v1::ExchangeR
     default:
       return Invalid("kind must be UP, EXCHANGE, DOWN, BARRIER or PHASE_DONE");
   }
-  if (auto st = CheckRows(req->rows(), n); !st.ok()) return st;
+  if (auto st = CheckRows(*d_.config, req->rows()); !st.ok()) return st;
   auto rows = d_.site->OnExchange(FromProto(*req));
   if (!rows.ok()) return ToGrpc(rows.status());
   ToProto(*rows, reply->mutable_rows());
@@ -155,15 +154,15 @@ grpc::Status PeerService::ReportRound(grpc::ServerContext* ctx, const v1::RoundR
   if (auto st = CheckPeer(ctx, req->site()); !st.ok()) return st;
   const config::RosterEntry* e = d_.config->FindSite(req->site());
   if (e->label != req->label()) return Invalid("label does not match the roster");
-  if (req->load_before() < 0 || req->moved_out() < 0 || req->shortfall() < 0 || req->quota() < 0)
-    return Invalid("negative counts");
-  if (!CapacityOk(req->capacity())) return Invalid("capacity must be finite and >= 0");
+  if (req->moved_out() < 0 || req->shortfall() < 0 || req->quota() < 0) return Invalid("negative counts");
+  if (auto st = federation::CheckReportedRow(*d_.config, req->label(), req->load_before(), req->capacity());
+      !st.ok())
+    return Invalid(std::string(st.message()));
   for (const v1::Transfer& t : req->transfers()) {
     if (t.count() <= 0 || t.from() != req->label() || t.to() < 0 || t.to() >= (1 << d_.config->Dimension()))
       return Invalid("malformed transfer");
   }
-  d_.site->OnReport(FromProto(*req));
-  return grpc::Status::OK;
+  return ToGrpc(d_.site->OnReport(FromProto(*req)));
 }
 
 grpc::Status PeerService::Transfer(grpc::ServerContext* ctx, const v1::TransferRequest* req, v1::TransferReply* reply) {
@@ -198,8 +197,8 @@ grpc::Status PeerService::Heartbeat(grpc::ServerContext* ctx, const v1::Heartbea
   const config::RosterEntry* e = d_.config->FindSite(req->site());
   if (e->label != req->label())
     return Invalid(absl::StrCat("site ", req->site(), " has label ", e->label, " in the roster, not ", req->label()));
-  if (req->load() < 0) return Invalid(absl::StrCat("negative load ", req->load()));
-  if (!CapacityOk(req->capacity())) return Invalid("capacity must be finite and >= 0");
+  if (auto st = federation::CheckReportedRow(*d_.config, req->label(), req->load(), req->capacity()); !st.ok())
+    return Invalid(std::string(st.message()));
   if (req->epoch() != 0 && !EpochOk(req->epoch())) return Invalid("epoch must be >= 0 and at most a day ahead");
   d_.site->OnHeartbeat(FromProto(*req));
   reply->set_site(d_.config->site.id);

@@ -346,6 +346,19 @@ TEST_F(ConfigTest, CountsMustNotBeNegative) {
   EXPECT_TRUE(ErrorContains(c, "site-a.yaml:4: roster[1].cost: cost must be >= 0, got -3"));
 }
 
+TEST_F(ConfigTest, MaxCapacityIsAPositiveNumberPerRosterSite) {
+  auto c = ParseFullWith("cost: 3", "cost: 3, max_capacity: 512");
+  ASSERT_TRUE(c.ok()) << c.status();
+  EXPECT_EQ(c->roster[1].max_capacity, 512);
+  EXPECT_EQ(c->roster[0].max_capacity, 1e6) << "the default";
+  c = ParseFullWith("cost: 3", "max_capacity: 0");
+  EXPECT_TRUE(ErrorContains(c, "site-a.yaml:4: roster[1].max_capacity: max_capacity must be finite and > 0, got 0"));
+  c = ParseFullWith("cost: 3", "max_capacity: .inf");
+  EXPECT_TRUE(ErrorContains(c, "site-a.yaml:4: roster[1].max_capacity: expected a number"));
+  c = ParseFullWith("cost: 3", "max_capacity: lots");
+  EXPECT_TRUE(ErrorContains(c, "site-a.yaml:4: roster[1].max_capacity: expected a number, got \"lots\""));
+}
+
 TEST_F(ConfigTest, MaxBatchIsBounded) {
   auto c = ParseFullWith("max_batch: 250", "max_batch: 0");
   EXPECT_TRUE(ErrorContains(c, "site-a.yaml:7: balancer.max_batch: must be in 1..100000, got 0"));
@@ -500,7 +513,7 @@ TEST_F(ConfigTest, UnknownKeysAreErrorsWithSuggestions) {
   c = ParseFullWith("cost: 3", "colour: blue");
   EXPECT_TRUE(ErrorContains(c,
                             "site-a.yaml:4: roster[1].colour: unknown key (expected one of id, "
-                            "label, endpoint, cost)"));
+                            "label, endpoint, cost, max_capacity)"));
   c = Parse(std::string(kFull) + "frobnicate: 1\n");
   EXPECT_TRUE(ErrorContains(c, "site-a.yaml:11: frobnicate: unknown key (expected one of"));
 }

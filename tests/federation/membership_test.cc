@@ -1,5 +1,8 @@
 #include "daemon/federation/membership.h"
 
+#include <cmath>
+#include <limits>
+
 #include "gtest/gtest.h"
 
 namespace hyperfed::federation {
@@ -40,6 +43,32 @@ TEST(MembershipTest, EmptyPositionsAndSilentSitesAreFaults) {
   HeartbeatInfo intruder = Hb(1);
   intruder.site = "intruder";
   EXPECT_FALSE(m.Seen(intruder));
+}
+
+TEST(MembershipTest, OnlyASiteWithNoLiveSiteBelowItMayCoordinate) {
+  FakeEnv clock;
+  Membership m(FiveSites(), &clock);  // this site is s1
+  EXPECT_TRUE(m.MayCoordinate("s0")) << "its call is the sign it is up";
+  EXPECT_TRUE(m.MayCoordinate("s1"));
+  EXPECT_FALSE(m.MayCoordinate("s3")) << "this site, label 1, is below it";
+  EXPECT_FALSE(m.MayCoordinate("s9")) << "not in the roster";
+  EXPECT_TRUE(m.Seen(Hb(0)));
+  EXPECT_FALSE(m.MayCoordinate("s1")) << "s0 is up";
+  clock.Advance(absl::Seconds(4));  // s0 silent past the timeout
+  EXPECT_TRUE(m.MayCoordinate("s1"));
+}
+
+TEST(MembershipTest, ReportedNumbersAreBoundedByTheRoster) {
+  config::Config c = FiveSites();
+  c.roster[2].max_capacity = 64;
+  EXPECT_TRUE(CheckReportedRow(c, 2, 10, 64).ok());
+  EXPECT_TRUE(CheckReportedRow(c, 3, config::kMaxReportedLoad, 1e6).ok()) << "the default ceiling";
+  for (double bad : {64.5, -1.0, std::numeric_limits<double>::infinity(), std::nan("")})
+    EXPECT_EQ(CheckReportedRow(c, 2, 10, bad).code(), absl::StatusCode::kInvalidArgument) << bad;
+  EXPECT_EQ(CheckReportedRow(c, 3, 10, 1e6 + 1).code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(CheckReportedRow(c, 2, -1, 1).code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(CheckReportedRow(c, 2, config::kMaxReportedLoad + 1, 1).code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(CheckReportedRow(c, 6, 1, 1).code(), absl::StatusCode::kInvalidArgument) << "no site at label 6";
 }
 
 }  // namespace

@@ -79,7 +79,7 @@ Outcome RunAll(int n, const std::vector<int>& faults, const std::vector<balance:
   for (int u = 0; u < (1 << n); ++u) {
     if (std::find(faults.begin(), faults.end(), u) != faults.end()) continue;
     live.push_back(u);
-    boxes[u] = std::make_unique<Mailbox>(env);
+    boxes[u] = std::make_unique<Mailbox>(env, u, n);
     raw[u] = boxes[u].get();
   }
   InProcessPeers peers(raw);
@@ -257,7 +257,7 @@ TEST(RoundTest, AMissingPeerEndsTheRoundAtThatStepAndNothingMoves) {
 
 TEST(MailboxTest, ExchangeWaitsForTheCalleeToReachTheStep) {
   FakeEnv env;
-  Mailbox box(&env);
+  Mailbox box(&env, 6, 3);  // label 4 is its partner across dimension 1
   box.Open("r", 5);
   ExchangeMessage m{"r", 5, MessageKind::kExchange, 1, 0, 4, {{4, 10, 1}}};
   // Nobody advances the fake time: a zero timeout ends at once.
@@ -276,7 +276,7 @@ TEST(MailboxTest, ExchangeWaitsForTheCalleeToReachTheStep) {
 
 TEST(MailboxTest, ANewerRoundFencesOffTheOlderOne) {
   FakeEnv env;
-  Mailbox box(&env);
+  Mailbox box(&env, 0, 2);  // labels 1 and 2 are its neighbours
   box.Open("old", 10);
   ExchangeMessage up{"new", 11, MessageKind::kUp, 0, 0, 2, {{2, 1, 1}}};
   ASSERT_TRUE(box.Deliver(up, absl::ZeroDuration()).ok()) << "a newer round's message waits for its start";
@@ -286,16 +286,52 @@ TEST(MailboxTest, ANewerRoundFencesOffTheOlderOne) {
     while (env.waiters() == 0) std::this_thread::yield();
     box.Open("new", 11);
   });
-  auto r = box.Await("old", MessageKind::kUp, 0, 0, 3, absl::InfiniteFuture());
+  auto r = box.Await("old", MessageKind::kUp, 0, 0, 1, absl::InfiniteFuture());
   opener.join();
   EXPECT_EQ(r.status().code(), absl::StatusCode::kAborted);
   // Messages of the older round are refused from now on.
-  ExchangeMessage stale{"old", 10, MessageKind::kUp, 0, 0, 3, {{3, 1, 1}}};
+  ExchangeMessage stale{"old", 10, MessageKind::kUp, 0, 0, 1, {{1, 1, 1}}};
   EXPECT_EQ(box.Deliver(stale, absl::ZeroDuration()).status().code(), absl::StatusCode::kFailedPrecondition);
   // The newer round's early message is still there.
   auto got = box.Await("new", MessageKind::kUp, 0, 0, 2, env.Now());
   ASSERT_TRUE(got.ok());
   EXPECT_EQ(*got, (balance::LoadTable{{2, 1, 1}}));
+}
+
+TEST(MailboxTest, TakesOnlyWhatTheRoundExpectsOnceEach) {
+  FakeEnv env;
+  Mailbox box(&env, 0, 3);  // neighbours 1, 2, 4
+  box.Open("r", 5);
+  auto deliver = [&](ExchangeMessage m) { return box.Deliver(m, absl::ZeroDuration()).status().code(); };
+  // An exchange from a site that is not the partner across its dimension.
+  EXPECT_EQ(deliver({"r", 5, MessageKind::kExchange, 1, 0, 1, {{1, 1, 1}}}), absl::StatusCode::kPermissionDenied);
+  EXPECT_EQ(deliver({"r", 5, MessageKind::kBarrier, 0, 0, 2, {}}), absl::StatusCode::kPermissionDenied);
+  // UP and DOWN only from a cube neighbour.
+  EXPECT_EQ(deliver({"r", 5, MessageKind::kUp, 0, 0, 3, {{3, 1, 1}}}), absl::StatusCode::kPermissionDenied);
+  EXPECT_EQ(deliver({"r", 5, MessageKind::kUp, 0, 0, 4, {{4, 1, 1}}}), absl::StatusCode::kOk);
+  // Once each.
+  EXPECT_EQ(deliver({"r", 5, MessageKind::kUp, 0, 0, 4, {{4, 9, 1}}}), absl::StatusCode::kAlreadyExists);
+  auto got = box.Await("r", MessageKind::kUp, 0, 0, 4, env.Now());
+  ASSERT_TRUE(got.ok());
+  EXPECT_EQ(*got, (balance::LoadTable{{4, 1, 1}})) << "the first copy is the one read";
+  EXPECT_EQ(deliver({"r", 5, MessageKind::kUp, 0, 0, 4, {{4, 9, 1}}}), absl::StatusCode::kAlreadyExists)
+      << "a message read is still taken";
+  // At most 2^dimension rows; a phase-done notice carries the sender's row.
+  balance::LoadTable nine;
+  for (int i = 0; i < 9; ++i) nine.push_back({i % 8, 1, 1});
+  EXPECT_EQ(deliver({"r", 5, MessageKind::kDown, 0, 0, 1, nine}), absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(deliver({"r", 5, MessageKind::kPhaseDone, 0, 1, 6, {{5, 1, 0}}}), absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(deliver({"r", 5, MessageKind::kPhaseDone, 0, 1, 6, {{6, 1, 0}}}), absl::StatusCode::kOk);
+  // Messages of rounds not started here: two rounds per sender are kept, a
+  // third is refused, and another sender still has room.
+  EXPECT_EQ(deliver({"e1", 6, MessageKind::kUp, 0, 0, 1, {{1, 1, 1}}}), absl::StatusCode::kOk);
+  EXPECT_EQ(deliver({"e2", 7, MessageKind::kUp, 0, 0, 1, {{1, 1, 1}}}), absl::StatusCode::kOk);
+  EXPECT_EQ(deliver({"e2", 7, MessageKind::kDown, 0, 0, 1, {{1, 1, 1}}}), absl::StatusCode::kOk);
+  EXPECT_EQ(deliver({"e3", 8, MessageKind::kUp, 0, 0, 1, {{1, 1, 1}}}), absl::StatusCode::kResourceExhausted);
+  EXPECT_EQ(deliver({"e3", 8, MessageKind::kUp, 0, 0, 2, {{2, 1, 1}}}), absl::StatusCode::kOk);
+  // Opening one of them makes room again.
+  box.Open("e1", 6);
+  EXPECT_EQ(deliver({"e3", 8, MessageKind::kUp, 0, 0, 1, {{1, 1, 1}}}), absl::StatusCode::kOk);
 }
 
 }  // namespace

@@ -29,12 +29,14 @@ class InProcessPeers : public PeerClient {
  public:
   std::map<std::string, Site*> sites;
   std::set<std::string> cut;
+  bool drop_reports = false;  // reports are recorded but never arrive
   std::vector<RoundReport> reports;  // every report sent, guarded by mu_
 
-  std::optional<RoundReport> ReportOf(const std::string& round) {
+  // The first report of `round` sent (by `site`, when given).
+  std::optional<RoundReport> ReportOf(const std::string& round, const std::string& site = "") {
     std::lock_guard<std::mutex> l(mu_);
     for (const RoundReport& r : reports)
-      if (r.round_id == round) return r;
+      if (r.round_id == round && (site.empty() || r.site == site)) return r;
     return std::nullopt;
   }
 
@@ -58,11 +60,11 @@ class InProcessPeers : public PeerClient {
     {
       std::lock_guard<std::mutex> l(mu_);
       reports.push_back(r);
+      if (drop_reports) return absl::OkStatus();
     }
     Site* to = To(s);
     if (!to) return absl::UnavailableError("cut");
-    to->OnReport(r);
-    return absl::OkStatus();
+    return to->OnReport(r);
   }
   absl::StatusOr<std::string> RequestBalance(const std::string& s, const std::string& from, const std::string& reason,
                                              absl::Duration) override {
@@ -317,6 +319,57 @@ TEST_F(SiteTest, StopEndsTheLoopsAndAWaitingPartWithoutTimePassing) {
   ASSERT_TRUE(Eventually([&] { return env_.waiters() >= 3; })) << "two loops and the part wait";
   sites_[1]->Stop();
   EXPECT_EQ(env_.waiters(), 0);
+}
+
+TEST_F(SiteTest, OnlyTheCoordinatorThisSiteRecognisesStartsARound) {
+  Make(4);
+  HeartbeatAll();
+  std::string why;
+  // Site 3 names itself coordinator at site 1, which sees site 0 up.
+  EXPECT_FALSE(sites_[1]->OnStartRound({"r-3", 10, env_.Now() + absl::Hours(1), Id(3), {}, 2, "mcwa"}, &why));
+  EXPECT_NE(why.find("not the coordinator here"), std::string::npos) << why;
+  // Nor a site not in the roster.
+  EXPECT_FALSE(sites_[1]->OnStartRound({"r-x", 11, env_.Now() + absl::Hours(1), "site-9", {}, 2, "exact"}, &why));
+  // The refusals fenced nothing off: the real coordinator's round of the
+  // same epoch is taken.
+  EXPECT_TRUE(sites_[1]->OnStartRound({"r-0", 10, env_.Now() + absl::Hours(1), Id(0), {}, 2, "exact"}, &why)) << why;
+  // Once site 0 is silent for the peer timeout, site 1 is the coordinator.
+  env_.Advance(absl::Seconds(2));
+  for (int i = 1; i < 4; ++i) sites_[i]->HeartbeatOnce();
+  env_.Advance(absl::Seconds(2));
+  EXPECT_TRUE(sites_[2]->OnStartRound({"r-1", 12, env_.Now() + absl::Hours(1), Id(1), {0}, 2, "exact"}, &why)) << why;
+  // The parts started here wait for peers nobody started: past their
+  // deadlines they end, and the sites stop.
+  ASSERT_TRUE(Eventually([&] { return env_.waiters() > 0; }));
+  env_.Advance(absl::Hours(2));
+}
+
+TEST_F(SiteTest, ReportsAreTakenOnlyFromTheRoundsSitesOnceEach) {
+  Make(4, [](config::Config& c) { c.balancer.step_timeout = absl::Hours(1); });
+  for (int i : {0, 1, 2}) sites_[i]->HeartbeatOnce();  // site 3 is never heard: not in the round
+  peers_.drop_reports = true;  // the reports of sites 1 and 2 are lost: the round waits for them
+  auto id = sites_[0]->Balance(false, "test");
+  ASSERT_TRUE(id.ok()) << id.status();
+  ASSERT_TRUE(Eventually([&] { return peers_.ReportOf(*id, Id(1)) && peers_.ReportOf(*id, Id(2)); }));
+  const RoundReport one = *peers_.ReportOf(*id, Id(1)), two = *peers_.ReportOf(*id, Id(2));
+  RoundReport outsider = one;
+  outsider.site = Id(3);
+  outsider.label = 3;
+  EXPECT_EQ(sites_[0]->OnReport(outsider).code(), absl::StatusCode::kPermissionDenied);
+  RoundReport stray = one;
+  stray.transfers.push_back({1, 1, 3, 5, 1});  // to site 3, which is not in the round
+  EXPECT_EQ(sites_[0]->OnReport(stray).code(), absl::StatusCode::kInvalidArgument);
+  RoundReport other = one;
+  other.round_id = "another-round";
+  EXPECT_EQ(sites_[0]->OnReport(other).code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_TRUE(sites_[0]->OnReport(one).ok());
+  EXPECT_EQ(sites_[0]->OnReport(one).code(), absl::StatusCode::kAlreadyExists);
+  EXPECT_FALSE(RoundDone(0)) << "no refused report ended the round";
+  EXPECT_TRUE(sites_[0]->OnReport(two).ok());
+  ASSERT_TRUE(Eventually([&] { return RoundDone(0); })) << Events(0);
+  EXPECT_TRUE(sites_[0]->LastRound()->ok) << Events(0);
+  // A report after the round ended is for no running round.
+  EXPECT_EQ(sites_[0]->OnReport(two).code(), absl::StatusCode::kFailedPrecondition);
 }
 
 }  // namespace

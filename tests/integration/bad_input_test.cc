@@ -15,17 +15,6 @@
 namespace hyperfed::testing {
 namespace {
 
-// A Peer stub to site `to`, presenting site `as`'s certificate.
-std::unique_ptr<v1::Peer::Stub> PeerAs(TestFederation& f, int to, const std::string& as) {
-  grpc::SslCredentialsOptions o;
-  o.pem_root_certs = ReadFile(f.CertDir() + "/ca.pem");
-  o.pem_cert_chain = ReadFile(f.CertDir() + "/" + as + ".pem");
-  o.pem_private_key = ReadFile(f.CertDir() + "/" + as + "-key.pem");
-  grpc::ChannelArguments args;
-  args.SetSslTargetNameOverride(f.SiteId(to));
-  return v1::Peer::NewStub(grpc::CreateCustomChannel(f.Endpoint(to), grpc::SslCredentials(o), args));
-}
-
 std::unique_ptr<grpc::ClientContext> Ctx() {
   auto c = std::make_unique<grpc::ClientContext>();
   c->set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(10));

@@ -6,6 +6,16 @@
 
 namespace hyperfed::testing {
 
+std::unique_ptr<v1::Peer::Stub> PeerAs(TestFederation& f, int to, const std::string& as) {
+  grpc::SslCredentialsOptions o;
+  o.pem_root_certs = ReadFile(f.CertDir() + "/ca.pem");
+  o.pem_cert_chain = ReadFile(f.CertDir() + "/" + as + ".pem");
+  o.pem_private_key = ReadFile(f.CertDir() + "/" + as + "-key.pem");
+  grpc::ChannelArguments args;
+  args.SetSslTargetNameOverride(f.SiteId(to));
+  return v1::Peer::NewStub(grpc::CreateCustomChannel(f.Endpoint(to), grpc::SslCredentials(o), args));
+}
+
 absl::Status Submit(TestFederation& f, int site, int count, int64_t duration_ms) {
   v1::SubmitRequest req;
   req.set_count(count);

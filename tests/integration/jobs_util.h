@@ -14,6 +14,10 @@
 
 namespace hyperfed::testing {
 
+// A Peer stub to site `to`, presenting the certificate of `as` (a site id,
+// or "admin"): a stand-in peer.
+std::unique_ptr<v1::Peer::Stub> PeerAs(TestFederation& f, int to, const std::string& as);
+
 absl::Status Submit(TestFederation& f, int site, int count, int64_t duration_ms);
 std::vector<v1::Job> ListJobs(TestFederation& f, int site);
 int64_t CountState(const std::vector<v1::Job>& jobs, const std::string& state);

@@ -66,6 +66,12 @@ class FakeAdapter : public scheduler::SchedulerAdapter {
     std::lock_guard<std::mutex> l(mu_);
     hold_fail_after_effect_ = n;
   }
+  // Submit refuses specs with this name for good (InvalidArgument), after
+  // CheckSpec passed them: a scheduler that refuses at submit time.
+  void RefuseSubmitsNamed(std::string name) {
+    std::lock_guard<std::mutex> l(mu_);
+    refused_submit_name_ = std::move(name);
+  }
   // CheckSpec refuses specs with this name.
   void RefuseSpecsNamed(std::string name) {
     std::lock_guard<std::mutex> l(mu_);
@@ -151,6 +157,8 @@ class FakeAdapter : public scheduler::SchedulerAdapter {
       --fail_submits_;
       return absl::UnavailableError("injected submit failure");
     }
+    if (!refused_submit_name_.empty() && spec.name == refused_submit_name_)
+      return absl::InvalidArgumentError("injected refusal: the scheduler does not take " + spec.name);
     scheduler::Job j;
     j.id = absl::StrCat(site_, "-", next_id_++);
     j.spec = spec;
@@ -268,6 +276,7 @@ class FakeAdapter : public scheduler::SchedulerAdapter {
   int fail_submits_ = 0;
   int hold_fail_after_effect_ = 0;
   std::string refused_name_;
+  std::string refused_submit_name_;
 };
 
 }  // namespace hyperfed::migration::testing

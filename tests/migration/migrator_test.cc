@@ -507,5 +507,65 @@ TEST_F(MigratorTest, ConcurrentMigrationsNeverPickAJobTwiceNorDeadlock) {
   for (const auto& [k, w] : live) EXPECT_EQ(w.second, JobState::kPending);
 }
 
+TEST_F(MigratorTest, AMigrationIdIsBoundToItsSource) {
+  Site& b = Make("B");
+  // C may neither claim nor abort A's migration ids.
+  TransferRequest claim = Request("A:7", {"k0"});
+  claim.source_site = "C";
+  EXPECT_EQ(b.migrator->HandleTransfer(claim).status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(b.migrator->HandleAbort("A:7", "C").status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_TRUE(b.migrator->List(10)->empty()) << "nothing recorded";
+  // A's own Transfer of that id then goes through.
+  ASSERT_TRUE(b.migrator->HandleTransfer(Request("A:7", {"k0"})).ok());
+  EXPECT_EQ(b.adapter->AllJobs().size(), 1u);
+}
+
+TEST_F(MigratorTest, AdmissionRefusalChangesNothing) {
+  Site& b = Make("B");
+  int asked = 0;
+  b.migrator->SetAdmission([&](const TransferRequest& r) {
+    ++asked;
+    return r.round_id == "planned" ? absl::OkStatus() : absl::FailedPreconditionError("not in the plan");
+  });
+  TransferRequest req = Request("A:1", {"k0"});
+  req.round_id = "other";
+  EXPECT_EQ(b.migrator->HandleTransfer(req).status().code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_TRUE(b.adapter->AllJobs().empty());
+  EXPECT_TRUE(b.migrator->List(10)->empty());
+  req.round_id = "planned";
+  ASSERT_TRUE(b.migrator->HandleTransfer(req).ok());
+  // A repeat of a journaled migration is answered without asking again.
+  ASSERT_TRUE(b.migrator->HandleTransfer(req).ok());
+  EXPECT_EQ(asked, 2);
+  EXPECT_EQ(b.adapter->AllJobs().size(), 1u);
+}
+
+TEST_F(MigratorTest, ASchedulerRefusalAtSubmitIsFinalAndTheSourceKeepsItsJobs) {
+  Site& a = Make("A");
+  Site& b = Make("B");
+  AddJob(a, "k0");
+  AddJob(a, "k1");
+  AddJob(a, "k2");
+  // k1 passes CheckSpec at B but B's scheduler refuses it when submitted:
+  // whichever order the jobs go in, some may be submitted before it.
+  b.adapter->RefuseSubmitsNamed("k1");
+  auto res = a.migrator->MigrateOut("B", 3, "r1");
+  ASSERT_TRUE(res.ok()) << res.status();
+  const std::string id = (*res)[0].migration_id;
+  EXPECT_EQ((*res)[0].moved, 0);
+  EXPECT_EQ((*res)[0].in_flight, 0) << "nothing left held";
+  EXPECT_EQ(OutState(a, id), MigrationState::kAborted);
+  EXPECT_EQ((**b.journal->Get(Direction::kIn, id)).state, MigrationState::kAborted);
+  auto live = Live();
+  ASSERT_EQ(live.size(), 3u);
+  for (const char* k : {"k0", "k1", "k2"}) {
+    EXPECT_EQ(live[k].first, "A") << k;
+    EXPECT_EQ(live[k].second, JobState::kPending) << k;
+  }
+  // Recovery on both sides has nothing left to do.
+  EXPECT_TRUE(b.migrator->Recover().ok());
+  EXPECT_TRUE(a.migrator->Recover().ok());
+}
+
 }  // namespace
 }  // namespace hyperfed::migration
