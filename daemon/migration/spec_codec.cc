@@ -64,6 +64,9 @@ std::string EncodeSpec(const scheduler::JobSpec& s) {
   AppendInt(&out, s.duration_ms);
   AppendDouble(&out, s.cost);
   AppendField(&out, s.key);
+  // Last and only when set: records written before specs had an owner
+  // read back unchanged.
+  if (!s.owner.empty()) AppendField(&out, s.owner);
   return out;
 }
 
@@ -84,9 +87,9 @@ absl::StatusOr<scheduler::JobSpec> DecodeSpec(std::string_view in) {
     if (!ReadField(&in, &k) || !ReadField(&in, &v)) return bad();
     s.env[k] = v;
   }
-  if (!ReadInt(&in, &s.duration_ms) || !ReadDouble(&in, &s.cost) || !ReadField(&in, &s.key) || !in.empty()) {
-    return bad();
-  }
+  if (!ReadInt(&in, &s.duration_ms) || !ReadDouble(&in, &s.cost) || !ReadField(&in, &s.key)) return bad();
+  if (!in.empty() && (!ReadField(&in, &s.owner) || s.owner.empty())) return bad();
+  if (!in.empty()) return bad();
   return s;
 }
 

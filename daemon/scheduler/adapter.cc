@@ -3,9 +3,64 @@
 #include <cmath>
 #include <map>
 
+#include "absl/strings/ascii.h"
+#include "absl/strings/escaping.h"
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 
 namespace hyperfed::scheduler {
+
+std::string RefusedEnvName(const std::string& name) {
+  if (name.empty()) return "an empty name";
+  if (!(absl::ascii_isalpha(name[0]) || name[0] == '_')) return "a name must start with a letter or '_'";
+  for (char c : name)
+    if (!(absl::ascii_isalnum(c) || c == '_')) return "a name may hold only letters, digits and '_'";
+  // sbatch --export's keywords (compared without case by Slurm).
+  for (const char* word : {"ALL", "NONE", "NIL"})
+    if (absl::EqualsIgnoreCase(name, word)) return "a keyword of sbatch --export";
+  // Read by a scheduler's own commands or daemons (Slurm: sbatch, salloc,
+  // srun, SPANK plugins, the PMI libraries): a job may not set them.
+  for (const char* prefix :
+       {"SLURM_", "SLURMD_", "SBATCH_", "SALLOC_", "SRUN_", "SCRUN_", "SPANK_", "PMI_", "PMIX_", "PMI2_"}) {
+    if (absl::StartsWith(name, prefix)) return absl::StrCat("a variable of the scheduler's own (", prefix, "*)");
+  }
+  // The dynamic loader's and glibc's (those glibc drops for setuid
+  // programs): they change what code runs in any program that sees them.
+  for (const char* prefix : {"LD_", "DYLD_", "MALLOC_"})
+    if (absl::StartsWith(name, prefix)) return absl::StrCat("a loader variable (", prefix, "*)");
+  if (absl::StartsWith(name, "BASH_FUNC_")) return "a shell function definition (BASH_FUNC_*)";
+  // What the shell and the login environment decide: where programs are
+  // found, how words split, what runs at shell start, who and where the
+  // user is.
+  for (const char* reserved : {"PATH",
+                               "IFS",
+                               "ENV",
+                               "BASH_ENV",
+                               "SHELL",
+                               "SHELLOPTS",
+                               "BASHOPTS",
+                               "PS4",
+                               "PROMPT_COMMAND",
+                               "CDPATH",
+                               "HOME",
+                               "USER",
+                               "LOGNAME",
+                               "GLIBC_TUNABLES",
+                               "GCONV_PATH",
+                               "GETCONF_DIR",
+                               "HOSTALIASES",
+                               "LOCALDOMAIN",
+                               "LOCPATH",
+                               "NIS_PATH",
+                               "NLSPATH",
+                               "RESOLV_HOST_CONF",
+                               "RES_OPTIONS",
+                               "TMPDIR",
+                               "TZDIR"}) {
+    if (name == reserved) return "a variable reserved for the site (loader, shell or login)";
+  }
+  return "";
+}
 
 absl::Status SchedulerAdapter::CheckSpec(const JobSpec& s) const {
   if (s.key.size() > kMaxKeyLength)
@@ -19,6 +74,23 @@ absl::Status SchedulerAdapter::CheckSpec(const JobSpec& s) const {
   if (s.time_limit_s < 0) return absl::InvalidArgumentError("job spec: time_limit_s must be >= 0");
   if (s.duration_ms < 0) return absl::InvalidArgumentError("job spec: duration_ms must be >= 0");
   if (!std::isfinite(s.cost) || s.cost < 0) return absl::InvalidArgumentError("job spec: cost must be finite and >= 0");
+  for (const auto& [name, value] : s.env) {
+    if (std::string why = RefusedEnvName(name); !why.empty()) {
+      return absl::InvalidArgumentError(absl::StrCat("job spec: environment variable \"",
+                                                     absl::CEscape(name.substr(0, 64)), "\" is refused: ", why,
+                                                     " (docs/adapters.md, \"Environment\")"));
+    }
+    if (absl::StrContains(value, '\0'))
+      return absl::InvalidArgumentError(absl::StrCat("job spec: environment variable ", name, " holds a NUL"));
+  }
+  if (!s.owner.empty()) {
+    bool ok = s.owner.size() <= kMaxOwnerLength && (absl::ascii_islower(s.owner[0]) || s.owner[0] == '_');
+    for (char c : s.owner) ok = ok && (absl::ascii_islower(c) || absl::ascii_isdigit(c) || c == '_' || c == '-');
+    if (!ok) {
+      return absl::InvalidArgumentError(absl::StrCat("job spec: owner \"", absl::CEscape(s.owner.substr(0, 64)),
+                                                     "\" is not a user name ([a-z_][a-z0-9_-]{0,31})"));
+    }
+  }
   return absl::OkStatus();
 }
 

@@ -37,6 +37,11 @@ struct JobSpec {
   // federation, carried unchanged by every migration. Tests check "exactly
   // once" by this key.
   std::string key;
+  // The user the job belongs to, as the site it left knew them (a login
+  // name, or "" when unknown). Where the receiving site maps users, the job
+  // runs as the local user this maps to (docs/adapters.md, "Who moved jobs
+  // run as"); it is never trusted for anything else.
+  std::string owner;
 
   friend bool operator==(const JobSpec&, const JobSpec&) = default;
 };
@@ -47,6 +52,17 @@ struct JobSpec {
 inline constexpr size_t kMaxKeyLength = 200;
 inline constexpr size_t kMaxNameLength = 200;
 inline constexpr size_t kMaxScriptBytes = size_t{4} << 20;
+inline constexpr size_t kMaxOwnerLength = 32;
+
+// Why a job's environment may not carry a variable of this name, or "" when
+// it may. A job's environment reaches the job only, never a scheduler
+// command, but a scheduler, its loader and its shell read some names
+// themselves: loader variables (LD_*, DYLD_*, GLIBC_TUNABLES, ...), PATH and
+// the shell's own (IFS, ENV, BASH_ENV, SHELL, HOME, ...), Slurm's input
+// variables (SLURM_*, SBATCH_*, SALLOC_*, SRUN_*, SPANK_*, PMI*) and sbatch's
+// --export keywords (ALL, NONE, NIL). Names must be [A-Za-z_][A-Za-z0-9_]*.
+// docs/adapters.md ("Environment") lists them all.
+std::string RefusedEnvName(const std::string& name);
 
 enum class JobState { kPending, kHeld, kRunning, kDone, kCancelled };
 const char* JobStateName(JobState s);
@@ -103,6 +119,18 @@ class SchedulerAdapter {
   // Submit a job, held when `held` is true. Idempotent by tag: a non-empty
   // tag that some job (in any state) already carries returns that job's id
   // and submits nothing.
+  //
+  // Errors, which the migrator acts on (docs/design.md, the exactly-once
+  // move):
+  // - InvalidArgument: final. The spec itself was refused, by CheckSpec or by
+  //   the scheduler (Slurm: sbatch's "Batch job submission failed: <reason>"
+  //   for an invalid partition, QOS, node configuration, time limit, ...;
+  //   exec: the submit command's exit 12); the same spec would be refused
+  //   again, so the caller gives the job back instead of retrying.
+  // - Unavailable, DeadlineExceeded: the scheduler could not be reached or
+  //   did not answer in time; nothing is known to be refused and the caller
+  //   may retry (the tag keeps that safe).
+  // - Internal: the scheduler answered something this adapter cannot read.
   virtual absl::StatusOr<std::string> Submit(const JobSpec& spec, const std::string& tag, bool held = false) = 0;
 
   // Whether Submit would take this spec, without submitting anything:
@@ -111,8 +139,10 @@ class SchedulerAdapter {
   // every spec of a transfer before it submits any, so a refusal refuses the
   // whole transfer and the source keeps its jobs. Submit refuses what this
   // refuses. The default checks what every adapter needs (cores >= 1; no
-  // negative memory, time limit or duration; a finite cost >= 0); adapters
-  // add their own rules and call it first.
+  // negative memory, time limit or duration; a finite cost >= 0; every
+  // environment name allowed by RefusedEnvName; an owner that is "" or a
+  // sane login name, [a-z_][a-z0-9_-]{0,31}); adapters add their own rules
+  // and call it first.
   virtual absl::Status CheckSpec(const JobSpec& spec) const;
 
   // Jobs (in any state, done and cancelled included) carrying the tag.

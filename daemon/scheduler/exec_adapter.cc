@@ -2,8 +2,10 @@
 
 #include <unistd.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <cstdlib>
 #include <utility>
 
 #include "absl/strings/ascii.h"
@@ -11,6 +13,8 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
+#include "absl/strings/str_split.h"
+#include "absl/strings/strip.h"
 #include "google/protobuf/util/json_util.h"
 #include "hyperfed/exec/v1/exec.pb.h"
 
@@ -122,6 +126,7 @@ JobSpec FromProto(const pb::JobSpec& p) {
   s.duration_ms = p.duration_ms();
   s.cost = p.cost();
   s.key = p.key();
+  s.owner = p.owner();
   return s;
 }
 
@@ -153,15 +158,25 @@ absl::StatusOr<ExecOptions> ParseExecOptions(const std::map<std::string, std::st
                                                        kMaxTimeoutMs, "], got \"", value, "\""));
       }
       o.timeout = absl::Milliseconds(ms);
+    } else if (name == "pass_env") {
+      for (absl::string_view v : absl::StrSplit(value, ',', absl::SkipWhitespace())) {
+        const std::string var(absl::StripAsciiWhitespace(v));
+        if (var.empty() ||
+            !std::all_of(var.begin(), var.end(), [](char c) { return absl::ascii_isalnum(c) || c == '_'; })) {
+          return absl::InvalidArgumentError(
+              absl::StrCat("scheduler option \"pass_env\": \"", var, "\" is not a variable name"));
+        }
+        o.pass_env.push_back(var);
+      }
     } else {
       bool known = false;
       for (const std::string& op : ExecOperations()) {
         if (name == op + "_command") known = true;
       }
       if (!known) {
-        return absl::InvalidArgumentError(
-            absl::StrCat("scheduler option \"", name, "\" is unknown to the exec adapter (known: command, timeout_ms, ",
-                         "and OP_command for OP in ", absl::StrJoin(ExecOperations(), ", "), ")"));
+        return absl::InvalidArgumentError(absl::StrCat(
+            "scheduler option \"", name, "\" is unknown to the exec adapter (known: command, pass_env, timeout_ms, ",
+            "and OP_command for OP in ", absl::StrJoin(ExecOperations(), ", "), ")"));
       }
       per_op[name] = value;
     }
@@ -220,6 +235,8 @@ absl::StatusOr<std::string> JobSpecToJson(const JobSpec& s) {
   }
   absl::StrAppend(&out, "},\"duration_ms\":", s.duration_ms, ",\"cost\":", ShortestDouble(s.cost), ",\"key\":");
   if (auto st = JsonString("key", s.key, &out); !st.ok()) return st;
+  out += ",\"owner\":";
+  if (auto st = JsonString("owner", s.owner, &out); !st.ok()) return st;
   out += "}\n";
   return out;
 }
@@ -235,7 +252,12 @@ absl::StatusOr<CommandOutput> ExecAdapter::Run(const std::string& op, const std:
   std::vector<std::string> argv = options_.commands.at(op);
   argv.insert(argv.end(), args.begin(), args.end());
   const std::string what = absl::StrCat("exec scheduler: ", op, " command `", QuoteCommandLine(argv), "`");
-  auto r = RunCommand({.argv = argv, .stdin_text = input, .timeout = options_.timeout});
+  // A fixed environment: the daemon's passes only by name (pass_env).
+  std::map<std::string, std::string> env = {{"PATH", kExecSafePath}, {"LANG", "C"}, {"LC_ALL", "C"}};
+  for (const std::string& name : options_.pass_env)
+    if (const char* v = getenv(name.c_str()); v != nullptr) env[name] = v;
+  auto r = RunCommand(
+      {.argv = argv, .stdin_text = input, .env = std::move(env), .inherit_env = false, .timeout = options_.timeout});
   if (!r.ok()) return absl::Status(r.status().code(), absl::StrCat(what, ": ", r.status().message()));
   if (r->exit_code == 0) return CommandOutput{.what = what, .result = *std::move(r)};
   std::string err(absl::StripAsciiWhitespace(r->err));
@@ -246,6 +268,7 @@ absl::StatusOr<CommandOutput> ExecAdapter::Run(const std::string& op, const std:
   const std::string msg = absl::StrCat(what, " exited with ", r->exit_code, err);
   if (job_op && r->exit_code == kExecExitNotFound) return absl::NotFoundError(msg);
   if (job_op && r->exit_code == kExecExitWrongState) return absl::FailedPreconditionError(msg);
+  if (op == "submit" && r->exit_code == kExecExitRefused) return absl::InvalidArgumentError(msg);
   return absl::UnavailableError(msg);
 }
 

@@ -16,6 +16,10 @@
 //                        export, submit, find_by_tag, pin
 //   timeout_ms           how long one command may run before its process
 //                        group is killed, in [1, 3600000]      (default 30000)
+//   pass_env             comma-separated names of the daemon's environment
+//                        variables the commands get; they get nothing else
+//                        of it: PATH is kExecSafePath (unless passed), LANG
+//                        and LC_ALL are C (issue 12, row 1)
 // Every operation needs a command from one of the first two. Command lines
 // are split into words without a shell (see SplitCommandLine).
 //
@@ -54,11 +58,18 @@ inline constexpr char kExecAdapterName[] = "exec";
 // non-zero exit is a failure of the command (Unavailable).
 inline constexpr int kExecExitNotFound = 10;    // no such job -> NotFound
 inline constexpr int kExecExitWrongState = 11;  // job in the wrong state -> FailedPrecondition
-
+// For submit: the scheduler refused the spec itself (a queue it does not
+// have, more cores than any node, ...) and would refuse it again ->
+// InvalidArgument, which is final (adapter.h, Submit).
+inline constexpr int kExecExitRefused = 12;
+// The PATH commands are looked up in and run with, unless pass_env passes
+// the daemon's.
+inline constexpr char kExecSafePath[] = "/usr/local/bin:/usr/bin:/bin";
 struct ExecOptions {
   // Operation name -> argv before the operation's own arguments.
   std::map<std::string, std::vector<std::string>> commands;
   absl::Duration timeout = absl::Seconds(30);
+  std::vector<std::string> pass_env;
 };
 
 // The operation names, in the order the docs list them.

@@ -153,7 +153,7 @@ absl::Status UnknownId(const std::string& id) {
 
 constexpr char kJobColumns[] =
     "j.id, j.name, j.script, j.cores, j.memory_mb, j.time_limit_s, j.workdir, j.duration_ms, "
-    "j.cost, j.key, j.state, j.pinned, j.tag, j.queued_at_ms";
+    "j.cost, j.key, j.state, j.pinned, j.tag, j.queued_at_ms, j.owner";
 
 }  // namespace
 
@@ -259,7 +259,7 @@ absl::Status SimAdapter::InitSchema() {
                         "  key TEXT NOT NULL,"
                         "  state INTEGER NOT NULL CHECK(state BETWEEN 0 AND 4),"
                         "  pinned INTEGER NOT NULL, tag TEXT NOT NULL, queued_at_ms INTEGER NOT NULL,"
-                        "  started_at_ms INTEGER, finish_at_ms INTEGER);"
+                        "  started_at_ms INTEGER, finish_at_ms INTEGER, owner TEXT NOT NULL DEFAULT '');"
                         "CREATE UNIQUE INDEX IF NOT EXISTS jobs_by_tag ON jobs(tag) WHERE tag <> '';"
                         "CREATE INDEX IF NOT EXISTS jobs_by_state ON jobs(state, id);"
                         "CREATE TABLE IF NOT EXISTS job_env("
@@ -267,6 +267,15 @@ absl::Status SimAdapter::InitSchema() {
                         "  value TEXT NOT NULL, PRIMARY KEY(job_id, name)) WITHOUT ROWID;"
                         "INSERT OR IGNORE INTO meta VALUES('schema_version', 1);"
                         "INSERT OR IGNORE INTO meta VALUES('last_tick_ms', 0);");
+  if (s.ok()) {
+    // A queue made before jobs had an owner: the column is added, empty.
+    auto has_owner = QueryInt(db_, "SELECT COUNT(*) FROM pragma_table_info('jobs') WHERE name='owner'");
+    if (!has_owner.ok()) {
+      s = has_owner.status();
+    } else if (*has_owner == 0) {
+      s = Exec(db_, "ALTER TABLE jobs ADD COLUMN owner TEXT NOT NULL DEFAULT ''");
+    }
+  }
   if (s.ok()) {
     auto v = QueryInt(db_, "SELECT value FROM meta WHERE key='schema_version'");
     if (!v.ok()) {
@@ -401,6 +410,7 @@ absl::StatusOr<std::vector<Job>> SimAdapter::LoadJobs(absl::string_view where_sq
       j.pinned = st.Int(11) != 0;
       j.tag = st.Text(12);
       j.queued_at_ms = st.Int(13);
+      j.spec.owner = st.Text(14);
       index[st.Int(0)] = jobs.size();
       jobs.push_back(std::move(j));
     }
@@ -619,7 +629,7 @@ absl::Status SimAdapter::SubmitIn(const JobSpec& spec, const std::string& tag, b
   const bool pinned = !options_.pin_marker.empty() && absl::StartsWith(spec.name, options_.pin_marker);
   Stmt ins(db_,
            "INSERT INTO jobs(name, script, cores, memory_mb, time_limit_s, workdir, duration_ms, cost,"
-           " key, state, pinned, tag, queued_at_ms) VALUES(?1,?2,?3,?4,?5,?6,?7,?8,?9,?10,?11,?12,?13)");
+           " key, state, pinned, tag, queued_at_ms, owner) VALUES(?1,?2,?3,?4,?5,?6,?7,?8,?9,?10,?11,?12,?13,?14)");
   ins.Bind(1, spec.name)
       .Bind(2, spec.script)
       .Bind(3, int64_t{spec.cores})
@@ -632,7 +642,8 @@ absl::Status SimAdapter::SubmitIn(const JobSpec& spec, const std::string& tag, b
       .Bind(10, int64_t{held ? kHeldCode : kPendingCode})
       .Bind(11, int64_t{pinned ? 1 : 0})
       .Bind(12, tag)
-      .Bind(13, NowMs());
+      .Bind(13, NowMs())
+      .Bind(14, spec.owner);
   if (auto s = ins.Run(); !s.ok()) return s;
   const int64_t row = sqlite3_last_insert_rowid(db_);
   CrashPoint("submit:job-row");

@@ -1,10 +1,20 @@
 #include "daemon/scheduler/slurm_adapter.h"
 
+#include <fcntl.h>
+#include <pwd.h>
+#include <stdlib.h>
+#include <unistd.h>
+
 #include <algorithm>
+#include <cerrno>
 #include <cmath>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
 #include <tuple>
 
 #include "absl/strings/ascii.h"
+#include "absl/strings/escaping.h"
 #include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
@@ -174,6 +184,14 @@ std::string EncodeSlurmComment(const SlurmJobMeta& m) {
   if (m.pinned >= 0) absl::StrAppend(&out, ";p=", m.pinned);
   if (m.no_workdir) absl::StrAppend(&out, ";w=0");
   for (const auto& [k, v] : m.env) absl::StrAppend(&out, ";e=", PctEncode(k), "=", PctEncode(v));
+  if (!m.owner.empty()) absl::StrAppend(&out, ";o=", PctEncode(m.owner));
+  if (!m.mark.empty()) absl::StrAppend(&out, ";m=", PctEncode(m.mark));
+  return out;
+}
+
+std::string SlurmMarkMessage(const SlurmJobMeta& m, const std::string& user) {
+  std::string out = "hyperfed-slurm-mark-v1";
+  for (const std::string* f : {&m.tag, &m.key, &m.owner, &user}) absl::StrAppend(&out, ";", f->size(), ":", *f);
   return out;
 }
 
@@ -206,6 +224,12 @@ bool DecodeSlurmComment(const std::string& comment, SlurmJobMeta* m) {
       case 'w':
         m->no_workdir = v == "0";
         break;
+      case 'o':
+        if (!PctDecode(v, &m->owner)) return false;
+        break;
+      case 'm':
+        if (!PctDecode(v, &m->mark)) return false;
+        break;
       case 'e': {
         const size_t eq = v.find('=');
         std::string name, value;
@@ -220,6 +244,38 @@ bool DecodeSlurmComment(const std::string& comment, SlurmJobMeta* m) {
   }
   return true;
 }
+
+namespace {
+
+// A login name as useradd takes it: what users_map and run_as_account hold.
+bool SaneUserName(absl::string_view u) {
+  if (u.empty() || u.size() > kMaxOwnerLength || !(absl::ascii_islower(u[0]) || u[0] == '_')) return false;
+  return std::all_of(u.begin(), u.end(),
+                     [](char c) { return absl::ascii_islower(c) || absl::ascii_isdigit(c) || c == '_' || c == '-'; });
+}
+
+// users_map's file: "remote_user local_user" per line; blank lines and
+// lines starting with '#' are skipped. Errors name the file and line.
+absl::Status ReadUsersMap(const std::string& path, std::map<std::string, std::string>* out) {
+  std::ifstream f(path);
+  if (!f) return absl::InvalidArgumentError(absl::StrCat("cannot read users_map file ", path));
+  std::string line;
+  for (int n = 1; std::getline(f, line); ++n) {
+    absl::string_view l = absl::StripAsciiWhitespace(line);
+    if (l.empty() || l[0] == '#') continue;
+    std::vector<std::string> words = absl::StrSplit(l, absl::ByAnyChar(" \t"), absl::SkipEmpty());
+    auto bad = [&](absl::string_view why) {
+      return absl::InvalidArgumentError(absl::StrCat(path, ":", n, ": ", why, "; want \"remote_user local_user\""));
+    };
+    if (words.size() != 2) return bad("not two words");
+    for (const std::string& w : words)
+      if (!SaneUserName(w)) return bad(absl::StrCat("\"", w, "\" is not a user name ([a-z_][a-z0-9_-]{0,31})"));
+    if (!out->emplace(words[0], words[1]).second) return bad(absl::StrCat("\"", words[0], "\" is mapped twice"));
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace
 
 absl::StatusOr<SlurmOptions> ParseSlurmOptions(const std::map<std::string, std::string>& options,
                                                bool check_combination) {
@@ -240,6 +296,29 @@ absl::StatusOr<SlurmOptions> ParseSlurmOptions(const std::map<std::string, std::
       o.partitions = SplitList(value);
     } else if (name == "users") {
       o.users = SplitList(value);
+    } else if (name == "run_as") {
+      if (value != "owner" && value != "account") {
+        return absl::InvalidArgumentError(
+            absl::StrCat("scheduler option \"run_as\": want \"owner\" or \"account\", got \"", value, "\""));
+      }
+      o.run_as = value == "owner" ? SlurmRunAs::kOwner : SlurmRunAs::kAccount;
+    } else if (name == "users_map") {
+      o.users_map_set = true;
+      if (value == "same-name") {
+        o.same_name = true;
+      } else if (auto st = ReadUsersMap(value, &o.users_map); !st.ok()) {
+        return absl::InvalidArgumentError(absl::StrCat("scheduler option \"users_map\": ", st.message()));
+      } else {
+        o.users_map_file = value;
+      }
+    } else if (name == "run_as_account") {
+      if (!SaneUserName(value)) {
+        return absl::InvalidArgumentError(absl::StrCat("scheduler option \"run_as_account\": \"", value,
+                                                       "\" is not a user name ([a-z_][a-z0-9_-]{0,31})"));
+      }
+      o.run_as_account = value;
+    } else if (name == "mark_key") {
+      o.mark_key = value;
     } else if (name == "submit_partition") {
       o.submit_partition = value;
     } else if (name == "submit_account") {
@@ -266,11 +345,25 @@ absl::StatusOr<SlurmOptions> ParseSlurmOptions(const std::map<std::string, std::
     } else {
       return absl::InvalidArgumentError(absl::StrCat(
           "scheduler option \"", name,
-          "\" is unknown to the slurm adapter (known: bin_dir, partitions, pin_marker, pinned_partitions, "
-          "slurm_conf, speed, submit_account, submit_dir, submit_partition, timeout, users, workdir_policy)"));
+          "\" is unknown to the slurm adapter (known: bin_dir, mark_key, partitions, pin_marker, pinned_partitions, "
+          "run_as, run_as_account, slurm_conf, speed, submit_account, submit_dir, submit_partition, timeout, users, "
+          "users_map, workdir_policy)"));
     }
   }
   if (!check_combination) return o;
+  if (o.run_as == SlurmRunAs::kOwner && !o.users_map_set) {
+    return absl::InvalidArgumentError(
+        "scheduler option \"run_as\": \"owner\" needs \"users_map\" (same-name, or a file of "
+        "\"remote_user local_user\" lines)");
+  }
+  if (o.run_as == SlurmRunAs::kAccount && o.run_as_account.empty()) {
+    return absl::InvalidArgumentError(
+        "scheduler option \"run_as\": \"account\" needs \"run_as_account\" (an unprivileged local user)");
+  }
+  if (o.run_as != SlurmRunAs::kOwner && o.users_map_set)
+    return absl::InvalidArgumentError("scheduler option \"users_map\": used only with run_as: owner");
+  if (o.run_as != SlurmRunAs::kAccount && !o.run_as_account.empty())
+    return absl::InvalidArgumentError("scheduler option \"run_as_account\": used only with run_as: account");
   if (!o.partitions.empty() && o.submit_partition.empty()) {
     // Without it sbatch puts a job in Slurm's default partition, which need
     // not be managed: every job hyperfed submits must land where it looks.
@@ -285,25 +378,74 @@ absl::StatusOr<SlurmOptions> ParseSlurmOptions(const std::map<std::string, std::
   return o;
 }
 
+namespace {
+
+absl::StatusOr<passwd> LookUpUser(const std::string& name, std::string* buf) {
+  passwd pw{};
+  passwd* found = nullptr;
+  buf->assign(16384, '\0');
+  const int rc = getpwnam_r(name.c_str(), &pw, buf->data(), buf->size(), &found);
+  if (rc != 0 || found == nullptr) return absl::NotFoundError(absl::StrCat("no local user \"", name, "\""));
+  return pw;
+}
+
+}  // namespace
+
 absl::StatusOr<std::unique_ptr<SlurmAdapter>> SlurmAdapter::Open(const AdapterContext& ctx) {
   auto o = ParseSlurmOptions(ctx.options);
   if (!o.ok()) return o.status();
-  return std::unique_ptr<SlurmAdapter>(new SlurmAdapter(*std::move(o)));
+  std::string key_path = o->mark_key;
+  if (key_path.empty() && !ctx.state_dir.empty()) key_path = ctx.state_dir + "/mark.key";
+  if (key_path.empty()) {
+    return absl::InvalidArgumentError(
+        "scheduler option \"mark_key\": needed when the daemon has no state_dir (the migration mark's key)");
+  }
+  auto key = MarkKey::LoadOrCreate(key_path);
+  if (!key.ok()) return key.status();
+  if (o->run_as == SlurmRunAs::kAccount) {
+    // Checked now so that a site learns at start, not at its first transfer.
+    std::string buf;
+    auto pw = LookUpUser(o->run_as_account, &buf);
+    if (!pw.ok()) {
+      return absl::InvalidArgumentError(absl::StrCat("scheduler option \"run_as_account\": ", pw.status().message()));
+    }
+    if (pw->pw_uid == 0 || pw->pw_uid == geteuid()) {
+      return absl::InvalidArgumentError(absl::StrCat("scheduler option \"run_as_account\": \"", o->run_as_account,
+                                                     "\" is root or the daemon's own account; moved jobs never run "
+                                                     "as either (docs/adapters.md, \"Who moved jobs run as\")"));
+    }
+  }
+  std::string env_dir = std::filesystem::path(key_path).parent_path().string();
+  if (env_dir.empty()) env_dir = ".";
+  return std::unique_ptr<SlurmAdapter>(new SlurmAdapter(*std::move(o), *std::move(key), std::move(env_dir)));
 }
 
-absl::StatusOr<CommandResult> SlurmAdapter::Run(std::vector<std::string> argv, std::string stdin_text,
-                                                std::map<std::string, std::string> env, std::string cwd) {
-  if (!options_.bin_dir.empty()) argv[0] = options_.bin_dir + "/" + argv[0];
-  CommandSpec spec{.argv = argv,
+absl::StatusOr<CommandResult> SlurmAdapter::RunRaw(std::vector<std::string>* argv, std::string stdin_text,
+                                                   std::string cwd) const {
+  if (!options_.bin_dir.empty()) (*argv)[0] = options_.bin_dir + "/" + (*argv)[0];
+  // A fixed environment: nothing of the daemon's (its PATH could lead to
+  // another sbatch, LD_PRELOAD into it, SBATCH_* would set options) and
+  // nothing of any spec's (issue 12, row 1).
+  std::map<std::string, std::string> env = {
+      {"PATH", options_.bin_dir.empty() ? std::string(kSlurmSafePath) : options_.bin_dir + ":" + kSlurmSafePath},
+      {"LANG", "C"},
+      {"LC_ALL", "C"}};
+  if (!options_.slurm_conf.empty()) env["SLURM_CONF"] = options_.slurm_conf;
+  CommandSpec spec{.argv = *argv,
                    .stdin_text = std::move(stdin_text),
                    .env = std::move(env),
+                   .inherit_env = false,
                    .cwd = std::move(cwd),
                    .timeout = options_.timeout,
                    // `squeue --json` on a big cluster runs to many MiB; a cut
                    // list would hide jobs, so only a runaway is cut.
                    .max_output = kSlurmMaxOutput};
-  if (!options_.slurm_conf.empty()) spec.env["SLURM_CONF"] = options_.slurm_conf;
-  auto r = RunCommand(spec);
+  return RunCommand(spec);
+}
+
+absl::StatusOr<CommandResult> SlurmAdapter::Run(std::vector<std::string> argv, std::string stdin_text,
+                                                std::string cwd) const {
+  auto r = RunRaw(&argv, std::move(stdin_text), std::move(cwd));
   if (!r.ok()) return r.status();
   if (r->exit_code != 0 || r->term_signal != 0) return CommandFailure(argv, *r);
   if (r->out_truncated) {
@@ -336,7 +478,8 @@ absl::StatusOr<SlurmAdapter::Queue> SlurmAdapter::ReadQueue() {
       for (absl::string_view p : absl::StrSplit(e.partition, ','))
         e.managed = e.managed || options_.partitions.contains(std::string(p));
     }
-    if (!options_.users.empty() && !options_.users.contains(Str(j, "user_name"))) e.managed = false;
+    e.user = Str(j, "user_name");
+    if (!options_.users.empty() && !options_.users.contains(e.user)) e.managed = false;
     Job& job = e.job;
     if (Int(j, "job_id") <= 0) {
       return absl::FailedPreconditionError(absl::StrCat(
@@ -349,6 +492,14 @@ absl::StatusOr<SlurmAdapter::Queue> SlurmAdapter::ReadQueue() {
     job.queued_at_ms = Int(j, "submit_time") * 1000;
     e.comment = Str(j, "comment");
     e.has_meta = DecodeSlurmComment(e.comment, &e.meta);
+    // Only a mark made with this site's key, for the user the job runs as,
+    // makes it a job hyperfed submitted. Any other "hyperfed1;" comment is
+    // its user's: no tag, no owner (issue 12, row 2).
+    e.marked = e.has_meta && !e.meta.mark.empty() && mark_.Verify(SlurmMarkMessage(e.meta, e.user), e.meta.mark);
+    if (e.has_meta && !e.marked) {
+      e.meta.tag.clear();
+      e.meta.owner.clear();
+    }
     JobSpec& s = job.spec;
     s.name = Str(j, "name");
     s.cores = static_cast<int>(std::max<int64_t>(1, Int(j, "cpus")));
@@ -364,6 +515,7 @@ absl::StatusOr<SlurmAdapter::Queue> SlurmAdapter::ReadQueue() {
       s.duration_ms = e.meta.duration_ms;
       job.tag = e.meta.tag;
     }
+    s.owner = e.marked ? e.meta.owner : e.user;
     s.key = e.has_meta && e.meta.has_key ? e.meta.key : absl::StrCat(Str(j, "cluster"), "/", job.id);
     s.cost = e.has_meta && e.meta.has_cost
                  ? e.meta.cost
@@ -383,6 +535,12 @@ absl::StatusOr<SlurmAdapter::Queue> SlurmAdapter::ReadQueue() {
       if (options_.pinned_partitions.contains(std::string(p))) e.fixed_pin = absl::StrCat("is in pinned partition ", p);
     if (std::string why = NotPortable(j); e.fixed_pin.empty() && !why.empty()) e.fixed_pin = "has " + why;
     if (e.fixed_pin.empty() && !e.batch) e.fixed_pin = "has no batch script (srun/salloc)";
+    // A user's own comment may name variables; one that no site would take
+    // (PATH, LD_PRELOAD, SLURM_*, ...) keeps the job here.
+    for (const auto& [name, value] : s.env) {
+      if (std::string why = RefusedEnvName(name); !why.empty() && e.fixed_pin.empty())
+        e.fixed_pin = absl::StrCat("has environment variable \"", absl::CEscape(name), "\", which is refused: ", why);
+    }
     if (e.fixed_pin.empty() && unreadable_.contains({job.id, job.queued_at_ms}))
       e.fixed_pin = "has a batch script slurmctld cannot give";
     job.pinned = pinned || !e.fixed_pin.empty();
@@ -602,6 +760,8 @@ absl::StatusOr<JobSpec> SlurmAdapter::ExportIn(const Queue& q, const std::string
     return absl::FailedPreconditionError(
         absl::StrCat("slurm: job ", id, " has no batch script (started by srun or salloc); it is pinned"));
   }
+  if (absl::StrContains(e.fixed_pin, "environment variable"))
+    return absl::FailedPreconditionError(absl::StrCat("slurm: job ", id, " ", e.fixed_pin, "; it is pinned"));
   Job job = e.job;
   if (auto st = FillScript(&job); !st.ok()) {
     if (absl::IsFailedPrecondition(st)) {
@@ -650,7 +810,7 @@ absl::StatusOr<std::vector<Job>> SlurmAdapter::FindByTag(const std::string& tag)
   if (!q.ok()) return q.status();
   std::vector<Job> out;
   for (auto& [id, e] : *q) {
-    if (!e.has_meta || e.meta.tag != tag) continue;
+    if (!e.marked || e.meta.tag != tag) continue;
     out.push_back(e.job);
   }
   std::sort(out.begin(), out.end(), QueueOrder);
@@ -659,8 +819,8 @@ absl::StatusOr<std::vector<Job>> SlurmAdapter::FindByTag(const std::string& tag)
 
 namespace {
 
-// What a submitted job carries in its comment.
-std::string CommentFor(const JobSpec& spec, const std::string& tag) {
+// What a submitted job carries in its comment: `user` is the one it runs as.
+SlurmJobMeta MetaFor(const JobSpec& spec, const std::string& tag) {
   SlurmJobMeta m;
   m.tag = tag;
   m.has_key = true;
@@ -670,12 +830,13 @@ std::string CommentFor(const JobSpec& spec, const std::string& tag) {
   m.duration_ms = spec.duration_ms;
   m.no_workdir = spec.workdir.empty();
   m.env = spec.env;
-  return EncodeSlurmComment(m);
+  m.owner = spec.owner;
+  return m;
 }
 
 absl::Status CommentFits(const std::string& comment) {
   if (comment.size() <= kSlurmMaxComment) return absl::OkStatus();
-  return absl::InvalidArgumentError(absl::StrCat("job spec: tag, key and environment take ", comment.size(),
+  return absl::InvalidArgumentError(absl::StrCat("job spec: tag, key, owner and environment take ", comment.size(),
                                                  " bytes in the Slurm comment, over Slurm's limit of ",
                                                  kSlurmMaxComment));
 }
@@ -683,42 +844,245 @@ absl::Status CommentFits(const std::string& comment) {
 // Room for the tag a migration gives a job ("hyperfed:<id>:<index>", ids up
 // to 200 bytes, percent-encoded), when the tag is not known yet.
 constexpr size_t kTagReserve = 256;
+// A mark: 64 hex digits.
+constexpr size_t kMarkLength = 64;
+
+bool AllowedDirectiveValue(absl::string_view v) {
+  return !v.empty() && std::all_of(v.begin(), v.end(), [](char c) {
+    return absl::ascii_isalnum(c) || c == '_' || c == ',' || c == ':' || c == '@';
+  });
+}
+
+// `line` is one of the directives FilterSbatchDirectives keeps.
+bool AllowedDirective(absl::string_view line) {
+  if (!absl::ConsumePrefix(&line, "#SBATCH")) return false;
+  if (line.empty() || (line[0] != ' ' && line[0] != '\t')) return false;
+  line = absl::StripLeadingAsciiWhitespace(line);
+  absl::ConsumeSuffix(&line, "\n");
+  while (!line.empty() && (line.back() == ' ' || line.back() == '\t')) line.remove_suffix(1);
+  if (line == "--requeue" || line == "--no-requeue") return true;
+  for (absl::string_view opt : {"--mail-type=", "--open-mode=", "--signal="})
+    if (absl::ConsumePrefix(&line, opt)) return AllowedDirectiveValue(line);
+  return false;
+}
+
+// Where sbatch's own words say the scheduler refused the job (or its
+// options) rather than could not be asked: everything but the failures to
+// reach slurmctld.
+bool SbatchRefused(const CommandResult& r) {
+  if (r.term_signal != 0 || r.exit_code == 0) return false;
+  if (!absl::StrContains(r.err, "sbatch: error:")) return false;
+  for (const char* transport : {"Unable to contact slurm controller",
+                                "Socket timed out",
+                                "Zero Bytes were transmitted",
+                                "Slurm controller not responding",
+                                "Communication connection failure",
+                                "Connection refused",
+                                "Connection timed out",
+                                "authentication",
+                                "Munge",
+                                "munge",
+                                "temporarily unable",
+                                "temporarily unavailable",
+                                "Transport endpoint",
+                                "No route to host",
+                                "Network is unreachable",
+                                "configuration source",
+                                "fetch_config",
+                                "Slurmctld is busy",
+                                "Resource temporarily",
+                                "Cannot allocate memory",
+                                "Interrupted system call"}) {
+    if (absl::StrContains(r.err, transport)) return false;
+  }
+  return true;
+}
 
 }  // namespace
+
+std::string FilterSbatchDirectives(const std::string& script) {
+  std::string out;
+  out.reserve(script.size() + 64);
+  bool header = true;
+  size_t pos = 0;
+  while (pos < script.size()) {
+    size_t end = script.find('\n', pos);
+    end = end == std::string::npos ? script.size() : end + 1;
+    const absl::string_view line(script.data() + pos, end - pos);
+    pos = end;
+    if (header) {
+      const absl::string_view body = absl::StripAsciiWhitespace(line);
+      if (!body.empty() && body[0] != '#') {
+        header = false;  // sbatch reads no directive after this line
+      } else if (absl::StartsWithIgnoreCase(body, "#SBATCH") && !AllowedDirective(line)) {
+        absl::StrAppend(&out, "# hyperfed removed: ", line);
+        continue;
+      }
+    }
+    out.append(line.data(), line.size());
+  }
+  return out;
+}
+
+absl::StatusOr<SlurmAdapter::RunAsUser> SlurmAdapter::RunAs(const JobSpec& s) const {
+  auto refuse = [](const std::string& why) {
+    return absl::InvalidArgumentError(absl::StrCat("slurm: ", why, " (docs/adapters.md, \"Who moved jobs run as\")"));
+  };
+  std::string local;
+  switch (options_.run_as) {
+    case SlurmRunAs::kUnset:
+      return refuse(
+          "this site runs no jobs from other sites: set scheduler option run_as to \"account\" (with "
+          "run_as_account: an unprivileged local user) or \"owner\" (with users_map: same-name or a mapping file); "
+          "hyperfed never runs them as its own account");
+    case SlurmRunAs::kAccount:
+      local = options_.run_as_account;
+      break;
+    case SlurmRunAs::kOwner: {
+      if (s.owner.empty())
+        return refuse("the job has no owner, and this site runs jobs as their owner (run_as: owner)");
+      if (options_.same_name) {
+        local = s.owner;
+      } else if (auto it = options_.users_map.find(s.owner); it != options_.users_map.end()) {
+        local = it->second;
+      } else {
+        return refuse(absl::StrCat("owner \"", s.owner, "\" is not in users_map ", options_.users_map_file));
+      }
+      break;
+    }
+  }
+  std::string buf;
+  auto pw = LookUpUser(local, &buf);
+  if (!pw.ok())
+    return refuse(absl::StrCat("owner \"", s.owner, "\" maps to local user \"", local, "\", which does not exist"));
+  if (pw->pw_uid == 0) return refuse(absl::StrCat("owner \"", s.owner, "\" maps to \"", local, "\", which is root"));
+  if (pw->pw_uid == geteuid()) {
+    return refuse(
+        absl::StrCat("owner \"", s.owner, "\" maps to \"", local, "\", the daemon's own account, which runs no jobs"));
+  }
+  return RunAsUser{.name = local, .uid = pw->pw_uid, .gid = pw->pw_gid};
+}
+
+SlurmAdapter::NodeLimits SlurmAdapter::Limits() const {
+  {
+    absl::MutexLock l(&limits_mu_);
+    if (absl::Now() - limits_at_ < absl::Minutes(1)) return limits_;
+  }
+  NodeLimits got;
+  auto r = Run({"sinfo", "--json"});
+  if (!r.ok()) return got;  // unknown: sbatch decides (and its refusal is final too)
+  json doc = json::parse(r->out, nullptr, false);
+  if (doc.is_discarded() || !doc.is_object() || !doc.contains("nodes") || !doc["nodes"].is_array()) return got;
+  for (const json& n : doc["nodes"]) {
+    bool in = options_.submit_partition.empty() && options_.partitions.empty();
+    if (auto p = n.find("partitions"); !in && p != n.end() && p->is_array()) {
+      for (const json& name : *p) {
+        if (!name.is_string()) continue;
+        const std::string part = name.get<std::string>();
+        in = in || (options_.submit_partition.empty() ? options_.partitions.contains(part)
+                                                      : part == options_.submit_partition);
+      }
+    }
+    if (!in) continue;
+    got.cpus = std::max(got.cpus, Int(n, "cpus"));
+    got.memory_mb = std::max(got.memory_mb, Int(n, "real_memory"));
+  }
+  absl::MutexLock l(&limits_mu_);
+  limits_ = got;
+  limits_at_ = absl::Now();
+  return got;
+}
 
 absl::Status SlurmAdapter::CheckSpec(const JobSpec& s) const {
   if (auto st = SchedulerAdapter::CheckSpec(s); !st.ok()) return st;
   if (!absl::StartsWith(s.script, "#!"))
     return absl::InvalidArgumentError("job spec: a Slurm batch script must start with \"#!\"");
-  for (const auto& [k, v] : s.env) {
-    if (k.empty() || absl::StrContains(k, '=') || absl::StrContains(k, ',') || absl::StrContains(k, '\0'))
-      return absl::InvalidArgumentError(absl::StrCat("job spec: bad environment variable name \"", k, "\""));
-    if (absl::StrContains(v, '\0'))
-      return absl::InvalidArgumentError(absl::StrCat("job spec: environment variable ", k, " holds a NUL"));
+  auto user = RunAs(s);
+  if (!user.ok()) return user.status();
+  const int64_t minutes = s.time_limit_s / 60 + (s.time_limit_s % 60 != 0);
+  if (minutes > kSlurmMaxTimeMinutes) {
+    return absl::InvalidArgumentError(absl::StrCat("job spec: time limit ", s.time_limit_s,
+                                                   " s is over Slurm's largest, ", kSlurmMaxTimeMinutes, " minutes"));
   }
-  return CommentFits(CommentFor(s, std::string(kTagReserve, 'x')));
+  if (s.memory_mb > kSlurmMaxMemoryMb) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("job spec: memory ", s.memory_mb, " MB is over Slurm's largest, ", kSlurmMaxMemoryMb, " MB"));
+  }
+  // sbatch takes these and the job then waits for ever (BadConstraints,
+  // PartitionConfig): refuse now, so the source keeps it.
+  const NodeLimits limits = Limits();
+  const std::string where =
+      options_.submit_partition.empty() ? std::string("this site") : "partition " + options_.submit_partition;
+  if (limits.cpus > 0 && s.cores > limits.cpus) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("job spec: ", s.cores, " cores, but the largest node of ", where, " has ", limits.cpus));
+  }
+  if (limits.memory_mb > 0 && s.memory_mb > limits.memory_mb) {
+    return absl::InvalidArgumentError(absl::StrCat("job spec: ", s.memory_mb, " MB of memory, but the largest node of ",
+                                                   where, " has ", limits.memory_mb, " MB"));
+  }
+  SlurmJobMeta m = MetaFor(s, std::string(kTagReserve, 'x'));
+  m.mark = std::string(kMarkLength, 'x');
+  return CommentFits(EncodeSlurmComment(m));
 }
 
 absl::StatusOr<std::string> SlurmAdapter::SubmitIn(const JobSpec& spec, const std::string& tag, bool held) {
   if (auto st = CheckSpec(spec); !st.ok()) return st;
-  const std::string comment = CommentFor(spec, tag);
+  auto user = RunAs(spec);
+  if (!user.ok()) return user.status();
+  SlurmJobMeta meta = MetaFor(spec, tag);
+  meta.mark = mark_.Sign(SlurmMarkMessage(meta, user->name));
+  const std::string comment = EncodeSlurmComment(meta);
   if (auto st = CommentFits(comment); !st.ok()) return st;
   std::vector<std::string> argv = {
       "sbatch",     "--parsable",          "--job-name=" + spec.name, absl::StrCat("--cpus-per-task=", spec.cores),
       "--ntasks=1", "--comment=" + comment};
   if (spec.memory_mb > 0) argv.push_back(absl::StrCat("--mem=", spec.memory_mb));
-  if (spec.time_limit_s > 0) argv.push_back(absl::StrCat("--time=", (spec.time_limit_s + 59) / 60));
+  if (spec.time_limit_s > 0)
+    argv.push_back(absl::StrCat("--time=", spec.time_limit_s / 60 + (spec.time_limit_s % 60 != 0)));
   if (!spec.workdir.empty()) argv.push_back("--chdir=" + spec.workdir);
   if (held) argv.push_back("--hold");
   if (!options_.submit_partition.empty()) argv.push_back("--partition=" + options_.submit_partition);
   if (!options_.submit_account.empty()) argv.push_back("--account=" + options_.submit_account);
-  std::vector<std::string> names;
-  for (const auto& [k, v] : spec.env) names.push_back(k);
-  // Names only: sbatch takes the values from its own environment, so no
-  // value (commas, quotes, newlines) is ever parsed by Slurm.
-  argv.push_back(names.empty() ? std::string("--export=NONE") : "--export=" + absl::StrJoin(names, ","));
-  auto r = Run(argv, spec.script, spec.env, options_.submit_dir);
+  // As whom: never the daemon's account (RunAs); sbatch takes --uid from
+  // root or SlurmUser only.
+  argv.push_back(absl::StrCat("--uid=", user->uid));
+  argv.push_back(absl::StrCat("--gid=", user->gid));
+  // #PBS and #BSUB lines are sbatch's too, unless told otherwise.
+  argv.push_back("--ignore-pbs");
+  // The environment goes to the job in a file sbatch reads (NAME=value
+  // records separated by NUL), never into sbatch's own environment or argv.
+  std::string env_file;
+  if (spec.env.empty()) {
+    argv.push_back("--export=NONE");
+  } else {
+    std::string records;
+    for (const auto& [k, v] : spec.env) absl::StrAppend(&records, k, "=", v, std::string(1, '\0'));
+    std::string tmpl = env_dir_ + "/.sbatch-env-XXXXXX";
+    const int fd = mkostemp(tmpl.data(), O_CLOEXEC);  // mode 0600
+    if (fd < 0) return absl::UnavailableError(absl::StrCat("slurm: cannot create ", tmpl, ": ", strerror(errno)));
+    const bool ok = write(fd, records.data(), records.size()) == static_cast<ssize_t>(records.size());
+    close(fd);
+    env_file = tmpl;
+    if (!ok) {
+      unlink(env_file.c_str());
+      return absl::UnavailableError(absl::StrCat("slurm: cannot write ", env_file));
+    }
+    // NIL: no variable from sbatch's environment, only the file's (and
+    // Slurm's own SLURM_*), as NONE does for a job without variables.
+    argv.push_back("--export=NIL");
+    argv.push_back("--export-file=" + env_file);
+  }
+  auto r = RunRaw(&argv, FilterSbatchDirectives(spec.script), options_.submit_dir);
+  if (!env_file.empty()) unlink(env_file.c_str());
   if (!r.ok()) return r.status();
+  if (r->exit_code != 0 || r->term_signal != 0) {
+    absl::Status failed = CommandFailure(argv, *r);
+    // Final: slurmctld (or sbatch) refused this spec; the same would be
+    // refused again (adapter.h, Submit).
+    if (SbatchRefused(*r)) return absl::InvalidArgumentError(failed.message());
+    return failed;
+  }
   // "<id>" or "<id>;<cluster>".
   std::string id(absl::StripAsciiWhitespace(r->out.substr(0, r->out.find(';'))));
   if (!AllDigits(id))
@@ -743,7 +1107,7 @@ std::vector<absl::StatusOr<std::string>> SlurmAdapter::SubmitMany(
     if (!q.ok()) return std::vector<absl::StatusOr<std::string>>(spec_and_tag.size(), q.status());
     std::vector<const Job*> tagged;
     for (const auto& [id, e] : *q)
-      if (e.has_meta && !e.meta.tag.empty()) tagged.push_back(&e.job);
+      if (e.marked && !e.meta.tag.empty()) tagged.push_back(&e.job);
     std::sort(tagged.begin(), tagged.end(), [](const Job* a, const Job* b) { return QueueOrder(*a, *b); });
     for (const Job* j : tagged) by_tag.emplace(j->tag, j->id);
     std::vector<absl::StatusOr<std::string>> out;

@@ -37,28 +37,42 @@
 //   name -> --job-name; script -> sbatch's stdin (byte for byte; back with
 //   `scontrol write batch_script`); cores -> --cpus-per-task (one task);
 //   memory_mb -> --mem; time_limit_s -> --time in minutes, rounded up;
-//   workdir -> --chdir; env -> the comment and --export=NAMES (values from
-//   sbatch's environment, so no value is ever parsed by Slurm), or
-//   --export=NONE when empty (the job gets the destination user's login
-//   environment, not the daemon's).
+//   workdir -> --chdir; env -> the comment and `--export=NIL
+//   --export-file=FILE` (NAME=value records separated by NUL in a 0600 file:
+//   the values reach the job only, never sbatch's own environment or
+//   argv, and no value is parsed by Slurm's option parser), or --export=NONE
+//   when empty; either way the job gets the run-as user's login environment
+//   at the destination, not the daemon's; owner -> --uid/--gid of the user
+//   it runs as (run_as), and the comment.
+//   The script's #SBATCH lines outside a small allow-list are neutralised
+//   (FilterSbatchDirectives) and #PBS/#BSUB ones ignored (--ignore-pbs):
+//   where a job runs and with what is the spec's and the site's to say.
 //
 // Options (the config's scheduler.options, all strings):
 //   slurm_conf        path of slurm.conf, given to every command as SLURM_CONF
 //                     ("" = Slurm's default)
-//   bin_dir           folder of the Slurm commands ("" = search PATH)
+//   bin_dir           folder of the Slurm commands ("" = the fixed PATH
+//                     below, never the daemon's)
 //   timeout           per command, e.g. "30s" (default 30s); a command still
 //                     running then is killed and the call fails
 //                     (DeadlineExceeded naming the command)
 //   partitions        comma-separated partitions hyperfed manages; other
 //                     jobs are never listed or moved ("" = every
-//                     partition). Jobs hyperfed submitted (tagged in their
+//                     partition). Jobs hyperfed submitted (marked in their
 //                     comment) stay reachable by tag and id wherever they
 //                     are, so a retried submit never runs a job twice.
 //                     Needs submit_partition.
 //   users             comma-separated users whose jobs hyperfed manages
-//                     ("" = every user's). Jobs that arrive run as the user
-//                     the daemon runs as (a spec has no owner), so a site
-//                     usually lets hyperfed move its federation account's jobs.
+//                     ("" = every user's).
+//   run_as            who jobs that arrive run as: "owner" (the local user
+//                     users_map gives the spec's owner) or "account"
+//                     (run_as_account). Unset: arriving jobs are refused.
+//                     Never the daemon's own account, never root.
+//   users_map         "same-name", or a file of "remote_user local_user"
+//                     lines (run_as owner)
+//   run_as_account    an unprivileged local user (run_as account)
+//   mark_key          the migration mark's key file (default
+//                     <state_dir>/mark.key; see mark.h)
 //   submit_partition  partition for jobs that arrive ("" = cluster default;
 //                     required, and one of them, when partitions is set)
 //   submit_account    account for jobs that arrive ("" = the user's default)
@@ -66,10 +80,13 @@
 //   pin_marker        a job whose name starts with it is pinned ("" = off)
 //   workdir_policy    "keep" (default): a job's working directory travels
 //                     and must exist at the destination (shared or mirrored
-//                     paths); "drop": jobs run in submit_dir at the destination
+//                     paths); "drop": it runs in submit_dir at the destination
 //   submit_dir        working directory of sbatch, i.e. of jobs that arrive
 //                     without one ("" = the daemon's working directory)
 //   speed             capacity speed factor, > 0 (default 1)
+// Every command runs with a fixed environment (PATH=kSlurmSafePath or
+// bin_dir, LANG=C, LC_ALL=C, SLURM_CONF when set), never the daemon's and
+// never anything of a spec's: issue 12, row 1.
 // Capacity is the CPUs of the nodes in the managed partitions that can take
 // jobs: nodes DOWN, DRAIN/DRAINED/DRAINING or FAIL/FAILING do not count. A job that a
 // spec cannot describe is pinned (see NotPortable), and so is one without a
@@ -89,7 +106,17 @@
 // at restart, seconds later.
 //
 // Every command failure is a Status naming the command, its exit code and
-// its stderr (kUnavailable), a timeout is kDeadlineExceeded.
+// its stderr (kUnavailable), a timeout is kDeadlineExceeded; an sbatch that
+// slurmctld answered with a refusal is kInvalidArgument (see Submit in
+// adapter.h).
+//
+// Marks: a job counts as one hyperfed submitted (its tag is believed, it is
+// found by FindByTag and by a retried Submit) only when its comment carries
+// a valid mark (m=, mark.h) over its tag, key, owner and the user it runs
+// as. A local user cannot make one, and cannot reuse another job's (it
+// names that job's user). Other "hyperfed1;" comments are a user's own:
+// their tag and owner are ignored, their environment is checked like a
+// spec's (a refused name pins the job).
 //
 // Thread-safety: every method may be called from any thread; calls are
 // serialized on one mutex (Slurm orders them anyway).
@@ -107,6 +134,7 @@
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
 #include "daemon/scheduler/adapter.h"
+#include "daemon/scheduler/mark.h"
 #include "daemon/scheduler/registry.h"
 #include "daemon/scheduler/subprocess.h"
 #include "nlohmann/json.hpp"
@@ -116,6 +144,29 @@ namespace hyperfed::scheduler {
 inline constexpr char kSlurmAdapterName[] = "slurm";
 // Slurm refuses longer comments.
 inline constexpr size_t kSlurmMaxComment = 1024;
+// Slurm keeps a time limit in minutes and shows (and, past it, mangles) it
+// in seconds as a 32-bit int: 35791394 minutes show as INVALID in squeue.
+inline constexpr int64_t kSlurmMaxTimeMinutes = 35791393;
+// --mem is in MB and slurmctld works in bytes within 63 bits (the top bit
+// flags "per CPU").
+inline constexpr int64_t kSlurmMaxMemoryMb = int64_t{1} << 40;
+// Where the commands are looked up when bin_dir is unset.
+inline constexpr char kSlurmSafePath[] = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin";
+
+// The #SBATCH directives a moved job's script keeps (docs/adapters.md,
+// "#SBATCH lines"). Each must stand alone on its line, in exactly this
+// form: `#SBATCH --requeue`, `#SBATCH --no-requeue`, `#SBATCH
+// --mail-type=V`, `#SBATCH --open-mode=V`, `#SBATCH --signal=V`, with V made
+// of [A-Za-z0-9_,:@]. They change how a job is notified, requeued and
+// signalled, not where it runs, as whom, with what or where it writes.
+// Every other directive line in the script's header (up to the first line
+// that is neither blank nor a comment, where sbatch stops reading them) is
+// rewritten to "# hyperfed removed: <line>"; lines after it are untouched.
+// A line starting with "#SBATCH" in any case and after blanks counts, so
+// nothing sbatch might read slips through.
+std::string FilterSbatchDirectives(const std::string& script);
+
+enum class SlurmRunAs { kUnset, kOwner, kAccount };
 
 struct SlurmOptions {
   std::string slurm_conf;
@@ -123,6 +174,13 @@ struct SlurmOptions {
   absl::Duration timeout = absl::Seconds(30);
   std::set<std::string> partitions;
   std::set<std::string> users;
+  SlurmRunAs run_as = SlurmRunAs::kUnset;
+  bool users_map_set = false;
+  bool same_name = false;                        // users_map: same-name
+  std::map<std::string, std::string> users_map;  // remote user -> local user (from the file)
+  std::string users_map_file;
+  std::string run_as_account;
+  std::string mark_key;
   std::string submit_partition;
   std::string submit_account;
   std::set<std::string> pinned_partitions;
@@ -150,7 +208,12 @@ struct SlurmJobMeta {
   int pinned = -1;  // -1 = not stored, else 0/1
   bool no_workdir = false;
   std::map<std::string, std::string> env;
+  std::string owner;  // o: the spec's owner
+  std::string mark;   // m: SlurmMarkMessage's mark (mark.h)
 };
+// What a job's mark signs: its tag, key and owner and the user it runs as,
+// each length-prefixed.
+std::string SlurmMarkMessage(const SlurmJobMeta& m, const std::string& user);
 std::string EncodeSlurmComment(const SlurmJobMeta& m);
 // nullopt-like: false when the comment is not hyperfed's.
 bool DecodeSlurmComment(const std::string& comment, SlurmJobMeta* m);
@@ -189,14 +252,18 @@ class SlurmAdapter : public SchedulerAdapter {
   absl::Status Release(const std::string& id) override;
   absl::Status Cancel(const std::string& id) override;
   absl::StatusOr<JobSpec> Export(const std::string& id) override;
-  // Besides the contract: InvalidArgument (nothing submitted) for cores < 1,
-  // negative memory or time, a script not starting with "#!" (sbatch needs
-  // it), an environment name that is empty or holds '=' or ',', or a comment
-  // over kSlurmMaxComment bytes.
+  // Besides the contract: InvalidArgument (nothing submitted) for what
+  // CheckSpec refuses, and for what sbatch refuses (slurmctld's "Batch job
+  // submission failed: ...", an invalid partition, ...); Unavailable when
+  // slurmctld could not be reached. Runs sbatch as the run_as user
+  // (--uid/--gid), which needs root or SlurmUser.
   absl::StatusOr<std::string> Submit(const JobSpec& spec, const std::string& tag, bool held = false) override;
-  // The common rules, a script starting with "#!", environment names Slurm
-  // can carry, and a comment (with room for a migration tag) within Slurm's
-  // limit.
+  // The common rules, a script starting with "#!", a user to run it as
+  // (run_as; never root or the daemon's own account), a time limit and
+  // memory Slurm can hold, cores and memory within the largest node of the
+  // submit partition (sinfo, cached for a minute; skipped while sinfo
+  // fails), and a comment (with room for the longest migration tag and the
+  // mark) within Slurm's limit.
   absl::Status CheckSpec(const JobSpec& spec) const override;
   absl::StatusOr<std::vector<Job>> FindByTag(const std::string& tag) override;
   // FailedPrecondition for a done or cancelled job (Slurm no longer updates
@@ -224,7 +291,22 @@ class SlurmAdapter : public SchedulerAdapter {
   const SlurmOptions& options() const { return options_; }
 
  private:
-  explicit SlurmAdapter(SlurmOptions options) : options_(std::move(options)) {}
+  SlurmAdapter(SlurmOptions options, MarkKey mark, std::string env_dir)
+      : options_(std::move(options)), mark_(std::move(mark)), env_dir_(std::move(env_dir)) {}
+
+  // The local user a spec runs as.
+  struct RunAsUser {
+    std::string name;
+    uint32_t uid = 0, gid = 0;
+  };
+  absl::StatusOr<RunAsUser> RunAs(const JobSpec& spec) const;
+  // The largest node of the submit partition (or of the managed ones);
+  // nullopt-like units = 0 when sinfo cannot say.
+  struct NodeLimits {
+    int64_t cpus = 0;
+    int64_t memory_mb = 0;
+  };
+  NodeLimits Limits() const;
 
   // A job as squeue shows it, with what the adapter needs beyond Job.
   struct Entry {
@@ -234,21 +316,25 @@ class SlurmAdapter : public SchedulerAdapter {
     bool has_meta = false;
     SlurmJobMeta meta;
     bool managed = true;    // in `partitions` and `users` (when set)
+    bool marked = false;    // its comment's mark verifies: hyperfed submitted it
+    std::string user;       // the user it runs as
     bool batch = true;      // has a batch script (not srun/salloc)
     std::string fixed_pin;  // why it is pinned whatever SetPinned says ("" = it is not)
     // Jobs hyperfed submitted (tagged) are reachable by id and tag even
     // outside `partitions`/`users`; ListJobs and CountMigratable show only
     // managed ones.
-    bool Visible() const { return managed || (has_meta && !meta.tag.empty()); }
+    bool Visible() const { return managed || (marked && !meta.tag.empty()); }
   };
   using Queue = std::map<std::string, Entry>;  // by id
   // A job id with its submit time (ms): ids are reused once slurmctld starts
   // afresh (-c), so the id alone may name another job than the one cached.
   using JobKey = std::pair<std::string, int64_t>;
 
-  // Runs a Slurm command: kUnavailable for a non-zero exit, with its stderr.
+  // Runs a Slurm command in the fixed environment: kUnavailable for a
+  // non-zero exit, with its stderr. RunRaw leaves the exit code to the caller.
   absl::StatusOr<CommandResult> Run(std::vector<std::string> argv, std::string stdin_text = "",
-                                    std::map<std::string, std::string> env = {}, std::string cwd = "");
+                                    std::string cwd = "") const;
+  absl::StatusOr<CommandResult> RunRaw(std::vector<std::string>* argv, std::string stdin_text, std::string cwd) const;
   // Every job slurmctld holds, in every state, managed or not.
   absl::StatusOr<Queue> ReadQueue() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // The job's batch script (cached: a Slurm job's script never changes).
@@ -264,6 +350,11 @@ class SlurmAdapter : public SchedulerAdapter {
   void TrimScripts(const Queue& q) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 
   const SlurmOptions options_;
+  const MarkKey mark_;
+  const std::string env_dir_;  // where --export-file files are written (0600, removed after sbatch)
+  mutable absl::Mutex limits_mu_;
+  mutable NodeLimits limits_ ABSL_GUARDED_BY(limits_mu_);
+  mutable absl::Time limits_at_ ABSL_GUARDED_BY(limits_mu_) = absl::InfinitePast();
   absl::Mutex mu_;
   std::map<JobKey, std::string> scripts_ ABSL_GUARDED_BY(mu_);
   // Jobs whose script slurmctld could not give: pinned while they exist.

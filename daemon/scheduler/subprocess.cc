@@ -171,10 +171,10 @@ void KillAndReap(pid_t pid) {
   }
 }
 
-// The child's environment: ours with the overrides on top.
-std::vector<std::string> BuildEnv(const std::map<std::string, std::string>& overrides) {
+// The child's environment: ours (when inherited) with the overrides on top.
+std::vector<std::string> BuildEnv(const std::map<std::string, std::string>& overrides, bool inherit) {
   std::vector<std::string> env;
-  for (char** e = environ; e != nullptr && *e != nullptr; ++e) {
+  for (char** e = environ; inherit && e != nullptr && *e != nullptr; ++e) {
     const char* eq = strchr(*e, '=');
     const std::string name = eq == nullptr ? std::string(*e) : std::string(*e, static_cast<size_t>(eq - *e));
     if (!overrides.contains(name)) env.push_back(*e);
@@ -209,6 +209,11 @@ absl::StatusOr<CommandResult> RunCommand(const CommandSpec& spec) {
       return absl::UnavailableError(absl::StrCat("cannot start ", spec.argv[0], ": not found in PATH=", it->second));
     }
     search_path = false;
+  }
+  if (search_path && !spec.inherit_env) {
+    // posix_spawnp would search this process's PATH, which the caller chose
+    // not to pass on: a folder in it must not decide what runs.
+    return absl::UnavailableError(absl::StrCat("cannot start ", spec.argv[0], ": no PATH in its environment"));
   }
   const absl::Time deadline = absl::Now() + spec.timeout;
   int in[2], out[2], err[2];
@@ -247,7 +252,7 @@ absl::StatusOr<CommandResult> RunCommand(const CommandSpec& spec) {
   posix_spawnattr_setsigdefault(&attr, &defaults);
   posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETPGROUP | POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF);
 
-  std::vector<std::string> env = BuildEnv(spec.env);
+  std::vector<std::string> env = BuildEnv(spec.env, spec.inherit_env);
   std::vector<char*> cenv;
   for (std::string& e : env) cenv.push_back(e.data());
   cenv.push_back(nullptr);

@@ -42,6 +42,11 @@ struct CommandSpec {
   // Variables set (or replaced) on top of this process's environment. A PATH
   // given here is also the one argv[0] is looked up in.
   std::map<std::string, std::string> env;
+  // false: the child's environment is exactly `env`, nothing of this
+  // process's (the adapters run scheduler commands so: docs/adapters.md,
+  // "How commands are run"); argv[0] without a '/' is then looked up in
+  // env's PATH only, and cannot start when env has none.
+  bool inherit_env = true;
   std::string cwd;  // "" = this process's working directory
   absl::Duration timeout = absl::Seconds(30);
   // Stdout beyond this many bytes is dropped (out_truncated is then set);

@@ -26,6 +26,7 @@ void ToProto(const scheduler::JobSpec& in, v1::JobSpec* out) {
   out->set_duration_ms(in.duration_ms);
   out->set_cost(in.cost);
   out->set_key(in.key);
+  out->set_owner(in.owner);
 }
 
 scheduler::JobSpec FromProto(const v1::JobSpec& in) {
@@ -40,6 +41,7 @@ scheduler::JobSpec FromProto(const v1::JobSpec& in) {
   s.duration_ms = in.duration_ms();
   s.cost = in.cost();
   s.key = in.key();
+  s.owner = in.owner();
   return s;
 }
 

@@ -93,9 +93,11 @@ absl::Status CheckRuntime(const config::Config& c) {
             absl::StrCat(where(name), ": scheduler.options.", name, ": ", o.status().message()));
     }
     if (auto o = scheduler::ParseSlurmOptions(c.scheduler.options); !o.ok()) {
-      // The combinations checked involve submit_partition; when it is
-      // missing, the line to blame is partitions'.
-      const std::string name = c.scheduler.options.contains("submit_partition") ? "submit_partition" : "partitions";
+      // The error names the option to blame ("scheduler option \"X\": ...");
+      // a missing submit_partition is blamed on partitions' line.
+      std::string name(o.status().message().substr(0, o.status().message().find("\":")));
+      name = name.substr(name.find('"') == std::string::npos ? name.size() : name.find('"') + 1);
+      if (!c.scheduler.options.contains(name)) name = "partitions";
       return absl::InvalidArgumentError(
           absl::StrCat(where(name), ": scheduler.options.", name, ": ", o.status().message()));
     }

@@ -33,6 +33,14 @@ class SlurmSites {
   // Two clusters, partitions down, a shared work folder; empty on failure
   // (with a test failure recorded).
   bool Start() {
+    std::string tmpl = (std::filesystem::temp_directory_path() / "hyperfed-slurm-work-XXXXXX").string();
+    if (mkdtemp(tmpl.data()) == nullptr) return false;
+    // Moved jobs run as nobody (run_as_account below, never the daemon's
+    // account): it works and writes here.
+    chmod(tmpl.c_str(), 01777);
+    work_ = tmpl;
+    std::filesystem::create_directories(work_ + "/out");
+    chmod((work_ + "/out").c_str(), 01777);
     for (const char* name : {"slurm-a", "slurm-b"}) {
       auto c = SlurmCluster::Start(name);
       if (!c.ok()) {
@@ -44,18 +52,15 @@ class SlurmSites {
         ADD_FAILURE() << r.status();
         return false;
       }
-      auto a = scheduler::SlurmAdapter::Open({.options = {{"slurm_conf", clusters_.back()->conf()}}});
+      // The site's own mark key, so that this adapter sees the marks its
+      // daemon makes (tags of moved jobs).
+      auto a = scheduler::SlurmAdapter::Open({.options = Options(clusters_.size() - 1)});
       if (!a.ok()) {
         ADD_FAILURE() << a.status();
         return false;
       }
       adapters_.push_back(*std::move(a));
     }
-    std::string tmpl = (std::filesystem::temp_directory_path() / "hyperfed-slurm-work-XXXXXX").string();
-    if (mkdtemp(tmpl.data()) == nullptr) return false;
-    chmod(tmpl.c_str(), 0755);
-    work_ = tmpl;
-    std::filesystem::create_directories(work_ + "/out");
     return true;
   }
   ~SlurmSites() {
@@ -66,11 +71,20 @@ class SlurmSites {
     }
   }
 
+  // Site i's adapter options, for its daemon and for the test's adapter.
+  std::map<std::string, std::string> Options(size_t i) const {
+    return {{"slurm_conf", clusters_[i]->conf()},
+            {"submit_dir", work_},
+            {"timeout", "30s"},
+            {"run_as", "account"},
+            {"run_as_account", "nobody"},
+            {"mark_key", absl::StrCat(work_, "/keys/", clusters_[i]->name(), ".key")}};
+  }
+
   FederationOptions Federation() const {
     FederationOptions o{.sites = 2};
     o.adapter = "slurm";
-    for (const auto& c : clusters_)
-      o.adapter_options.push_back({{"slurm_conf", c->conf()}, {"submit_dir", work_}, {"timeout", "30s"}});
+    for (size_t i = 0; i < clusters_.size(); ++i) o.adapter_options.push_back(Options(i));
     return o;
   }
 
@@ -160,11 +174,15 @@ TEST_F(SlurmFederationTest, FortyJobsAtOneSiteSplitEvenlyAndRunAtTheOther) {
     for (const auto& j : *jobs) names.insert(j.spec.name);
   EXPECT_EQ(names.size(), 40u);
   for (const auto& [name, script] : original) EXPECT_EQ(names.count(name), 1u) << name;
-  // Each moved job: the script byte for byte, tagged, keyed by its origin.
+  // Each moved job: the script byte for byte but for the #SBATCH lines
+  // hyperfed neutralises (the --output one), tagged, keyed by its origin,
+  // running as the site's run_as_account, owned by its user at A.
   for (const auto& j : at_b) {
     auto w = sites_.cluster(1).Cmd({"scontrol", "write", "batch_script", j.id, "-"});
     ASSERT_TRUE(w.ok()) << w.status();
-    EXPECT_EQ(w->out, original[j.spec.name]) << j.spec.name;
+    EXPECT_EQ(w->out, scheduler::FilterSbatchDirectives(original[j.spec.name])) << j.spec.name;
+    EXPECT_TRUE(absl::StrContains(w->out, "# hyperfed removed: #SBATCH --output=")) << w->out;
+    EXPECT_EQ(j.spec.owner, "root") << "the user it had at A";
     EXPECT_TRUE(absl::StartsWith(j.tag, "hyperfed:")) << j.tag;
     EXPECT_TRUE(absl::StartsWith(j.spec.key, "slurm-a/")) << j.spec.key;
   }
@@ -231,6 +249,16 @@ TEST(SlurmConfigTest, ABadSlurmOptionNamesFileLineAndOption) {
   write("    partitions: batch\n    submit_partition: batch\n");
   std::tie(code, text) = check();
   EXPECT_EQ(code, 0) << text;
+  // Who moved jobs run as (issue 12, outcome 9): the option to blame.
+  write("    slurm_conf: /etc/slurm/slurm.conf\n    run_as: owner\n");
+  std::tie(code, text) = check();
+  EXPECT_EQ(code, 2);
+  EXPECT_TRUE(absl::StrContains(text, "site.yaml:8: scheduler.options.run_as: ")) << text;
+  EXPECT_TRUE(absl::StrContains(text, "needs \"users_map\"")) << text;
+  write("    run_as: owner\n    users_map: /nonexistent/users.map\n");
+  std::tie(code, text) = check();
+  EXPECT_EQ(code, 2);
+  EXPECT_TRUE(absl::StrContains(text, "site.yaml:8: scheduler.options.users_map: ")) << text;
   std::error_code ec;
   std::filesystem::remove_all(dir, ec);
 }

@@ -54,6 +54,7 @@ JobSpec AdapterContractTest::FullSpec(const std::string& name) const {
   s.env = {{"A", "1"}, {"WITH_SPACE", "x y"}, {"QUOTES", "\"'"}, {"EMPTY", ""}, {"NL", "a\nb"}};
   s.cost = 10800.25;
   s.key = absl::StrCat("site-a/", name, "/7");
+  s.owner = "alice";
   return s;
 }
 

@@ -552,5 +552,59 @@ TEST(ExecSchedTest, JobsRunWithTheirEnvironmentAndWorkdir) {
   EXPECT_EQ(ReadFile(work + "/result"), "hello there\n");
 }
 
+// Issue 12, row 7 (adapter side): exit 12 from submit is the scheduler's
+// refusal of the spec, final (InvalidArgument); other failures may be retried.
+TEST_F(ExecAdapterTest, Row7_SubmitExitTwelveIsAFinalRefusal) {
+  auto a = Make({{"submit", Sh("cat >/dev/null; echo 'no queue gpu' >&2; exit 12")},
+                 {"find_by_tag", Sh("echo '{\"jobs\": []}'")}});
+  JobSpec s{.name = "j", .script = "true", .key = "k"};
+  auto id = a->Submit(s, "t", false);
+  EXPECT_TRUE(absl::IsInvalidArgument(id.status())) << id.status();
+  EXPECT_TRUE(absl::StrContains(id.status().message(), "no queue gpu")) << id.status();
+  auto b = Make({{"submit", Sh("cat >/dev/null; exit 1")}, {"find_by_tag", Sh("echo '{\"jobs\": []}'")}});
+  EXPECT_TRUE(absl::IsUnavailable(b->Submit(s, "t", false).status()));
+  // 12 means nothing special for an operation on one job.
+  auto c = Make({{"hold", Sh("exit 12")}});
+  EXPECT_TRUE(absl::IsUnavailable(c->Hold("1")));
+}
+
+// Issue 12, row 1: commands get a fixed environment, the daemon's only by
+// name (pass_env), and a spec's variables only inside the JSON.
+TEST_F(ExecAdapterTest, Row1_CommandsRunWithAFixedEnvironment) {
+  const std::string out = dir_.Sub("env.txt");
+  setenv("HYPERFED_TEST_SECRET", "leaked", 1);
+  setenv("HYPERFED_TEST_PASSED", "passed", 1);
+  const std::string old_path = getenv("PATH") ? getenv("PATH") : "";
+  setenv("PATH", (dir_.path() + ":" + old_path).c_str(), 1);
+  std::ofstream(dir_.Sub("env")) << "#!/bin/sh\necho planted > " << dir_.Sub("planted") << "\n";
+  std::filesystem::permissions(dir_.Sub("env"), std::filesystem::perms::owner_all);
+  auto a = Make({{"capacity", Sh("env > " + out + "; echo '{\"units\": 1}'")}});
+  auto cap = a->GetCapacity();
+  auto passing = ExecAdapter::Create({.options = {{"command", Sh("env > " + out + ".2; echo '{\"units\": 1}'")},
+                                                  {"pass_env", "HYPERFED_TEST_PASSED"}}});
+  ASSERT_TRUE(passing.ok()) << passing.status();
+  auto cap2 = (*passing)->GetCapacity();
+  auto bare = Make({{"capacity", "env"}});  // looked up in the fixed PATH, not the daemon's
+  (void)bare->GetCapacity();
+  setenv("PATH", old_path.c_str(), 1);
+  unsetenv("HYPERFED_TEST_SECRET");
+  unsetenv("HYPERFED_TEST_PASSED");
+  ASSERT_TRUE(cap.ok()) << cap.status();
+  ASSERT_TRUE(cap2.ok()) << cap2.status();
+  const std::string env = ReadFile(out);
+  EXPECT_FALSE(absl::StrContains(env, "HYPERFED_TEST_SECRET")) << env;
+  EXPECT_TRUE(absl::StrContains(env, absl::StrCat("PATH=", kExecSafePath, "\n"))) << env;
+  EXPECT_TRUE(absl::StrContains(ReadFile(out + ".2"), "HYPERFED_TEST_PASSED=passed"));
+  EXPECT_FALSE(std::filesystem::exists(dir_.Sub("planted"))) << "a command was looked up in the daemon's PATH";
+}
+
+// The owner travels through the exec JSON both ways.
+TEST_F(ExecAdapterTest, OwnerIsInTheSpecJson) {
+  JobSpec s{.name = "j", .script = "true", .key = "k", .owner = "alice"};
+  auto json = JobSpecToJson(s);
+  ASSERT_TRUE(json.ok());
+  EXPECT_TRUE(absl::StrContains(*json, "\"owner\":\"alice\"")) << *json;
+}
+
 }  // namespace
 }  // namespace hyperfed::scheduler::testing

@@ -311,7 +311,10 @@ TEST_F(SimAdapterTest, StringsWithAnyByteRoundTrip) {
   auto a = Open();
   JobSpec s = Spec(std::string("nul\0inside", 10), 10);
   s.script = std::string("\0\x01\xff", 3);
-  s.env[std::string("K\0", 2)] = std::string("\0", 1);
+  // Environment names and values are what an environment can hold
+  // (RefusedEnvName; no NUL), any other byte is kept.
+  s.env["K"] = std::string("\x01\xff\n", 3);
+  s.owner = "alice";
   const std::string id = MustSubmit(a.get(), s, std::string("t\0a", 3), true);
   EXPECT_EQ(*a->Export(id), s);
   EXPECT_TRUE(a->FindByTag("t")->empty());

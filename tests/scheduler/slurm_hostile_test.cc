@@ -1,0 +1,608 @@
+// Issue 12, the scheduler's part: what a hostile peer (through a job spec)
+// or a local Slurm user (through their own jobs) tries against the slurm
+// adapter, and what stops it. Tests are named after the issue's row (or
+// outcome) they prove. The HostileSlurmSpec ones need no Slurm; the
+// HostileSlurm ones run a real single-node Slurm (scripts/slurm-cluster) and
+// skip, saying why, without it; the ones that make Unix users (useradd) or
+// submit as another user skip, saying why, when not run as root.
+
+#include <pwd.h>
+#include <stdlib.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
+
+#include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_split.h"
+#include "absl/strings/strip.h"
+#include "daemon/scheduler/mark.h"
+#include "daemon/scheduler/sim_adapter.h"
+#include "daemon/scheduler/slurm_adapter.h"
+#include "gtest/gtest.h"
+#include "tests/scheduler/slurm_cluster.h"
+#include "tests/scheduler/temp_dir.h"
+
+namespace hyperfed::scheduler::testing {
+namespace {
+
+using hyperfed::testing::ReadText;
+using hyperfed::testing::SlurmCluster;
+using hyperfed::testing::SlurmMissing;
+
+void WriteExecutable(const std::string& path, const std::string& body) {
+  std::ofstream(path) << body;
+  chmod(path.c_str(), 0755);
+}
+
+// ---- Without Slurm: CheckSpec, the mark, the #SBATCH filter ----
+
+class HostileSlurmSpec : public ::testing::Test {
+ protected:
+  // An adapter whose commands are fakes in dir_ (bin_dir): `sinfo` prints
+  // one node of 4 CPUs and 16384 MB in partition "batch", `squeue` prints
+  // queue.json.
+  std::unique_ptr<SlurmAdapter> Adapter(std::map<std::string, std::string> options = {}) {
+    WriteExecutable(dir_.Sub("sinfo"), R"(#!/bin/sh
+echo '{"nodes": [{"name": "n1", "cpus": 4, "real_memory": 16384, "partitions": ["batch"], "state": "idle"},
+                 {"name": "n2", "cpus": 64, "real_memory": 999999, "partitions": ["big"], "state": "idle"}]}'
+)");
+    WriteExecutable(dir_.Sub("squeue"), absl::StrCat("#!/bin/sh\ncat ", dir_.Sub("queue.json"), "\n"));
+    WriteExecutable(dir_.Sub("scontrol"), "#!/bin/sh\necho '#!/bin/sh'\necho true\n");
+    options["bin_dir"] = dir_.path();
+    if (!options.contains("run_as")) {
+      options["run_as"] = "account";
+      options["run_as_account"] = "nobody";
+    }
+    if (!options.contains("submit_partition")) options["submit_partition"] = "batch";
+    auto a = SlurmAdapter::Open({.state_dir = dir_.path(), .options = options});
+    EXPECT_TRUE(a.ok()) << a.status();
+    return a.ok() ? *std::move(a) : nullptr;
+  }
+  void Queue(const std::string& json) { std::ofstream(dir_.Sub("queue.json")) << json; }
+  static JobSpec Good() {
+    return JobSpec{.name = "j", .script = "#!/bin/sh\ntrue\n", .cores = 1, .key = "site-a/1", .owner = "alice"};
+  }
+
+  TempDir dir_;
+};
+
+TEST_F(HostileSlurmSpec, Row1_CheckSpecRefusesEveryReservedEnvironmentName) {
+  auto slurm = Adapter();
+  ASSERT_NE(slurm, nullptr);
+  TempDir sim_dir;
+  auto sim = SimAdapter::Open({.state_dir = sim_dir.path()});
+  ASSERT_TRUE(sim.ok()) << sim.status();
+  const std::vector<std::string> refused = {
+      // not [A-Za-z_][A-Za-z0-9_]*
+      "", "1A", "A-B", "A B", "A=B", "A,B", std::string("A\0B", 3), "BASH_FUNC_f%%", "Ä",
+      // loader and glibc
+      "LD_PRELOAD", "LD_LIBRARY_PATH", "LD_AUDIT", "DYLD_INSERT_LIBRARIES", "GLIBC_TUNABLES", "MALLOC_CHECK_",
+      "GCONV_PATH",
+      // the shell and the login
+      "PATH", "IFS", "ENV", "BASH_ENV", "SHELL", "HOME", "USER", "LOGNAME", "SHELLOPTS", "PS4", "BASH_FUNC_x",
+      // Slurm's own
+      "SLURM_CONF", "SLURM_EXPORT_ENV", "SBATCH_QOS", "SBATCH_PARTITION", "SALLOC_ACCOUNT", "SRUN_CPUS_PER_TASK",
+      "SPANK_X", "PMI_RANK", "PMIX_RANK",
+      // sbatch --export keywords
+      "ALL", "NONE", "NIL", "all", "None"};
+  for (const std::string& name : refused) {
+    JobSpec s = Good();
+    s.env = {{"OK", "1"}, {name, "x"}};
+    for (SchedulerAdapter* a :
+         {static_cast<SchedulerAdapter*>(slurm.get()), static_cast<SchedulerAdapter*>(sim->get())}) {
+      absl::Status st = a->CheckSpec(s);
+      EXPECT_TRUE(absl::IsInvalidArgument(st)) << a->Name() << " took env name \"" << name << "\": " << st;
+      EXPECT_TRUE(absl::StrContains(st.message(), "is refused")) << st;
+    }
+  }
+  for (const std::string& name : {"A", "_X", "OMP_NUM_THREADS", "LDX", "PATHS", "MY_SLURM_THING"}) {
+    JobSpec s = Good();
+    s.env = {{name, "a value, with 'quotes' and\nnewlines"}};
+    EXPECT_TRUE(slurm->CheckSpec(s).ok()) << name << ": " << slurm->CheckSpec(s);
+  }
+  JobSpec nul = Good();
+  nul.env = {{"A", std::string("x\0y", 3)}};
+  EXPECT_TRUE(absl::IsInvalidArgument(slurm->CheckSpec(nul)));
+}
+
+TEST_F(HostileSlurmSpec, Row1_ALocalUsersCommentPlantsNoEnvironment) {
+  // Mallory's own job, with a comment in hyperfed's format naming PATH:
+  // it must not move (exported, it would carry PATH to another site).
+  Queue(R"({"jobs": [
+    {"job_id": 5, "job_state": "PENDING", "state_reason": "None", "submit_time": 100, "batch_flag": true,
+     "user_name": "mallory", "comment": "hyperfed1;e=PATH=/tmp/x;e=A=1"},
+    {"job_id": 6, "job_state": "PENDING", "state_reason": "None", "submit_time": 101, "batch_flag": true,
+     "user_name": "mallory", "comment": "hyperfed1;e=A=1"}]})");
+  auto a = Adapter();
+  ASSERT_NE(a, nullptr);
+  auto jobs = a->GetJobs({"5", "6"});
+  ASSERT_TRUE(jobs[0].ok()) << jobs[0].status();
+  EXPECT_TRUE(jobs[0]->pinned);
+  EXPECT_FALSE(jobs[1]->pinned) << "an allowed variable is the user's own business";
+  auto spec = a->Export("5");
+  EXPECT_TRUE(absl::IsFailedPrecondition(spec.status())) << spec.status();
+  EXPECT_TRUE(absl::StrContains(spec.status().message(), "PATH")) << spec.status();
+  EXPECT_TRUE(absl::IsFailedPrecondition(a->SetPinned("5", false)));
+  EXPECT_EQ(*a->CountMigratable(), 1);
+}
+
+TEST_F(HostileSlurmSpec, Row2_OnlyAMarkMadeHereForTheJobsOwnUserCounts) {
+  auto key = MarkKey::LoadOrCreate(dir_.Sub("mark.key"));
+  ASSERT_TRUE(key.ok()) << key.status();
+  SlurmJobMeta real;
+  real.tag = "hyperfed:site-0:7:0";
+  real.has_key = true;
+  real.key = "site-0/7";
+  real.mark = key->Sign(SlurmMarkMessage(real, "nobody"));
+  SlurmJobMeta forged = real;
+  forged.mark = "";
+  SlurmJobMeta other_key = real;
+  other_key.mark = MarkKey::FromBytesForTesting(std::string(32, 'k')).Sign(SlurmMarkMessage(real, "nobody"));
+  auto job = [](int id, const std::string& user, const SlurmJobMeta& m) {
+    return absl::StrCat(R"({"job_id": )", id, R"(, "job_state": "PENDING", "state_reason": "None", "submit_time": )",
+                        id, R"(, "user_name": ")", user, R"(", "comment": ")", EncodeSlurmComment(m), R"("})");
+  };
+  // Mallory's forgery (no mark), her copy of the real job's comment (a mark
+  // made for nobody's job), one with a mark under another key, and the real
+  // job, last in queue order.
+  Queue(absl::StrCat(R"({"jobs": [)", job(1, "mallory", forged), ",", job(2, "mallory", real), ",",
+                     job(3, "nobody", other_key), ",", job(4, "nobody", real), "]}"));
+  auto a = Adapter();
+  ASSERT_NE(a, nullptr);
+  auto found = a->FindByTag(real.tag);
+  ASSERT_TRUE(found.ok()) << found.status();
+  ASSERT_EQ(found->size(), 1u);
+  EXPECT_EQ((*found)[0].id, "4");
+  auto got = a->GetJobs({"1", "2", "3", "4"});
+  for (int i = 0; i < 3; ++i) EXPECT_EQ(got[i]->tag, "") << "job " << i + 1 << " is not one hyperfed submitted";
+  EXPECT_EQ(got[3]->tag, real.tag);
+  // A retried submit answers the real job, without running sbatch (there is
+  // none in bin_dir: running it would fail).
+  auto id = a->Submit(Good(), real.tag, true);
+  ASSERT_TRUE(id.ok()) << id.status();
+  EXPECT_EQ(*id, "4");
+}
+
+TEST_F(HostileSlurmSpec, Row2_MarkKeyIsPrivateAndRefusedWhenOthersCanReadIt) {
+  const std::string path = dir_.Sub("state/mark.key");
+  auto key = MarkKey::LoadOrCreate(path);
+  ASSERT_TRUE(key.ok()) << key.status();
+  struct stat st;
+  ASSERT_EQ(stat(path.c_str(), &st), 0);
+  EXPECT_EQ(st.st_mode & 0777, 0600u);
+  ASSERT_EQ(stat(dir_.Sub("state").c_str(), &st), 0);
+  EXPECT_EQ(st.st_mode & 0777, 0700u) << "a folder made for the key is private too";
+  EXPECT_EQ(ReadText(path).size(), MarkKey::kKeyBytes);
+  auto again = MarkKey::LoadOrCreate(path);
+  ASSERT_TRUE(again.ok());
+  EXPECT_EQ(again->Sign("m"), key->Sign("m")) << "the same key after a restart";
+  chmod(path.c_str(), 0640);
+  auto open = MarkKey::LoadOrCreate(path);
+  EXPECT_TRUE(absl::IsFailedPrecondition(open.status())) << open.status();
+  EXPECT_TRUE(absl::StrContains(open.status().message(), "0640")) << open.status();
+  auto a = SlurmAdapter::Open({.options = {{"mark_key", path}}});
+  EXPECT_FALSE(a.ok()) << "the daemon refuses to start";
+}
+
+TEST_F(HostileSlurmSpec, Row7_CheckSpecRefusesWhatSbatchWouldNotRun) {
+  auto a = Adapter();
+  ASSERT_NE(a, nullptr);
+  ASSERT_TRUE(a->CheckSpec(Good()).ok()) << a->CheckSpec(Good());
+  auto refused = [&](const JobSpec& s, const std::string& says) {
+    absl::Status st = a->CheckSpec(s);
+    EXPECT_TRUE(absl::IsInvalidArgument(st)) << st;
+    EXPECT_TRUE(absl::StrContains(st.message(), says)) << st;
+  };
+  JobSpec s = Good();
+  s.cores = 5;  // the largest node of partition batch has 4 (n2's 64 are in another partition)
+  refused(s, "largest node of partition batch has 4");
+  s = Good();
+  s.cores = 4;
+  s.memory_mb = 16384;
+  EXPECT_TRUE(a->CheckSpec(s).ok()) << a->CheckSpec(s);
+  s.memory_mb = 16385;
+  refused(s, "16384 MB");
+  s = Good();
+  s.memory_mb = kSlurmMaxMemoryMb + 1;
+  refused(s, "Slurm's largest");
+  s = Good();
+  s.time_limit_s = kSlurmMaxTimeMinutes * 60;
+  EXPECT_TRUE(a->CheckSpec(s).ok()) << a->CheckSpec(s);
+  s.time_limit_s += 1;  // rounds up to one minute more
+  refused(s, "time limit");
+  s.time_limit_s = INT64_MAX;
+  refused(s, "time limit");
+  s = Good();
+  s.name = std::string(kMaxNameLength + 1, 'n');
+  refused(s, "name");
+  // A comment that fits now but not once the longest tag and the mark are in.
+  s = Good();
+  for (int len = 300; len < 1024; ++len) {
+    s.env = {{"V", std::string(len, 'v')}};
+    SlurmJobMeta m;
+    m.has_key = m.has_cost = true;
+    m.key = s.key, m.cost = s.cost, m.no_workdir = true, m.env = s.env, m.owner = s.owner;
+    if (EncodeSlurmComment(m).size() + 60 > kSlurmMaxComment) break;
+  }
+  refused(s, "Slurm comment");
+}
+
+TEST_F(HostileSlurmSpec, Row10_OnlyAllowedSbatchDirectivesSurvive) {
+  const std::string script =
+      "#!/bin/bash\n"
+      "#SBATCH --qos=high\n"
+      "#SBATCH --output=/etc/evil\n"
+      "#SBATCH --requeue\n"
+      "#SBATCH --time=5 --partition=other\n"
+      "#SBATCH--partition=other\n"
+      "#SBATCH --part=other\n"
+      "#SBATCH -p other\n"
+      "#SBATCH --mail-type=END,FAIL\n"
+      "#SBATCH --mail-type=END --exclusive\n"
+      "#SBATCH --signal=B:USR1@60\n"
+      "#SBATCH --open-mode=append\n"
+      "#SBATCH --mail-type=$(reboot)\n"
+      "  #SBATCH --gres=gpu:8\n"
+      "#sbatch --uid=0\n"
+      "\n"
+      "# a comment\n"
+      "#SBATCH --no-requeue \n"
+      "echo start\n"
+      "#SBATCH --exclusive\n";
+  const std::string want =
+      "#!/bin/bash\n"
+      "# hyperfed removed: #SBATCH --qos=high\n"
+      "# hyperfed removed: #SBATCH --output=/etc/evil\n"
+      "#SBATCH --requeue\n"
+      "# hyperfed removed: #SBATCH --time=5 --partition=other\n"
+      "# hyperfed removed: #SBATCH--partition=other\n"
+      "# hyperfed removed: #SBATCH --part=other\n"
+      "# hyperfed removed: #SBATCH -p other\n"
+      "#SBATCH --mail-type=END,FAIL\n"
+      "# hyperfed removed: #SBATCH --mail-type=END --exclusive\n"
+      "#SBATCH --signal=B:USR1@60\n"
+      "#SBATCH --open-mode=append\n"
+      "# hyperfed removed: #SBATCH --mail-type=$(reboot)\n"
+      "# hyperfed removed:   #SBATCH --gres=gpu:8\n"
+      "# hyperfed removed: #sbatch --uid=0\n"
+      "\n"
+      "# a comment\n"
+      "#SBATCH --no-requeue \n"
+      "echo start\n"
+      "#SBATCH --exclusive\n";
+  EXPECT_EQ(FilterSbatchDirectives(script), want);
+  EXPECT_EQ(FilterSbatchDirectives(want), want) << "filtering twice changes nothing (a job may move again)";
+  const std::string plain = "#!/bin/sh\nsleep 1";
+  EXPECT_EQ(FilterSbatchDirectives(plain), plain);
+  EXPECT_EQ(FilterSbatchDirectives("#!/bin/sh\n#SBATCH --mem=0"), "#!/bin/sh\n# hyperfed removed: #SBATCH --mem=0");
+}
+
+TEST_F(HostileSlurmSpec, Outcome9_OwnersAreUserNamesAndMapOnlyToOrdinaryUsers) {
+  auto a = Adapter();
+  ASSERT_NE(a, nullptr);
+  for (const std::string& owner :
+       std::vector<std::string>{"Alice", "root;x", "a b", "-x", std::string(33, 'a'), std::string("a\0", 2)}) {
+    JobSpec s = Good();
+    s.owner = owner;
+    EXPECT_TRUE(absl::IsInvalidArgument(a->CheckSpec(s))) << owner;
+  }
+  // No run_as: nothing runs here, and the error says what to configure.
+  Queue(R"({"jobs": []})");
+  auto none = SlurmAdapter::Open({.state_dir = dir_.path(), .options = {{"bin_dir", dir_.path()}}});
+  ASSERT_TRUE(none.ok()) << none.status();
+  absl::Status st = (*none)->CheckSpec(Good());
+  EXPECT_TRUE(absl::IsInvalidArgument(st)) << st;
+  EXPECT_TRUE(absl::StrContains(st.message(), "run_as")) << st;
+  EXPECT_TRUE(absl::StrContains(st.message(), "never runs them as its own account")) << st;
+  EXPECT_TRUE(absl::IsInvalidArgument((*none)->Submit(Good(), "t", true).status()));
+  // run_as: owner with a mapping file.
+  passwd* self = getpwuid(geteuid());
+  ASSERT_NE(self, nullptr);
+  std::ofstream(dir_.Sub("users.map")) << "# remote local\nalice nobody\nboss root\nme " << self->pw_name
+                                       << "\nghost no-such-user-here\n";
+  auto owner = Adapter({{"run_as", "owner"}, {"users_map", dir_.Sub("users.map")}});
+  ASSERT_NE(owner, nullptr);
+  EXPECT_TRUE(owner->CheckSpec(Good()).ok()) << owner->CheckSpec(Good());
+  auto refused = [&](const std::string& who, const std::string& says) {
+    JobSpec s = Good();
+    s.owner = who;
+    absl::Status st = owner->CheckSpec(s);
+    EXPECT_TRUE(absl::IsInvalidArgument(st)) << who << ": " << st;
+    EXPECT_TRUE(absl::StrContains(st.message(), says)) << st;
+  };
+  refused("carol", "not in users_map");
+  refused("", "no owner");
+  refused("boss", "root");
+  refused("me", geteuid() == 0 ? "root" : "daemon's own account");
+  refused("ghost", "does not exist");
+  // same-name: the owner's own name, never root.
+  auto same = Adapter({{"run_as", "owner"}, {"users_map", "same-name"}});
+  ASSERT_NE(same, nullptr);
+  JobSpec s = Good();
+  s.owner = "nobody";
+  EXPECT_TRUE(same->CheckSpec(s).ok()) << same->CheckSpec(s);
+  s.owner = "root";
+  EXPECT_TRUE(absl::IsInvalidArgument(same->CheckSpec(s)));
+  // Config errors name the option (and the map file's line).
+  for (const auto& [opts, says] : std::vector<std::pair<std::map<std::string, std::string>, std::string>>{
+           {{{"run_as", "me"}}, "\"run_as\""},
+           {{{"run_as", "owner"}}, "needs \"users_map\""},
+           {{{"run_as", "account"}}, "needs \"run_as_account\""},
+           {{{"run_as", "account"}, {"run_as_account", "Root"}}, "\"run_as_account\""},
+           {{{"users_map", "same-name"}}, "only with run_as: owner"},
+           {{{"run_as", "owner"}, {"users_map", dir_.Sub("nope")}}, "cannot read"}}) {
+    auto o = ParseSlurmOptions(opts);
+    EXPECT_TRUE(absl::IsInvalidArgument(o.status())) << says;
+    EXPECT_TRUE(absl::StrContains(o.status().message(), says)) << o.status();
+  }
+  std::ofstream(dir_.Sub("bad.map")) << "alice bob\n\nbob\n";
+  auto bad = ParseSlurmOptions({{"run_as", "owner"}, {"users_map", dir_.Sub("bad.map")}});
+  EXPECT_TRUE(absl::StrContains(bad.status().message(), "bad.map:3: not two words")) << bad.status();
+  auto root_account =
+      SlurmAdapter::Open({.state_dir = dir_.path(), .options = {{"run_as", "account"}, {"run_as_account", "root"}}});
+  EXPECT_TRUE(absl::IsInvalidArgument(root_account.status())) << root_account.status();
+}
+
+// ---- On a real Slurm ----
+
+class HostileSlurm : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    if (std::string why = SlurmMissing(); !why.empty()) GTEST_SKIP() << why;
+    auto c = SlurmCluster::Start("hostile");
+    ASSERT_TRUE(c.ok()) << c.status();
+    cluster_ = *std::move(c);
+    chmod(dir_.path().c_str(), 0777);  // jobs run as nobody
+  }
+  std::unique_ptr<SlurmAdapter> Adapter(std::map<std::string, std::string> options = {}) {
+    options["slurm_conf"] = cluster_->conf();
+    if (!options.contains("submit_dir")) options["submit_dir"] = dir_.path();
+    if (!options.contains("run_as")) {
+      options["run_as"] = "account";
+      options["run_as_account"] = "nobody";
+    }
+    auto a = SlurmAdapter::Open({.state_dir = dir_.Sub("state"), .options = options});
+    EXPECT_TRUE(a.ok()) << a.status();
+    return a.ok() ? *std::move(a) : nullptr;
+  }
+  // `scontrol show job ID` as KEY=VALUE pairs.
+  std::map<std::string, std::string> ShowJob(const std::string& id) {
+    std::map<std::string, std::string> out;
+    auto r = cluster_->Cmd({"scontrol", "show", "job", id});
+    EXPECT_TRUE(r.ok()) << r.status();
+    if (!r.ok()) return out;
+    for (absl::string_view word : absl::StrSplit(r->out, absl::ByAnyChar(" \n"), absl::SkipEmpty())) {
+      const size_t eq = word.find('=');
+      if (eq != absl::string_view::npos) out[std::string(word.substr(0, eq))] = std::string(word.substr(eq + 1));
+    }
+    return out;
+  }
+  std::string Squeue(const std::string& id, const std::string& format) {
+    auto r = cluster_->Cmd({"squeue", "-h", "-j", id, "-o", format});
+    EXPECT_TRUE(r.ok()) << r.status();
+    return r.ok() ? std::string(absl::StripAsciiWhitespace(r->out)) : "";
+  }
+  bool WaitDone(SchedulerAdapter* a, const std::string& id) {
+    for (const absl::Time end = absl::Now() + absl::Seconds(60); absl::Now() < end;) {
+      auto j = a->GetJobs({id});
+      if (j[0].ok() && j[0]->state == JobState::kDone) return true;
+      absl::SleepFor(absl::Milliseconds(200));
+    }
+    return false;
+  }
+  static bool Root() { return geteuid() == 0; }
+
+  TempDir dir_;
+  std::unique_ptr<SlurmCluster> cluster_;  // stopped before dir_ goes
+};
+
+TEST_F(HostileSlurm, Row1_PeerEnvNeverReachesSbatch) {
+  // (a) Names a job may not set are refused before any command runs.
+  auto a = Adapter();
+  ASSERT_NE(a, nullptr);
+  for (const char* name : {"PATH", "LD_PRELOAD", "SLURM_CONF", "SBATCH_QOS", "ALL"}) {
+    JobSpec s{.name = "bad", .script = "#!/bin/sh\ntrue\n", .key = "k"};
+    s.env = {{name, "/tmp/x"}};
+    EXPECT_TRUE(absl::IsInvalidArgument(a->CheckSpec(s))) << name;
+    EXPECT_TRUE(absl::IsInvalidArgument(a->Submit(s, absl::StrCat("t-", name), true).status())) << name;
+  }
+  EXPECT_TRUE(a->ListJobs()->empty()) << "nothing was submitted";
+
+  // (b) The daemon's own environment does not reach the commands either: a
+  // planted sbatch in its PATH, SBATCH_* options, a preload. bin_dir holds
+  // wrappers that record their environment and run the real commands.
+  const std::string plant = dir_.Sub("plant"), wrap = dir_.Sub("wrap");
+  std::filesystem::create_directories(plant);
+  std::filesystem::create_directories(wrap);
+  for (const char* cmd : {"sbatch", "squeue", "sinfo", "scontrol", "scancel"}) {
+    WriteExecutable(absl::StrCat(plant, "/", cmd), absl::StrCat("#!/bin/sh\ntouch ", dir_.Sub("planted-ran"), "\n"));
+    std::string real;
+    for (const char* d : {"/usr/bin", "/usr/local/bin", "/bin"})
+      if (real.empty() && access(absl::StrCat(d, "/", cmd).c_str(), X_OK) == 0) real = absl::StrCat(d, "/", cmd);
+    WriteExecutable(absl::StrCat(wrap, "/", cmd), absl::StrCat("#!/bin/sh\nenv > ", dir_.Sub(absl::StrCat(cmd, ".env")),
+                                                               "\nexec ", real, " \"$@\"\n"));
+  }
+  const std::string old_path = getenv("PATH") ? getenv("PATH") : "";
+  setenv("PATH", absl::StrCat(plant, ":", old_path).c_str(), 1);
+  setenv("SBATCH_PARTITION", "nosuch", 1);
+  setenv("SBATCH_HOLD", "1", 1);
+  setenv("HYPERFED_TEST_DAEMON_SECRET", "secret", 1);
+  auto wrapped = Adapter({{"bin_dir", wrap}});
+  auto plain = Adapter();  // no bin_dir: the fixed PATH, not the daemon's
+  ASSERT_NE(wrapped, nullptr);
+  ASSERT_NE(plain, nullptr);
+  const std::string out = dir_.Sub("job.out");
+  JobSpec s{.name = "env",
+            .script = absl::StrCat("#!/bin/sh\nprintf '%s|%s' \"$GREETING\" \"$OMP_NUM_THREADS\" > ", out, "\n"),
+            .key = "k-env"};
+  s.env = {{"GREETING", "it's \"quoted\", with commas\nand a newline"}, {"OMP_NUM_THREADS", "2"}};
+  auto id = wrapped->Submit(s, "t-env", false);
+  auto id2 = plain->Submit(s, "t-env-2", true);
+  auto cap = plain->GetCapacity();
+  setenv("PATH", old_path.c_str(), 1);
+  unsetenv("SBATCH_PARTITION");
+  unsetenv("SBATCH_HOLD");
+  unsetenv("HYPERFED_TEST_DAEMON_SECRET");
+  ASSERT_TRUE(id.ok()) << id.status();
+  ASSERT_TRUE(id2.ok()) << id2.status();
+  EXPECT_TRUE(cap.ok()) << cap.status();
+  EXPECT_FALSE(std::filesystem::exists(dir_.Sub("planted-ran"))) << "the planted sbatch in the daemon's PATH ran";
+  const std::string sbatch_env = ReadText(dir_.Sub("sbatch.env"));
+  ASSERT_FALSE(sbatch_env.empty());
+  for (absl::string_view line : absl::StrSplit(sbatch_env, '\n', absl::SkipEmpty())) {
+    const std::string name(line.substr(0, line.find('=')));
+    // The shell running the wrapper adds PWD (and perhaps SHLVL, _ or OLDPWD).
+    EXPECT_TRUE(name == "PATH" || name == "LANG" || name == "LC_ALL" || name == "SLURM_CONF" || name == "PWD" ||
+                name == "SHLVL" || name == "_" || name == "OLDPWD")
+        << "sbatch saw " << line;
+  }
+  EXPECT_TRUE(absl::StrContains(sbatch_env, "SLURM_CONF=" + cluster_->conf() + "\n")) << sbatch_env;
+  EXPECT_FALSE(absl::StrContains(sbatch_env, plant)) << sbatch_env;
+  EXPECT_EQ(ShowJob(*id)["Partition"], "debug") << "SBATCH_PARTITION of the daemon reached sbatch";
+  // The job still gets its variables, values intact.
+  ASSERT_TRUE(WaitDone(wrapped.get(), *id));
+  EXPECT_EQ(ReadText(out), "it's \"quoted\", with commas\nand a newline|2");
+  EXPECT_EQ(Squeue(*id2, "%u"), "nobody");
+}
+
+TEST_F(HostileSlurm, Row2_ForgedTagByALocalUserLosesNoJob) {
+  if (!Root()) GTEST_SKIP() << "submitting as another user (sbatch --uid) needs root; running as uid " << geteuid();
+  auto a = Adapter();
+  ASSERT_NE(a, nullptr);
+  const std::string tag = "hyperfed:site-0:7:0";
+  // A local user ("daemon", uid 1 on Debian) submits first, with the tag
+  // the migration will use, in hyperfed's comment format.
+  auto forged = cluster_->Cmd({"sbatch", "--parsable", "--hold", "--uid=daemon", "--chdir=/tmp",
+                               "--comment=hyperfed1;t=" + tag + ";k=site-0/7"},
+                              "#!/bin/sh\ntrue\n", "/tmp");
+  ASSERT_TRUE(forged.ok()) << forged.status();
+  const std::string forged_id(absl::StripAsciiWhitespace(forged->out));
+  auto before = a->FindByTag(tag);
+  ASSERT_TRUE(before.ok()) << before.status();
+  EXPECT_TRUE(before->empty()) << "a local user's job was taken for the migrated one";
+  JobSpec s{.name = "moved", .script = "#!/bin/sh\ntrue\n", .key = "site-0/7", .owner = "alice"};
+  auto id = a->Submit(s, tag, true);
+  ASSERT_TRUE(id.ok()) << id.status();
+  EXPECT_NE(*id, forged_id) << "the real job was never submitted";
+  EXPECT_EQ(Squeue(*id, "%u"), "nobody");
+  // The user copies the real job's comment, mark and all, onto a new job:
+  // the mark names the real job's user, not theirs.
+  const std::string comment = ShowJob(*id)["Comment"];
+  ASSERT_TRUE(absl::StrContains(comment, ";m=")) << comment;
+  auto copied =
+      cluster_->Cmd({"sbatch", "--parsable", "--hold", "--uid=daemon", "--chdir=/tmp", "--comment=" + comment},
+                    "#!/bin/sh\ntrue\n", "/tmp");
+  ASSERT_TRUE(copied.ok()) << copied.status();
+  auto found = a->FindByTag(tag);
+  ASSERT_TRUE(found.ok()) << found.status();
+  ASSERT_EQ(found->size(), 1u);
+  EXPECT_EQ((*found)[0].id, *id);
+  auto again = a->Submit(s, tag, true);
+  ASSERT_TRUE(again.ok()) << again.status();
+  EXPECT_EQ(*again, *id) << "a retried submit finds the real job, and only it";
+  auto exported = a->Export(*id);
+  ASSERT_TRUE(exported.ok()) << exported.status();
+  EXPECT_EQ(exported->owner, "alice") << "the owner travels in the marked comment";
+}
+
+TEST_F(HostileSlurm, Row10_PeerDirectivesHaveNoEffect) {
+  ASSERT_TRUE(cluster_->Cmd({"scontrol", "create", "PartitionName=other", "Nodes=ALL"}).ok());
+  auto a = Adapter();  // no submit_partition: the cluster's default, debug
+  ASSERT_NE(a, nullptr);
+  const std::string evil = dir_.Sub("evil-%j.out");
+  JobSpec s{.name = "directives",
+            .script = absl::StrCat("#!/bin/sh\n#SBATCH --qos=high\n#SBATCH --output=", evil, "\n#SBATCH --error=", evil,
+                                   "\n#SBATCH --partition=other\n#SBATCH --exclusive\n#SBATCH --mem=0\n"
+                                   "#SBATCH --time=7\n#SBATCH --requeue\n#PBS -q other\ntrue\n"),
+            .cores = 1,
+            .time_limit_s = 120,
+            .key = "k"};
+  auto id = a->Submit(s, "t-directives", true);
+  ASSERT_TRUE(id.ok()) << id.status();
+  auto job = ShowJob(*id);
+  EXPECT_EQ(job["Partition"], "debug");
+  EXPECT_NE(job["QOS"], "high");
+  EXPECT_FALSE(absl::StrContains(job["StdOut"], "evil")) << job["StdOut"];
+  EXPECT_FALSE(absl::StrContains(job["StdErr"], "evil")) << job["StdErr"];
+  EXPECT_NE(job["OverSubscribe"], "NO") << "--exclusive applied";
+  EXPECT_EQ(job["TimeLimit"], "00:02:00") << "the spec's time limit, not the script's";
+  EXPECT_EQ(job["Requeue"], "1") << "an allowed directive still applies";
+  auto script = cluster_->Cmd({"scontrol", "write", "batch_script", *id, "-"});
+  ASSERT_TRUE(script.ok());
+  EXPECT_TRUE(absl::StrContains(script->out, "# hyperfed removed: #SBATCH --partition=other")) << script->out;
+}
+
+TEST_F(HostileSlurm, Outcome9_MovedJobRunsAsItsOwner) {
+  if (!Root()) GTEST_SKIP() << "creating users (useradd) and sbatch --uid need root; running as uid " << geteuid();
+  for (const char* user : {"alice", "bob"}) {
+    if (getpwnam(user) != nullptr) continue;
+    auto r = RunCommand({.argv = {"useradd", "-M", "-s", "/bin/sh", user}});
+    ASSERT_TRUE(r.ok() && r->exit_code == 0) << "useradd " << user << ": " << (r.ok() ? r->err : r.status().ToString());
+  }
+  std::ofstream(dir_.Sub("users.map")) << "alice alice\nsite-b-bob bob\nboss root\n";
+  auto a = Adapter({{"run_as", "owner"}, {"users_map", dir_.Sub("users.map")}});
+  ASSERT_NE(a, nullptr);
+  JobSpec s{.name = "owned", .script = "#!/bin/sh\ntrue\n", .key = "site-a/1", .owner = "alice"};
+  auto id = a->Submit(s, "t-alice", true);
+  ASSERT_TRUE(id.ok()) << id.status();
+  EXPECT_EQ(Squeue(*id, "%u"), "alice");
+  s.owner = "site-b-bob";
+  auto bob = a->Submit(s, "t-bob", true);
+  ASSERT_TRUE(bob.ok()) << bob.status();
+  EXPECT_EQ(Squeue(*bob, "%u"), "bob");
+  EXPECT_EQ(a->Export(*bob)->owner, "site-b-bob") << "the owner as the spec gave it travels on";
+  for (const char* who : {"carol", "boss", ""}) {
+    s.owner = who;
+    absl::Status st = a->CheckSpec(s);
+    EXPECT_TRUE(absl::IsInvalidArgument(st)) << who << ": " << st;
+    EXPECT_TRUE(absl::IsInvalidArgument(a->Submit(s, absl::StrCat("t-", who), true).status())) << who;
+  }
+  auto same = Adapter({{"run_as", "owner"}, {"users_map", "same-name"}});
+  ASSERT_NE(same, nullptr);
+  s.owner = "bob";
+  auto same_id = same->Submit(s, "t-same", true);
+  ASSERT_TRUE(same_id.ok()) << same_id.status();
+  EXPECT_EQ(Squeue(*same_id, "%u"), "bob");
+  // Nothing else was submitted, and nothing as root.
+  auto all = cluster_->Cmd({"squeue", "-h", "-o", "%u"});
+  ASSERT_TRUE(all.ok());
+  EXPECT_FALSE(absl::StrContains(all->out, "root")) << all->out;
+  std::vector<std::string> users = absl::StrSplit(absl::StripAsciiWhitespace(all->out), '\n', absl::SkipEmpty());
+  EXPECT_EQ(users.size(), 3u) << all->out;
+}
+
+TEST_F(HostileSlurm, Row7_WhatSbatchRefusesIsFinalAndWhatItCannotRunIsRefusedFirst) {
+  auto a = Adapter({{"submit_partition", "nosuch"}});
+  ASSERT_NE(a, nullptr);
+  JobSpec s{.name = "j", .script = "#!/bin/sh\ntrue\n", .key = "k"};
+  auto id = a->Submit(s, "t-nosuch", true);
+  EXPECT_TRUE(absl::IsInvalidArgument(id.status())) << id.status();
+  EXPECT_TRUE(absl::StrContains(id.status().message(), "invalid partition")) << id.status();
+  // More cores or memory than the node has: sbatch takes it, and it would
+  // wait for ever (PartitionConfig, BadConstraints); CheckSpec refuses it.
+  auto b = Adapter();
+  ASSERT_NE(b, nullptr);
+  s.cores = 5;
+  EXPECT_TRUE(absl::IsInvalidArgument(b->Submit(s, "t-cores", true).status()));
+  s.cores = 4;
+  s.memory_mb = 16385;
+  EXPECT_TRUE(absl::IsInvalidArgument(b->Submit(s, "t-mem", true).status()));
+  s.memory_mb = 16384;
+  auto fits = b->Submit(s, "t-fits", true);
+  EXPECT_TRUE(fits.ok()) << fits.status();
+  // A controller that does not answer is not a refusal.
+  const pid_t ctld = cluster_->CtldPid();
+  ASSERT_GT(ctld, 0);
+  auto c = Adapter({{"timeout", "1s"}});
+  ASSERT_NE(c, nullptr);
+  ASSERT_EQ(kill(ctld, SIGSTOP), 0);
+  auto stuck = c->Submit(s, "", true);
+  kill(ctld, SIGCONT);
+  EXPECT_FALSE(absl::IsInvalidArgument(stuck.status())) << stuck.status();
+}
+
+}  // namespace
+}  // namespace hyperfed::scheduler::testing
