@@ -116,13 +116,13 @@ class Runner {
     bool any = false, final = false, ok = true;
     std::string round;
     while (reader->Read(&e)) {
-      round = e.round_id();
+      round = TerminalSafe(e.round_id());
       std::map<int, std::string> names;
       if (e.final()) names = SiteNames();
       if (o_.json) {
         out_ << BalanceEventJson(e, names);
       } else {
-        if (!any) out_ << "round " << e.round_id() << (o_.dry_run ? " (dry run)" : "") << "\n";
+        if (!any) out_ << "round " << TerminalSafe(e.round_id()) << (o_.dry_run ? " (dry run)" : "") << "\n";
         out_ << BalanceEventText(e);
         if (e.final()) out_ << BalanceResultText(e, names);
       }
@@ -196,7 +196,7 @@ class Runner {
       w.BeginObject().Field("job", o_.job).Field("explanation", r.explanation()).EndObject();
       out_ << w.str() << "\n";
     } else {
-      out_ << r.explanation() << "\n";
+      out_ << TerminalSafeLines(r.explanation()) << "\n";
     }
     return kExitOk;
   }
@@ -213,7 +213,7 @@ class Runner {
       out_ << w.str() << "\n";
     } else {
       out_ << "released migration " << o_.migration_id << "\n";
-      if (!r.warning().empty()) out_ << "warning: " << r.warning() << "\n";
+      if (!r.warning().empty()) out_ << "warning: " << TerminalSafeLines(r.warning()) << "\n";
     }
     return kExitOk;
   }

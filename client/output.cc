@@ -42,25 +42,12 @@ size_t Width(const std::string& s) {
 
 // A table cell on one line: control characters show as escapes, so a name
 // with a newline cannot break the table.
-std::string Cell(const std::string& s) {
-  std::string out;
-  for (char c : s) {
-    unsigned char u = static_cast<unsigned char>(c);
-    if (c == '\n')
-      out += "\\n";
-    else if (c == '\t')
-      out += "\\t";
-    else if (u < 0x20 || u == 0x7f)
-      out += absl::StrFormat("\\x%02x", u);
-    else
-      out += c;
-  }
-  return out;
-}
+std::string Cell(const std::string& s) { return TerminalSafe(s); }
 
+// Remote text on one line, safe for a terminal.
 std::string OneLine(std::string s) {
   s = absl::StrReplaceAll(s, {{"\r\n", "; "}, {"\n", "; "}, {"\r", "; "}});
-  return std::string(absl::StripAsciiWhitespace(s));
+  return TerminalSafe(absl::StripAsciiWhitespace(s));
 }
 
 std::string Or(const std::string& s, const char* dflt) { return s.empty() ? dflt : s; }
@@ -125,7 +112,7 @@ bool Dashed(const Position& p) { return p.fault || !p.site || p.site->state() ==
 
 std::string DotQuote(const std::string& s) {
   std::string out = "\"";
-  for (char c : s) {
+  for (char c : TerminalSafeLines(s)) {
     if (c == '"' || c == '\\') out += '\\';
     if (c == '\n') {
       out += "\\n";
@@ -138,6 +125,48 @@ std::string DotQuote(const std::string& s) {
 
 }  // namespace
 
+// ------------------------------------------------------------------ terminal
+
+std::string TerminalSafe(absl::string_view text) {
+  const std::string_view s(text.data(), text.size());
+  std::string out;
+  out.reserve(s.size());
+  for (size_t i = 0; i < s.size();) {
+    const unsigned char u = static_cast<unsigned char>(s[i]);
+    const size_t n = Utf8Length(s, i);
+    // C1 controls are U+0080..U+009F: 0xC2 0x80..0x9F in UTF-8.
+    const bool c1 = n == 2 && u == 0xC2 && static_cast<unsigned char>(s[i + 1]) <= 0x9F;
+    if (n > 1 && !c1) {
+      out.append(s.substr(i, n));
+      i += n;
+      continue;
+    }
+    if (c1) {
+      absl::StrAppendFormat(&out, "\\x%02x\\x%02x", u, static_cast<unsigned char>(s[i + 1]));
+      i += 2;
+      continue;
+    }
+    ++i;
+    if (u == '\n')
+      out += "\\n";
+    else if (u == '\t')
+      out += "\\t";
+    else if (u == '\r')
+      out += "\\r";
+    else if (u < 0x20 || u >= 0x7f)  // other C0, DEL, and bytes that are not UTF-8
+      absl::StrAppendFormat(&out, "\\x%02x", u);
+    else
+      out += static_cast<char>(u);
+  }
+  return out;
+}
+
+std::string TerminalSafeLines(absl::string_view s) {
+  std::vector<std::string> lines;
+  for (absl::string_view l : absl::StrSplit(s, '\n')) lines.push_back(TerminalSafe(l));
+  return absl::StrJoin(lines, "\n");
+}
+
 // ------------------------------------------------------------------ JSON
 
 std::string JsonQuote(std::string_view s) {
@@ -147,6 +176,11 @@ std::string JsonQuote(std::string_view s) {
     if (n == 0) {
       out += "\\ufffd";
       ++i;
+      continue;
+    }
+    if (n == 2 && static_cast<unsigned char>(s[i]) == 0xC2 && static_cast<unsigned char>(s[i + 1]) <= 0x9F) {
+      out += absl::StrFormat("\\u%04x", static_cast<unsigned char>(s[i + 1]));  // C1 control
+      i += n;
       continue;
     }
     if (n > 1) {
@@ -178,7 +212,7 @@ std::string JsonQuote(std::string_view s) {
         out += "\\f";
         break;
       default:
-        if (static_cast<unsigned char>(c) < 0x20)
+        if (static_cast<unsigned char>(c) < 0x20 || c == 0x7f)
           out += absl::StrFormat("\\u%04x", static_cast<int>(c));
         else
           out += c;
@@ -363,12 +397,15 @@ std::string StatusText(const v1::StatusReply& r) {
   for (const auto& s : r.sites())
     t.AddRow({s.site(), FormatLabel(s.label(), n), s.state(), absl::StrCat(s.load()), FormatReal(s.capacity()),
               s.capacity() > 0 ? absl::StrFormat("%.3f", s.load_per_capacity()) : "-", Or(s.last_round(), "-")});
-  std::string out =
-      absl::StrCat("answered by ", Or(r.site(), "?"), "\n", t.Render(), "\nalgorithm: ", Or(r.algorithm(), "-"), "\n");
+  std::string out = absl::StrCat("answered by ", Or(TerminalSafe(r.site()), "?"), "\n", t.Render(),
+                                 "\nalgorithm: ", Or(TerminalSafe(r.algorithm()), "-"), "\n");
+  if (r.insecure())
+    absl::StrAppend(&out, "WARNING: ", TerminalSafe(r.site()),
+                    " runs insecure: true (plain text, peers and operators not authenticated)\n");
   if (r.last_round().empty()) {
     out += "last round: none yet\n";
   } else {
-    absl::StrAppend(&out, "last round: ", r.last_round(), "\n");
+    absl::StrAppend(&out, "last round: ", TerminalSafe(r.last_round()), "\n");
     if (!r.last_round_mode().empty()) absl::StrAppend(&out, "  ran: ", OneLine(r.last_round_mode()), "\n");
     if (!r.last_round_summary().empty()) absl::StrAppend(&out, "  ", OneLine(r.last_round_summary()), "\n");
   }
@@ -379,7 +416,7 @@ std::string StatusJson(const v1::StatusReply& r) {
   JsonWriter w;
   w.BeginObject().Field("site", r.site()).Field("algorithm", r.algorithm());
   w.Field("last_round", r.last_round()).Field("last_round_summary", r.last_round_summary());
-  w.Field("last_round_mode", r.last_round_mode());
+  w.Field("last_round_mode", r.last_round_mode()).Field("insecure", r.insecure());
   w.Key("sites").BeginArray();
   for (const auto& s : r.sites()) SiteJson(w, s);
   w.EndArray().EndObject();
@@ -573,12 +610,13 @@ std::vector<BalanceRow> BalanceRows(const v1::RoundEvent& e, const std::map<int,
 
 std::string BalanceEventText(const v1::RoundEvent& e) {
   std::string out;
-  for (absl::string_view l : absl::StrSplit(e.message(), '\n', absl::SkipWhitespace())) absl::StrAppend(&out, l, "\n");
+  for (absl::string_view l : absl::StrSplit(e.message(), '\n', absl::SkipWhitespace()))
+    absl::StrAppend(&out, TerminalSafe(l), "\n");
   return out;
 }
 
 std::string BalanceResultText(const v1::RoundEvent& e, const std::map<int, std::string>& sites) {
-  std::string out = absl::StrCat("\nround ", e.round_id(), e.ok() ? " finished" : " ended early", "\n");
+  std::string out = absl::StrCat("\nround ", TerminalSafe(e.round_id()), e.ok() ? " finished" : " ended early", "\n");
   Table t({"SITE", "LABEL", "CAPACITY", "LOAD BEFORE", "LOAD AFTER"}, {false, true, true, true, true});
   for (const BalanceRow& r : BalanceRows(e, sites))
     t.AddRow({r.site, absl::StrCat(r.label), FormatReal(r.capacity), r.has_before ? absl::StrCat(r.before) : "-",
@@ -637,7 +675,7 @@ std::string SubmitText(const v1::SubmitReply& r) {
   for (int i = 0; i < r.ids_size() && i < kListed; ++i) t.AddRow({r.ids(i), i < r.keys_size() ? r.keys(i) : "-"});
   std::string more;
   if (r.ids_size() > kListed)
-    more = absl::StrCat("... and ", r.ids_size() - kListed, " more (ids up to ", r.ids(r.ids_size() - 1),
+    more = absl::StrCat("... and ", r.ids_size() - kListed, " more (ids up to ", TerminalSafe(r.ids(r.ids_size() - 1)),
                         "; --json lists every id and key)\n");
   return absl::StrCat("submitted ", r.ids_size(), r.ids_size() == 1 ? " job\n" : " jobs\n", t.Render(), more);
 }

@@ -12,13 +12,27 @@
 #include <string_view>
 #include <vector>
 
+#include "absl/strings/string_view.h"
 #include "absl/time/time.h"
 #include "hyperfed/v1/hyperfed.pb.h"
 
 namespace hyperfed::client {
 
+// `s` made safe to print on a terminal, for any text that comes from a
+// daemon (and through it from other sites): site names, round events, job
+// names, why-not reasons, migration notes, error messages. Control
+// characters (C0 and DEL, so ESC too, and C1, U+0080..U+009F) and bytes that
+// are not valid UTF-8 are shown as escapes ("\x1b", "\n", "\xc2\x9b"), so
+// remote text can neither move the cursor, set the window title, nor break a
+// line or a table. Printable text, UTF-8 included, is unchanged.
+std::string TerminalSafe(absl::string_view s);
+// The same for text of several lines: each line made TerminalSafe, the line
+// breaks ('\n') kept.
+std::string TerminalSafeLines(absl::string_view s);
+
 // `s` as a JSON string literal, quotes included. Bytes that are not valid
-// UTF-8 become U+FFFD so the output always parses.
+// UTF-8 become U+FFFD so the output always parses; control characters (C0,
+// DEL, C1) are \u escapes, so printing JSON to a terminal is safe too.
 std::string JsonQuote(std::string_view s);
 
 // A JSON number for `v`; NaN and infinities (which JSON lacks) become null.

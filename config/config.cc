@@ -17,7 +17,9 @@
 #include "absl/strings/escaping.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
+#include "absl/strings/str_split.h"
 #include "daemon/balance/modes.h"
 #include "yaml-cpp/yaml.h"
 
@@ -26,7 +28,8 @@ namespace {
 
 namespace fs = std::filesystem;
 
-constexpr int kMaxLabel = 1 << 20;  // labels are < 2^20
+constexpr int kMaxLabel = 1 << 20;                     // labels are < 2^20
+constexpr char kAdminCommonName[] = "hyperfed-admin";  // scripts/gen-certs' admin.pem
 constexpr int64_t kMaxBatch = 100000;
 constexpr size_t kMaxIdLength = 64;
 constexpr size_t kMaxErrors = 20;                  // more would bury the first one
@@ -39,7 +42,8 @@ const char* const kCapacityKeys[] = {"units", "speed"};
 const char* const kBalancerKeys[] = {"algorithm",          "interval",     "underload_threshold", "min_imbalance",
                                      "heartbeat_interval", "peer_timeout", "step_timeout",        "max_batch"};
 const char* const kSchedulerKeys[] = {"adapter", "options"};
-const char* const kSecurityKeys[] = {"insecure", "cert", "key", "ca", "admin_token_file"};
+const char* const kSecurityKeys[] = {"insecure",           "cert",       "key", "ca", "admin_token_file", "reflection",
+                                     "max_calls_per_peer", "max_threads"};
 
 // A broken rule: the key path it concerns ("roster[2].endpoint") and why.
 struct Issue {
@@ -144,6 +148,16 @@ std::string CheckReadableFile(const std::string& path) {
   return "";
 }
 
+// The host of "host:port" or "[v6]:port", without brackets.
+std::string HostOf(const std::string& s) {
+  if (!s.empty() && s[0] == '[') {
+    size_t close = s.find(']');
+    return close == std::string::npos ? "" : s.substr(1, close - 1);
+  }
+  size_t colon = s.rfind(':');
+  return colon == std::string::npos ? s : s.substr(0, colon);
+}
+
 std::vector<Issue> CheckRules(const Config& c) {
   std::vector<Issue> issues;
   auto add = [&](std::string key, std::string message) { issues.push_back({std::move(key), std::move(message)}); };
@@ -155,6 +169,10 @@ std::vector<Issue> CheckRules(const Config& c) {
   auto check_id = [&](const std::string& key, const std::string& id) {
     if (!ValidId(id)) {
       add(key, absl::StrCat("site id must be 1 to ", kMaxIdLength, " characters of [A-Za-z0-9._-], got ", Quote(id)));
+    } else if (id == kAdminCommonName) {
+      // The operator certificate's CN: a site of that name could pass as
+      // the operator, or the operator's certificate as the site.
+      add(key, absl::StrCat(Quote(id), " is reserved for the operator's certificate"));
     }
   };
 
@@ -266,12 +284,37 @@ std::vector<Issue> CheckRules(const Config& c) {
         add(key, "is required unless security.insecure is true");
       } else if (std::string e = CheckReadableFile(*value); !e.empty()) {
         add(key, e);
+      } else if (value == &s.key) {
+        // The certificate and the CA are public; the key is not.
+        if (std::string m = CheckSecretFileMode(*value); !m.empty()) add(key, m);
       }
     }
+  } else {
+    // Plain text means no authentication: whoever reaches the port is a peer
+    // and, without a token, an admin. Only this machine may reach it.
+    if (!IsLoopback(c.site.listen)) {
+      add("security.insecure",
+          absl::StrCat("insecure: true needs site.listen on a loopback address (127.0.0.0/8, ::1, localhost), got ",
+                       Quote(c.site.listen)));
+    }
+    if (!c.site.metrics_listen.empty() && !IsLoopback(c.site.metrics_listen)) {
+      add("security.insecure",
+          absl::StrCat("insecure: true needs site.metrics_listen on a loopback address (127.0.0.0/8, ::1, "
+                       "localhost), got ",
+                       Quote(c.site.metrics_listen)));
+    }
+  }
+  if (s.max_calls_per_peer < 1 || s.max_calls_per_peer > 10000) {
+    add("security.max_calls_per_peer", absl::StrCat("must be in 1..10000, got ", s.max_calls_per_peer));
+  }
+  if (s.max_threads < 8 || s.max_threads > 10000) {
+    add("security.max_threads", absl::StrCat("must be in 8..10000, got ", s.max_threads));
   }
   if (!s.admin_token_file.empty()) {
     if (std::string e = CheckReadableFile(s.admin_token_file); !e.empty()) {
       add("security.admin_token_file", e);
+    } else if (std::string m = CheckSecretFileMode(s.admin_token_file); !m.empty()) {
+      add("security.admin_token_file", m);
     } else {
       std::ifstream in(s.admin_token_file, std::ios::binary);
       std::stringstream token;
@@ -577,6 +620,11 @@ class Parser {
     if (f.count("admin_token_file")) {
       String(f["admin_token_file"], "security.admin_token_file", &s.admin_token_file);
     }
+    if (f.count("reflection")) Bool(f["reflection"], "security.reflection", &s.reflection);
+    if (f.count("max_calls_per_peer")) {
+      Integer(f["max_calls_per_peer"], "security.max_calls_per_peer", &s.max_calls_per_peer);
+    }
+    if (f.count("max_threads")) Integer(f["max_threads"], "security.max_threads", &s.max_threads);
   }
 
   std::string path_;
@@ -597,6 +645,29 @@ void ResolvePaths(const std::string& config_path, Config* c) {
 }
 
 }  // namespace
+
+bool IsLoopback(const std::string& host_port) {
+  const std::string host = absl::AsciiStrToLower(HostOf(host_port));
+  if (host == "localhost" || host == "::1") return true;
+  // 127.0.0.0/8, written as a dotted quad.
+  std::vector<std::string> parts = absl::StrSplit(host, '.');
+  if (parts.size() != 4 || parts[0] != "127") return false;
+  for (const std::string& p : parts) {
+    int v = 0;
+    if (p.empty() || p.size() > 3 || !absl::SimpleAtoi(p, &v) || v < 0 || v > 255) return false;
+  }
+  return true;
+}
+
+std::string CheckSecretFileMode(const std::string& path) {
+  std::error_code ec;
+  fs::perms p = fs::status(path, ec).permissions();
+  if (ec) return "";  // CheckReadableFile says why
+  const fs::perms others = fs::perms::group_all | fs::perms::others_all;
+  if ((p & others) == fs::perms::none) return "";
+  return absl::StrCat(Quote(path), " has mode ", absl::StrFormat("%04o", static_cast<unsigned>(p & fs::perms::mask)),
+                      ": group and others must have no access to a secret (chmod 600, owned by the daemon's user)");
+}
 
 int Config::Dimension() const {
   int max_label = 0;

@@ -68,11 +68,16 @@ struct SchedulerConfig {
 };
 
 struct SecurityConfig {
-  bool insecure = false;         // plain text: only for local demos
+  // Plain text: only for local demos, and only when site.listen and
+  // site.metrics_listen are loopback addresses (docs/operations.md, "Secure").
+  bool insecure = false;
   std::string cert;              // PEM: this site's certificate (names its site id)
-  std::string key;               // PEM: its private key
+  std::string key;               // PEM: its private key (no group or other access)
   std::string ca;                // PEM: the federation's CA
-  std::string admin_token_file;  // file holding the admin bearer token
+  std::string admin_token_file;  // file holding the admin bearer token (no group or other access)
+  bool reflection = false;       // serve gRPC reflection (off unless configured)
+  int max_calls_per_peer = 16;   // Peer calls in flight per calling site; beyond: RESOURCE_EXHAUSTED
+  int max_threads = 64;          // gRPC handler threads (grpc::ResourceQuota::SetMaxThreads)
 };
 
 struct Config {
@@ -100,5 +105,13 @@ absl::StatusOr<Config> ParseConfig(const std::string& yaml_text, const std::stri
 
 // Checks cross-field rules; the messages name keys but no line.
 absl::Status Validate(const Config& c);
+
+// True when `host_port`'s host is a loopback address: 127.0.0.0/8, ::1 or
+// "localhost" (the one rule for where `insecure: true` may listen).
+bool IsLoopback(const std::string& host_port);
+
+// "" when group and others can neither read nor write `path` (a key or
+// token file), else why not, naming the file and its mode.
+std::string CheckSecretFileMode(const std::string& path);
 
 }  // namespace hyperfed::config

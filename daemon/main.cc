@@ -2,6 +2,8 @@
 //
 //   hyperfedd --config FILE [--check]
 
+#include <sys/stat.h>
+
 #include <csignal>
 #include <cstring>
 #include <iostream>
@@ -21,6 +23,10 @@ int Usage(const std::string& msg) {
 }  // namespace
 
 int main(int argc, char** argv) {
+  // Every file the daemon makes (the journal, the sim adapter's queue, their
+  // WAL files) is its account's alone: 0600 in a 0700 state_dir
+  // (docs/operations.md, "Secure"). Commands an adapter runs inherit it.
+  umask(077);
   std::string config_path;
   bool check = false;
   for (int i = 1; i < argc; ++i) {
@@ -51,6 +57,9 @@ int main(int argc, char** argv) {
   if (check) {
     std::cout << config_path << ": OK (site " << config->site.id << ", label " << config->site.label << ", "
               << config->roster.size() << " sites in a " << config->Dimension() << "-cube)\n";
+    if (config->security.insecure)
+      std::cout << config_path << ": WARNING: insecure: true: plain text, peers and operators not authenticated "
+                << "(allowed on loopback only; local demos only)\n";
     return 0;
   }
   // SIGTERM and SIGINT end the daemon cleanly; the main thread waits for them.

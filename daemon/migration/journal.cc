@@ -1,7 +1,12 @@
 #include "daemon/migration/journal.h"
 
+#include <fcntl.h>
 #include <sqlite3.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
+#include <cerrno>
+#include <cstring>
 #include <utility>
 
 #include "absl/strings/str_cat.h"
@@ -138,6 +143,18 @@ bool IsTerminal(MigrationState s) {
 }
 
 absl::StatusOr<std::unique_ptr<Journal>> Journal::Open(const std::string& path) {
+  // The journal holds job specs (scripts, environments): this account's
+  // alone, whatever the umask (docs/operations.md, "Secure"). SQLite gives
+  // its -wal and -shm files the database file's mode.
+  if (!path.empty() && path != ":memory:" && path.rfind("file:", 0) != 0) {
+    const int fd = ::open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0600);
+    if (fd < 0 || ::fchmod(fd, 0600) != 0) {
+      const int err = errno;
+      if (fd >= 0) ::close(fd);
+      return absl::UnavailableError(absl::StrCat("journal: cannot create ", path, " mode 0600: ", std::strerror(err)));
+    }
+    ::close(fd);
+  }
   sqlite3* db = nullptr;
   int rc =
       sqlite3_open_v2(path.c_str(), &db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_FULLMUTEX, nullptr);

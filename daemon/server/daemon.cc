@@ -2,8 +2,13 @@
 
 #include <grpcpp/ext/proto_server_reflection_plugin.h>
 #include <grpcpp/health_check_service_interface.h>
+#include <grpcpp/impl/server_builder_option.h>
+#include <grpcpp/impl/server_builder_plugin.h>
+#include <grpcpp/resource_quota.h>
 #include <sys/resource.h>
+#include <sys/stat.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
@@ -52,6 +57,52 @@ class MigratorMover : public federation::JobMover {
 
  private:
   migration::Migrator* m_;
+};
+
+// state_dir holds the journal and the sim adapter's queue: this daemon's
+// account only (docs/operations.md, "Secure"). Made 0700; an existing one
+// that others can read is made 0700; one that others can write is refused,
+// since its files may have been changed by someone else.
+absl::Status PrepareStateDir(const std::string& dir) {
+  namespace fs = std::filesystem;
+  std::error_code ec;
+  if (!fs::exists(dir, ec)) {
+    fs::create_directories(dir, ec);
+    if (ec) return absl::FailedPreconditionError(absl::StrCat("state_dir ", dir, ": ", ec.message()));
+    fs::permissions(dir, fs::perms::owner_all, fs::perm_options::replace, ec);
+    if (ec) return absl::FailedPreconditionError(absl::StrCat("state_dir ", dir, ": chmod 700: ", ec.message()));
+    return absl::OkStatus();
+  }
+  if (!fs::is_directory(dir, ec))
+    return absl::FailedPreconditionError(absl::StrCat("state_dir ", dir, " is no folder"));
+  const fs::perms p = fs::status(dir, ec).permissions();
+  if (ec) return absl::FailedPreconditionError(absl::StrCat("state_dir ", dir, ": ", ec.message()));
+  if ((p & (fs::perms::group_write | fs::perms::others_write)) != fs::perms::none)
+    return absl::FailedPreconditionError(
+        absl::StrFormat("state_dir %s has mode %04o: group or others may write it, so its journal cannot be "
+                        "trusted; check its files, then chmod 700 it",
+                        dir, static_cast<unsigned>(p & fs::perms::mask)));
+  if ((p & (fs::perms::group_all | fs::perms::others_all)) != fs::perms::none) {
+    fs::permissions(dir, fs::perms::owner_all, fs::perm_options::replace, ec);
+    if (ec) return absl::FailedPreconditionError(absl::StrCat("state_dir ", dir, ": chmod 700: ", ec.message()));
+    Log(absl::StrFormat("state_dir %s had mode %04o: made it 0700", dir, static_cast<unsigned>(p & fs::perms::mask)));
+  }
+  return absl::OkStatus();
+}
+
+// Linking gRPC's reflection library registers its plugin with every
+// ServerBuilder (a static initializer); this option takes it out again.
+class NoReflection : public grpc::ServerBuilderOption {
+ public:
+  void UpdateArguments(grpc::ChannelArguments*) override {}
+  void UpdatePlugins(std::vector<std::unique_ptr<grpc::ServerBuilderPlugin>>* plugins) override {
+    plugins->erase(std::remove_if(plugins->begin(), plugins->end(),
+                                  [](const auto& p) {
+                                    return dynamic_cast<grpc::reflection::ProtoServerReflectionPlugin*>(p.get()) !=
+                                           nullptr;
+                                  }),
+                   plugins->end());
+  }
 };
 
 absl::StatusOr<std::string> ReadToken(const std::string& path) {
@@ -110,9 +161,7 @@ absl::Status CheckRuntime(const config::Config& c) {
 absl::StatusOr<std::unique_ptr<Daemon>> Daemon::Create(const config::Config& config) {
   std::unique_ptr<Daemon> d(new Daemon);
   d->config_ = config;
-  std::error_code ec;
-  std::filesystem::create_directories(config.state_dir, ec);
-  if (ec) return absl::FailedPreconditionError(absl::StrCat("state_dir ", config.state_dir, ": ", ec.message()));
+  if (auto st = PrepareStateDir(config.state_dir); !st.ok()) return st;
   auto registry = BuiltinAdapters();
   auto adapter = registry->Create(
       config.scheduler.adapter, scheduler::AdapterContext{config.state_dir, config.scheduler.options, RealEnv::Get()});
@@ -136,7 +185,9 @@ absl::StatusOr<std::unique_ptr<Daemon>> Daemon::Create(const config::Config& con
   });
   auto token = ReadToken(config.security.admin_token_file);
   if (!token.ok()) return token.status();
-  ServiceDeps deps{&d->config_, d->site_.get(), d->migrator_.get(), d->adapter_.get(), d->peers_.get(), *token};
+  d->peer_calls_ = std::make_unique<PeerCallLimiter>(config.security.max_calls_per_peer);
+  ServiceDeps deps{&d->config_,     d->site_.get(), d->migrator_.get(),  d->adapter_.get(),
+                   d->peers_.get(), *token,         d->peer_calls_.get()};
   d->peer_service_ = std::make_unique<PeerService>(deps);
   d->admin_service_ = std::make_unique<AdminService>(deps);
   return d;
@@ -147,11 +198,13 @@ absl::StatusOr<int> Daemon::Start() {
   if (auto st = migrator_->Recover(); !st.ok())
     Log(absl::StrCat(config_.site.id, ": recovery incomplete (retried in the background): ", st.message()));
   grpc::EnableDefaultHealthCheckService(true);
-  grpc::reflection::InitProtoReflectionServerBuilderPlugin();
+  // Reflection lists every service and message to whoever asks, before any
+  // credential is checked: off unless configured.
+  if (config_.security.reflection) grpc::reflection::InitProtoReflectionServerBuilderPlugin();
   std::shared_ptr<grpc::ServerCredentials> creds;
   if (config_.security.insecure) {
     Log(absl::StrCat(config_.site.id, ": WARNING: insecure: true: peers and operators talk in plain text and ",
-                     "are not authenticated; for local demos only"));
+                     "are not authenticated; for local demos only (listening on loopback only)"));
     creds = grpc::InsecureServerCredentials();
   } else {
     auto tls = ReadTlsFiles(config_.security);
@@ -164,7 +217,24 @@ absl::StatusOr<int> Daemon::Start() {
   grpc::ServerBuilder b;
   int port = 0;
   b.AddListeningPort(config_.site.listen, creds, &port);
-  b.SetMaxReceiveMessageSize(64 << 20);
+  // Bounds on what any caller, authenticated or not, can make the server
+  // hold (docs/operations.md, "Secure"): a message is parsed before its
+  // handler checks who sent it, so the limit is small (kMaxMessageBytes;
+  // a Transfer must fit in it, GrpcPeers::Transfer checks before sending);
+  // handler threads are bounded (beyond: RESOURCE_EXHAUSTED), and so is
+  // the memory gRPC's transports may take.
+  b.SetMaxReceiveMessageSize(static_cast<int>(kMaxMessageBytes));
+  grpc::ResourceQuota quota(absl::StrCat("hyperfedd-", config_.site.id));
+  quota.SetMaxThreads(config_.security.max_threads);
+  quota.Resize(kServerMemoryBytes);
+  b.SetResourceQuota(quota);
+  // Flow-control windows grow only as far as the quota's memory pressure
+  // lets them (no bandwidth-delay probing to open them wider).
+  b.AddChannelArgument(GRPC_ARG_HTTP2_BDP_PROBE, 0);
+  if (!config_.security.reflection) b.SetOption(std::make_unique<NoReflection>());
+  std::vector<std::unique_ptr<grpc::experimental::ServerInterceptorFactoryInterface>> interceptors;
+  interceptors.push_back(std::make_unique<PeerCallInterceptorFactory>(peer_calls_.get()));
+  b.experimental().SetInterceptorCreators(std::move(interceptors));
   b.RegisterService(peer_service_.get());
   b.RegisterService(admin_service_.get());
   server_ = b.BuildAndStart();

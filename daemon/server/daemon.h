@@ -20,9 +20,13 @@
 #include "daemon/scheduler/registry.h"
 #include "daemon/server/metrics_http.h"
 #include "daemon/server/peer_client.h"
+#include "daemon/server/peer_limits.h"
 #include "daemon/server/services.h"
 
 namespace hyperfed::server {
+
+// The most gRPC's transports may hold for this server's calls.
+inline constexpr size_t kServerMemoryBytes = size_t{32} << 20;
 
 // The adapter registry with every built-in adapter registered.
 std::unique_ptr<scheduler::AdapterRegistry> BuiltinAdapters();
@@ -51,6 +55,7 @@ class Daemon {
   std::unique_ptr<scheduler::SchedulerAdapter> adapter_;
   std::unique_ptr<migration::Journal> journal_;
   std::unique_ptr<GrpcPeers> peers_;
+  std::unique_ptr<PeerCallLimiter> peer_calls_;
   std::unique_ptr<migration::Migrator> migrator_;
   std::unique_ptr<federation::JobMover> mover_;
   std::unique_ptr<federation::Site> site_;

@@ -1,12 +1,8 @@
 #include "daemon/server/metrics_http.h"
 
-#include <arpa/inet.h>
-#include <netinet/in.h>
-#include <poll.h>
-#include <sys/socket.h>
-#include <unistd.h>
+#include <httplib.h>
 
-#include <cstring>
+#include <chrono>
 
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
@@ -14,74 +10,81 @@
 namespace hyperfed::server {
 
 absl::StatusOr<std::unique_ptr<MetricsServer>> MetricsServer::Start(const std::string& listen,
-                                                                    std::function<std::string()> render) {
-  auto colon = listen.rfind(':');
+                                                                    std::function<std::string()> render,
+                                                                    absl::Duration refresh) {
+  std::string host;
   int port = 0;
-  if (colon == std::string::npos || !absl::SimpleAtoi(listen.substr(colon + 1), &port) || port < 0 || port > 65535)
-    return absl::InvalidArgumentError(absl::StrCat("metrics_listen '", listen, "': expected host:port"));
-  std::string host = listen.substr(0, colon);
+  if (!listen.empty() && listen[0] == '[') {
+    const size_t close = listen.find(']');
+    if (close == std::string::npos || close + 1 >= listen.size() || listen[close + 1] != ':' ||
+        !absl::SimpleAtoi(listen.substr(close + 2), &port))
+      return absl::InvalidArgumentError(absl::StrCat("metrics_listen '", listen, "': expected host:port"));
+    host = listen.substr(1, close - 1);
+  } else {
+    const size_t colon = listen.rfind(':');
+    if (colon == std::string::npos || !absl::SimpleAtoi(listen.substr(colon + 1), &port))
+      return absl::InvalidArgumentError(absl::StrCat("metrics_listen '", listen, "': expected host:port"));
+    host = listen.substr(0, colon);
+  }
+  if (port < 0 || port > 65535)
+    return absl::InvalidArgumentError(absl::StrCat("metrics_listen '", listen, "': port out of range"));
   if (host.empty() || host == "localhost") host = "127.0.0.1";
-  sockaddr_in addr{};
-  addr.sin_family = AF_INET;
-  addr.sin_port = htons(static_cast<uint16_t>(port));
-  if (host == "0.0.0.0" || host == "*") {
-    addr.sin_addr.s_addr = htonl(INADDR_ANY);
-  } else if (inet_pton(AF_INET, host.c_str(), &addr.sin_addr) != 1) {
-    return absl::InvalidArgumentError(absl::StrCat("metrics_listen '", listen, "': expected an IPv4 address"));
-  }
-  int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-  if (fd < 0) return absl::InternalError(absl::StrCat("socket: ", std::strerror(errno)));
-  int one = 1;
-  setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
-  if (bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0 || ::listen(fd, 16) != 0) {
-    std::string err = std::strerror(errno);
-    close(fd);
-    return absl::UnavailableError(absl::StrCat("metrics endpoint ", listen, ": ", err));
-  }
-  socklen_t len = sizeof addr;
-  getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len);
+  if (host == "*") host = "0.0.0.0";
+
   std::unique_ptr<MetricsServer> s(new MetricsServer);
-  s->fd_ = fd;
-  s->port_ = ntohs(addr.sin_port);
+  s->refresh_ = refresh;
   s->render_ = std::move(render);
-  s->thread_ = std::thread([p = s.get()] { p->Loop(); });
+  s->text_ = s->render_();
+  s->http_ = std::make_unique<httplib::Server>();
+  httplib::Server& h = *s->http_;
+  h.new_task_queue = [] { return new httplib::ThreadPool(kMetricsThreads); };
+  const auto read_timeout = absl::ToChronoMicroseconds(kMetricsReadTimeout);
+  h.set_read_timeout(read_timeout);
+  h.set_write_timeout(std::chrono::seconds(5));
+  h.set_keep_alive_timeout(1);
+  h.set_keep_alive_max_count(10);
+  h.set_payload_max_length(4096);  // a scrape has no body
+  MetricsServer* raw = s.get();
+  h.Get("/metrics", [raw](const httplib::Request&, httplib::Response& res) {
+    res.set_content(raw->Current(), "text/plain; version=0.0.4");
+  });
+  h.set_error_handler([](const httplib::Request&, httplib::Response& res) {
+    if (res.status == 404) res.set_content("try /metrics\n", "text/plain");
+  });
+  const int bound = port == 0 ? h.bind_to_any_port(host) : (h.bind_to_port(host, port) ? port : -1);
+  if (bound <= 0) return absl::UnavailableError(absl::StrCat("metrics endpoint ", listen, ": cannot listen (in use?)"));
+  s->port_ = bound;
+  s->listener_ = std::thread([raw] { raw->http_->listen_after_bind(); });
+  // stop() is a no-op until the listener runs: wait for it, so that a
+  // shutdown right after the start cannot miss it.
+  for (int i = 0; i < 2000 && !h.is_running(); ++i) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  s->refresher_ = std::thread([raw] { raw->RefreshLoop(); });
   return s;
 }
 
 MetricsServer::~MetricsServer() {
-  stop_ = true;
-  if (thread_.joinable()) thread_.join();
-  if (fd_ >= 0) close(fd_);
+  {
+    std::lock_guard<std::mutex> l(mu_);
+    stop_ = true;
+  }
+  cv_.notify_all();
+  if (refresher_.joinable()) refresher_.join();
+  if (http_) http_->stop();
+  if (listener_.joinable()) listener_.join();
 }
 
-void MetricsServer::Loop() {
-  while (!stop_) {
-    pollfd p{fd_, POLLIN, 0};
-    if (poll(&p, 1, 200) <= 0) continue;
-    int c = accept4(fd_, nullptr, nullptr, SOCK_CLOEXEC);
-    if (c < 0) continue;
-    timeval tv{2, 0};
-    setsockopt(c, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
-    char buf[2048];
-    ssize_t n = recv(c, buf, sizeof buf - 1, 0);
-    std::string req = n > 0 ? std::string(buf, static_cast<size_t>(n)) : "";
-    std::string body, status = "200 OK";
-    if (req.rfind("GET /metrics", 0) == 0) {
-      body = render_();
-    } else {
-      status = "404 Not Found";
-      body = "try /metrics\n";
-    }
-    std::string resp = absl::StrCat("HTTP/1.0 ", status,
-                                    "\r\nContent-Type: text/plain; version=0.0.4\r\nContent-Length: ", body.size(),
-                                    "\r\nConnection: close\r\n\r\n", body);
-    size_t off = 0;
-    while (off < resp.size()) {
-      ssize_t w = send(c, resp.data() + off, resp.size() - off, MSG_NOSIGNAL);
-      if (w <= 0) break;
-      off += static_cast<size_t>(w);
-    }
-    close(c);
+std::string MetricsServer::Current() const {
+  std::lock_guard<std::mutex> l(mu_);
+  return text_;
+}
+
+void MetricsServer::RefreshLoop() {
+  std::unique_lock<std::mutex> l(mu_);
+  while (!cv_.wait_for(l, absl::ToChronoMilliseconds(refresh_), [this] { return stop_; })) {
+    l.unlock();
+    std::string text = render_();  // may run scheduler commands: never under mu_
+    l.lock();
+    text_ = std::move(text);
   }
 }
 

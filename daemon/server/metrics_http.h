@@ -1,34 +1,59 @@
 #pragma once
 
-// A minimal HTTP/1.0 endpoint serving Prometheus' text format at /metrics.
-// One thread accepts and answers one request per connection.
+// The Prometheus endpoint: text format at /metrics, served by cpp-httplib
+// (Debian's libcpp-httplib) from a fixed pool of kMetricsThreads threads.
+//
+// A scrape never runs the render function: a background thread renders
+// every `refresh` and the handlers serve the last text, so a scrape costs
+// no scheduler command (squeue, sinfo) and one slow render delays no
+// scrape. A connection that sends no complete request within
+// kMetricsReadTimeout is closed, so idle connections hold a pool thread
+// for at most that long (docs/operations.md, "Watch").
 
-#include <atomic>
+#include <condition_variable>
 #include <functional>
+#include <memory>
+#include <mutex>
 #include <string>
 #include <thread>
 
 #include "absl/status/statusor.h"
+#include "absl/time/time.h"
+
+namespace httplib {
+class Server;
+}
 
 namespace hyperfed::server {
 
+inline constexpr int kMetricsThreads = 8;
+inline constexpr absl::Duration kMetricsReadTimeout = absl::Seconds(1);
+
 class MetricsServer {
  public:
-  // Binds "host:port" (port 0 picks one) and serves render() at /metrics.
+  // Renders once, binds "host:port" (port 0 picks one) and serves the text
+  // at /metrics, refreshed every `refresh`.
   static absl::StatusOr<std::unique_ptr<MetricsServer>> Start(const std::string& listen,
-                                                              std::function<std::string()> render);
+                                                              std::function<std::string()> render,
+                                                              absl::Duration refresh = absl::Seconds(2));
   ~MetricsServer();
   int port() const { return port_; }
 
  private:
   MetricsServer() = default;
-  void Loop();
+  void RefreshLoop();
+  std::string Current() const;
 
-  int fd_ = -1;
   int port_ = 0;
-  std::atomic<bool> stop_{false};
+  absl::Duration refresh_;
   std::function<std::string()> render_;
-  std::thread thread_;
+  std::unique_ptr<httplib::Server> http_;
+  std::thread listener_, refresher_;
+
+  mutable std::mutex mu_;
+  std::condition_variable cv_;
+  bool stop_ = false;  // guarded by mu_
+  std::string text_;   // guarded by mu_: the last render
 };
 
 }  // namespace hyperfed::server

@@ -166,6 +166,14 @@ absl::StatusOr<migration::TransferReply> GrpcPeers::Transfer(const std::string& 
   p.set_source_site(req.source_site);
   p.set_round_id(req.round_id);
   for (const auto& spec : req.jobs) ToProto(spec, p.add_jobs());
+  // Every site refuses a message over kMaxMessageBytes unread, which the
+  // migrator would retry for ever with the jobs held. Refused here as final
+  // instead (INVALID_ARGUMENT: the migration aborts and the jobs are
+  // released, docs/design.md §7).
+  if (p.ByteSizeLong() > kMaxMessageBytes)
+    return absl::InvalidArgumentError(absl::StrCat("Transfer ", req.migration_id, " of ", req.jobs.size(), " jobs is ",
+                                                   p.ByteSizeLong(), " bytes, over the ", kMaxMessageBytes,
+                                                   "-byte message limit; lower balancer.max_batch"));
   v1::TransferReply reply;
   auto ctx = ContextWithDeadline(kTransferTimeout);
   if (auto st = c->peer->Transfer(ctx.get(), p, &reply); !st.ok()) return FromGrpc(st);

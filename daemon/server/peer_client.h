@@ -22,6 +22,13 @@
 
 namespace hyperfed::server {
 
+// The largest gRPC message a site reads (docs/operations.md, "Secure"). It
+// bounds what an unauthenticated caller makes the server parse, so it is
+// small; it holds one job spec of the largest script CheckSpec accepts
+// (scheduler::kMaxScriptBytes, 4 MiB) with room to spare, and a Transfer
+// batch must fit in it whole.
+inline constexpr size_t kMaxMessageBytes = size_t{8} << 20;
+
 // Reads the PEM files a TLS config names. Error names the file.
 struct TlsFiles {
   std::string ca, cert, key;

@@ -9,6 +9,7 @@
 #include "absl/strings/str_join.h"
 #include "daemon/balance/modes.h"
 #include "daemon/common/log.h"
+#include "daemon/server/auth.h"
 #include "daemon/server/convert.h"
 #include "daemon/server/partition_hook.h"
 
@@ -26,6 +27,16 @@ std::string CommonName(grpc::ServerContext* ctx) {
   if (!ac || !ac->IsPeerAuthenticated()) return "";
   auto cn = ac->FindPropertyValues("x509_common_name");
   return cn.empty() ? "" : std::string(cn.front().data(), cn.front().size());
+}
+
+// The URI subjectAltNames of a verified client certificate.
+std::vector<std::string> PeerUris(grpc::ServerContext* ctx) {
+  auto ac = ctx->auth_context();
+  std::vector<std::string> out;
+  if (!ac || !ac->IsPeerAuthenticated()) return out;
+  for (const grpc::string_ref& v : ac->FindPropertyValues(GRPC_PEER_URI_PROPERTY_NAME))
+    out.emplace_back(v.data(), v.size());
+  return out;
 }
 
 // A round epoch is a coordinator's clock in Unix ms (or one more than the
@@ -69,6 +80,8 @@ void FillEvent(const federation::RoundView& r, size_t from, v1::RoundEvent* e) {
 // ------------------------------------------------------------------ Peer
 
 grpc::Status PeerService::CheckPeer(grpc::ServerContext* ctx, const std::string& claimed) const {
+  if (d_.peer_calls)
+    if (auto st = d_.peer_calls->Admitted(ctx); !st.ok()) return st;  // daemon/server/peer_limits.h
   if (PartitionedFrom(claimed))
     return grpc::Status(grpc::StatusCode::UNAVAILABLE, "no route from " + claimed + " (partition test hook)");
   if (!d_.config->FindSite(claimed))
@@ -212,15 +225,23 @@ grpc::Status AdminService::CheckAdmin(grpc::ServerContext* ctx) const {
     const auto& md = ctx->client_metadata();
     auto it = md.find("authorization");
     if (it != md.end()) {
-      const std::string v(it->second.data(), it->second.size());
-      if (v == "Bearer " + d_.admin_token) return grpc::Status::OK;
+      if (BearerTokenMatches(std::string_view(it->second.data(), it->second.size()), d_.admin_token))
+        return grpc::Status::OK;
       return grpc::Status(grpc::StatusCode::UNAUTHENTICATED, "wrong admin token");
     }
   }
-  if (!d_.config->security.insecure && !CommonName(ctx).empty()) return grpc::Status::OK;  // CA-signed client cert
-  if (d_.config->security.insecure && d_.admin_token.empty()) return grpc::Status::OK;     // local demo
+  if (!d_.config->security.insecure) {
+    const std::string cn = CommonName(ctx);
+    if (!cn.empty() && IsAdminCertificate(cn, PeerUris(ctx), *d_.config)) return grpc::Status::OK;
+    if (!cn.empty())
+      return grpc::Status(grpc::StatusCode::PERMISSION_DENIED,
+                          absl::StrCat("the certificate of '", cn, "' carries no admin role; admin calls need the ",
+                                       "admin token or an admin certificate (a site forwarding an admin call ",
+                                       "needs admin_token_file)"));
+  }
+  if (d_.config->security.insecure && d_.admin_token.empty()) return grpc::Status::OK;  // loopback demo
   return grpc::Status(grpc::StatusCode::UNAUTHENTICATED,
-                      "admin calls need a bearer token (--token) or a client certificate");
+                      "admin calls need a bearer token (--token) or an admin client certificate");
 }
 
 namespace {
@@ -245,6 +266,7 @@ grpc::Status AdminService::Status(grpc::ServerContext* ctx, const v1::StatusRequ
   auto last = d_.site->LastRound();
   reply->set_site(d_.config->site.id);
   reply->set_algorithm(d_.config->balancer.algorithm);
+  reply->set_insecure(d_.config->security.insecure);
   if (last) {
     reply->set_last_round(last->id);
     reply->set_last_round_summary(last->events.empty() ? "" : last->events.back());

@@ -14,6 +14,7 @@
 #include "daemon/migration/migrator.h"
 #include "daemon/scheduler/adapter.h"
 #include "daemon/server/peer_client.h"
+#include "daemon/server/peer_limits.h"
 #include "hyperfed/v1/hyperfed.grpc.pb.h"
 
 namespace hyperfed::server {
@@ -25,7 +26,8 @@ struct ServiceDeps {
   migration::Migrator* migrator = nullptr;
   scheduler::SchedulerAdapter* adapter = nullptr;
   GrpcPeers* peers = nullptr;
-  std::string admin_token;  // "" = none configured
+  std::string admin_token;                // "" = none configured
+  PeerCallLimiter* peer_calls = nullptr;  // Peer calls in flight per site (nullptr: no limit)
 };
 
 class PeerService final : public v1::Peer::Service {
@@ -66,11 +68,13 @@ class AdminService final : public v1::Admin::Service {
                             v1::ForceReleaseReply* reply) override;
 
  private:
-  // A bearer token ("authorization: Bearer T") or a client certificate
-  // signed by the federation's CA.
+  // The admin bearer token ("authorization: Bearer T"), or a client
+  // certificate with the admin role (daemon/server/auth.h). A site's own
+  // certificate gets PERMISSION_DENIED.
   grpc::Status CheckAdmin(grpc::ServerContext* ctx) const;
-  // The request names another site: forward it there (the call carries this
-  // site's certificate, which the other site's Admin accepts).
+  // The request names another site: forward it there. The call carries this
+  // site's certificate, which is no admin credential, and this site's admin
+  // token, which the other site's Admin checks (docs/operations.md, "Secure").
   bool IsOther(const std::string& site) const { return !site.empty() && site != d_.config->site.id; }
   ServiceDeps d_;
 };

@@ -1,5 +1,6 @@
 #include "client/output.h"
 
+#include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
 #include "gtest/gtest.h"
 #include "tests/client/json_check.h"
@@ -161,10 +162,12 @@ TEST(StatusOutputTest, TableHasEveryColumnAndTheRoundSummary) {
   std::vector<std::string> lines = absl::StrSplit(t, '\n');
   ASSERT_GE(lines.size(), 3u);
   ASSERT_EQ(lines.size(), 11u) << "a control character broke the table:\n" << t;
-  EXPECT_EQ(lines[1], "SITE                    LABEL  STATE    LOAD  CAPACITY  LOAD/CAP  LAST ROUND") << t;
-  EXPECT_EQ(lines[2], "site-a                 0 (00)  self       10         4     2.500  r-7") << t;
-  EXPECT_EQ(lines[4], "site-c                 2 (10)  down        0         0         -  r-7") << t;
-  EXPECT_EQ(lines[5], "a\"b\\c\\nd\\te\\x01 \xc3\xa9 \xe2\x82\xac\xffz  3 (11)  drained     1         8     0.125  r-7")
+  // The byte that is not UTF-8 shows as an escape too (TerminalSafe).
+  EXPECT_EQ(lines[1], "SITE                       LABEL  STATE    LOAD  CAPACITY  LOAD/CAP  LAST ROUND") << t;
+  EXPECT_EQ(lines[2], "site-a                    0 (00)  self       10         4     2.500  r-7") << t;
+  EXPECT_EQ(lines[4], "site-c                    2 (10)  down        0         0         -  r-7") << t;
+  EXPECT_EQ(lines[5],
+            "a\"b\\c\\nd\\te\\x01 \xc3\xa9 \xe2\x82\xac\\xffz  3 (11)  drained     1         8     0.125  r-7")
       << t;
 }
 
@@ -400,6 +403,83 @@ TEST(TopologyOutputTest, BalancingSubcubeAndTreesAreShown) {
   EXPECT_NE(TopologyDot(r).find("bold"), std::string::npos) << "tree edges are drawn bold";
   EXPECT_NE(TopologyJson(r).find("\"tree_depth\":2,\"edges\":[{\"child\":4,\"parent\":0}]"), std::string::npos)
       << TopologyJson(r);
+}
+
+}  // namespace
+}  // namespace hyperfed::client
+
+namespace hyperfed::client {
+namespace {
+
+// Text a hostile site might send: a window-title escape (OSC), a cursor
+// move (CSI), a C1 CSI both as UTF-8 and as a raw byte, DEL, a bell.
+constexpr char kHostile[] = "x\x1b]0;owned\x07y\x1b[2Jz\xc2\x9bq\x9bw\x7fv";
+
+TEST(TerminalSafeTest, ControlCharactersBecomeVisibleEscapes) {
+  EXPECT_EQ(TerminalSafe(kHostile), "x\\x1b]0;owned\\x07y\\x1b[2Jz\\xc2\\x9bq\\x9bw\\x7fv");
+  EXPECT_EQ(TerminalSafe("a\nb\tc\rd"), "a\\nb\\tc\\rd");
+  EXPECT_EQ(TerminalSafe(std::string("nul\0end", 7)), "nul\\x00end");
+  // Printable text, UTF-8 included, is unchanged.
+  EXPECT_EQ(TerminalSafe("site-3 \xc3\xa9t\xc3\xa9 \xe2\x82\xac \xf0\x9f\x99\x82"),
+            "site-3 \xc3\xa9t\xc3\xa9 \xe2\x82\xac \xf0\x9f\x99\x82");
+  // No byte below 0x20, no DEL, no C1 is left.
+  for (unsigned char c : TerminalSafe(kHostile)) EXPECT_TRUE(c >= 0x20 && c < 0x7f) << int(c);
+  EXPECT_EQ(TerminalSafeLines("one\x1b[1m\ntwo\x07"), "one\\x1b[1m\ntwo\\x07");
+}
+
+bool HasControl(const std::string& s, bool newline_ok) {
+  for (size_t i = 0; i < s.size(); ++i) {
+    unsigned char c = static_cast<unsigned char>(s[i]);
+    if (c == '\n' && newline_ok) continue;
+    if (c < 0x20 || c == 0x7f || c == 0x9b) return true;
+  }
+  return false;
+}
+
+TEST(TerminalSafeTest, EveryRenderingOfRemoteTextIsEscaped) {
+  v1::StatusReply st;
+  st.set_site(kHostile);
+  st.set_algorithm(kHostile);
+  st.set_last_round(kHostile);
+  st.set_last_round_summary(kHostile);
+  st.set_last_round_mode(kHostile);
+  v1::SiteStatus* s = st.add_sites();
+  s->set_site(kHostile);
+  s->set_state(kHostile);
+  s->set_last_round(kHostile);
+  EXPECT_FALSE(HasControl(StatusText(st), true)) << StatusText(st);
+  EXPECT_FALSE(HasControl(StatusJson(st), true)) << StatusJson(st);
+
+  v1::TopologyReply t;
+  t.set_dimension(1);
+  t.set_mode(kHostile);
+  *t.add_sites() = *s;
+  EXPECT_FALSE(HasControl(TopologyText(t), true));
+  EXPECT_FALSE(HasControl(TopologyDot(t), true));
+
+  v1::RoundEvent e;
+  e.set_round_id(kHostile);
+  e.set_message(absl::StrCat(kHostile, "\n", kHostile, "\n"));
+  e.set_final(true);
+  EXPECT_FALSE(HasControl(BalanceEventText(e), true)) << BalanceEventText(e);
+  EXPECT_EQ(BalanceEventText(e), absl::StrCat(TerminalSafe(kHostile), "\n", TerminalSafe(kHostile), "\n"));
+  EXPECT_FALSE(HasControl(BalanceResultText(e, {{0, kHostile}}), true));
+  EXPECT_FALSE(HasControl(BalanceEventJson(e, {{0, kHostile}}), true));
+
+  v1::JobsReply j;
+  v1::Job* job = j.add_jobs();
+  job->set_id(kHostile);
+  job->set_site(kHostile);
+  job->mutable_spec()->set_name(kHostile);
+  job->mutable_spec()->set_key(kHostile);
+  EXPECT_FALSE(HasControl(JobsText(j), true));
+  EXPECT_FALSE(HasControl(JobsJson("s", j), true));
+
+  v1::MigrationsReply m;
+  m.add_migrations()->set_peer(kHostile);
+  EXPECT_FALSE(HasControl(MigrationsText(m), true));
+
+  EXPECT_FALSE(HasControl(RpcErrorLine(grpc::StatusCode::PERMISSION_DENIED, kHostile, "e:1", absl::Seconds(1)), false));
 }
 
 }  // namespace

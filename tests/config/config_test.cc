@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
 #include "absl/strings/str_replace.h"
 #include "gtest/gtest.h"
 #include "tests/config/test_files.h"
@@ -18,6 +19,7 @@ namespace {
 namespace fs = std::filesystem;
 using testing::TempDir;
 using testing::WriteFile;
+using testing::WriteSecret;
 
 // Every field set, none at its default. Line numbers matter: tests name them.
 constexpr char kFull[] =
@@ -56,9 +58,9 @@ class ConfigTest : public ::testing::Test {
  protected:
   void SetUp() override {
     WriteFile(dir_ / "certs/site-a.pem", "cert\n");
-    WriteFile(dir_ / "certs/site-a-key.pem", "key\n");
+    WriteSecret(dir_ / "certs/site-a-key.pem", "key\n");
     WriteFile(dir_ / "certs/ca.pem", "ca\n");
-    WriteFile(dir_ / "certs/admin-token", "0123456789abcdef\n");
+    WriteSecret(dir_ / "certs/admin-token", "0123456789abcdef\n");
   }
 
   std::string Path() const { return dir_ / "site-a.yaml"; }
@@ -430,7 +432,9 @@ TEST_F(ConfigTest, CertificatesRequiredUnlessInsecure) {
       "security: {insecure: false, cert: certs/site-a.pem, key: certs/site-a-key.pem, ca: "
       "certs/ca.pem, admin_token_file: certs/admin-token}",
       "security: {insecure: true}");
-  EXPECT_TRUE(c.ok()) << c.status();
+  // kFull listens on 0.0.0.0: plain text there is refused (see
+  // InsecureOnlyOnLoopback).
+  EXPECT_TRUE(ErrorContains(c, "site-a.yaml:10: security.insecure: insecure: true needs site.listen on a loopback"));
   c = ParseFullWith("insecure: false", "insecure: maybe");
   EXPECT_TRUE(ErrorContains(c, "site-a.yaml:10: security.insecure: expected true or false, got \"maybe\""));
 }
@@ -457,20 +461,21 @@ TEST_F(ConfigTest, AdminTokenFileMustExistAndHoldAToken) {
   auto c = ParseFullWith("admin_token_file: certs/admin-token", "admin_token_file: certs/nothing");
   EXPECT_TRUE(ErrorContains(
       c, "site-a.yaml:10: security.admin_token_file: \"" + dir_.path() + "/certs/nothing\" does not exist"));
-  WriteFile(dir_ / "certs/blank", " \n\t\n");
+  WriteSecret(dir_ / "certs/blank", " \n\t\n");
   c = ParseFullWith("admin_token_file: certs/admin-token", "admin_token_file: certs/blank");
   EXPECT_TRUE(
       ErrorContains(c, "site-a.yaml:10: security.admin_token_file: \"" + dir_.path() + "/certs/blank\" is empty"));
   // Optional, and checked in insecure mode too.
   c = ParseFullWith(", admin_token_file: certs/admin-token", "");
   EXPECT_TRUE(c.ok()) << c.status();
-  c = ParseFullWith("insecure: false, cert: certs/site-a.pem, key: certs/site-a-key.pem, ca: certs/ca.pem",
-                    "insecure: true");
+  const std::string loopback = absl::StrReplaceAll(kFull, {{"listen: \"0.0.0.0:7001\"", "listen: \"127.0.0.1:7001\""}});
+  c = Parse(absl::StrReplaceAll(
+      loopback,
+      {{"insecure: false, cert: certs/site-a.pem, key: certs/site-a-key.pem, ca: certs/ca.pem", "insecure: true"}}));
   ASSERT_TRUE(c.ok()) << c.status();
-  c = ParseFullWith(
-      "insecure: false, cert: certs/site-a.pem, key: certs/site-a-key.pem, ca: "
-      "certs/ca.pem, admin_token_file: certs/admin-token",
-      "insecure: true, admin_token_file: certs/blank");
+  c = Parse(absl::StrReplaceAll(loopback, {{"insecure: false, cert: certs/site-a.pem, key: certs/site-a-key.pem, ca: "
+                                            "certs/ca.pem, admin_token_file: certs/admin-token",
+                                            "insecure: true, admin_token_file: certs/blank"}}));
   EXPECT_TRUE(ErrorContains(c, "security.admin_token_file: \"" + dir_.path() + "/certs/blank\" is empty"));
 }
 
@@ -478,14 +483,88 @@ TEST_F(ConfigTest, RelativePathsFollowTheConfigFile) {
   // Loaded through a path with a folder of its own, relative paths land there,
   // whatever the working directory.
   WriteFile(dir_ / "sub/certs/site-a.pem", "c");
-  WriteFile(dir_ / "sub/certs/site-a-key.pem", "k");
+  WriteSecret(dir_ / "sub/certs/site-a-key.pem", "k");
   WriteFile(dir_ / "sub/certs/ca.pem", "a");
-  WriteFile(dir_ / "sub/certs/admin-token", "t");
+  WriteSecret(dir_ / "sub/certs/admin-token", "t");
   WriteFile(dir_ / "sub/site-a.yaml", kFull);
   absl::StatusOr<Config> c = LoadConfig(dir_ / "sub/site-a.yaml");
   ASSERT_TRUE(c.ok()) << c.status();
   EXPECT_EQ(c->security.ca, dir_ / "sub/certs/ca.pem");
   EXPECT_EQ(c->state_dir, dir_ / "sub/state/site-a");
+}
+
+// --- hostile networks (issue 12, rows 9 and 12) ------------------------------
+
+TEST_F(ConfigTest, InsecureOnlyOnLoopback) {
+  const std::string plain = absl::StrReplaceAll(
+      kFull, {{"security: {insecure: false, cert: certs/site-a.pem, key: certs/site-a-key.pem, ca: certs/ca.pem, "
+               "admin_token_file: certs/admin-token}",
+               "security: {insecure: true}"}});
+  // kFull listens on 0.0.0.0: refused, naming the file, the line and the key.
+  auto c = Parse(plain);
+  EXPECT_TRUE(ErrorContains(c, Path() + ":10: security.insecure: insecure: true needs site.listen on a loopback "
+                                        "address (127.0.0.0/8, ::1, localhost), got \"0.0.0.0:7001\""));
+  for (const char* host : {"127.0.0.1", "127.3.2.1", "localhost", "[::1]"}) {
+    c = Parse(absl::StrReplaceAll(plain, {{"0.0.0.0:7001", absl::StrCat(host, ":7001")}}));
+    EXPECT_TRUE(c.ok()) << host << ": " << c.status();
+  }
+  for (const char* host : {"10.0.0.1", "128.0.0.1", "[::]", "site-a.example", "127.0.0.1.example", "[::2]"}) {
+    c = Parse(absl::StrReplaceAll(plain, {{"0.0.0.0:7001", absl::StrCat(host, ":7001")}}));
+    EXPECT_TRUE(ErrorContains(c, "security.insecure: insecure: true needs site.listen")) << host;
+  }
+  // The metrics endpoint too.
+  c = Parse(absl::StrReplaceAll(plain, {{"0.0.0.0:7001", "127.0.0.1:7001"}, {"127.0.0.1:9101", "0.0.0.0:9101"}}));
+  EXPECT_TRUE(ErrorContains(c, ":10: security.insecure: insecure: true needs site.metrics_listen on a loopback"));
+  EXPECT_TRUE(IsLoopback("127.0.0.1:0"));
+  EXPECT_FALSE(IsLoopback("0.0.0.0:0"));
+}
+
+TEST_F(ConfigTest, KeyAndTokenThatOthersCanReadAreRefused) {
+  WriteFile(Path(), kFull);
+  ASSERT_TRUE(LoadConfig(Path()).ok());
+  const std::string key = dir_ / "certs/site-a-key.pem";
+  for (mode_t mode : {0640, 0604, 0620, 0644}) {
+    ASSERT_EQ(chmod(key.c_str(), mode), 0);
+    EXPECT_TRUE(ErrorContains(LoadConfig(Path()),
+                              absl::StrFormat("site-a.yaml:10: security.key: \"%s\" has mode %04o: group and others "
+                                              "must have no access",
+                                              key, mode)));
+  }
+  ASSERT_EQ(chmod(key.c_str(), 0400), 0);
+  EXPECT_TRUE(LoadConfig(Path()).ok());
+  const std::string token = dir_ / "certs/admin-token";
+  ASSERT_EQ(chmod(token.c_str(), 0644), 0);
+  EXPECT_TRUE(ErrorContains(LoadConfig(Path()),
+                            absl::StrCat("site-a.yaml:10: security.admin_token_file: \"", token, "\" has mode 0644")));
+  ASSERT_EQ(chmod(token.c_str(), 0600), 0);
+  // The certificate and the CA are public.
+  ASSERT_EQ(chmod((dir_ / "certs/ca.pem").c_str(), 0644), 0);
+  ASSERT_EQ(chmod((dir_ / "certs/site-a.pem").c_str(), 0644), 0);
+  EXPECT_TRUE(LoadConfig(Path()).ok());
+}
+
+TEST_F(ConfigTest, SecurityDefaultsAndLimits) {
+  auto c = Parse(kFull);
+  ASSERT_TRUE(c.ok()) << c.status();
+  EXPECT_FALSE(c->security.reflection);  // reflection off unless configured
+  EXPECT_EQ(c->security.max_calls_per_peer, 16);
+  EXPECT_EQ(c->security.max_threads, 64);
+  c = ParseFullWith("admin_token_file: certs/admin-token}",
+                    "admin_token_file: certs/admin-token, reflection: true, max_calls_per_peer: 4, max_threads: 20}");
+  ASSERT_TRUE(c.ok()) << c.status();
+  EXPECT_TRUE(c->security.reflection);
+  EXPECT_EQ(c->security.max_calls_per_peer, 4);
+  EXPECT_EQ(c->security.max_threads, 20);
+  c = ParseFullWith("admin_token_file: certs/admin-token}", "admin_token_file: certs/admin-token, max_threads: 2}");
+  EXPECT_TRUE(ErrorContains(c, "site-a.yaml:10: security.max_threads: must be in 8..10000, got 2"));
+  c = ParseFullWith("admin_token_file: certs/admin-token}",
+                    "admin_token_file: certs/admin-token, max_calls_per_peer: 0}");
+  EXPECT_TRUE(ErrorContains(c, "site-a.yaml:10: security.max_calls_per_peer: must be in 1..10000, got 0"));
+}
+
+TEST_F(ConfigTest, TheOperatorCertificateNameIsNoSiteId) {
+  auto c = ParseFullWith("{id: site-c, label: 2,", "{id: hyperfed-admin, label: 2,");
+  EXPECT_TRUE(ErrorContains(c, "site-a.yaml:5: roster[2].id: \"hyperfed-admin\" is reserved"));
 }
 
 // --- YAML-level errors ------------------------------------------------------
@@ -601,10 +680,10 @@ TEST(ConfigExamplesTest, AllExamplesValidateWithCertificatesInPlace) {
   for (int n : {4, 8}) {
     std::string certs = dir / absl::StrCat("federation-", n, "/certs");
     WriteFile(certs + "/ca.pem", "placeholder");
-    WriteFile(certs + "/admin-token", "token");
+    WriteSecret(certs + "/admin-token", "token");
     for (const std::string& id : SiteNames(n)) {
       WriteFile(certs + "/" + id + ".pem", "placeholder");
-      WriteFile(certs + "/" + id + "-key.pem", "placeholder");
+      WriteSecret(certs + "/" + id + "-key.pem", "placeholder");
     }
     for (int i = 0; i < n; ++i) {
       std::string id = SiteNames(n)[i];

@@ -42,6 +42,13 @@ inline void WriteFile(const std::string& path, const std::string& text) {
   out << text;
 }
 
+// A key or token: mode 0600, as the daemon requires of secrets.
+inline void WriteSecret(const std::string& path, const std::string& text) {
+  WriteFile(path, text);
+  std::filesystem::permissions(path, std::filesystem::perms::owner_read | std::filesystem::perms::owner_write,
+                               std::filesystem::perm_options::replace);
+}
+
 inline std::string ReadFile(const std::string& path) {
   std::ifstream in(path, std::ios::binary);
   std::stringstream s;

@@ -4,6 +4,7 @@
 #include <sys/wait.h>
 
 #include <cstdio>
+#include <thread>
 
 #include "absl/strings/str_cat.h"
 #include "gtest/gtest.h"
@@ -133,9 +134,17 @@ TEST_F(CtlTest, PrometheusEndpointServesCounters) {
   const auto at = log.find("metrics on http://");
   ASSERT_NE(at, std::string::npos) << log;
   const std::string url = log.substr(at + 11, log.find('\n', at) - at - 11);
-  Out o = Shell(
-      "python3 -c 'import urllib.request,sys; print(urllib.request.urlopen(sys.argv[1], timeout=5).read().decode())' " +
-      url);
+  // The endpoint serves values rendered every 2 s (daemon/server/metrics_http.h):
+  // scrape until the peers the federation saw at its start show.
+  Out o;
+  for (int i = 0; i < 20; ++i) {
+    o = Shell(
+        "python3 -c 'import urllib.request,sys; print(urllib.request.urlopen(sys.argv[1], "
+        "timeout=5).read().decode())' " +
+        url);
+    if (o.code != 0 || o.text.find("hyperfed_peers_up 3") != std::string::npos) break;
+    std::this_thread::sleep_for(std::chrono::milliseconds(250));
+  }
   ASSERT_EQ(o.code, 0) << o.text;
   for (const char* name :
        {"hyperfed_rounds_total", "hyperfed_round_duration_seconds_sum", "hyperfed_jobs_moved_out_total",

@@ -3,7 +3,7 @@
 // daemons over gRPC. Each is refused with the right code and changes
 // nothing; afterwards real rounds still run and every job key exists
 // exactly once with none held. (The scheduler-level rows run against a
-// real Slurm in hostile_slurm_test.cc; the network-level ones in
+// real Slurm in tests/scheduler/slurm_hostile_test.cc; the network-level ones in
 // hostile_network_test.cc.)
 
 #include <cmath>
