@@ -44,7 +44,7 @@ RUN apt-get update \
  && groupadd --system --gid 10001 hyperfed \
  && useradd --system --uid 10001 --gid hyperfed --home-dir /var/lib/hyperfed --no-create-home \
       --shell /usr/sbin/nologin hyperfed \
- && install -d -o hyperfed -g hyperfed -m 0750 /var/lib/hyperfed \
+ && install -d -o hyperfed -g hyperfed -m 0700 /var/lib/hyperfed \
  && install -d -m 0755 /etc/hyperfed /etc/hyperfed/certs
 COPY --from=build /src/build/hyperfedd /src/build/hyperfedctl /usr/local/bin/
 # Fails at once if a runtime library is missing, not at the first start.
