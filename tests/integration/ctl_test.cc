@@ -14,21 +14,6 @@
 namespace hyperfed::testing {
 namespace {
 
-struct Out {
-  int code = -1;
-  std::string text;
-};
-
-Out Shell(const std::string& cmd) {
-  FILE* p = popen((cmd + " 2>&1").c_str(), "r");
-  Out o;
-  char buf[4096];
-  while (size_t n = fread(buf, 1, sizeof buf, p)) o.text.append(buf, n);
-  int st = pclose(p);
-  o.code = WIFEXITED(st) ? WEXITSTATUS(st) : -1;
-  return o;
-}
-
 // True when python3 parses `text` as JSON (each line, for JSON Lines) and
 // the expression `check` (on `d`, the last object) holds.
 bool JsonHolds(const std::string& text, const std::string& check, bool lines = false) {

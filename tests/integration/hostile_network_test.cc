@@ -28,21 +28,6 @@
 namespace hyperfed::testing {
 namespace {
 
-struct Out {
-  int code = -1;
-  std::string text;
-};
-
-Out Shell(const std::string& cmd) {
-  FILE* p = popen((cmd + " 2>&1").c_str(), "r");
-  Out o;
-  char buf[4096];
-  while (size_t n = fread(buf, 1, sizeof buf, p)) o.text.append(buf, n);
-  int st = pclose(p);
-  o.code = WIFEXITED(st) ? WEXITSTATUS(st) : -1;
-  return o;
-}
-
 // A field of /proc/<pid>/status ("VmRSS" in kB, "Threads"), or -1.
 int64_t ProcStatus(pid_t pid, const std::string& field) {
   std::ifstream in(absl::StrCat("/proc/", pid, "/status"));

@@ -1,10 +1,24 @@
 #include "tests/integration/jobs_util.h"
 
+#include <sys/wait.h>
+
+#include <cstdio>
 #include <thread>
 
 #include "absl/strings/str_cat.h"
 
 namespace hyperfed::testing {
+
+Out Shell(const std::string& cmd) {
+  FILE* p = popen((cmd + " 2>&1").c_str(), "r");
+  Out o;
+  if (!p) return o;
+  char buf[4096];
+  while (size_t n = fread(buf, 1, sizeof buf, p)) o.text.append(buf, n);
+  int st = pclose(p);
+  o.code = WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+  return o;
+}
 
 std::unique_ptr<v1::Peer::Stub> PeerAs(TestFederation& f, int to, const std::string& as) {
   grpc::SslCredentialsOptions o;

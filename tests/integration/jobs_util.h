@@ -14,6 +14,14 @@
 
 namespace hyperfed::testing {
 
+// What a shell command printed (stdout and stderr) and its exit code (-1
+// when it did not exit normally).
+struct Out {
+  int code = -1;
+  std::string text;
+};
+Out Shell(const std::string& cmd);
+
 // A Peer stub to site `to`, presenting the certificate of `as` (a site id,
 // or "admin"): a stand-in peer.
 std::unique_ptr<v1::Peer::Stub> PeerAs(TestFederation& f, int to, const std::string& as);
