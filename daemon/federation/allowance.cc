@@ -24,14 +24,8 @@ absl::Status TransferAllowance::Admit(const std::string& round_id, const std::st
                                       absl::Duration wait) {
   if (round_id.empty()) return absl::FailedPreconditionError("a transfer outside any round is refused");
   std::unique_lock<std::mutex> l(mu_);
-  auto left = [&]() -> int64_t {
-    auto r = left_.find(round_id);
-    if (r == left_.end()) return 0;
-    auto s = r->second.find(source_site);
-    return s == r->second.end() ? 0 : s->second;
-  };
-  env_->WaitFor(l, cv_, wait, [&] { return stopping_ || left() >= count; });
-  const int64_t allowed = left();
+  env_->WaitFor(l, cv_, wait, [&] { return stopping_ || LeftLocked(round_id, source_site) >= count; });
+  const int64_t allowed = LeftLocked(round_id, source_site);
   if (allowed < count) {
     return absl::FailedPreconditionError(
         absl::StrCat("the plan of round ", round_id, " as this site derived it lets ", source_site, " send ", allowed,
@@ -43,6 +37,10 @@ absl::Status TransferAllowance::Admit(const std::string& round_id, const std::st
 
 int64_t TransferAllowance::Left(const std::string& round_id, const std::string& source_site) const {
   std::lock_guard<std::mutex> l(mu_);
+  return LeftLocked(round_id, source_site);
+}
+
+int64_t TransferAllowance::LeftLocked(const std::string& round_id, const std::string& source_site) const {
   auto r = left_.find(round_id);
   if (r == left_.end()) return 0;
   auto s = r->second.find(source_site);

@@ -47,6 +47,8 @@ class TransferAllowance {
   void Stop();
 
  private:
+  int64_t LeftLocked(const std::string& round_id, const std::string& source_site) const;
+
   const Env* env_;
   mutable std::mutex mu_;
   std::condition_variable cv_;
