@@ -140,6 +140,27 @@ absl::StatusOr<int64_t> SchedulerAdapter::CountMigratable() {
   return n;
 }
 
+absl::StatusOr<std::vector<PendingJob>> SchedulerAdapter::Pending() {
+  auto jobs = ListJobs();
+  if (!jobs.ok()) return jobs.status();
+  std::vector<PendingJob> out;
+  for (const Job& j : *jobs) {
+    if (j.state != JobState::kPending || j.pinned) continue;
+    out.push_back({.id = j.id, .key = j.spec.key, .cores = j.spec.cores, .queued_at_ms = j.queued_at_ms});
+  }
+  return out;
+}
+
+absl::StatusOr<int64_t> SchedulerAdapter::WidestJob() {
+  auto cap = GetCapacity();
+  if (!cap.ok()) return cap.status();
+  return cap->units;
+}
+
+absl::StatusOr<std::vector<int64_t>> SchedulerAdapter::ArrivalStarts(const std::vector<int64_t>& widths) {
+  return absl::UnimplementedError(absl::StrCat("the ", Name(), " adapter estimates no start times"));
+}
+
 std::vector<absl::StatusOr<Job>> SchedulerAdapter::GetJobs(const std::vector<std::string>& ids) {
   std::vector<absl::StatusOr<Job>> out;
   auto jobs = ListJobs();

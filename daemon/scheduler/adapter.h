@@ -76,6 +76,17 @@ struct Job {
   int64_t queued_at_ms = 0;  // submit time, ms since the epoch
 };
 
+// One pending job as a balancer sees it (SchedulerAdapter::Pending).
+struct PendingJob {
+  std::string id;
+  std::string key;           // JobSpec::key
+  int64_t cores = 1;
+  int64_t queued_at_ms = 0;  // submit time, ms since the epoch
+  // When the scheduler expects it to start, ms since the epoch; 0 when it
+  // does not say (Slurm without a backfill plan for it yet).
+  int64_t start_ms = 0;
+};
+
 struct Capacity {
   int64_t units = 0;   // processing units (slots, CPUs)
   double speed = 1.0;  // speed factor
@@ -102,6 +113,26 @@ class SchedulerAdapter {
   // pinned. This is a site's load. The default counts ListJobs; adapters with
   // an index override it (the daemon asks every heartbeat).
   virtual absl::StatusOr<int64_t> CountMigratable();
+
+  // ---- What a balancer needs to choose jobs (docs/algorithms.md, "Jobs
+  // that gain").
+  //
+  // Every job that could move now (pending, not held, not pinned), in queue
+  // order, with its cores and the scheduler's estimate of its start (sim:
+  // its EASY forecast; slurm: squeue --start). The default reads ListJobs
+  // and estimates nothing (start_ms 0).
+  virtual absl::StatusOr<std::vector<PendingJob>> Pending();
+  // The most cores one job can have here (sim: its cores; slurm: the
+  // largest node's CPUs; exec: the `widest` command). The default is
+  // GetCapacity's units.
+  virtual absl::StatusOr<int64_t> WidestJob();
+  // For each width, when a job of that many cores submitted now (with no
+  // time limit of its own: it would wait behind the whole queue) would
+  // start, ms since the epoch; one answer per width, in order.
+  // InvalidArgument for a width < 1 or above WidestJob. The default is
+  // Unimplemented (the site then publishes no start profile and other sites
+  // send it jobs by count alone).
+  virtual absl::StatusOr<std::vector<int64_t>> ArrivalStarts(const std::vector<int64_t>& widths);
 
   // Hold a pending job (it will not start); release a held one. Holding a
   // held job and releasing a pending one are no-ops. NotFound for an unknown
