@@ -40,7 +40,8 @@ const char* const kSiteKeys[] = {"id", "label", "listen", "advertise", "metrics_
 const char* const kRosterKeys[] = {"id", "label", "endpoint", "cost", "max_capacity"};
 const char* const kCapacityKeys[] = {"units", "speed"};
 const char* const kBalancerKeys[] = {"algorithm",          "interval",     "underload_threshold", "min_imbalance",
-                                     "heartbeat_interval", "peer_timeout", "step_timeout",        "max_batch"};
+                                     "heartbeat_interval", "peer_timeout", "step_timeout",        "max_batch",
+                                     "job_choice",         "hysteresis"};
 const char* const kSchedulerKeys[] = {"adapter", "options"};
 const char* const kSecurityKeys[] = {"insecure",           "cert",       "key", "ca", "admin_token_file", "reflection",
                                      "max_calls_per_peer", "max_threads"};
@@ -266,6 +267,10 @@ std::vector<Issue> CheckRules(const Config& c) {
   if (b.min_imbalance < 0) {
     add("balancer.min_imbalance", absl::StrCat("must be >= 0, got ", b.min_imbalance));
   }
+  if (auto choice = balance::ParseJobChoice(b.job_choice); !choice.ok()) {
+    add("balancer.job_choice", std::string(choice.status().message()));
+  }
+  check_duration("balancer.hysteresis", b.hysteresis, false);
   if (b.max_batch < 1 || b.max_batch > kMaxBatch) {
     add("balancer.max_batch", absl::StrCat("must be in 1..", kMaxBatch, ", got ", b.max_batch));
   }
@@ -583,6 +588,8 @@ class Parser {
     if (f.count("peer_timeout")) Duration(f["peer_timeout"], "balancer.peer_timeout", &b.peer_timeout);
     if (f.count("step_timeout")) Duration(f["step_timeout"], "balancer.step_timeout", &b.step_timeout);
     if (f.count("max_batch")) Integer(f["max_batch"], "balancer.max_batch", &b.max_batch);
+    if (f.count("job_choice")) String(f["job_choice"], "balancer.job_choice", &b.job_choice);
+    if (f.count("hysteresis")) Duration(f["hysteresis"], "balancer.hysteresis", &b.hysteresis);
   }
 
   void ParseScheduler(const YAML::Node& n, Config* c) {

@@ -41,6 +41,9 @@ struct RosterEntry {
 // The most migratable pending jobs a site may report (docs/security.md):
 // far above any real queue, low enough that sums over 2^20 sites stay exact.
 inline constexpr int64_t kMaxReportedLoad = int64_t{1} << 32;
+// The longest wait a site may say a job sent to it would have (its start
+// profile, docs/algorithms.md "Jobs that gain"): a year, in ms.
+inline constexpr int64_t kMaxReportedWaitMs = int64_t{366} * 24 * 3600 * 1000;
 
 struct CapacityConfig {
   bool from_adapter = true;  // "capacity: from_adapter" (the default)
@@ -59,6 +62,11 @@ struct BalancerConfig {
   absl::Duration peer_timeout = absl::Seconds(5);   // no heartbeat for this long: peer down
   absl::Duration step_timeout = absl::Seconds(10);  // a round step waits this long for a peer
   int64_t max_batch = 1000;                         // jobs per Transfer call, 1..100000
+  // Which jobs a round moves (docs/algorithms.md, "Jobs that gain"): "gain"
+  // (those whose estimated start improves most; the default) or "newest".
+  std::string job_choice = "gain";
+  // A job that arrived by a move this recently is not moved again.
+  absl::Duration hysteresis = absl::Minutes(10);
 };
 
 struct SchedulerConfig {

@@ -9,6 +9,7 @@ namespace hyperfed::balance {
 
 int64_t StartProfile::WaitFor(int64_t cores) const {
   if (cores > widest) return kNeverStarts;
+  if (waits.empty()) return 0;  // the site estimates nothing: taken as starting at once
   for (const auto& [width, wait] : waits)
     if (width >= cores) return wait;
   return kNeverStarts;

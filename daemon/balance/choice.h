@@ -44,7 +44,9 @@ struct StartProfile {
   std::vector<std::pair<int64_t, int64_t>> waits;
 
   // The wait for a job of `cores`: that of the smallest listed width >=
-  // cores; kNeverStarts when cores > widest or nothing is listed.
+  // cores; kNeverStarts when cores > widest; 0 when no wait is listed (a
+  // site whose scheduler estimates nothing is taken as starting jobs at
+  // once: the round's quota still bounds what it gets).
   int64_t WaitFor(int64_t cores) const;
 
   friend bool operator==(const StartProfile&, const StartProfile&) = default;

@@ -35,6 +35,7 @@
 
 #include "absl/status/statusor.h"
 #include "absl/types/span.h"
+#include "daemon/balance/choice.h"
 #include "daemon/balance/plan.h"
 #include "daemon/balance/topology.h"
 
@@ -45,6 +46,10 @@ struct LoadRow {
   NodeId label = 0;
   Load load = 0;
   double capacity = 1;
+  // The site's widest job and when jobs sent to it would start
+  // (docs/algorithms.md, "Jobs that gain"); empty when it does not say.
+  // Carried by the gather, not used by the plan: sources choose jobs by it.
+  StartProfile profile;
 
   friend bool operator==(const LoadRow&, const LoadRow&) = default;
 };

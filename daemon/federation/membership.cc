@@ -1,5 +1,6 @@
 #include "daemon/federation/membership.h"
 
+#include <algorithm>
 #include <cmath>
 
 #include "absl/strings/str_cat.h"
@@ -32,6 +33,7 @@ bool Membership::Seen(const HeartbeatInfo& hb) {
     p.drained = hb.drained;
     p.last_round = hb.last_round;
     p.epoch = hb.epoch;
+    p.widest = hb.widest;
     return true;
   }
   return false;
@@ -59,6 +61,13 @@ std::vector<PeerInfo> Membership::View() const {
     out.push_back(q);
   }
   return out;
+}
+
+int64_t Membership::WidestElsewhere() const {
+  int64_t widest = 0;
+  for (const PeerInfo& p : View())
+    if (!p.self && p.up && !p.drained) widest = std::max(widest, p.widest);
+  return widest;
 }
 
 std::optional<PeerInfo> Membership::Find(const std::string& site) const {
@@ -101,7 +110,8 @@ int64_t Membership::HighestEpoch() const {
   return e;
 }
 
-absl::Status CheckReportedRow(const config::Config& config, int label, int64_t load, double capacity) {
+absl::Status CheckReportedRow(const config::Config& config, int label, int64_t load, double capacity,
+                              const balance::StartProfile& profile) {
   const config::RosterEntry* e = config.FindLabel(label);
   if (!e) return absl::InvalidArgumentError(absl::StrCat("label ", label, " is no roster site's"));
   if (load < 0 || load > config::kMaxReportedLoad)
@@ -111,6 +121,11 @@ absl::Status CheckReportedRow(const config::Config& config, int label, int64_t l
     return absl::InvalidArgumentError(absl::StrCat("capacity ", capacity, " for ", e->id,
                                                    " not finite and within 0..", e->max_capacity,
                                                    " (its roster max_capacity)"));
+  if (profile.widest > e->max_capacity)
+    return absl::InvalidArgumentError(absl::StrCat("widest job ", profile.widest, " for ", e->id, " above ",
+                                                   e->max_capacity, " (its roster max_capacity)"));
+  if (auto st = balance::CheckStartProfile(profile, config::kMaxReportedWaitMs); !st.ok())
+    return absl::InvalidArgumentError(absl::StrCat(e->id, ": ", st.message()));
   return absl::OkStatus();
 }
 

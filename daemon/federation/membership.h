@@ -16,6 +16,7 @@
 #include "absl/status/status.h"
 #include "absl/time/time.h"
 #include "config/config.h"
+#include "daemon/balance/choice.h"
 #include "daemon/common/env.h"
 #include "daemon/common/executor.h"
 
@@ -27,7 +28,11 @@ class PeerClient;
 // the label is a roster site's, the load in 0..config::kMaxReportedLoad and
 // the capacity finite, >= 0 and at most the roster's max_capacity for that
 // site (docs/security.md, "Numbers"). The one check of such numbers.
-absl::Status CheckReportedRow(const config::Config& config, int label, int64_t load, double capacity);
+// The same for a start profile (docs/algorithms.md, "Jobs that gain"): the
+// widest job at most that max_capacity, the profile well formed
+// (balance::CheckStartProfile) with waits up to config::kMaxReportedWaitMs.
+absl::Status CheckReportedRow(const config::Config& config, int label, int64_t load, double capacity,
+                              const balance::StartProfile& profile = {});
 
 // What a site says of itself in a heartbeat.
 struct HeartbeatInfo {
@@ -39,6 +44,7 @@ struct HeartbeatInfo {
   std::string round_id;  // the round it is in, if any
   std::string last_round;
   int64_t epoch = 0;  // the highest round epoch it has seen
+  int64_t widest = 0;  // the most cores one job can have there (0: not said)
 };
 
 // What the last heartbeat from a site said.
@@ -54,6 +60,7 @@ struct PeerInfo {
   bool drained = false;
   std::string last_round;
   int64_t epoch = 0;
+  int64_t widest = 0;
 };
 
 class Membership {
@@ -62,6 +69,9 @@ class Membership {
 
   // Records a heartbeat (from a roster site other than this one; false if not).
   bool Seen(const HeartbeatInfo& hb);
+  // The widest job any live site other than this one runs (from their
+  // heartbeats); 0 when none has said.
+  int64_t WidestElsewhere() const;
   // Updates this site's own row.
   void SetSelf(int64_t load, double capacity, bool drained, const std::string& last_round);
 

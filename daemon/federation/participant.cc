@@ -108,7 +108,7 @@ void Participant::RunPart(const RoundSpec& spec) {
     report.label = config_.site.label;
     report.error = absl::StrCat("load snapshot failed: ", snap.status().message());
   } else {
-    report = RunRound(ctx_, spec, snap->first, snap->second);
+    report = RunRound(ctx_, spec, *snap);
   }
   Log(absl::StrCat(config_.site.id, ": round ", spec.round_id, report.ok ? " done" : " ended: " + report.error,
                    ": load ", report.load_before, ", quota ", report.quota, ", moved out ", report.moved_out,

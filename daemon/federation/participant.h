@@ -25,7 +25,7 @@ class Participant {
  public:
   // `snapshot` gives the load and capacity a part starts from; `done` gets
   // every part's report (the site sends it to the coordinator).
-  using Snapshot = std::function<absl::StatusOr<std::pair<int64_t, double>>()>;
+  using Snapshot = std::function<absl::StatusOr<SiteSnapshot>()>;
   using Done = std::function<void(const RoundSpec&, const RoundReport&)>;
   Participant(const config::Config& config, const Env* env, Executor* executor, PeerClient* peers, JobMover* mover,
               Snapshot snapshot, Done done);

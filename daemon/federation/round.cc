@@ -240,7 +240,10 @@ class Runner {
     report_.label = ctx.self_label;
   }
 
-  RoundReport Run(int64_t load, double capacity) {
+  RoundReport Run(const SiteSnapshot& self) {
+    const int64_t load = self.load;
+    const double capacity = self.capacity;
+    own_profile_ = self.profile;
     report_.load_before = load;
     report_.capacity = capacity;
     report_.quota = load;
@@ -328,7 +331,7 @@ class Runner {
     auto place = PlaceOf(topo, ctx_.self_label);
     if (!place.ok()) return place.status();
     const int depth = place->tree_depth;
-    balance::LoadTable table{{ctx_.self_label, load, capacity}};
+    balance::LoadTable table{{ctx_.self_label, load, capacity, own_profile_}};
     auto merge = [&](const balance::LoadTable& rows) -> absl::Status {
       auto m = balance::MergeLoadTables(table, rows);
       if (!m.ok()) return m.status();
@@ -385,21 +388,58 @@ class Runner {
     return absl::OkStatus();
   }
 
-  // Moves `out` in parallel; records what moved. Returns the first error.
-  absl::Status Move(const std::vector<balance::Transfer>& out, const std::string& where, std::vector<int64_t>* moved) {
-    std::vector<absl::StatusOr<JobMover::Result>> results(out.size(), absl::UnknownError("not run"));
-    ParallelFor(ctx_.executor, out.size(),
-                [&](size_t i) { results[i] = ctx_.mover->MoveJobs(SiteOf(out[i].to), out[i].count, spec_.round_id); });
+  // The destination's start profile, from the gathered table.
+  balance::StartProfile ProfileOf(int label) const {
+    for (const balance::LoadRow& r : table_)
+      if (r.label == label) return r.profile;
+    return {};
+  }
+
+  // The mover's choice of jobs for `out` (nullopt: it does not choose).
+  absl::StatusOr<std::optional<std::vector<std::vector<std::string>>>> Choose(
+      const std::vector<balance::Transfer>& out, const std::vector<balance::StartProfile>& profiles) {
+    std::vector<JobMover::Order> orders;
+    for (size_t i = 0; i < out.size(); ++i) orders.push_back({SiteOf(out[i].to), out[i].count, profiles[i]});
+    return ctx_.mover->Choose(orders, own_profile_, report_.capacity == 0, spec_.round_id);
+  }
+
+  // Moves `out` in parallel, the jobs the mover chooses; records what
+  // moved. Jobs a transfer may take but that would not start sooner there
+  // stay (kept). Returns the first error.
+  absl::Status Move(const std::vector<balance::Transfer>& out, const std::vector<balance::StartProfile>& profiles,
+                    const std::string& where, std::vector<int64_t>* moved) {
     moved->assign(out.size(), 0);
+    if (out.empty()) return absl::OkStatus();
+    auto chosen = Choose(out, profiles);
+    if (!chosen.ok()) {
+      for (const balance::Transfer& t : out) report_.shortfall += t.count;
+      return absl::UnavailableError(absl::StrCat(where, "choosing jobs: ", chosen.status().message()));
+    }
+    std::vector<absl::StatusOr<JobMover::Result>> results(out.size(), absl::UnknownError("not run"));
+    std::vector<int64_t> kept(out.size(), 0);
+    ParallelFor(ctx_.executor, out.size(), [&](size_t i) {
+      if (!chosen->has_value()) {
+        results[i] = ctx_.mover->MoveJobs(SiteOf(out[i].to), out[i].count, spec_.round_id);
+        return;
+      }
+      const std::vector<std::string>& ids = (**chosen)[i];
+      kept[i] = out[i].count - static_cast<int64_t>(ids.size());
+      if (ids.empty()) {
+        results[i] = JobMover::Result{};
+      } else {
+        results[i] = ctx_.mover->MoveChosen(SiteOf(out[i].to), ids, spec_.round_id);
+      }
+    });
     absl::Status first_error;
     for (size_t i = 0; i < out.size(); ++i) {
       const balance::Transfer& t = out[i];
       const auto& r = results[i];
+      report_.kept += kept[i];
       if (!r.ok()) {
         if (first_error.ok())
           first_error = absl::UnavailableError(
               absl::StrCat(where, "moving ", t.count, " jobs to ", SiteOf(t.to), ": ", r.status().message()));
-        report_.shortfall += t.count;
+        report_.shortfall += t.count - kept[i];
         continue;
       }
       (*moved)[i] = r->moved;
@@ -411,7 +451,8 @@ class Runner {
         report_.transfers.push_back(done);
       }
       Event(absl::StrCat(where, "moved ", r->moved, " jobs to ", SiteOf(t.to),
-                         r->shortfall ? absl::StrCat(" (", r->shortfall, " short)") : ""));
+                         r->shortfall ? absl::StrCat(" (", r->shortfall, " short)") : "",
+                         kept[i] ? absl::StrCat(" (", kept[i], " kept: they would not start sooner there)") : ""));
     }
     return first_error;
   }
@@ -429,6 +470,7 @@ class Runner {
     Place place;
     balance::LoadTable table;
     if (auto st = Gather(*topo, load, capacity, &place, &table); !st.ok()) return st;
+    table_ = table;
     auto plan = mode.PlanComponent(*topo, table);
     if (!plan.ok()) return plan.status();
     report_.quota = plan->final_loads[ctx_.self_label];
@@ -460,7 +502,9 @@ class Runner {
       const std::vector<balance::Transfer>& out = sends[s];
       const std::string where = last_phase > 1 ? absl::StrCat("phase ", s, ": ") : "";
       std::vector<int64_t> moved;
-      if (auto st = Move(out, where, &moved); !st.ok() && first_error.ok()) first_error = st;
+      std::vector<balance::StartProfile> profiles;
+      for (const balance::Transfer& t : out) profiles.push_back(ProfileOf(t.to));
+      if (auto st = Move(out, profiles, where, &moved); !st.ok() && first_error.ok()) first_error = st;
       if (s == last_phase) continue;  // nothing waits for the last phase
       // The receiver goes on with what it got, even after a failed move.
       for (size_t i = 0; i < out.size(); ++i) {
@@ -497,7 +541,7 @@ class Runner {
     for (int k = 0; k < n; ++k) {
       const int partner = ctx_.self_label ^ (1 << k);
       if (std::binary_search(spec_.faults.begin(), spec_.faults.end(), partner)) continue;  // nam §6
-      auto rows = ExchangeWith(MessageKind::kExchange, k, {{ctx_.self_label, w, capacity}});
+      auto rows = ExchangeWith(MessageKind::kExchange, k, {{ctx_.self_label, w, capacity, own_profile_}});
       if (!rows.ok()) return rows.status();
       if (rows->size() != 1 || (*rows)[0].label != partner)
         return absl::InvalidArgumentError(absl::StrCat("dimension ", k, ": partner sent a malformed row"));
@@ -509,13 +553,9 @@ class Runner {
       if (ctx_.env->Now() >= spec_.deadline) return absl::DeadlineExceededError("past the round's deadline");
       if (share < w) {
         const int64_t send = w - share;
-        auto r = ctx_.mover->MoveJobs(SiteOf(partner), send, spec_.round_id);
-        if (!r.ok())
-          return absl::UnavailableError(absl::StrCat("dimension ", k, ": moving ", send, " jobs to ", SiteOf(partner),
-                                                     ": ", r.status().message()));
-        if (r->moved > 0) report_.transfers.push_back({k + 1, ctx_.self_label, partner, r->moved, 1});
-        report_.moved_out += r->moved;
-        report_.shortfall += r->shortfall;
+        std::vector<int64_t> moved;
+        const std::vector<balance::Transfer> out{{k + 1, ctx_.self_label, partner, send, 1}};
+        if (auto st = Move(out, {p.profile}, absl::StrCat("dimension ", k, ": "), &moved); !st.ok()) return st;
       }
       w = share;
       if (auto b = ExchangeWith(MessageKind::kBarrier, k, {}); !b.ok()) return b.status();
@@ -529,13 +569,15 @@ class Runner {
   const RoundContext& ctx_;
   const RoundSpec& spec_;
   RoundReport report_;
+  balance::StartProfile own_profile_;
+  balance::LoadTable table_;  // gathering modes: the whole component's rows
 };
 
 }  // namespace
 
-RoundReport RunRound(const RoundContext& ctx, const RoundSpec& spec, int64_t load, double capacity) {
+RoundReport RunRound(const RoundContext& ctx, const RoundSpec& spec, const SiteSnapshot& self) {
   Runner r(ctx, spec);
-  return r.Run(load, capacity);
+  return r.Run(self);
 }
 
 }  // namespace hyperfed::federation

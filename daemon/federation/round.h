@@ -10,6 +10,7 @@
 #include <functional>
 #include <map>
 #include <mutex>
+#include <optional>
 #include <set>
 #include <string>
 #include <tuple>
@@ -71,6 +72,7 @@ struct RoundReport {
   int64_t quota = 0;
   int64_t moved_out = 0;
   int64_t shortfall = 0;
+  int64_t kept = 0;  // jobs the plan let go that would not start sooner there (job choice "gain")
   std::vector<balance::Transfer> transfers;  // what this site committed
   int64_t messages = 0;
   int steps = 0;
@@ -112,7 +114,28 @@ class JobMover {
     int64_t moved = 0;
     int64_t shortfall = 0;
   };
+  // `count` jobs of the mover's choosing (the most recently queued).
   virtual absl::StatusOr<Result> MoveJobs(const std::string& dest_site, int64_t count, const std::string& round_id) = 0;
+
+  // The job choice (docs/algorithms.md, "Jobs that gain"): which jobs go
+  // for each of this site's transfers of one step of a round, at most each
+  // transfer's count; `own` is this site's own start profile, `draining`
+  // says it has capacity 0 (every job that fits goes). nullopt: the mover
+  // does not choose (then MoveJobs picks).
+  struct Order {
+    std::string dest_site;
+    int64_t count = 0;
+    balance::StartProfile profile;  // the destination's, from its row
+  };
+  virtual absl::StatusOr<std::optional<std::vector<std::vector<std::string>>>> Choose(
+      const std::vector<Order>& orders, const balance::StartProfile& own, bool draining, const std::string& round_id) {
+    return std::nullopt;
+  }
+  // Moves exactly the chosen jobs (those no longer movable are shortfall).
+  virtual absl::StatusOr<Result> MoveChosen(const std::string& dest_site, const std::vector<std::string>& ids,
+                                            const std::string& round_id) {
+    return MoveJobs(dest_site, static_cast<int64_t>(ids.size()), round_id);
+  }
   // The moves of the job with this key, in words, oldest first.
   virtual absl::StatusOr<std::vector<std::string>> MovesOf(const std::string& key) {
     return std::vector<std::string>{};
@@ -203,9 +226,19 @@ struct RoundContext {
   std::function<void(const std::string&)> event;
 };
 
-// Runs this site's part of a round from its load snapshot (migratable
-// pending jobs) and capacity (0 when drained). Never throws; the report
-// says how far it got. Every wait ends by spec.deadline.
-RoundReport RunRound(const RoundContext& ctx, const RoundSpec& spec, int64_t load, double capacity);
+// What a site balances with: its movable load (pending jobs some other site
+// can run), its capacity (0 when drained) and its start profile.
+struct SiteSnapshot {
+  int64_t load = 0;
+  double capacity = 0;
+  balance::StartProfile profile;
+};
+
+// Runs this site's part of a round from its snapshot. Never throws; the
+// report says how far it got. Every wait ends by spec.deadline.
+RoundReport RunRound(const RoundContext& ctx, const RoundSpec& spec, const SiteSnapshot& self);
+inline RoundReport RunRound(const RoundContext& ctx, const RoundSpec& spec, int64_t load, double capacity) {
+  return RunRound(ctx, spec, SiteSnapshot{load, capacity, {}});
+}
 
 }  // namespace hyperfed::federation

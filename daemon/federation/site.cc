@@ -21,7 +21,7 @@ Site::Site(const config::Config& config, scheduler::SchedulerAdapter* adapter, J
       heartbeater_(config_, &membership_, peers, &executor_),
       history_(env),
       participant_(
-          config_, env, &executor_, peers, mover, [this] { return Snapshot(); },
+          config_, env, &executor_, peers, mover, [this] { return Snapshot(/*with_waits=*/true); },
           [this](const RoundSpec& spec, const RoundReport& r) { PartDone(spec, r); }),
       coordinator_(config_, env, &executor_, &membership_, &participant_, peers, &history_,
                    [this] { return RefreshSelf(); }),
@@ -61,9 +61,40 @@ void Site::Stop() {
   executor_.Join();
 }
 
-absl::StatusOr<std::pair<int64_t, double>> Site::Snapshot() {
-  auto count = adapter_->CountMigratable();
-  if (!count.ok()) return count.status();
+absl::StatusOr<SiteSnapshot> Site::Snapshot(bool with_waits) {
+  SiteSnapshot snap;
+  auto widest = adapter_->WidestJob();
+  if (!widest.ok()) return widest.status();
+  const config::RosterEntry* self = config_.FindSite(config_.site.id);
+  // Peers refuse a widest job above the roster's max_capacity (as for the
+  // capacity below).
+  snap.profile.widest = self ? std::min<int64_t>(*widest, static_cast<int64_t>(self->max_capacity)) : *widest;
+  // The load: pending jobs some other live site can run (docs/algorithms.md,
+  // "Jobs that gain"). Before any peer has said how wide it runs, all count.
+  auto pending = adapter_->Pending();
+  if (!pending.ok()) return pending.status();
+  std::vector<int64_t> cores;
+  cores.reserve(pending->size());
+  for (const scheduler::PendingJob& p : *pending) cores.push_back(p.cores);
+  const int64_t elsewhere = membership_.WidestElsewhere();
+  snap.load = elsewhere > 0 ? balance::MovableLoad(cores, elsewhere) : static_cast<int64_t>(cores.size());
+  snap.load = std::min(snap.load, config::kMaxReportedLoad);
+  if (with_waits && snap.profile.widest > 0) {
+    const std::vector<int64_t> widths = balance::ProfileWidths(snap.profile.widest);
+    auto starts = adapter_->ArrivalStarts(widths);
+    if (starts.ok() && starts->size() == widths.size()) {
+      const int64_t now_ms = absl::ToUnixMillis(env_->Now());
+      for (size_t i = 0; i < widths.size(); ++i)
+        snap.profile.waits.push_back(
+            {widths[i], std::clamp<int64_t>((*starts)[i] - now_ms, 0, config::kMaxReportedWaitMs)});
+      // A scheduler may answer a narrower job later than a wider one;
+      // peers read the profile as "at most this width waits this long".
+      for (size_t i = snap.profile.waits.size(); i-- > 1;)
+        snap.profile.waits[i - 1].second = std::min(snap.profile.waits[i - 1].second, snap.profile.waits[i].second);
+    } else if (!starts.ok() && !absl::IsUnimplemented(starts.status())) {
+      Log(absl::StrCat(config_.site.id, ": no start profile this round: ", starts.status().message()));
+    }
+  }
   double capacity = 0;
   if (config_.capacity.from_adapter) {
     auto c = adapter_->GetCapacity();
@@ -75,21 +106,22 @@ absl::StatusOr<std::pair<int64_t, double>> Site::Snapshot() {
   if (drained_) capacity = 0;
   // Peers refuse a row above the roster's ceiling (docs/security.md): this
   // site reports at most that, and says so once.
-  const config::RosterEntry* self = config_.FindSite(config_.site.id);
   if (self && capacity > self->max_capacity) {
     if (!capacity_capped_.exchange(true))
       Log(absl::StrCat(config_.site.id, ": capacity ", capacity, " is above this site's roster max_capacity ",
                        self->max_capacity, ": reporting ", self->max_capacity));
     capacity = self->max_capacity;
   }
-  return std::make_pair(std::min(*count, config::kMaxReportedLoad), capacity);
+  snap.capacity = capacity;
+  return snap;
 }
 
 absl::Status Site::RefreshSelf() {
   auto snap = Snapshot();
   if (!snap.ok()) return snap.status();
   auto last = participant_.last_report();
-  membership_.SetSelf(snap->first, snap->second, drained_, last ? last->round_id : "");
+  membership_.SetSelf(snap->load, snap->capacity, drained_, last ? last->round_id : "");
+  widest_.store(snap->profile.widest);
   return absl::OkStatus();
 }
 
@@ -132,6 +164,7 @@ void Site::HeartbeatOnce() {
     hb.last_round = self->last_round;
   }
   hb.drained = drained_;
+  hb.widest = widest_.load();
   hb.round_id = participant_.current_round();
   hb.epoch = participant_.highest_epoch();
   heartbeater_.Tick(hb);
@@ -155,13 +188,13 @@ void Site::TimerOnce() {
   if (config_.balancer.underload_threshold > 0 && !busy &&
       now - last_underload_request_ > std::max(config_.balancer.interval, absl::Seconds(5))) {
     auto snap = Snapshot();
-    if (snap.ok() && snap->first < config_.balancer.underload_threshold && !drained_) {
+    if (snap.ok() && snap->load < config_.balancer.underload_threshold && !drained_) {
       bool others_have_work = false;
       for (const PeerInfo& p : membership_.View())
         if (!p.self && p.up && p.load > config_.balancer.underload_threshold) others_have_work = true;
       if (others_have_work) {
         last_underload_request_ = now;
-        Log(absl::StrCat(config_.site.id, ": underloaded (", snap->first, " pending < ",
+        Log(absl::StrCat(config_.site.id, ": underloaded (", snap->load, " pending < ",
                          config_.balancer.underload_threshold, "): asking for a round"));
         auto id = Balance(false, "underload");
         if (!id.ok()) Log(absl::StrCat(config_.site.id, ": balancing request failed: ", id.status().message()));

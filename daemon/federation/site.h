@@ -66,9 +66,11 @@ class Site {
   void Start();
   void Stop();
 
-  // This site's load snapshot: migratable pending jobs (pending, not held,
-  // not pinned) and capacity (0 while drained).
-  absl::StatusOr<std::pair<int64_t, double>> Snapshot();
+  // This site's snapshot: its movable load (pending jobs, not held, not
+  // pinned, that some other live site can run), capacity (0 while drained)
+  // and its widest job; with_waits adds its start profile's waits (asked of
+  // the scheduler, so only for rounds).
+  absl::StatusOr<SiteSnapshot> Snapshot(bool with_waits = false);
 
   // ---- Peer RPCs
   bool OnHeartbeat(const HeartbeatInfo& hb);
@@ -122,6 +124,7 @@ class Site {
   const Env* env_;
   std::atomic<bool> drained_{false};
   std::atomic<bool> capacity_capped_{false};  // logged once
+  std::atomic<int64_t> widest_{0};            // the last snapshot's, for heartbeats
 
   Executor executor_{kExecutorThreads};
   Membership membership_;

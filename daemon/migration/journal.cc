@@ -398,4 +398,19 @@ absl::StatusOr<std::set<std::string>> Journal::ActiveOutJobIds() const {
   return ids;
 }
 
+absl::StatusOr<std::set<std::string>> Journal::ArrivedSince(absl::Time since, const std::string& except_round) const {
+  std::lock_guard<std::mutex> l(mu_);
+  Stmt q(db_,
+         "SELECT j.job_key FROM migration_jobs j JOIN migrations m ON m.direction = j.direction AND "
+         "m.id = j.migration_id WHERE m.direction = 'in' AND m.state = 'COMMITTED' AND m.created_ms >= ?1 AND "
+         "m.round_id != ?2");
+  if (!q.ok()) return SqlError(db_, "prepare arrivals query");
+  q.Bind(1, ToMs(since)).Bind(2, except_round);
+  std::set<std::string> keys;
+  int rc;
+  while ((rc = q.Step()) == SQLITE_ROW) keys.insert(q.Text(0));
+  if (rc != SQLITE_DONE) return SqlError(db_, "read arrivals");
+  return keys;
+}
+
 }  // namespace hyperfed::migration

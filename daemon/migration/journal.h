@@ -104,6 +104,10 @@ class Journal {
   absl::StatusOr<std::vector<MigrationRecord>> HistoryOfJob(const std::string& job_key) const;
   // Source ids of the jobs of active outgoing records.
   absl::StatusOr<std::set<std::string>> ActiveOutJobIds() const;
+  // Keys of the jobs that arrived here by a committed migration created at
+  // or after `since`, outside round `except_round` (the hysteresis of
+  // docs/algorithms.md, "Jobs that gain").
+  absl::StatusOr<std::set<std::string>> ArrivedSince(absl::Time since, const std::string& except_round) const;
 
  private:
   explicit Journal(sqlite3* db) : db_(db) {}

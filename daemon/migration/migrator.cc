@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <functional>
+#include <limits>
 #include <map>
 #include <utility>
 
@@ -126,8 +127,62 @@ void Migrator::ReleaseBusy(const std::string& key) {
 
 // ---------------------------------------------------------------- source
 
+absl::StatusOr<std::vector<std::vector<std::string>>> Migrator::Choose(const std::vector<Destination>& dests,
+                                                                       const ChoiceRules& rules,
+                                                                       const std::string& round_id,
+                                                                       const balance::StartProfile& own) {
+  std::vector<std::vector<std::string>> out(dests.size());
+  int64_t wanted = 0;
+  for (const Destination& d : dests) wanted += std::max<int64_t>(d.count, 0);
+  if (wanted == 0) return out;
+  auto pending = adapter_->Pending();
+  if (!pending.ok()) return Annotate(pending.status(), "choose jobs: pending jobs");
+  auto active = journal_->ActiveOutJobIds();
+  if (!active.ok()) return active.status();
+  const absl::Time now = clock_->Now();
+  std::set<std::string> recent;
+  if (rules.hysteresis > absl::ZeroDuration()) {
+    auto r = journal_->ArrivedSince(now - rules.hysteresis, round_id);
+    if (!r.ok()) return r.status();
+    recent = *std::move(r);
+  }
+  const int64_t now_ms = absl::ToUnixMillis(now);
+  std::vector<const scheduler::PendingJob*> jobs;
+  std::vector<balance::Candidate> cands;
+  bool estimates = false;
+  for (const scheduler::PendingJob& p : *pending) {
+    if (active->count(p.id)) continue;
+    balance::Candidate c;
+    c.cores = p.cores;
+    c.recent = !p.key.empty() && recent.count(p.key);
+    if (p.start_ms > 0) {
+      c.wait_here = std::max<int64_t>(0, p.start_ms - now_ms);
+      estimates = true;
+    } else {
+      const int64_t own_wait = own.waits.empty() ? balance::kNeverStarts : own.WaitFor(p.cores);
+      if (own_wait != balance::kNeverStarts) {
+        c.wait_here = own_wait;
+        estimates = true;
+      }
+    }
+    jobs.push_back(&p);
+    cands.push_back(c);
+  }
+  std::vector<balance::Outgoing> transfers;
+  for (const Destination& d : dests) transfers.push_back({0, d.count, d.profile});
+  // Without any estimate of its own queue a site cannot weigh gains: the
+  // newest jobs go (with the fit rule).
+  const balance::JobChoice choice = estimates ? rules.choice : balance::JobChoice::kNewest;
+  const int64_t min_gain = rules.draining ? std::numeric_limits<int64_t>::min() / 4 : 1;
+  for (const balance::Chosen& c : balance::ChooseJobs(choice, cands, transfers, min_gain))
+    out[c.transfer].push_back(jobs[c.job]->id);
+  return out;
+}
+
 absl::StatusOr<std::vector<OutResult>> Migrator::MigrateOut(const std::string& dest_site, int64_t count,
-                                                            const std::string& round_id) {
+                                                            const std::string& round_id,
+                                                            const std::vector<std::string>* only) {
+  if (only) count = static_cast<int64_t>(only->size());
   if (!PrintableId(dest_site)) return absl::InvalidArgumentError("MigrateOut: bad destination site id");
   if (dest_site == self_site_) return absl::InvalidArgumentError("MigrateOut: destination is this site");
   if (count < 0) return absl::InvalidArgumentError(absl::StrCat("MigrateOut: negative count ", count));
@@ -154,6 +209,16 @@ absl::StatusOr<std::vector<OutResult>> Migrator::MigrateOut(const std::string& d
     std::stable_sort(candidates.begin(), candidates.end(),
                      [](const Job* a, const Job* b) { return a->queued_at_ms < b->queued_at_ms; });
     std::reverse(candidates.begin(), candidates.end());
+    if (only) {  // exactly the chosen jobs, in their order
+      std::map<std::string, const Job*> by_id;
+      for (const Job* j : candidates) by_id[j->id] = j;
+      candidates.clear();
+      for (const std::string& id : *only)
+        if (auto it = by_id.find(id); it != by_id.end()) {
+          candidates.push_back(it->second);
+          by_id.erase(it);  // each job once, whatever the list says
+        }
+    }
     int64_t take = std::min<int64_t>(count, static_cast<int64_t>(candidates.size()));
     shortfall = count - take;
     absl::Time now = clock_->Now();

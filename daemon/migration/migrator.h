@@ -107,6 +107,7 @@
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "daemon/balance/choice.h"
 #include "daemon/common/env.h"
 #include "daemon/migration/journal.h"
 #include "daemon/migration/transport.h"
@@ -156,8 +157,32 @@ class Migrator {
   // attempted. An error status only for bad arguments or a local failure
   // before anything was held; otherwise per-batch results (the last carries
   // the shortfall).
+  // With `only`, exactly those jobs (in that order), those no longer
+  // movable counted as shortfall; count is then only->size().
   absl::StatusOr<std::vector<OutResult>> MigrateOut(const std::string& dest_site, int64_t count,
-                                                    const std::string& round_id);
+                                                    const std::string& round_id,
+                                                    const std::vector<std::string>* only = nullptr);
+
+  // The jobs a round sends to each destination (docs/algorithms.md, "Jobs
+  // that gain"): balance::ChooseJobs over this site's Pending() jobs, each
+  // job's wait here from its scheduler's estimate (or, when the scheduler
+  // gives none, from this site's own start profile `own`), minus jobs in a
+  // migration and jobs that arrived by a move within `hysteresis` in
+  // another round. When draining, every job that fits goes (gain ordering
+  // only). Ids per destination, at most its count.
+  struct Destination {
+    std::string site;
+    int64_t count = 0;
+    balance::StartProfile profile;
+  };
+  struct ChoiceRules {
+    balance::JobChoice choice = balance::JobChoice::kGain;
+    absl::Duration hysteresis = absl::ZeroDuration();
+    bool draining = false;
+  };
+  absl::StatusOr<std::vector<std::vector<std::string>>> Choose(const std::vector<Destination>& dests,
+                                                               const ChoiceRules& rules, const std::string& round_id,
+                                                               const balance::StartProfile& own);
 
   // Destination side, for the daemon's Transfer and Abort handlers. A bad
   // request gets kInvalidArgument and changes nothing; an aborted id gets

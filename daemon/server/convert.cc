@@ -61,12 +61,25 @@ void ToProto(const balance::LoadTable& in, google::protobuf::RepeatedPtrField<v1
     p->set_label(r.label);
     p->set_load(r.load);
     p->set_capacity(r.capacity);
+    p->set_widest(r.profile.widest);
+    for (const auto& [width, wait] : r.profile.waits) {
+      v1::WaitAt* w = p->add_waits();
+      w->set_width(width);
+      w->set_wait_ms(wait);
+    }
   }
+}
+
+balance::StartProfile ProfileFromProto(const v1::LoadRow& in) {
+  balance::StartProfile p;
+  p.widest = in.widest();
+  for (const v1::WaitAt& w : in.waits()) p.waits.push_back({w.width(), w.wait_ms()});
+  return p;
 }
 
 balance::LoadTable FromProto(const google::protobuf::RepeatedPtrField<v1::LoadRow>& in) {
   balance::LoadTable t;
-  for (const v1::LoadRow& r : in) t.push_back({r.label(), r.load(), r.capacity()});
+  for (const v1::LoadRow& r : in) t.push_back({r.label(), r.load(), r.capacity(), ProfileFromProto(r)});
   return t;
 }
 
@@ -174,6 +187,7 @@ void ToProto(const federation::HeartbeatInfo& in, v1::HeartbeatRequest* out) {
   out->set_round_id(in.round_id);
   out->set_last_round(in.last_round);
   out->set_epoch(in.epoch);
+  out->set_widest(in.widest);
 }
 
 federation::HeartbeatInfo FromProto(const v1::HeartbeatRequest& in) {
@@ -186,6 +200,7 @@ federation::HeartbeatInfo FromProto(const v1::HeartbeatRequest& in) {
   h.round_id = in.round_id();
   h.last_round = in.last_round();
   h.epoch = in.epoch();
+  h.widest = in.widest();
   return h;
 }
 

@@ -23,6 +23,7 @@ void ToProto(const scheduler::Job& in, const std::string& site, v1::Job* out);
 
 void ToProto(const balance::LoadTable& in, google::protobuf::RepeatedPtrField<v1::LoadRow>* out);
 balance::LoadTable FromProto(const google::protobuf::RepeatedPtrField<v1::LoadRow>& in);
+balance::StartProfile ProfileFromProto(const v1::LoadRow& in);
 void ToProto(const std::vector<balance::Transfer>& in, google::protobuf::RepeatedPtrField<v1::Transfer>* out);
 std::vector<balance::Transfer> FromProto(const google::protobuf::RepeatedPtrField<v1::Transfer>& in);
 

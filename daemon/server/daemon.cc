@@ -27,9 +27,27 @@ namespace {
 // The migration layer as the federation layer's JobMover.
 class MigratorMover : public federation::JobMover {
  public:
-  explicit MigratorMover(migration::Migrator* m) : m_(m) {}
+  MigratorMover(migration::Migrator* m, migration::Migrator::ChoiceRules rules) : m_(m), rules_(rules) {}
   absl::StatusOr<Result> MoveJobs(const std::string& dest, int64_t count, const std::string& round_id) override {
-    auto out = m_->MigrateOut(dest, count, round_id);
+    return Summed(m_->MigrateOut(dest, count, round_id));
+  }
+  absl::StatusOr<std::optional<std::vector<std::vector<std::string>>>> Choose(const std::vector<Order>& orders,
+                                                                             const balance::StartProfile& own,
+                                                                             bool draining,
+                                                                             const std::string& round_id) override {
+    std::vector<migration::Migrator::Destination> dests;
+    for (const Order& o : orders) dests.push_back({o.dest_site, o.count, o.profile});
+    migration::Migrator::ChoiceRules rules = rules_;
+    rules.draining = draining;
+    auto ids = m_->Choose(dests, rules, round_id, own);
+    if (!ids.ok()) return ids.status();
+    return std::optional<std::vector<std::vector<std::string>>>(*std::move(ids));
+  }
+  absl::StatusOr<Result> MoveChosen(const std::string& dest, const std::vector<std::string>& ids,
+                                    const std::string& round_id) override {
+    return Summed(m_->MigrateOut(dest, static_cast<int64_t>(ids.size()), round_id, &ids));
+  }
+  absl::StatusOr<Result> Summed(const absl::StatusOr<std::vector<migration::OutResult>>& out) {
     if (!out.ok()) return out.status();
     Result r;
     absl::Status first;
@@ -57,6 +75,7 @@ class MigratorMover : public federation::JobMover {
 
  private:
   migration::Migrator* m_;
+  const migration::Migrator::ChoiceRules rules_;
 };
 
 // state_dir holds the journal and the sim adapter's queue: this daemon's
@@ -175,7 +194,10 @@ absl::StatusOr<std::unique_ptr<Daemon>> Daemon::Create(const config::Config& con
   d->peers_ = std::make_unique<GrpcPeers>(config, *tls);
   d->migrator_ = std::make_unique<migration::Migrator>(config.site.id, d->adapter_.get(), d->journal_.get(),
                                                        d->peers_.get(), RealEnv::Get(), config.balancer.max_batch);
-  d->mover_ = std::make_unique<MigratorMover>(d->migrator_.get());
+  auto choice = balance::ParseJobChoice(config.balancer.job_choice);  // checked with the config
+  d->mover_ = std::make_unique<MigratorMover>(
+      d->migrator_.get(), migration::Migrator::ChoiceRules{.choice = choice.ok() ? *choice : balance::JobChoice::kGain,
+                                                           .hysteresis = config.balancer.hysteresis});
   d->site_ =
       std::make_unique<federation::Site>(config, d->adapter_.get(), d->mover_.get(), d->peers_.get(), RealEnv::Get());
   // A destination takes only what its own plan of the round sends it
@@ -296,8 +318,8 @@ std::string Daemon::RenderMetrics() {
          c.last_round_seconds);
   metric("hyperfed_jobs_moved_out_total", "counter", "Jobs this site moved to other sites in rounds.",
          static_cast<double>(c.jobs_moved_out));
-  metric("hyperfed_load", "gauge", "Migratable pending jobs at this site.", snap.ok() ? snap->first : -1);
-  metric("hyperfed_capacity", "gauge", "This site's capacity (0 while drained).", snap.ok() ? snap->second : -1);
+  metric("hyperfed_load", "gauge", "Movable pending jobs at this site (pending jobs some other site can run).", snap.ok() ? static_cast<double>(snap->load) : -1);
+  metric("hyperfed_capacity", "gauge", "This site's capacity (0 while drained).", snap.ok() ? snap->capacity : -1);
   metric("hyperfed_peers_up", "gauge", "Other sites heard from within the peer timeout.", up);
   metric("hyperfed_drained", "gauge", "1 while this site is drained.", site_->drained() ? 1 : 0);
   return out;

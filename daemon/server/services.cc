@@ -52,7 +52,8 @@ grpc::Status CheckRows(const config::Config& config, const google::protobuf::Rep
   for (const v1::LoadRow& r : rows) {
     if (r.label() < 0 || r.label() >= (1 << n))
       return Invalid(absl::StrCat("row label ", r.label(), " outside the ", n, "-cube"));
-    if (auto st = federation::CheckReportedRow(config, r.label(), r.load(), r.capacity()); !st.ok())
+    if (auto st = federation::CheckReportedRow(config, r.label(), r.load(), r.capacity(), ProfileFromProto(r));
+        !st.ok())
       return Invalid(absl::StrCat("row: ", st.message()));
   }
   return grpc::Status::OK;
@@ -210,7 +211,9 @@ grpc::Status PeerService::Heartbeat(grpc::ServerContext* ctx, const v1::Heartbea
   const config::RosterEntry* e = d_.config->FindSite(req->site());
   if (e->label != req->label())
     return Invalid(absl::StrCat("site ", req->site(), " has label ", e->label, " in the roster, not ", req->label()));
-  if (auto st = federation::CheckReportedRow(*d_.config, req->label(), req->load(), req->capacity()); !st.ok())
+  if (auto st = federation::CheckReportedRow(*d_.config, req->label(), req->load(), req->capacity(),
+                                             balance::StartProfile{.widest = req->widest()});
+      !st.ok())
     return Invalid(std::string(st.message()));
   if (req->epoch() != 0 && !EpochOk(req->epoch())) return Invalid("epoch must be >= 0 and at most a day ahead");
   d_.site->OnHeartbeat(FromProto(*req));
