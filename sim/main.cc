@@ -18,6 +18,7 @@
 #include "sim/algorithms.h"
 #include "sim/compare.h"
 #include "sim/paper.h"
+#include "sim/replay.h"
 #include "sim/runner.h"
 
 namespace {
@@ -32,6 +33,9 @@ const char kUsage[] =
     "                   [--trials N] [--seed S] [--json]\n"
     "  hyperfed-sim paper NAME|all [--seed S] [--scale X] [--plot DIR]\n"
     "  hyperfed-sim compare [--dims LO:HI] [--trials N] [--seed S] [--json]\n"
+    "  hyperfed-sim replay TRACE.swf [--sites 96,108,48,144,64,8,8] [--origin proportional|uniform|hot[:SITE]]\n"
+    "                   [--load L] [--interval S] [--hysteresis S] [--policies P,...|all] [--seed S]\n"
+    "                   [--jobs N] [--json]\n"
     "  hyperfed-sim list\n"
     "T: hypercube:N, torus:4x4, mesh:8x8, ring:64, chain:8, graph:FILE\n"
     "L: uniform:LO:HI (default uniform:0:1000) or list:a,b,...\n"
@@ -185,6 +189,73 @@ int CompareCmd(const std::vector<std::string>& args) {
   return 0;
 }
 
+int Replay(const std::vector<std::string>& args) {
+  std::map<std::string, std::string> f;
+  std::vector<std::string> pos;
+  std::string err;
+  if (!ParseFlags(args, {"sites", "origin", "load", "interval", "hysteresis", "policies", "seed", "jobs"}, {"json"},
+                  &f, &pos, &err))
+    return UsageError(err);
+  if (pos.size() != 1) return UsageError("replay needs one TRACE (an SWF file)");
+  std::vector<int64_t> sites;
+  const std::string site_list = f.count("sites") ? f["sites"] : "96,108,48,144,64,8,8";
+  for (absl::string_view s : absl::StrSplit(site_list, ',')) {
+    int64_t c;
+    if (!absl::SimpleAtoi(s, &c) || c < 1 || c > (int64_t{1} << 30))
+      return UsageError(absl::StrCat("bad --sites '", site_list, "': expected cores per site, e.g. 96,108,48"));
+    sites.push_back(c);
+  }
+  if (sites.size() > 1024) return UsageError("bad --sites: at most 1024 sites");
+  hyperfed::sim::WorkloadOptions wo;
+  auto origin = hyperfed::sim::ParseOrigin(f.count("origin") ? f["origin"] : "proportional", sites);
+  if (!origin.ok()) return UsageError(std::string(origin.status().message()));
+  wo.origin = *origin;
+  if (f.count("load") && (!absl::SimpleAtod(f["load"], &wo.load) || !(wo.load > 0) || wo.load > 100))
+    return UsageError(absl::StrCat("bad --load '", f["load"], "': expected an offered load in (0, 100]"));
+  if (f.count("seed") && !absl::SimpleAtoi(f["seed"], &wo.seed))
+    return UsageError(absl::StrCat("bad --seed '", f["seed"], "': expected a non-negative integer"));
+  if (f.count("jobs") && (!absl::SimpleAtoi(f["jobs"], &wo.max_jobs) || wo.max_jobs < 1))
+    return UsageError(absl::StrCat("bad --jobs '", f["jobs"], "': expected an integer >= 1"));
+  hyperfed::sim::ReplayOptions ro;
+  if (f.count("interval") && (!absl::SimpleAtoi(f["interval"], &ro.interval) || ro.interval < 1))
+    return UsageError(absl::StrCat("bad --interval '", f["interval"], "': expected seconds >= 1"));
+  if (f.count("hysteresis") && (!absl::SimpleAtoi(f["hysteresis"], &ro.hysteresis) || ro.hysteresis < 0))
+    return UsageError(absl::StrCat("bad --hysteresis '", f["hysteresis"], "': expected seconds >= 0"));
+  std::vector<std::string> policies = hyperfed::sim::ReplayPolicyNames();
+  if (f.count("policies") && f["policies"] != "all") {
+    policies = absl::StrSplit(f["policies"], ',');
+    for (const std::string& p : policies)
+      if (auto st = hyperfed::sim::CheckReplayPolicy(p); !st.ok())
+        return UsageError(absl::StrCat("bad --policies: ", st.message()));
+  }
+  auto trace = hyperfed::sim::ReadSwf(pos[0]);
+  if (!trace.ok()) {
+    if (trace.status().code() == absl::StatusCode::kInvalidArgument)
+      return UsageError(std::string(trace.status().message()));
+    std::cerr << "hyperfed-sim: " << trace.status().message() << "\n";
+    return 1;
+  }
+  auto w = hyperfed::sim::MakeWorkload(*trace, sites, wo);
+  if (!w.ok()) return UsageError(absl::StrCat(pos[0], ": ", w.status().message()));
+  hyperfed::sim::ReplayRun run;
+  run.trace = pos[0];
+  run.origin = hyperfed::sim::OriginName(wo.origin);
+  run.seed = wo.seed;
+  run.options = ro;
+  for (const std::string& p : policies) {
+    if (StderrIsTerminal()) std::fprintf(stderr, "\r\033[Kreplaying %s", p.c_str());
+    auto r = hyperfed::sim::ReplayPolicy(*w, p, ro);
+    if (!r.ok()) {
+      std::cerr << "\nhyperfed-sim: replay " << p << ": " << r.status().message() << "\n";
+      return 1;
+    }
+    run.results.push_back(std::move(*r));
+  }
+  if (StderrIsTerminal()) std::fprintf(stderr, "\r\033[K");
+  std::cout << (f.count("json") ? hyperfed::sim::ReplayJson(*w, run) : hyperfed::sim::ReplayText(*w, run));
+  return 0;
+}
+
 int List() {
   std::cout << "algorithms:\n";
   for (const auto& a : hyperfed::sim::Algorithms()) std::cout << "  " << a.name << "  " << a.summary << "\n";
@@ -206,6 +277,7 @@ int main(int argc, char** argv) {
   if (cmd == "run") return Run(args);
   if (cmd == "paper") return Paper(args);
   if (cmd == "list") return List();
+  if (cmd == "replay") return Replay(args);
   if (cmd == "compare") return CompareCmd(args);
   if (cmd == "help" || cmd == "--help" || cmd == "-h") {
     std::cout << kUsage;

@@ -1,6 +1,7 @@
 #include "sim/paper.h"
 #include "sim/paper_chau_fu.h"
 #include "sim/paper_nam.h"
+#include "sim/paper_sharcnet.h"
 #include "sim/paper_unit_flow.h"
 #include "sim/paper_wu_shu.h"
 #include "sim/paper_xu.h"
@@ -18,6 +19,9 @@ const std::vector<PaperEntry>& Papers() {
        PaperXu},
       {"unit-flow", "001", "integer balancing flows from unit flows on any connected graph; l2 norm against Hu et al.",
        PaperUnitFlow},
+      {"sharcnet", "003",
+       "the SHARCNET study chau-fu promised: lublin_256 replayed at loads 0.7 and 0.85, three origins, every policy",
+       PaperSharcnet},
   };
   return *papers;
 }

@@ -71,6 +71,62 @@ TEST(SimCliTest, BadInputGetsOneLineErrorAndExitTwo) {
   }
 }
 
+// A small SWF trace in a temporary file, `bad` with a malformed line 3.
+std::string TraceFile(bool bad) {
+  const std::string path =
+      std::string(std::getenv("TMPDIR") ? std::getenv("TMPDIR") : "/tmp") + (bad ? "/cli_bad.swf" : "/cli_good.swf");
+  FILE* f = std::fopen(path.c_str(), "w");
+  std::fputs("; Version: 2\n", f);
+  for (int i = 1; i <= 60; ++i) {
+    if (bad && i == 2) {
+      std::fputs("2 40 -1 oops 4 -1 -1 -1 -1 -1 1 -1 -1 -1 0 -1 -1 -1\n", f);
+      continue;
+    }
+    std::fprintf(f, "%d %d -1 %d %d -1 -1 -1 -1 -1 1 -1 -1 -1 0 -1 -1 -1\n", i, 20 * i, 100 + 37 * (i % 11),
+                 1 + (i * 7) % 16);
+  }
+  std::fclose(f);
+  return path;
+}
+
+TEST(SimCliTest, ReplayJsonHasEveryPolicyAndKey) {
+  Result r = Sim("replay " + TraceFile(false) + " --load 0.8 --origin hot --seed 3 --json");
+  ASSERT_EQ(r.code, 0) << r.out;
+  for (const char* key : {"\"trace\"", "\"sites\": [96, 108, 48, 144, 64, 8, 8]", "\"origin\": \"hot:3\"",
+                          "\"seed\": 3", "\"jobs\": 60", "\"skipped\": 0", "\"dropped_wide\": 0", "\"load\": 0.79",
+                          "\"interval\": 60", "\"hysteresis\": 600", "\"tau\": 10", "\"policy\": \"none\"",
+                          "\"policy\": \"pooled\"", "\"policy\": \"earliest-start\"", "\"policy\": \"exact/gain\"",
+                          "\"policy\": \"improved-dem/newest\"", "\"policy\": \"mcwa/gain\"", "\"mean_wait\"",
+                          "\"median_wait\"", "\"p95_wait\"", "\"mean_bounded_slowdown\"", "\"utilisation\"",
+                          "\"jobs_moved\"", "\"jobs_moved_pct\"", "\"moves\"", "\"moves_per_moved_job\""})
+    EXPECT_NE(r.out.find(key), std::string::npos) << key << " missing in " << r.out;
+  EXPECT_EQ(r.out, Sim("replay " + TraceFile(false) + " --load 0.8 --origin hot --seed 3 --json").out);
+}
+
+TEST(SimCliTest, ReplayBadInputGetsOneLineErrorAndExitTwo) {
+  const std::string good = TraceFile(false);
+  const std::string bad = TraceFile(true);
+  const std::string cases[][2] = {
+      {"replay", "TRACE"},
+      {"replay " + bad, "cli_bad.swf:3: field 4 'oops'"},
+      {"replay " + good + " --origin warm", "--origin"},
+      {"replay " + good + " --origin hot:7", "--origin"},
+      {"replay " + good + " --load 0", "--load"},
+      {"replay " + good + " --sites 8,x", "--sites"},
+      {"replay " + good + " --interval 0", "--interval"},
+      {"replay " + good + " --hysteresis -5", "--hysteresis"},
+      {"replay " + good + " --jobs 0", "--jobs"},
+      {"replay " + good + " --policies exact/oldest", "exact/oldest"},
+      {"replay " + good + " --sites 8,0", "--sites"},
+  };
+  for (auto& c : cases) {
+    Result r = Sim(c[0]);
+    EXPECT_EQ(r.code, 2) << c[0] << ": " << r.out;
+    EXPECT_NE(r.out.find(c[1]), std::string::npos) << c[0] << ": " << r.out;
+    EXPECT_EQ(std::count(r.out.begin(), r.out.end(), '\n'), 1) << c[0] << ": " << r.out;
+  }
+}
+
 TEST(SimCliTest, QuietOnStderrWhenNotATerminal) {
   Result r = Sim("run --algorithm dem --topology hypercube:3 --trials 3000 --json");
   ASSERT_EQ(r.code, 0);

@@ -1,0 +1,255 @@
+#include "sim/replay.h"
+
+#include <algorithm>
+#include <map>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "gtest/gtest.h"
+
+namespace hyperfed::sim {
+namespace {
+
+// One SWF data line (18 fields).
+std::string Line(int64_t id, int64_t submit, int64_t run, int64_t procs, int64_t user = -1, int64_t req_procs = -1,
+                 int64_t req_time = -1) {
+  return absl::StrCat(id, " ", submit, " -1 ", run, " ", procs, " -1 -1 ", req_procs, " ", req_time, " -1 1 ", user,
+                      " -1 -1 0 -1 -1 -1\n");
+}
+
+// A random trace: `n` jobs, widths up to `widest`, runs up to `max_run`.
+std::string RandomTrace(int n, int64_t widest, int64_t max_run, uint64_t seed, int users = 0) {
+  std::mt19937_64 rng(seed);
+  std::string text = "; synthetic\n";
+  int64_t t = 0;
+  for (int i = 1; i <= n; ++i) {
+    t += static_cast<int64_t>(rng() % 40);
+    const int64_t procs = 1 + static_cast<int64_t>(rng() % widest);
+    const int64_t run = static_cast<int64_t>(rng() % max_run);
+    text += Line(i, t, run, procs, users ? static_cast<int64_t>(rng() % users) : -1);
+  }
+  return text;
+}
+
+Workload MakeOrDie(const std::string& text, const std::vector<int64_t>& sites, const WorkloadOptions& o) {
+  auto t = ParseSwf(text, "t.swf");
+  EXPECT_TRUE(t.ok()) << t.status();
+  auto w = MakeWorkload(*t, sites, o);
+  EXPECT_TRUE(w.ok()) << w.status();
+  return *w;
+}
+
+TEST(SwfTest, ReadsFieldsSkipsHeadersAndUnusableLines) {
+  const std::string text = "; Version: 2\n\n" + Line(1, 10, 100, 4, 7) + Line(2, 20, -1, 4) + Line(3, 30, 5, 0) +
+                           Line(4, 40, 50, 2, -1, 8, 600) + "; trailing comment\n";
+  auto t = ParseSwf(text, "x.swf");
+  ASSERT_TRUE(t.ok()) << t.status();
+  ASSERT_EQ(t->jobs.size(), 2u);
+  EXPECT_EQ(t->skipped, 2);
+  EXPECT_EQ(t->jobs[0].submit, 10);
+  EXPECT_EQ(t->jobs[0].run, 100);
+  EXPECT_EQ(t->jobs[0].cores, 4);
+  EXPECT_EQ(t->jobs[0].limit, 100) << "no requested time: the run time is the limit";
+  EXPECT_EQ(t->jobs[0].user, 7);
+  EXPECT_EQ(t->jobs[0].line, 3);
+  EXPECT_EQ(t->jobs[1].cores, 8) << "requested processors win over allocated";
+  EXPECT_EQ(t->jobs[1].limit, 600);
+}
+
+TEST(SwfTest, BadDataLineNamesFileAndLine) {
+  const std::string text = "; h\n" + Line(1, 10, 100, 4) + "2 20 -1 30 4 -1\n";
+  auto t = ParseSwf(text, "bad.swf");
+  ASSERT_FALSE(t.ok());
+  EXPECT_NE(t.status().message().find("bad.swf:3"), std::string::npos) << t.status();
+  EXPECT_NE(t.status().message().find("18 fields"), std::string::npos) << t.status();
+  auto u = ParseSwf(Line(1, 10, 100, 4) + "2 20 -1 3x 4 -1 -1 -1 -1 -1 1 -1 -1 -1 0 -1 -1 -1\n", "u.swf");
+  ASSERT_FALSE(u.ok());
+  EXPECT_NE(u.status().message().find("u.swf:2: field 4 '3x'"), std::string::npos) << u.status();
+}
+
+TEST(LoadTest, CompressionGivesTheAskedOfferedLoad) {
+  auto t = ParseSwf(RandomTrace(500, 16, 3000, 3), "t");
+  ASSERT_TRUE(t.ok());
+  for (double load : {0.3, 0.7, 0.85, 1.5}) {
+    std::vector<SwfJob> jobs = t->jobs;
+    CompressToLoad(&jobs, 64, load);
+    EXPECT_NEAR(OfferedLoad(jobs, 64), load, 0.01 * load) << load;
+    EXPECT_EQ(jobs.front().submit, t->jobs.front().submit) << "the first submit time stays";
+  }
+  // sum(cores * run) / (cores * span): 2 jobs, 10*4 + 10*4 over 8 cores and 10 s.
+  std::vector<SwfJob> two = {{1, 0, 10, 4, 10, -1, 1}, {2, 10, 10, 4, 10, -1, 2}};
+  EXPECT_DOUBLE_EQ(OfferedLoad(two, 8), 1.0);
+}
+
+TEST(OriginTest, UsersKeepOneOriginSeededAndFitting) {
+  const std::vector<int64_t> sites = {16, 8, 4, 2};
+  auto t = ParseSwf(RandomTrace(800, 16, 100, 5, 40), "t");
+  ASSERT_TRUE(t.ok());
+  for (const char* name : {"proportional", "uniform", "hot", "hot:2"}) {
+    auto spec = ParseOrigin(name, sites);
+    ASSERT_TRUE(spec.ok()) << name;
+    const std::vector<int> a = AssignOrigins(t->jobs, sites, *spec, 11);
+    EXPECT_EQ(a, AssignOrigins(t->jobs, sites, *spec, 11)) << name << ": same seed, same origins";
+    std::map<int64_t, int> of_user;
+    std::map<int64_t, int64_t> widest;
+    for (size_t i = 0; i < a.size(); ++i) {
+      widest[t->jobs[i].user] = std::max(widest[t->jobs[i].user], t->jobs[i].cores);
+      auto [it, fresh] = of_user.try_emplace(t->jobs[i].user, a[i]);
+      EXPECT_EQ(it->second, a[i]) << name << ": user " << t->jobs[i].user << " at two origins";
+    }
+    for (auto [user, site] : of_user) EXPECT_GE(sites[site], widest[user]) << name << ": user " << user;
+  }
+  // Different seeds differ for per-job users.
+  auto p = ParseSwf(RandomTrace(300, 2, 100, 6), "p");
+  auto spec = ParseOrigin("uniform", sites);
+  EXPECT_NE(AssignOrigins(p->jobs, sites, *spec, 1), AssignOrigins(p->jobs, sites, *spec, 2));
+}
+
+TEST(OriginTest, HotPutsHalfTheJobsAtTheLargestSite) {
+  const std::vector<int64_t> sites = {8, 32, 8, 8};
+  auto t = ParseSwf(RandomTrace(1000, 8, 100, 7), "t");
+  auto spec = ParseOrigin("hot", sites);
+  ASSERT_TRUE(spec.ok());
+  EXPECT_EQ(spec->hot_site, 1);
+  const std::vector<int> a = AssignOrigins(t->jobs, sites, *spec, 3);
+  EXPECT_EQ(std::count(a.begin(), a.end(), 1), 500);
+  EXPECT_FALSE(ParseOrigin("hot:4", sites).ok());
+  EXPECT_FALSE(ParseOrigin("warm", sites).ok());
+}
+
+// Every job starts once, after its submission, ends its run time later, at a
+// site it fits, and no site ever runs more than its cores.
+void ExpectConserved(const Workload& w, const PolicyResult& r, const std::vector<int64_t>& site_cores) {
+  ASSERT_EQ(r.records.size(), w.jobs.size()) << r.policy;
+  std::map<int, std::map<int64_t, int64_t>> delta;  // site -> time -> cores
+  for (size_t j = 0; j < w.jobs.size(); ++j) {
+    const JobRecord& rec = r.records[j];
+    ASSERT_GE(rec.site, 0) << r.policy;
+    ASSERT_LT(rec.site, static_cast<int>(site_cores.size())) << r.policy;
+    EXPECT_GE(rec.start, w.jobs[j].submit) << r.policy << " job " << j;
+    EXPECT_EQ(rec.end, rec.start + w.jobs[j].run) << r.policy << " job " << j;
+    EXPECT_LE(w.jobs[j].cores, site_cores[rec.site]) << r.policy << " job " << j;
+    EXPECT_EQ(rec.moves, static_cast<int>(rec.move_times.size())) << r.policy;
+    if (w.jobs[j].run > 0) {
+      delta[rec.site][rec.start] += w.jobs[j].cores;
+      delta[rec.site][rec.end] -= w.jobs[j].cores;
+    }
+  }
+  for (auto& [site, d] : delta) {
+    int64_t used = 0;
+    for (auto& [time, c] : d) {
+      used += c;
+      ASSERT_LE(used, site_cores[site]) << r.policy << ": site " << site << " over its cores at " << time;
+    }
+  }
+}
+
+TEST(ReplayTest, EveryPolicyConservesJobsAndCores) {
+  const std::vector<int64_t> sites = {16, 12, 8, 4, 4};
+  for (const char* origin : {"proportional", "hot"}) {
+    WorkloadOptions o;
+    o.origin = *ParseOrigin(origin, sites);
+    o.load = 0.9;
+    const Workload w = MakeOrDie(RandomTrace(400, 16, 2000, 21), sites, o);
+    ReplayOptions ro;
+    ro.keep_records = true;
+    for (const std::string& p : ReplayPolicyNames()) {
+      auto r = ReplayPolicy(w, p, ro);
+      ASSERT_TRUE(r.ok()) << p << ": " << r.status();
+      int64_t total = 0;
+      for (int64_t c : sites) total += c;
+      ExpectConserved(w, *r, p == "pooled" ? std::vector<int64_t>{total} : sites);
+      EXPECT_EQ(r->jobs, 400);
+      if (p == "none" || p == "pooled") {
+        EXPECT_EQ(r->jobs_moved, 0) << p;
+      } else if (std::string(origin) == "hot") {
+        EXPECT_GT(r->jobs_moved, 0) << p;
+      }
+    }
+  }
+}
+
+TEST(ReplayTest, NoJobMovesTwiceWithinTheHysteresisTime) {
+  const std::vector<int64_t> sites = {16, 12, 8, 4, 4};
+  WorkloadOptions o;
+  o.origin = *ParseOrigin("hot", sites);
+  o.load = 0.95;
+  const Workload w = MakeOrDie(RandomTrace(600, 12, 3000, 22), sites, o);
+  for (int64_t hyst : {0, 300, 1200}) {
+    ReplayOptions ro;
+    ro.keep_records = true;
+    ro.interval = 60;
+    ro.hysteresis = hyst;
+    for (const std::string& p : ReplayPolicyNames()) {
+      if (p.find('/') == std::string::npos) continue;
+      auto r = ReplayPolicy(w, p, ro);
+      ASSERT_TRUE(r.ok()) << p << ": " << r.status();
+      for (const JobRecord& rec : r->records)
+        for (size_t k = 1; k < rec.move_times.size(); ++k) {
+          // A relay inside one pairwise round is one journey; rounds apart,
+          // moves are at least the hysteresis time apart.
+          if (rec.move_times[k] == rec.move_times[k - 1]) continue;
+          EXPECT_GE(rec.move_times[k] - rec.move_times[k - 1], hyst) << p << " hysteresis " << hyst;
+        }
+    }
+  }
+}
+
+TEST(ReplayTest, EarliestStartBeatsNoneOnAHotSpot) {
+  const std::vector<int64_t> sites = {8, 8, 8, 8};
+  WorkloadOptions o;
+  o.origin = *ParseOrigin("hot:0", sites);
+  o.load = 0.6;
+  const Workload w = MakeOrDie(RandomTrace(400, 8, 1000, 23), sites, o);
+  auto none = ReplayPolicy(w, "none", {});
+  auto es = ReplayPolicy(w, "earliest-start", {});
+  auto pooled = ReplayPolicy(w, "pooled", {});
+  ASSERT_TRUE(none.ok() && es.ok() && pooled.ok());
+  EXPECT_LT(es->mean_bounded_slowdown, none->mean_bounded_slowdown / 2);
+  EXPECT_LT(es->mean_wait, none->mean_wait);
+  EXPECT_GT(es->jobs_moved, 0);
+  EXPECT_LE(pooled->mean_wait, none->mean_wait);
+}
+
+TEST(ReplayTest, MetricsOfAHandMadeTrace) {
+  // One 4-core site: job 1 runs 0..100, job 2 (4 cores) waits for it, job 3
+  // (run 5) cannot backfill (no cores free).
+  const std::string text = Line(1, 0, 100, 4) + Line(2, 0, 50, 4) + Line(3, 10, 5, 1);
+  const Workload w = MakeOrDie(text, {4}, {});
+  ReplayOptions ro;
+  ro.keep_records = true;
+  auto r = ReplayPolicy(w, "none", ro);
+  ASSERT_TRUE(r.ok()) << r.status();
+  EXPECT_EQ(r->records[0].start, 0);
+  EXPECT_EQ(r->records[1].start, 100);
+  EXPECT_EQ(r->records[2].start, 150);
+  EXPECT_DOUBLE_EQ(r->mean_wait, (0 + 100 + 140) / 3.0);
+  EXPECT_DOUBLE_EQ(r->median_wait, 100);
+  EXPECT_DOUBLE_EQ(r->p95_wait, 140);
+  // bsld: 1, (100 + 50) / 50 = 3, (140 + 5) / 10 = 14.5.
+  EXPECT_DOUBLE_EQ(r->mean_bounded_slowdown, (1 + 3 + 14.5) / 3);
+  // work 400 + 200 + 5 over 4 cores * 155 s.
+  EXPECT_DOUBLE_EQ(r->utilisation, 605.0 / (4 * 155));
+}
+
+TEST(ReplayTest, DropsJobsWiderThanTheWidestSiteAndCountsThem) {
+  const std::string text = Line(1, 0, 10, 4) + Line(2, 1, 10, 9) + Line(3, 2, 10, 8);
+  const Workload w = MakeOrDie(text, {8, 4}, {});
+  EXPECT_EQ(w.jobs.size(), 2u);
+  EXPECT_EQ(w.dropped_wide, 1);
+  WorkloadOptions first_two;
+  first_two.max_jobs = 2;
+  EXPECT_EQ(MakeOrDie(text, {8, 4}, first_two).jobs.size(), 1u);
+}
+
+TEST(ReplayTest, UnknownPolicyIsAnError) {
+  const Workload w = MakeOrDie(Line(1, 0, 10, 4), {8}, {});
+  auto r = ReplayPolicy(w, "exact/oldest", {});
+  ASSERT_FALSE(r.ok());
+  EXPECT_NE(r.status().message().find("exact/gain"), std::string::npos) << r.status();
+}
+
+}  // namespace
+}  // namespace hyperfed::sim
