@@ -565,6 +565,7 @@ class Replayer {
     for (size_t k = 0; k < s.queue.size(); ++k) {
       const int j = s.queue[k];
       cands[k].cores = w_.jobs[j].cores;
+      cands[k].limit = w_.jobs[j].limit;
       // Moved in an earlier round within the hysteresis time. A job moved
       // earlier in this round (a pairwise relay) may move on.
       cands[k].recent = last_move_[j] < t && last_move_[j] > t - o_.hysteresis;

@@ -7,45 +7,100 @@
 
 namespace hyperfed::balance {
 
-int64_t StartProfile::WaitFor(int64_t cores) const {
+int64_t StartProfile::WaitFor(int64_t cores, int64_t limit) const {
   if (cores > widest) return kNeverStarts;
-  if (waits.empty()) return 0;  // the site estimates nothing: taken as starting at once
-  for (const auto& [width, wait] : waits)
-    if (width >= cores) return wait;
+  if (free.empty()) return 0;  // the site estimates nothing: taken as starting at once
+  for (size_t i = 0; i < free.size(); ++i) {
+    const int64_t start = free[i].first;
+    bool fits = true;
+    for (size_t j = i; j < free.size(); ++j) {
+      if (limit > 0 && j > i && free[j].first >= start + limit) break;
+      if (free[j].second < cores) {
+        fits = false;
+        break;
+      }
+    }
+    if (fits) return start;
+  }
   return kNeverStarts;
 }
 
 std::vector<int64_t> ProfileWidths(int64_t widest) {
   std::vector<int64_t> w;
-  for (int64_t c = 1; c < widest && w.size() + 1 < kMaxProfileWidths; c *= 2) w.push_back(c);
+  for (int64_t c = 1; c < widest && w.size() + 1 < kMaxProfileSteps; c *= 2) w.push_back(c);
   if (widest > 0) w.push_back(widest);
   return w;
 }
 
 absl::Status CheckStartProfile(const StartProfile& p, int64_t max_wait) {
   if (p.widest < 0) return absl::InvalidArgumentError(absl::StrCat("widest ", p.widest, " is negative"));
-  if (p.waits.size() > kMaxProfileWidths)
+  if (p.free.size() > kMaxProfileSteps)
     return absl::InvalidArgumentError(
-        absl::StrCat(p.waits.size(), " widths in a start profile (at most ", kMaxProfileWidths, ")"));
-  int64_t prev = 0;
-  for (const auto& [width, wait] : p.waits) {
-    if (width <= prev)
-      return absl::InvalidArgumentError(absl::StrCat("start profile widths not ascending from 1 at ", width));
-    if (wait < 0 || wait > max_wait)
+        absl::StrCat(p.free.size(), " steps in a start profile (at most ", kMaxProfileSteps, ")"));
+  for (size_t i = 0; i < p.free.size(); ++i) {
+    const auto& [offset, cores] = p.free[i];
+    if (i == 0 ? offset != 0 : offset <= p.free[i - 1].first)
+      return absl::InvalidArgumentError(absl::StrCat("start profile offsets not ascending from 0 at ", offset));
+    if (offset > max_wait)
+      return absl::InvalidArgumentError(absl::StrCat("start profile offset ", offset, " above ", max_wait));
+    if (cores < 0 || cores > p.widest)
       return absl::InvalidArgumentError(
-          absl::StrCat("start profile wait ", wait, " for width ", width, " outside [0, ", max_wait, "]"));
-    prev = width;
+          absl::StrCat("start profile free cores ", cores, " outside [0, ", p.widest, "]"));
   }
-  if (!p.waits.empty() && prev != p.widest)
-    return absl::InvalidArgumentError(
-        absl::StrCat("start profile ends at width ", prev, ", not at the widest job ", p.widest));
   return absl::OkStatus();
 }
+
+namespace {
+// Merges adjacent steps (never the last) until at most kMaxProfileSteps
+// remain; a merged step keeps the fewer free cores.
+void Compress(std::vector<std::pair<int64_t, int64_t>>* steps) {
+  while (steps->size() > kMaxProfileSteps) {
+    // The pair (i, i+1), i+1 not the last, spanning the least time.
+    size_t best = 0;
+    int64_t best_span = kNeverStarts;
+    for (size_t i = 0; i + 2 < steps->size(); ++i) {
+      const int64_t span = (*steps)[i + 2].first - (*steps)[i].first;
+      if (span < best_span) {
+        best_span = span;
+        best = i;
+      }
+    }
+    (*steps)[best].second = std::min((*steps)[best].second, (*steps)[best + 1].second);
+    steps->erase(steps->begin() + best + 1);
+  }
+}
+}  // namespace
 
 StartProfile ProfileFromForecast(const EasyForecast& f) {
   StartProfile p;
   p.widest = f.cores;
-  for (int64_t w : ProfileWidths(f.cores)) p.waits.push_back({w, TailStart(f, w) - f.now});
+  for (const auto& [t, cores] : f.free_cores) {
+    const int64_t offset = t - f.now;
+    if (!p.free.empty() && p.free.back().second == cores) continue;
+    p.free.push_back({offset, cores});
+  }
+  Compress(&p.free);
+  return p;
+}
+
+StartProfile ProfileFromWaits(int64_t widest, const std::vector<int64_t>& widths, const std::vector<int64_t>& waits) {
+  StartProfile p;
+  p.widest = widest;
+  std::vector<std::pair<int64_t, int64_t>> at;  // (wait, width)
+  for (size_t i = 0; i < widths.size() && i < waits.size(); ++i) at.push_back({std::max<int64_t>(waits[i], 0), widths[i]});
+  std::sort(at.begin(), at.end());
+  int64_t cores = 0;
+  p.free.push_back({0, 0});
+  for (const auto& [wait, width] : at) {
+    if (width <= cores) continue;
+    cores = std::min(width, widest);
+    if (p.free.back().first == wait) {
+      p.free.back().second = cores;
+    } else {
+      p.free.push_back({wait, cores});
+    }
+  }
+  Compress(&p.free);
   return p;
 }
 
@@ -87,7 +142,7 @@ std::vector<Chosen> ChooseJobs(JobChoice choice, absl::Span<const Candidate> job
     if (jobs[k].recent) continue;
     for (size_t t = 0; t < transfers.size(); ++t) {
       if (left[t] == 0) continue;
-      const int64_t there = transfers[t].profile.WaitFor(jobs[k].cores);
+      const int64_t there = transfers[t].profile.WaitFor(jobs[k].cores, jobs[k].limit);
       if (there == kNeverStarts) continue;
       const int64_t gain = jobs[k].wait_here - there;
       if (gain >= min_gain) pairs.push_back({k, t, gain});

@@ -5,11 +5,11 @@
 // says which ones. Pure: time is a plain integer in the caller's unit.
 //
 // What a site tells the others about itself (its StartProfile, carried in
-// its row of the round's table): the widest job it can run and, for a few
-// widths, how long a job of that width sent to it now would wait. A source
-// knows each of its pending jobs' estimated start at home (its scheduler's
-// forecast), so the gain of sending job j to site d is
-//   gain = wait at home(j) - d's wait for j's width.
+// its row of the round's table): the widest job it can run and the cores
+// its queue leaves free from now on. A source knows each of its pending
+// jobs' estimated start at home (its scheduler's forecast), so the gain of
+// sending job j to site d is
+//   gain = wait at home(j) - d's wait for j (its width and time limit).
 // Two rules:
 //  - fit: a job never goes to a site narrower than the job; the load a
 //    round balances (MovableLoad) counts only jobs some other site can run.
@@ -34,34 +34,46 @@
 
 namespace hyperfed::balance {
 
-// The most widths a profile lists (1, 2, 4, ... up to 2^30, and the widest).
-inline constexpr size_t kMaxProfileWidths = 32;
+// The most steps a profile lists.
+inline constexpr size_t kMaxProfileSteps = 32;
 
 struct StartProfile {
   int64_t widest = 0;  // cores of the widest job the site runs; 0 = none
-  // (width, wait): a job of at most `width` cores sent now waits `wait`.
-  // Widths ascending, distinct, the last equal to `widest`; waits >= 0.
-  std::vector<std::pair<int64_t, int64_t>> waits;
+  // Free cores from now on, as steps (offset from now, cores free from then
+  // until the next step's offset; the last holds for ever): what the site's
+  // own queue leaves free if every job runs to its time limit. Offsets
+  // ascending from 0; free cores in [0, widest]. Empty: the site does not
+  // say.
+  std::vector<std::pair<int64_t, int64_t>> free;
 
-  // The wait for a job of `cores`: that of the smallest listed width >=
-  // cores; kNeverStarts when cores > widest; 0 when no wait is listed (a
-  // site whose scheduler estimates nothing is taken as starting jobs at
-  // once: the round's quota still bounds what it gets).
-  int64_t WaitFor(int64_t cores) const;
+  // When (offset from now) a job of `cores` and time limit `limit` (0:
+  // unknown, as if for ever) sent now would start: the earliest step from
+  // which `cores` stay free for `limit` (a job that fits a hole before the
+  // queue's jobs, as backfilling starts it). kNeverStarts when cores >
+  // widest or no step fits; 0 when the site says nothing (it is taken as
+  // starting jobs at once: the round's quota still bounds what it gets).
+  int64_t WaitFor(int64_t cores, int64_t limit = 0) const;
 
   friend bool operator==(const StartProfile&, const StartProfile&) = default;
 };
 
-// The widths a site lists: 1, 2, 4, ... below widest, then widest.
+// The widths a site asks its scheduler about when it cannot give its free
+// cores (ArrivalStarts): 1, 2, 4, ... below widest, then widest.
 std::vector<int64_t> ProfileWidths(int64_t widest);
 
-// InvalidArgument saying what is wrong with a profile from a peer (widths
-// not ascending or not ending at widest, too many, negative waits or widths,
-// a wait above `max_wait`).
+// InvalidArgument saying what is wrong with a profile from a peer (too many
+// steps, offsets not ascending from 0 or above `max_wait`, free cores
+// outside [0, widest], a negative widest).
 absl::Status CheckStartProfile(const StartProfile& p, int64_t max_wait);
 
-// A profile from an EASY forecast (the sim scheduler's and the replay's).
+// A profile from an EASY forecast (the sim scheduler's and the replay's):
+// its free cores, merged down to kMaxProfileSteps (merged steps keep the
+// fewer free cores, so the profile never promises more than the forecast).
 StartProfile ProfileFromForecast(const EasyForecast& f);
+// A profile from when jobs of some widths would start behind the whole
+// queue (waits from now, one per width, widths ascending): from each wait
+// on, at least that width is free.
+StartProfile ProfileFromWaits(int64_t widest, const std::vector<int64_t>& widths, const std::vector<int64_t>& waits);
 
 // Jobs some other site can run: those no wider than `widest_elsewhere`.
 Load MovableLoad(absl::Span<const int64_t> pending_cores, int64_t widest_elsewhere);
@@ -74,6 +86,7 @@ std::string_view JobChoiceName(JobChoice c);
 // One pending job of the source, in queue order (oldest first).
 struct Candidate {
   int64_t cores = 1;
+  int64_t limit = 0;      // time limit (0: unknown)
   int64_t wait_here = 0;  // estimated start at home minus now
   bool recent = false;    // arrived by a move within the hysteresis time
 };

@@ -61,6 +61,42 @@ void Site::Stop() {
   executor_.Join();
 }
 
+balance::StartProfile Site::StartProfileNow(int64_t widest) {
+  const int64_t now_ms = absl::ToUnixMillis(env_->Now());
+  balance::StartProfile p;
+  p.widest = widest;
+  auto clamp = [&](int64_t at_ms) { return std::clamp<int64_t>(at_ms - now_ms, 0, config::kMaxReportedWaitMs); };
+  auto free = adapter_->FreeCores();
+  if (free.ok()) {
+    for (const auto& [at_ms, cores] : *free) {
+      const int64_t offset = clamp(at_ms);
+      const int64_t c = std::clamp<int64_t>(cores, 0, widest);
+      if (!p.free.empty() && p.free.back().first == offset) {
+        p.free.back().second = c;
+      } else {
+        p.free.push_back({offset, c});
+      }
+    }
+    // Through the same merge as a forecast's (at most kMaxProfileSteps).
+    balance::EasyForecast f;
+    f.cores = widest;
+    for (const auto& [offset, cores] : p.free) f.free_cores.push_back({offset, cores});
+    return balance::ProfileFromForecast(f);
+  }
+  if (!absl::IsUnimplemented(free.status()))
+    Log(absl::StrCat(config_.site.id, ": no start profile this round: ", free.status().message()));
+  const std::vector<int64_t> widths = balance::ProfileWidths(widest);
+  auto starts = adapter_->ArrivalStarts(widths);
+  if (starts.ok() && starts->size() == widths.size()) {
+    std::vector<int64_t> waits;
+    for (int64_t s : *starts) waits.push_back(clamp(s));
+    return balance::ProfileFromWaits(widest, widths, waits);
+  }
+  if (!starts.ok() && !absl::IsUnimplemented(starts.status()))
+    Log(absl::StrCat(config_.site.id, ": no start profile this round: ", starts.status().message()));
+  return p;  // widest only: peers take it as starting jobs at once
+}
+
 absl::StatusOr<SiteSnapshot> Site::Snapshot(bool with_waits) {
   SiteSnapshot snap;
   auto widest = adapter_->WidestJob();
@@ -79,22 +115,7 @@ absl::StatusOr<SiteSnapshot> Site::Snapshot(bool with_waits) {
   const int64_t elsewhere = membership_.WidestElsewhere();
   snap.load = elsewhere > 0 ? balance::MovableLoad(cores, elsewhere) : static_cast<int64_t>(cores.size());
   snap.load = std::min(snap.load, config::kMaxReportedLoad);
-  if (with_waits && snap.profile.widest > 0) {
-    const std::vector<int64_t> widths = balance::ProfileWidths(snap.profile.widest);
-    auto starts = adapter_->ArrivalStarts(widths);
-    if (starts.ok() && starts->size() == widths.size()) {
-      const int64_t now_ms = absl::ToUnixMillis(env_->Now());
-      for (size_t i = 0; i < widths.size(); ++i)
-        snap.profile.waits.push_back(
-            {widths[i], std::clamp<int64_t>((*starts)[i] - now_ms, 0, config::kMaxReportedWaitMs)});
-      // A scheduler may answer a narrower job later than a wider one;
-      // peers read the profile as "at most this width waits this long".
-      for (size_t i = snap.profile.waits.size(); i-- > 1;)
-        snap.profile.waits[i - 1].second = std::min(snap.profile.waits[i - 1].second, snap.profile.waits[i].second);
-    } else if (!starts.ok() && !absl::IsUnimplemented(starts.status())) {
-      Log(absl::StrCat(config_.site.id, ": no start profile this round: ", starts.status().message()));
-    }
-  }
+  if (with_waits && snap.profile.widest > 0) snap.profile = StartProfileNow(snap.profile.widest);
   double capacity = 0;
   if (config_.capacity.from_adapter) {
     auto c = adapter_->GetCapacity();

@@ -114,6 +114,9 @@ class Site {
 
  private:
   absl::Status RefreshSelf();
+  // This site's start profile now (the scheduler's FreeCores, else its
+  // ArrivalStarts, else the widest job alone).
+  balance::StartProfile StartProfileNow(int64_t widest);
   void PartDone(const RoundSpec& spec, const RoundReport& report);
   void Loop(absl::Duration period, void (Site::*once)());
 

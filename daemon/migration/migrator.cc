@@ -154,12 +154,13 @@ absl::StatusOr<std::vector<std::vector<std::string>>> Migrator::Choose(const std
     if (active->count(p.id)) continue;
     balance::Candidate c;
     c.cores = p.cores;
+    c.limit = p.limit_ms;
     c.recent = !p.key.empty() && recent.count(p.key);
     if (p.start_ms > 0) {
       c.wait_here = std::max<int64_t>(0, p.start_ms - now_ms);
       estimates = true;
     } else {
-      const int64_t own_wait = own.waits.empty() ? balance::kNeverStarts : own.WaitFor(p.cores);
+      const int64_t own_wait = own.free.empty() ? balance::kNeverStarts : own.WaitFor(p.cores);
       if (own_wait != balance::kNeverStarts) {
         c.wait_here = own_wait;
         estimates = true;

@@ -146,7 +146,11 @@ absl::StatusOr<std::vector<PendingJob>> SchedulerAdapter::Pending() {
   std::vector<PendingJob> out;
   for (const Job& j : *jobs) {
     if (j.state != JobState::kPending || j.pinned) continue;
-    out.push_back({.id = j.id, .key = j.spec.key, .cores = j.spec.cores, .queued_at_ms = j.queued_at_ms});
+    out.push_back({.id = j.id,
+                   .key = j.spec.key,
+                   .cores = j.spec.cores,
+                   .queued_at_ms = j.queued_at_ms,
+                   .limit_ms = j.spec.time_limit_s * 1000});
   }
   return out;
 }
@@ -159,6 +163,10 @@ absl::StatusOr<int64_t> SchedulerAdapter::WidestJob() {
 
 absl::StatusOr<std::vector<int64_t>> SchedulerAdapter::ArrivalStarts(const std::vector<int64_t>& widths) {
   return absl::UnimplementedError(absl::StrCat("the ", Name(), " adapter estimates no start times"));
+}
+
+absl::StatusOr<std::vector<std::pair<int64_t, int64_t>>> SchedulerAdapter::FreeCores() {
+  return absl::UnimplementedError(absl::StrCat("the ", Name(), " adapter gives no free-core forecast"));
 }
 
 std::vector<absl::StatusOr<Job>> SchedulerAdapter::GetJobs(const std::vector<std::string>& ids) {

@@ -82,6 +82,7 @@ struct PendingJob {
   std::string key;           // JobSpec::key
   int64_t cores = 1;
   int64_t queued_at_ms = 0;  // submit time, ms since the epoch
+  int64_t limit_ms = 0;      // its time limit (0: unknown)
   // When the scheduler expects it to start, ms since the epoch; 0 when it
   // does not say (Slurm without a backfill plan for it yet).
   int64_t start_ms = 0;
@@ -133,6 +134,12 @@ class SchedulerAdapter {
   // Unimplemented (the site then publishes no start profile and other sites
   // send it jobs by count alone).
   virtual absl::StatusOr<std::vector<int64_t>> ArrivalStarts(const std::vector<int64_t>& widths);
+  // The cores the queue leaves free from now on if every job runs to its
+  // time limit: steps (ms since the epoch, free cores from then on), times
+  // ascending, the first now. Preferred to ArrivalStarts where an adapter
+  // can give it (sim: its EASY forecast), since it shows the holes a short
+  // job backfills into. The default is Unimplemented.
+  virtual absl::StatusOr<std::vector<std::pair<int64_t, int64_t>>> FreeCores();
 
   // Hold a pending job (it will not start); release a held one. Holding a
   // held job and releasing a pending one are no-ops. NotFound for an unknown

@@ -62,10 +62,10 @@ void ToProto(const balance::LoadTable& in, google::protobuf::RepeatedPtrField<v1
     p->set_load(r.load);
     p->set_capacity(r.capacity);
     p->set_widest(r.profile.widest);
-    for (const auto& [width, wait] : r.profile.waits) {
-      v1::WaitAt* w = p->add_waits();
-      w->set_width(width);
-      w->set_wait_ms(wait);
+    for (const auto& [offset, cores] : r.profile.free) {
+      v1::FreeAt* f = p->add_free();
+      f->set_offset_ms(offset);
+      f->set_cores(cores);
     }
   }
 }
@@ -73,7 +73,7 @@ void ToProto(const balance::LoadTable& in, google::protobuf::RepeatedPtrField<v1
 balance::StartProfile ProfileFromProto(const v1::LoadRow& in) {
   balance::StartProfile p;
   p.widest = in.widest();
-  for (const v1::WaitAt& w : in.waits()) p.waits.push_back({w.width(), w.wait_ms()});
+  for (const v1::FreeAt& f : in.free()) p.free.push_back({f.offset_ms(), f.cores()});
   return p;
 }
 

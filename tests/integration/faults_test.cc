@@ -63,7 +63,9 @@ INSTANTIATE_TEST_SUITE_P(Sites, SizeTest, ::testing::Values(5, 6, 7));
 
 TEST(FailedSiteTest, RoundsGoAroundAKilledSiteAndTheFullCubeReturnsWithIt) {
   const std::vector<int> slots{1, 2, 3, 4, 1, 2, 3, 4};
-  auto f = TestFederation::Start({.sites = 8, .slots = slots});
+  // No hysteresis: the second round must balance again the jobs the first
+  // one moved.
+  auto f = TestFederation::Start({.sites = 8, .slots = slots, .hysteresis = "0s"});
   ASSERT_TRUE(f.ok()) << f.status();
   TestFederation& fed = **f;
   FillSlots(fed, slots);
@@ -112,7 +114,7 @@ TEST(FailedSiteTest, RoundsGoAroundAKilledSiteAndTheFullCubeReturnsWithIt) {
 
 TEST(FailedSiteTest, McwaRoundsGoAroundAKilledSiteAndCwaRunsWhenItReturns) {
   const std::vector<int> slots{1, 2, 3, 4, 1, 2, 3, 4};
-  auto f = TestFederation::Start({.sites = 8, .slots = slots, .algorithm = "mcwa"});
+  auto f = TestFederation::Start({.sites = 8, .slots = slots, .algorithm = "mcwa", .hysteresis = "0s"});
   ASSERT_TRUE(f.ok()) << f.status();
   TestFederation& fed = **f;
   FillSlots(fed, slots);
@@ -162,7 +164,7 @@ TEST(FailedSiteTest, McwaRoundsGoAroundAKilledSiteAndCwaRunsWhenItReturns) {
 // with it, and no job is lost or duplicated.
 TEST(FailedSiteTest, McwaRelayDiesBetweenTransferPhases) {
   const std::vector<int> slots{1, 2, 3, 4, 1, 2, 3, 4};
-  auto f = TestFederation::Start({.sites = 8, .slots = slots, .algorithm = "mcwa"});
+  auto f = TestFederation::Start({.sites = 8, .slots = slots, .algorithm = "mcwa", .hysteresis = "0s"});
   ASSERT_TRUE(f.ok()) << f.status();
   TestFederation& fed = **f;
   FillSlots(fed, slots);

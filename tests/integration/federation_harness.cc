@@ -97,7 +97,7 @@ absl::StatusOr<std::unique_ptr<TestFederation>> TestFederation::Start(const Fede
       << "balancer: {algorithm: " << o.algorithm << ", interval: " << o.interval
       << ", underload_threshold: " << o.underload_threshold << ", heartbeat_interval: " << o.heartbeat
       << ", peer_timeout: " << o.peer_timeout << ", step_timeout: " << o.step_timeout << ", max_batch: " << o.max_batch
-      << "}\n"
+      << ", job_choice: " << o.job_choice << ", hysteresis: " << o.hysteresis << "}\n"
       << SchedulerLine(o, i, slots) << "state_dir: state/site-" << i << "\n";
     if (o.insecure) {
       c << "security: {insecure: true, admin_token_file: certs/admin-token}\n";

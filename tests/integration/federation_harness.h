@@ -27,6 +27,8 @@ struct FederationOptions {
   std::string peer_timeout = "2s";
   std::string heartbeat = "300ms";
   int max_batch = 1000;
+  std::string job_choice = "gain";
+  std::string hysteresis = "10m";  // a job moved this recently stays (the daemon's default)
   std::string interval = "0s";  // timer rounds (0s: off)
   int underload_threshold = 0;  // 0: off
   bool insecure = false;
