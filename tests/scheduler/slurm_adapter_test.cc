@@ -49,6 +49,8 @@ class SlurmEnv : public AdapterContractEnv {
   }
   std::string SkipReason() const override { return SlurmMissing(); }
   bool ListsScripts() const override { return false; }
+  // squeue's start_time is 0 until a backfill pass has planned the job.
+  Estimates StartEstimates() const override { return Estimates::kSometimes; }
   void LetTimePass(absl::Duration d) override { absl::SleepFor(d); }
   absl::Duration PollStep() const override { return absl::Milliseconds(200); }
 
