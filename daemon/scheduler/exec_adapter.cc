@@ -6,6 +6,7 @@
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
+#include <set>
 #include <utility>
 
 #include "absl/strings/ascii.h"
@@ -142,13 +143,30 @@ const std::vector<std::string>& ExecOperations() {
   return *ops;
 }
 
+const std::vector<std::string>& ExecOptionalOperations() {
+  static const auto* ops = new std::vector<std::string>{"widest", "arrival"};
+  return *ops;
+}
+
 absl::StatusOr<ExecOptions> ParseExecOptions(const std::map<std::string, std::string>& options) {
   ExecOptions o;
   std::map<std::string, std::string> per_op;
   std::string common;
   bool have_common = false;
+  std::set<std::string> extra;  // optional operations `command` also answers
   for (const auto& [name, value] : options) {
-    if (name == "command") {
+    if (name == "extra_operations") {
+      for (absl::string_view v : absl::StrSplit(value, ',', absl::SkipWhitespace())) {
+        const std::string op(absl::StripAsciiWhitespace(v));
+        if (std::find(ExecOptionalOperations().begin(), ExecOptionalOperations().end(), op) ==
+            ExecOptionalOperations().end()) {
+          return absl::InvalidArgumentError(absl::StrCat("scheduler option \"extra_operations\": \"", op,
+                                                         "\" is not an optional operation (",
+                                                         absl::StrJoin(ExecOptionalOperations(), ", "), ")"));
+        }
+        extra.insert(op);
+      }
+    } else if (name == "command") {
       common = value;
       have_common = true;
     } else if (name == "timeout_ms") {
@@ -173,15 +191,30 @@ absl::StatusOr<ExecOptions> ParseExecOptions(const std::map<std::string, std::st
       for (const std::string& op : ExecOperations()) {
         if (name == op + "_command") known = true;
       }
+      for (const std::string& op : ExecOptionalOperations()) {
+        if (name == op + "_command") known = true;
+      }
       if (!known) {
         return absl::InvalidArgumentError(absl::StrCat(
-            "scheduler option \"", name, "\" is unknown to the exec adapter (known: command, pass_env, timeout_ms, ",
-            "and OP_command for OP in ", absl::StrJoin(ExecOperations(), ", "), ")"));
+            "scheduler option \"", name,
+            "\" is unknown to the exec adapter (known: command, extra_operations, pass_env, timeout_ms, ",
+            "and OP_command for OP in ", absl::StrJoin(ExecOperations(), ", "), ", ",
+            absl::StrJoin(ExecOptionalOperations(), ", "), ")"));
       }
       per_op[name] = value;
     }
   }
-  for (const std::string& op : ExecOperations()) {
+  if (!extra.empty() && !have_common) {
+    return absl::InvalidArgumentError(
+        "scheduler option \"extra_operations\": names operations of \"command\", which is not set");
+  }
+  std::vector<std::string> ops = ExecOperations();
+  for (const std::string& op : ExecOptionalOperations()) {
+    // An optional operation has a command only when asked for: existing
+    // commands need not know it.
+    if (per_op.contains(op + "_command") || extra.contains(op)) ops.push_back(op);
+  }
+  for (const std::string& op : ops) {
     const std::string key = op + "_command";
     std::vector<std::string> argv;
     if (auto it = per_op.find(key); it != per_op.end()) {
@@ -292,7 +325,7 @@ absl::Status ParseOutput(const CommandOutput& o, google::protobuf::Message* msg)
   return absl::OkStatus();
 }
 
-absl::StatusOr<std::vector<Job>> JobsFromOutput(const CommandOutput& o) {
+absl::StatusOr<std::vector<Job>> JobsFromOutput(const CommandOutput& o, std::vector<int64_t>* starts = nullptr) {
   pb::JobList list;
   if (auto st = ParseOutput(o, &list); !st.ok()) return st;
   std::vector<Job> jobs;
@@ -311,6 +344,8 @@ absl::StatusOr<std::vector<Job>> JobsFromOutput(const CommandOutput& o) {
     j.tag = p.tag();
     j.queued_at_ms = p.queued_at_ms();
     j.spec = FromProto(p.spec());
+    if (p.start_ms() < 0) return bad(absl::StrCat("start_ms ", p.start_ms(), " is negative"));
+    if (starts != nullptr) starts->push_back(p.start_ms());
     jobs.push_back(std::move(j));
   }
   return jobs;
@@ -334,6 +369,10 @@ absl::StatusOr<std::vector<Job>> ExecAdapter::ListJobs() {
 
 absl::StatusOr<Capacity> ExecAdapter::GetCapacity() {
   absl::MutexLock l(&mu_);
+  return CapacityLocked();
+}
+
+absl::StatusOr<Capacity> ExecAdapter::CapacityLocked() {
   auto r = Run("capacity", {}, "", false);
   if (!r.ok()) return r.status();
   pb::Capacity p;
@@ -344,6 +383,75 @@ absl::StatusOr<Capacity> ExecAdapter::GetCapacity() {
         absl::StrCat(r->what, " printed units ", c.units, " and speed ", c.speed, "; want units >= 1 and speed > 0"));
   }
   return c;
+}
+
+absl::StatusOr<std::vector<PendingJob>> ExecAdapter::Pending() {
+  absl::MutexLock l(&mu_);
+  auto r = Run("list", {}, "", false);
+  if (!r.ok()) return r.status();
+  std::vector<int64_t> starts;
+  auto jobs = JobsFromOutput(*r, &starts);
+  if (!jobs.ok()) return jobs.status();
+  std::vector<PendingJob> out;
+  for (size_t i = 0; i < jobs->size(); ++i) {
+    const Job& j = (*jobs)[i];
+    if (j.state != JobState::kPending || j.pinned) continue;
+    out.push_back({.id = j.id,
+                   .key = j.spec.key,
+                   .cores = j.spec.cores,
+                   .queued_at_ms = j.queued_at_ms,
+                   .start_ms = j.state == JobState::kPending ? starts[i] : 0});
+  }
+  return out;
+}
+
+absl::StatusOr<int64_t> ExecAdapter::WidestLocked() {
+  if (!options_.commands.contains("widest")) {
+    auto c = CapacityLocked();  // the interface's default: capacity's units
+    if (!c.ok()) return c.status();
+    return c->units;
+  }
+  auto r = Run("widest", {}, "", false);
+  if (!r.ok()) return r.status();
+  pb::Widest p;
+  if (auto st = ParseOutput(*r, &p); !st.ok()) return st;
+  if (p.cores() < 1) return absl::InternalError(absl::StrCat(r->what, " printed cores ", p.cores(), "; want >= 1"));
+  return p.cores();
+}
+
+absl::StatusOr<int64_t> ExecAdapter::WidestJob() {
+  absl::MutexLock l(&mu_);
+  return WidestLocked();
+}
+
+absl::StatusOr<std::vector<int64_t>> ExecAdapter::ArrivalStarts(const std::vector<int64_t>& widths) {
+  for (int64_t w : widths)
+    if (w < 1) return absl::InvalidArgumentError(absl::StrCat("exec scheduler: no job of ", w, " cores"));
+  if (!options_.commands.contains("arrival")) return SchedulerAdapter::ArrivalStarts(widths);
+  if (widths.empty()) return std::vector<int64_t>{};
+  absl::MutexLock l(&mu_);
+  auto widest = WidestLocked();
+  if (!widest.ok()) return widest.status();
+  std::vector<std::string> args;
+  for (int64_t w : widths) {
+    if (w > *widest) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("exec scheduler: no job of ", w, " cores can run here (the widest is ", *widest, ")"));
+    }
+    args.push_back(absl::StrCat(w));
+  }
+  auto r = Run("arrival", args, "", false);
+  if (!r.ok()) return r.status();
+  pb::ArrivalStarts p;
+  if (auto st = ParseOutput(*r, &p); !st.ok()) return st;
+  if (static_cast<size_t>(p.starts_ms_size()) != widths.size()) {
+    return absl::InternalError(
+        absl::StrCat(r->what, " printed ", p.starts_ms_size(), " start times for ", widths.size(), " widths"));
+  }
+  std::vector<int64_t> out(p.starts_ms().begin(), p.starts_ms().end());
+  for (int64_t t : out)
+    if (t <= 0) return absl::InternalError(absl::StrCat(r->what, " printed start time ", t, "; want ms since the epoch"));
+  return out;
 }
 
 absl::Status ExecAdapter::RunOnJob(const std::string& op, const std::string& id, std::vector<std::string> more) {

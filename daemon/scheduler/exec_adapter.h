@@ -13,7 +13,15 @@
 //                        appended as one more argument
 //   OP_command           the command line for OP alone (overrides `command`),
 //                        OP one of list, capacity, hold, release, cancel,
-//                        export, submit, find_by_tag, pin
+//                        export, submit, find_by_tag, pin, and the optional
+//                        widest and arrival
+//   extra_operations     comma-separated optional operations (widest,
+//                        arrival) that `command` also answers
+// An optional operation runs only when it has a command (OP_command, or
+// `command` with the operation in extra_operations); without one the
+// interface's default applies (WidestJob: capacity's units; ArrivalStarts:
+// Unimplemented). A `list` job may carry start_ms (a pending job's expected
+// start); Pending reports it, 0 when absent.
 //   timeout_ms           how long one command may run before its process
 //                        group is killed, in [1, 3600000]      (default 30000)
 //   pass_env             comma-separated names of the daemon's environment
@@ -74,6 +82,8 @@ struct ExecOptions {
 
 // The operation names, in the order the docs list them.
 const std::vector<std::string>& ExecOperations();
+// The operations a site's commands may leave out: widest, arrival.
+const std::vector<std::string>& ExecOptionalOperations();
 
 // Parses scheduler.options; InvalidArgument naming the first unknown,
 // missing or malformed option.
@@ -110,8 +120,15 @@ class ExecAdapter : public SchedulerAdapter {
   absl::Status CheckSpec(const JobSpec& spec) const override;
   absl::StatusOr<std::vector<Job>> FindByTag(const std::string& tag) override;
   absl::Status SetPinned(const std::string& id, bool pinned) override;
+  // From `list` (its jobs' start_ms), `widest` and `arrival` (one argument
+  // per width); see the options above for when they run.
+  absl::StatusOr<std::vector<PendingJob>> Pending() override;
+  absl::StatusOr<int64_t> WidestJob() override;
+  absl::StatusOr<std::vector<int64_t>> ArrivalStarts(const std::vector<int64_t>& widths) override;
 
  private:
+  absl::StatusOr<int64_t> WidestLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  absl::StatusOr<Capacity> CapacityLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   explicit ExecAdapter(ExecOptions options) : options_(std::move(options)) {}
 
   // Runs operation `op` with `args` appended; Ok only for exit 0. With

@@ -13,6 +13,7 @@
 #include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "daemon/balance/easy.h"
 
 namespace hyperfed::scheduler {
 namespace {
@@ -28,7 +29,7 @@ constexpr int kCancelledCode = 4;
 constexpr int64_t kSchemaVersion = 1;
 // Caps run times so that start + run time cannot overflow (about 31,000 years).
 constexpr int64_t kMaxRunMs = int64_t{1'000'000'000'000'000};
-constexpr int64_t kMaxSlots = 1'000'000;
+constexpr int64_t kMaxCores = 1'000'000;
 
 int StateCode(JobState s) {
   switch (s) {
@@ -168,14 +169,19 @@ absl::StatusOr<SimOptions> ParseSimOptions(const std::map<std::string, std::stri
     *out = d;
     return absl::OkStatus();
   };
+  // `slots` is the older name of `cores` (configs and tests still use it).
+  if (options.contains("cores") && options.contains("slots")) {
+    return absl::InvalidArgumentError(
+        "scheduler options \"cores\" and \"slots\" are the same option (slots is its older name): give one");
+  }
   for (const auto& [name, value] : options) {
-    if (name == "slots") {
+    if (name == "cores" || name == "slots") {
       int64_t n = 0;
-      if (!absl::SimpleAtoi(value, &n) || n < 1 || n > kMaxSlots) {
-        return absl::InvalidArgumentError(
-            absl::StrCat("scheduler option \"slots\": want an integer in [1, ", kMaxSlots, "], got \"", value, "\""));
+      if (!absl::SimpleAtoi(value, &n) || n < 1 || n > kMaxCores) {
+        return absl::InvalidArgumentError(absl::StrCat("scheduler option \"", name, "\": want an integer in [1, ",
+                                                       kMaxCores, "], got \"", value, "\""));
       }
-      o.slots = n;
+      o.cores = n;
     } else if (name == "speed") {
       if (auto s = positive_double(name, value, &o.speed); !s.ok()) return s;
     } else if (name == "time_scale") {
@@ -185,7 +191,7 @@ absl::StatusOr<SimOptions> ParseSimOptions(const std::map<std::string, std::stri
     } else {
       return absl::InvalidArgumentError(
           absl::StrCat("scheduler option \"", name,
-                       "\" is unknown to the sim adapter (known: pin_marker, slots, speed, time_scale)"));
+                       "\" is unknown to the sim adapter (known: cores, pin_marker, slots, speed, time_scale)"));
     }
   }
   return o;
@@ -314,6 +320,7 @@ absl::Status SimAdapter::InTransaction(absl::string_view op, const std::function
   } else {
     // The wall clock may step back; the queue's time never does.
     now = std::max(now, *last);
+    now_ms_ = now;
     s = Advance(*last, now);
   }
   if (s.ok()) s = body();
@@ -335,51 +342,111 @@ absl::Status SimAdapter::InTransaction(absl::string_view op, const std::function
   return s;
 }
 
-absl::Status SimAdapter::FillSlots(int64_t at_ms) {
-  auto running = QueryInt(db_, absl::StrCat("SELECT COUNT(*) FROM jobs WHERE state=", kRunningCode));
-  if (!running.ok()) return running.status();
-  const int64_t free = options_.slots - *running;
-  if (free <= 0) return absl::OkStatus();
-  std::vector<std::pair<int64_t, int64_t>> starts;  // id, duration_ms
-  {
-    Stmt st(db_, absl::StrCat("SELECT id, duration_ms FROM jobs WHERE state=", kPendingCode, " ORDER BY id LIMIT ?1"));
-    st.Bind(1, free);
-    for (;;) {
-      auto row = st.Step();
-      if (!row.ok()) return row.status();
-      if (!*row) break;
-      starts.emplace_back(st.Int(0), st.Int(1));
-    }
-  }
-  for (const auto& [id, duration_ms] : starts) {
-    const double run = std::ceil(static_cast<double>(duration_ms) / options_.time_scale);
-    const int64_t run_ms = run >= static_cast<double>(kMaxRunMs) ? kMaxRunMs : static_cast<int64_t>(run);
-    Stmt st(db_,
-            absl::StrCat("UPDATE jobs SET state=", kRunningCode, ", started_at_ms=?1, finish_at_ms=?2 WHERE id=?3"));
-    st.Bind(1, at_ms).Bind(2, at_ms + run_ms).Bind(3, id);
-    if (auto s = st.Run(); !s.ok()) return s;
-    CrashPoint("fill:job-started");
+int64_t SimAdapter::ScaledMs(double ms) const {
+  const double scaled = std::ceil(ms / options_.time_scale);
+  return scaled >= static_cast<double>(kMaxRunMs) ? kMaxRunMs : static_cast<int64_t>(scaled);
+}
+
+int64_t SimAdapter::RunMs(int64_t duration_ms) const { return ScaledMs(static_cast<double>(duration_ms)); }
+
+int64_t SimAdapter::LimitMs(int64_t time_limit_s, int64_t duration_ms) const {
+  // A job without a limit is known exactly: its run time is its limit.
+  return time_limit_s > 0 ? ScaledMs(static_cast<double>(time_limit_s) * 1000.0) : RunMs(duration_ms);
+}
+
+absl::Status SimAdapter::LoadQueue(Queue* q) {
+  q->running.clear();
+  q->waiting.clear();
+  Stmt st(db_, absl::StrCat("SELECT id, state, cores, time_limit_s, duration_ms, started_at_ms, finish_at_ms,"
+                            " pinned, key, queued_at_ms FROM jobs WHERE state IN (",
+                            kPendingCode, ",", kRunningCode, ") ORDER BY id"));
+  for (;;) {
+    auto row = st.Step();
+    if (!row.ok()) return row.status();
+    if (!*row) break;
+    QueueJob j;
+    j.id = st.Int(0);
+    // A job queued wider than the cluster (by an older version, which gave
+    // every job one slot, or before `cores` shrank) takes the whole cluster
+    // rather than waiting for ever; Submit refuses new ones.
+    j.cores = std::clamp<int64_t>(st.Int(2), 1, options_.cores);
+    j.limit_ms = LimitMs(st.Int(3), st.Int(4));
+    j.run_ms = RunMs(st.Int(4));
+    j.started_ms = st.Int(5);
+    j.finish_ms = st.Int(6);
+    j.pinned = st.Int(7) != 0;
+    j.key = st.Text(8);
+    j.queued_at_ms = st.Int(9);
+    j.spec_cores = st.Int(2);
+    (st.Int(1) == kRunningCode ? q->running : q->waiting).push_back(std::move(j));
   }
   return absl::OkStatus();
 }
 
+std::vector<balance::RunningJob> SimAdapter::Queue::Running(int64_t at_ms) const {
+  std::vector<balance::RunningJob> out;
+  out.reserve(running.size());
+  // A job still running past its time limit (a sim job runs for its
+  // duration whatever its limit) is expected to end at any moment: it keeps
+  // its cores, so no instant has more cores in use than the cluster.
+  for (const QueueJob& r : running)
+    out.push_back({.cores = r.cores, .end = std::max(r.started_ms + std::max<int64_t>(r.limit_ms, 1), at_ms + 1)});
+  return out;
+}
+
+std::vector<balance::QueuedJob> SimAdapter::Queue::Waiting() const {
+  std::vector<balance::QueuedJob> out;
+  out.reserve(waiting.size());
+  for (const QueueJob& w : waiting) out.push_back({.cores = w.cores, .limit = std::max<int64_t>(w.limit_ms, 1)});
+  return out;
+}
+
+absl::Status SimAdapter::StartJobs(int64_t at_ms, Queue* q) {
+  if (q->waiting.empty()) return absl::OkStatus();
+  const std::vector<size_t> go = balance::EasyStartNow(options_.cores, at_ms, q->Running(at_ms), q->Waiting());
+  if (go.empty()) return absl::OkStatus();
+  std::vector<bool> started(q->waiting.size(), false);
+  for (size_t i : go) {
+    QueueJob& j = q->waiting[i];
+    j.started_ms = at_ms;
+    j.finish_ms = at_ms + j.run_ms;
+    Stmt st(db_,
+            absl::StrCat("UPDATE jobs SET state=", kRunningCode, ", started_at_ms=?1, finish_at_ms=?2 WHERE id=?3"));
+    st.Bind(1, at_ms).Bind(2, j.finish_ms).Bind(3, j.id);
+    if (auto s = st.Run(); !s.ok()) return s;
+    CrashPoint("fill:job-started");
+    started[i] = true;
+    q->running.push_back(j);
+  }
+  std::vector<QueueJob> left;
+  left.reserve(q->waiting.size() - go.size());
+  for (size_t i = 0; i < q->waiting.size(); ++i)
+    if (!started[i]) left.push_back(std::move(q->waiting[i]));
+  q->waiting.swap(left);
+  return absl::OkStatus();
+}
+
 absl::Status SimAdapter::Advance(int64_t from_ms, int64_t to_ms) {
-  // A slot freed at t goes to the oldest pending job at t, exactly as if we
-  // had been watching.
+  // Event by event, exactly as if we had been watching: at each job end
+  // (and at from_ms) EASY decides which pending jobs start then
+  // (daemon/balance/easy.h). The queue is read once and kept in step with
+  // the rows written.
+  Queue q;
+  if (auto s = LoadQueue(&q); !s.ok()) return s;
   int64_t cursor = from_ms;
   for (;;) {
-    if (auto s = FillSlots(cursor); !s.ok()) return s;
-    Stmt next(db_,
-              absl::StrCat("SELECT MIN(finish_at_ms) FROM jobs WHERE state=", kRunningCode, " AND finish_at_ms <= ?1"));
-    next.Bind(1, to_ms);
-    auto row = next.Step();
-    if (!row.ok()) return row.status();
-    if (!*row || next.IsNull(0)) return absl::OkStatus();
-    cursor = next.Int(0);
-    Stmt done(db_,
-              absl::StrCat("UPDATE jobs SET state=", kDoneCode, " WHERE state=", kRunningCode, " AND finish_at_ms=?1"));
+    if (auto s = StartJobs(cursor, &q); !s.ok()) return s;
+    int64_t next = std::numeric_limits<int64_t>::max();
+    for (const QueueJob& r : q.running) next = std::min(next, r.finish_ms);
+    if (next > to_ms) return absl::OkStatus();
+    // A job that ended before from_ms (a queue written by a crashed call
+    // cannot hold one, but the clock is not ours to trust) ends now.
+    cursor = std::max(cursor, next);
+    Stmt done(db_, absl::StrCat("UPDATE jobs SET state=", kDoneCode, " WHERE state=", kRunningCode,
+                                " AND finish_at_ms<=?1"));
     done.Bind(1, cursor);
     if (auto s = done.Run(); !s.ok()) return s;
+    std::erase_if(q.running, [cursor](const QueueJob& r) { return r.finish_ms <= cursor; });
   }
 }
 
@@ -480,7 +547,7 @@ absl::StatusOr<int64_t> SimAdapter::CountMigratable() {
 }
 
 absl::StatusOr<Capacity> SimAdapter::GetCapacity() {
-  return Capacity{.units = options_.slots, .speed = options_.speed};
+  return Capacity{.units = options_.cores, .speed = options_.speed};
 }
 
 // Hold, Release and Cancel of one job inside a transaction. The job's own
@@ -719,6 +786,67 @@ absl::Status SimAdapter::SetPinned(const std::string& id, bool pinned) {
     st.Bind(1, int64_t{pinned ? 1 : 0}).Bind(2, row);
     return st.Run();
   });
+}
+
+absl::Status SimAdapter::CheckSpec(const JobSpec& spec) const {
+  if (auto s = SchedulerAdapter::CheckSpec(spec); !s.ok()) return s;
+  if (spec.cores > options_.cores) {
+    return absl::InvalidArgumentError(absl::StrCat("sim scheduler: job spec wants ", spec.cores,
+                                                   " cores, the cluster has ", options_.cores));
+  }
+  return absl::OkStatus();
+}
+
+absl::StatusOr<balance::EasyForecast> SimAdapter::ForecastIn(Queue* q) {
+  if (auto s = LoadQueue(q); !s.ok()) return s;
+  return balance::EasyForecastStarts(options_.cores, now_ms_, q->Running(now_ms_), q->Waiting());
+}
+
+absl::StatusOr<std::vector<PendingJob>> SimAdapter::Pending() {
+  absl::MutexLock l(&mu_);
+  std::vector<PendingJob> out;
+  absl::Status s = InTransaction("pending", [&]() -> absl::Status {
+    Queue q;
+    auto f = ForecastIn(&q);
+    if (!f.ok()) return f.status();
+    for (size_t i = 0; i < q.waiting.size(); ++i) {
+      const QueueJob& j = q.waiting[i];
+      // Pinned jobs keep their place in the queue (and in the forecast) but
+      // cannot move.
+      if (j.pinned) continue;
+      const int64_t start = f->starts[i];
+      out.push_back({.id = absl::StrCat(j.id),
+                     .key = j.key,
+                     .cores = j.spec_cores,
+                     .queued_at_ms = j.queued_at_ms,
+                     .start_ms = start == balance::kNeverStarts ? 0 : start});
+    }
+    return absl::OkStatus();
+  });
+  if (!s.ok()) return s;
+  return out;
+}
+
+absl::StatusOr<int64_t> SimAdapter::WidestJob() { return options_.cores; }
+
+absl::StatusOr<std::vector<int64_t>> SimAdapter::ArrivalStarts(const std::vector<int64_t>& widths) {
+  for (int64_t w : widths) {
+    if (w < 1 || w > options_.cores) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("sim scheduler: no job of ", w, " cores can run here (1 to ", options_.cores, " cores)"));
+    }
+  }
+  absl::MutexLock l(&mu_);
+  std::vector<int64_t> out;
+  absl::Status s = InTransaction("arrival", [&]() -> absl::Status {
+    Queue q;
+    auto f = ForecastIn(&q);
+    if (!f.ok()) return f.status();
+    for (int64_t w : widths) out.push_back(balance::TailStart(*f, w));
+    return absl::OkStatus();
+  });
+  if (!s.ok()) return s;
+  return out;
 }
 
 absl::Status SimAdapter::Tick() {

@@ -1,26 +1,45 @@
 #pragma once
 
 // The `sim` adapter: the embedded default scheduler. An in-process batch
-// scheduler with `slots` parallel slots whose jobs run for their
-// `duration_ms`. Its queue lives in SQLite at <state_dir>/sim-scheduler.db so
-// that it survives a kill -9 and a restart of the daemon.
+// scheduler for a cluster of `cores` cores: a job takes its spec.cores for
+// duration_ms / time_scale, and jobs start by FCFS with EASY backfilling on
+// their time limits (daemon/balance/easy.h, the one implementation the
+// offline replay uses too). A job's time limit, for EASY, is
+// time_limit_s * 1000 / time_scale when time_limit_s > 0, else its run time
+// (a sim job without a limit is known exactly). A job runs for its duration
+// even past its limit (the sim kills nothing); while it does, EASY expects
+// it to end at any moment and it keeps its cores, so no instant has more
+// cores in use than the cluster. Its queue lives in SQLite at
+// <state_dir>/sim-scheduler.db so that it survives a kill -9 and a restart
+// of the daemon.
 //
-// Time is lazy: every call first advances the queue to Env::Now() (jobs
-// finish `duration_ms / time_scale` after they start; a freed slot goes to
-// the oldest pending job at the moment it frees), so no background thread is
-// needed and tests drive it with a FakeEnv. Held jobs never start.
+// Time is lazy: every call first advances the queue to Env::Now(), event by
+// event in time order (at each job end, EasyStartNow over the running jobs
+// and the pending queue decides which jobs start then), so no background
+// thread is needed and tests drive it with a FakeEnv. Held jobs never start
+// and keep no place in the queue; pinned jobs start as any other (a pin only
+// stops a move). With 1-core jobs this is exactly the FIFO of `cores` slots.
 //
 // Every call is one SQLite transaction (the advance included), so a crash at
-// any point leaves the queue as it was before or after that call.
+// any point leaves the queue as it was before or after that call. The EASY
+// decisions read only what the rows hold (state, cores, limits, start and
+// finish times), so the schema is the one of earlier versions.
 //
 // Options (the config's scheduler.options, all strings):
-//   slots       processing slots, an integer in [1, 1000000]   (default 4)
+//   cores       the cluster's cores, an integer in [1, 1000000] (default 4)
+//   slots       the older name of `cores` (giving both is an error)
 //   speed       capacity speed factor, > 0                      (default 1.0)
 //   time_scale  jobs run time_scale times faster, > 0           (default 1.0)
 //   pin_marker  a job whose name starts with it is pinned at submit
 //               ("" = off, the default)
-// Capacity is {slots, speed}. Ids are increasing integers ("1", "2", ...),
-// never reused, also across restarts.
+// Capacity is {cores, speed}; WidestJob is `cores` and a wider job is
+// refused at submit (one already queued wider, from an older version or a
+// larger `cores`, takes the whole cluster). Ids are increasing integers
+// ("1", "2", ...), never reused, also across restarts.
+//
+// Pending() forecasts with EasyForecastStarts: O(queue^2) in the worst case,
+// about 14 ms for 2,000 pending 1-core jobs on 4 cores (ArrivalStarts the
+// same; a plain call such as CountMigratable, which replays the queue, 6 ms).
 //
 // Thread-safety: every method may be called from any thread; calls are
 // serialized on one connection.
@@ -37,6 +56,7 @@
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
 #include "absl/synchronization/mutex.h"
+#include "daemon/balance/easy.h"
 #include "daemon/common/env.h"
 #include "daemon/scheduler/adapter.h"
 #include "daemon/scheduler/registry.h"
@@ -49,7 +69,7 @@ inline constexpr char kSimAdapterName[] = "sim";
 inline constexpr char kSimDbFile[] = "sim-scheduler.db";
 
 struct SimOptions {
-  int64_t slots = 4;
+  int64_t cores = 4;
   double speed = 1.0;
   double time_scale = 1.0;
   std::string pin_marker;
@@ -81,13 +101,21 @@ class SimAdapter : public SchedulerAdapter {
   std::string Name() const override { return kSimAdapterName; }
   absl::StatusOr<std::vector<Job>> ListJobs() override;
   absl::StatusOr<Capacity> GetCapacity() override;
+  // Pending: in queue order, each with its EASY forecast start (every job
+  // running to its time limit, nothing else arriving). WidestJob: `cores`.
+  // ArrivalStarts: TailStart of that forecast (daemon/balance/easy.h).
+  absl::StatusOr<std::vector<PendingJob>> Pending() override;
+  absl::StatusOr<int64_t> WidestJob() override;
+  absl::StatusOr<std::vector<int64_t>> ArrivalStarts(const std::vector<int64_t>& widths) override;
+  // Besides the common rules: InvalidArgument for a job wider than `cores`.
+  absl::Status CheckSpec(const JobSpec& spec) const override;
   absl::Status Hold(const std::string& id) override;
   absl::Status Release(const std::string& id) override;
   absl::Status Cancel(const std::string& id) override;
   absl::StatusOr<JobSpec> Export(const std::string& id) override;
-  // Besides the contract: InvalidArgument (and nothing submitted) for
-  // cores < 1, a negative memory_mb, time_limit_s or duration_ms, or a
-  // negative or non-finite cost.
+  // Besides the contract: InvalidArgument (and nothing submitted) for what
+  // CheckSpec refuses (cores < 1 or above `cores`, a negative memory_mb,
+  // time_limit_s or duration_ms, a negative or non-finite cost, ...).
   absl::StatusOr<std::string> Submit(const JobSpec& spec, const std::string& tag, bool held = false) override;
   // InvalidArgument for an empty tag (it means "no tag").
   absl::StatusOr<std::vector<Job>> FindByTag(const std::string& tag) override;
@@ -131,9 +159,35 @@ class SimAdapter : public SchedulerAdapter {
   // starts now); commits when body returns OK, rolls back otherwise.
   absl::Status InTransaction(absl::string_view op, const std::function<absl::Status()>& body)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // A pending or running job as EASY sees it.
+  struct QueueJob {
+    int64_t id = 0;
+    int64_t cores = 1;       // clamped to [1, options_.cores]
+    int64_t spec_cores = 1;  // as submitted
+    int64_t limit_ms = 0;    // its EASY time limit (scaled)
+    int64_t run_ms = 0;      // how long it runs (scaled)
+    int64_t started_ms = 0;  // running jobs only
+    int64_t finish_ms = 0;   // running jobs only
+    bool pinned = false;
+    std::string key;
+    int64_t queued_at_ms = 0;
+  };
+  struct Queue {
+    std::vector<QueueJob> running;
+    std::vector<QueueJob> waiting;  // pending (not held), queue order
+    std::vector<balance::RunningJob> Running(int64_t at_ms) const;
+    std::vector<balance::QueuedJob> Waiting() const;
+  };
+  int64_t ScaledMs(double ms) const;
+  int64_t RunMs(int64_t duration_ms) const;
+  int64_t LimitMs(int64_t time_limit_s, int64_t duration_ms) const;
+  absl::Status LoadQueue(Queue* q) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Replays starts and finishes from `from_ms` to `to_ms`, in time order.
   absl::Status Advance(int64_t from_ms, int64_t to_ms) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  absl::Status FillSlots(int64_t at_ms) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Starts what EASY starts at `at_ms` (rows and *q).
+  absl::Status StartJobs(int64_t at_ms, Queue* q) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // The queue as of the transaction's now and its EASY forecast.
+  absl::StatusOr<balance::EasyForecast> ForecastIn(Queue* q) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   absl::StatusOr<Job> LoadJob(int64_t id) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   absl::StatusOr<std::vector<Job>> LoadJobs(absl::string_view where_sql, absl::string_view bind)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
@@ -158,6 +212,7 @@ class SimAdapter : public SchedulerAdapter {
   absl::Mutex mu_;
   sqlite3* db_ ABSL_GUARDED_BY(mu_);
   std::function<void(absl::string_view)> crash_hook_ ABSL_GUARDED_BY(mu_);
+  int64_t now_ms_ ABSL_GUARDED_BY(mu_) = 0;  // the running transaction's now
 };
 
 // Registers "sim" (SimAdapter::Open) in `registry`. Called once from main;

@@ -22,6 +22,7 @@
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
 #include "absl/strings/strip.h"
+#include "absl/time/time.h"
 #include "nlohmann/json.hpp"
 
 namespace hyperfed::scheduler {
@@ -421,7 +422,8 @@ absl::StatusOr<std::unique_ptr<SlurmAdapter>> SlurmAdapter::Open(const AdapterCo
 }
 
 absl::StatusOr<CommandResult> SlurmAdapter::RunRaw(std::vector<std::string>* argv, std::string stdin_text,
-                                                   std::string cwd) const {
+                                                   std::string cwd,
+                                                   const std::map<std::string, std::string>& extra_env) const {
   if (!options_.bin_dir.empty()) (*argv)[0] = options_.bin_dir + "/" + (*argv)[0];
   // A fixed environment: nothing of the daemon's (its PATH could lead to
   // another sbatch, LD_PRELOAD into it, SBATCH_* would set options) and
@@ -431,6 +433,7 @@ absl::StatusOr<CommandResult> SlurmAdapter::RunRaw(std::vector<std::string>* arg
       {"LANG", "C"},
       {"LC_ALL", "C"}};
   if (!options_.slurm_conf.empty()) env["SLURM_CONF"] = options_.slurm_conf;
+  for (const auto& [k, v] : extra_env) env[k] = v;
   CommandSpec spec{.argv = *argv,
                    .stdin_text = std::move(stdin_text),
                    .env = std::move(env),
@@ -490,6 +493,12 @@ absl::StatusOr<SlurmAdapter::Queue> SlurmAdapter::ReadQueue() {
     if (!word.ok()) return word.status();
     job.state = MapSlurmState(*word, Str(j, "state_reason"));
     job.queued_at_ms = Int(j, "submit_time") * 1000;
+    if (job.state == JobState::kPending) {
+      // What `squeue --start` prints: 0 until a scheduler pass has planned
+      // the job; Slurm's "infinite" (or an unset 23.02 number) reads 0 too.
+      const int64_t start = Int(j, "start_time");
+      if (start > 0 && start < (int64_t{1} << 32) - 1) e.start_ms = start * 1000;
+    }
     e.comment = Str(j, "comment");
     e.has_meta = DecodeSlurmComment(e.comment, &e.meta);
     // Only a mark made with this site's key, for the user the job runs as,
@@ -1151,6 +1160,91 @@ absl::Status SlurmAdapter::SetPinned(const std::string& id, bool pinned) {
   SlurmJobMeta m = e.has_meta ? e.meta : SlurmJobMeta{};
   m.pinned = pinned ? 1 : 0;
   return Run({"scontrol", "update", "JobId=" + id, "Comment=" + EncodeSlurmComment(m)}).status();
+}
+
+absl::StatusOr<std::vector<PendingJob>> SlurmAdapter::Pending() {
+  absl::MutexLock l(&mu_);
+  auto q = ReadQueue();
+  if (!q.ok()) return q.status();
+  std::vector<const Entry*> pending;
+  for (const auto& [id, e] : *q)
+    if (e.managed && e.job.state == JobState::kPending && !e.job.pinned) pending.push_back(&e);
+  std::sort(pending.begin(), pending.end(), [](const Entry* a, const Entry* b) { return QueueOrder(a->job, b->job); });
+  std::vector<PendingJob> out;
+  out.reserve(pending.size());
+  for (const Entry* e : pending) {
+    out.push_back({.id = e->job.id,
+                   .key = e->job.spec.key,
+                   .cores = e->job.spec.cores,
+                   .queued_at_ms = e->job.queued_at_ms,
+                   .start_ms = e->start_ms});
+  }
+  return out;
+}
+
+absl::StatusOr<int64_t> SlurmAdapter::WidestJob() {
+  const NodeLimits limits = Limits();
+  if (limits.cpus <= 0) {
+    return absl::UnavailableError(absl::StrCat("slurm: `sinfo --json` gave no node CPUs for ",
+                                               options_.submit_partition.empty()
+                                                   ? std::string("this site")
+                                                   : "partition " + options_.submit_partition));
+  }
+  return limits.cpus;
+}
+
+// The start time in what `sbatch --test-only` says ("sbatch: Job 12 to
+// start at 2024-05-01T10:00:00 using 4 processors on nodes n1 in partition
+// debug"), read as UTC; InternalError naming the output when there is none.
+absl::StatusOr<int64_t> ParseSbatchTestOnlyStart(const std::string& output) {
+  const std::string kMarker = " to start at ";
+  const size_t at = output.find(kMarker);
+  auto unreadable = [&] {
+    return absl::InternalError(absl::StrCat("slurm: cannot read a start time in what `sbatch --test-only` printed: \"",
+                                            absl::CEscape(output.substr(0, 300)), "\""));
+  };
+  if (at == std::string::npos) return unreadable();
+  const size_t from = at + kMarker.size();
+  const size_t end = output.find_first_of(" \t\r\n", from);
+  const std::string word = output.substr(from, end == std::string::npos ? std::string::npos : end - from);
+  absl::Time t;
+  std::string err;
+  if (!absl::ParseTime("%Y-%m-%dT%H:%M:%S", word, absl::UTCTimeZone(), &t, &err)) return unreadable();
+  return absl::ToUnixMillis(t);
+}
+
+absl::StatusOr<std::vector<int64_t>> SlurmAdapter::ArrivalStarts(const std::vector<int64_t>& widths) {
+  if (widths.empty()) return std::vector<int64_t>{};
+  for (int64_t w : widths)
+    if (w < 1) return absl::InvalidArgumentError(absl::StrCat("slurm: no job of ", w, " cores"));
+  auto widest = WidestJob();
+  if (!widest.ok()) return widest.status();
+  for (int64_t w : widths) {
+    if (w > *widest) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("slurm: no job of ", w, " cores can run here (the largest node has ", *widest, ")"));
+    }
+  }
+  std::vector<int64_t> out;
+  for (int64_t w : widths) {
+    std::vector<std::string> argv = {"sbatch",       "--test-only",
+                                     "--job-name=hyperfed-arrival-probe",
+                                     "--ntasks=1",   absl::StrCat("--cpus-per-task=", w),
+                                     "--export=NONE", "--wrap=true"};
+    if (!options_.submit_partition.empty()) argv.push_back("--partition=" + options_.submit_partition);
+    if (!options_.submit_account.empty()) argv.push_back("--account=" + options_.submit_account);
+    auto r = RunRaw(&argv, "", options_.submit_dir, {{"TZ", "UTC"}});
+    if (!r.ok()) return r.status();
+    if (r->exit_code != 0 || r->term_signal != 0) {
+      absl::Status failed = CommandFailure(argv, *r);
+      if (SbatchRefused(*r)) return absl::InvalidArgumentError(failed.message());
+      return failed;
+    }
+    auto start = ParseSbatchTestOnlyStart(r->err + "\n" + r->out);
+    if (!start.ok()) return start.status();
+    out.push_back(*start);
+  }
+  return out;
 }
 
 void RegisterSlurmAdapter(AdapterRegistry* registry) {

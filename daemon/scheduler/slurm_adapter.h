@@ -238,6 +238,12 @@ absl::StatusOr<std::string> SlurmStateWord(const nlohmann::json& job_state);
 // Cancelled: CANCELLED.
 JobState MapSlurmState(const std::string& state, const std::string& reason);
 
+// The start time (ms since the epoch) in what `sbatch --test-only` prints,
+// "sbatch: Job 12 to start at 2024-05-01T10:00:00 using 4 processors on
+// nodes n1 in partition debug", the time read as UTC; Internal, quoting the
+// output, when it holds none.
+absl::StatusOr<int64_t> ParseSbatchTestOnlyStart(const std::string& output);
+
 class SlurmAdapter : public SchedulerAdapter {
  public:
   // Parses the options; touches nothing (a Slurm that is down fails the
@@ -248,6 +254,21 @@ class SlurmAdapter : public SchedulerAdapter {
   absl::StatusOr<std::vector<Job>> ListJobs() override;
   absl::StatusOr<Capacity> GetCapacity() override;
   absl::StatusOr<int64_t> CountMigratable() override;
+  // The managed pending jobs that could move, in queue order, with their
+  // CPUs and Slurm's expected start: the job record's start_time, which is
+  // what `squeue --start` prints (set by the backfill scheduler's pass; 0,
+  // unknown, until one has planned the job). Read from the same `squeue
+  // --json` as ListJobs (epoch seconds: no time zone to guess).
+  absl::StatusOr<std::vector<PendingJob>> Pending() override;
+  // The CPUs of the largest node of the submit partition (the sinfo lookup
+  // CheckSpec uses, cached for a minute); Unavailable while sinfo fails.
+  absl::StatusOr<int64_t> WidestJob() override;
+  // One `sbatch --test-only` per width (a one-task job of `width` CPUs per
+  // task, --wrap=true, no time limit of its own, the submit partition and
+  // account of real submissions), whose "Job N to start at <time>" is read
+  // as UTC (the command runs with TZ=UTC). InvalidArgument for a width < 1
+  // or above WidestJob; Internal when sbatch's answer cannot be read.
+  absl::StatusOr<std::vector<int64_t>> ArrivalStarts(const std::vector<int64_t>& widths) override;
   absl::Status Hold(const std::string& id) override;
   absl::Status Release(const std::string& id) override;
   absl::Status Cancel(const std::string& id) override;
@@ -320,6 +341,7 @@ class SlurmAdapter : public SchedulerAdapter {
     std::string user;       // the user it runs as
     bool batch = true;      // has a batch script (not srun/salloc)
     std::string fixed_pin;  // why it is pinned whatever SetPinned says ("" = it is not)
+    int64_t start_ms = 0;   // pending: Slurm's expected start (0 = none yet)
     // Jobs hyperfed submitted (tagged) are reachable by id and tag even
     // outside `partitions`/`users`; ListJobs and CountMigratable show only
     // managed ones.
@@ -334,7 +356,8 @@ class SlurmAdapter : public SchedulerAdapter {
   // non-zero exit, with its stderr. RunRaw leaves the exit code to the caller.
   absl::StatusOr<CommandResult> Run(std::vector<std::string> argv, std::string stdin_text = "",
                                     std::string cwd = "") const;
-  absl::StatusOr<CommandResult> RunRaw(std::vector<std::string>* argv, std::string stdin_text, std::string cwd) const;
+  absl::StatusOr<CommandResult> RunRaw(std::vector<std::string>* argv, std::string stdin_text, std::string cwd,
+                                       const std::map<std::string, std::string>& extra_env = {}) const;
   // Every job slurmctld holds, in every state, managed or not.
   absl::StatusOr<Queue> ReadQueue() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // The job's batch script (cached: a Slurm job's script never changes).

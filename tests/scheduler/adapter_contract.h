@@ -42,6 +42,16 @@ class AdapterContractEnv {
   // Whether ListJobs/FindByTag/GetJobs fill spec.script (Export always must).
   virtual bool ListsScripts() const { return true; }
 
+  // What the adapter says about start times (Pending's start_ms,
+  // ArrivalStarts). kNever: every start_ms is 0 and ArrivalStarts is
+  // Unimplemented (the interface's defaults). kSometimes: a start_ms may be
+  // 0 (unknown: Slurm before its backfill pass has seen the job). kAlways:
+  // every pending job has one (the sim adapter's EASY forecast).
+  enum class Estimates { kNever, kSometimes, kAlways };
+  virtual Estimates StartEstimates() const { return Estimates::kNever; }
+  // Whether Submit (and CheckSpec) refuse a job wider than WidestJob.
+  virtual bool RefusesWiderThanWidest() const { return true; }
+
   // A fresh adapter over an empty queue.
   virtual absl::StatusOr<std::unique_ptr<SchedulerAdapter>> MakeAdapter() = 0;
 
@@ -109,6 +119,7 @@ class AdapterContractTest : public ::testing::TestWithParam<AdapterContractParam
 
   std::unique_ptr<AdapterContractEnv> env_;
   std::unique_ptr<SchedulerAdapter> adapter_;  // destroyed before env_
+  int64_t widest_ = 1;                         // adapter_->WidestJob()
 };
 
 }  // namespace hyperfed::scheduler::testing

@@ -42,12 +42,15 @@ void AdapterContractTest::SetUp() {
   auto a = env_->MakeAdapter();
   ASSERT_TRUE(a.ok()) << a.status();
   adapter_ = *std::move(a);
+  auto widest = adapter_->WidestJob();
+  ASSERT_TRUE(widest.ok()) << widest.status();
+  widest_ = *widest;
 }
 
 JobSpec AdapterContractTest::FullSpec(const std::string& name) const {
   JobSpec s = env_->RunnableSpec(name, absl::Seconds(2));
   s.script += "echo \"it's $HOME\" 'single' `back` \\ done; # größe 大\n";
-  s.cores = 3;
+  s.cores = static_cast<int>(std::min<int64_t>(3, widest_));  // a site of one core takes no wider job
   s.memory_mb = 2048;
   s.time_limit_s = 3600;
   s.workdir = "/tmp/hyperfed contract/dir";
@@ -531,6 +534,132 @@ TEST_P(AdapterContractTest, GetJobsGivesStatesAndPerItemErrors) {
   ASSERT_TRUE(jobs[2].ok()) << jobs[2].status();
   EXPECT_NE(jobs[2]->state, JobState::kHeld) << "released: pending or already running";
   EXPECT_TRUE(adapter_->GetJobs({}).empty());
+}
+
+// ---- What a balancer reads: Pending, WidestJob, ArrivalStarts.
+
+TEST_P(AdapterContractTest, WidestJobIsWithinCapacityAndTheWidestSpecIsTaken) {
+  auto cap = adapter_->GetCapacity();
+  ASSERT_TRUE(cap.ok()) << cap.status();
+  EXPECT_GE(widest_, 1);
+  EXPECT_LE(widest_, cap->units);
+  JobSpec wide = Long("widest");
+  wide.cores = static_cast<int>(widest_);
+  EXPECT_TRUE(adapter_->CheckSpec(wide).ok()) << adapter_->CheckSpec(wide);
+  auto id = adapter_->Submit(wide, "widest", /*held=*/true);
+  EXPECT_TRUE(id.ok()) << id.status();
+  if (env_->RefusesWiderThanWidest()) {
+    JobSpec wider = Long("wider");
+    wider.cores = static_cast<int>(widest_ + 1);
+    EXPECT_TRUE(absl::IsInvalidArgument(adapter_->CheckSpec(wider))) << adapter_->CheckSpec(wider);
+    EXPECT_TRUE(absl::IsInvalidArgument(adapter_->Submit(wider, "wider").status()));
+    EXPECT_TRUE(adapter_->FindByTag("wider").value_or(std::vector<Job>{Job{}}).empty()) << "nothing submitted";
+  }
+}
+
+TEST_P(AdapterContractTest, PendingListsMovableJobsInQueueOrderWithCoresAndEstimates) {
+  ASSERT_TRUE(env_->Saturate(adapter_.get()).ok());
+  auto blocker = ByTag("contract-blocker-0");
+  ASSERT_TRUE(blocker.ok()) << blocker.status();
+  // The adapter's time (a fake clock for sim) as the blockers started,
+  // less a second of rounding (Slurm counts in seconds).
+  const int64_t before_ms = blocker->queued_at_ms - 1'000;
+  const int wide = static_cast<int>(std::min<int64_t>(2, widest_));
+  std::vector<std::string> ids;   // what Pending must list, in order
+  std::vector<int> cores;
+  std::set<std::string> hidden;  // held, pinned, running
+  for (int i = 0; i < 4; ++i) {
+    JobSpec s = Long(absl::StrCat("pend-", i));
+    s.cores = i == 1 ? wide : 1;
+    s.key = absl::StrCat("site/pend-", i);
+    auto id = adapter_->Submit(s, absl::StrCat("pend-", i), /*held=*/i == 2);
+    ASSERT_TRUE(id.ok()) << id.status();
+    if (i == 2) {
+      hidden.insert(*id);  // held
+    } else {
+      ids.push_back(*id);
+      cores.push_back(s.cores);
+    }
+  }
+  // A pinned pending job keeps its place in the queue but cannot move.
+  auto pinned = adapter_->Submit(Long("pend-pinned"), "pend-pinned", /*held=*/true);
+  ASSERT_TRUE(pinned.ok()) << pinned.status();
+  ASSERT_TRUE(adapter_->SetPinned(*pinned, true).ok());
+  ASSERT_TRUE(adapter_->Release(*pinned).ok());
+  hidden.insert(*pinned);
+  hidden.insert(blocker->id);
+
+  auto pending = adapter_->Pending();
+  ASSERT_TRUE(pending.ok()) << pending.status();
+  std::vector<std::string> got;
+  std::vector<int> got_cores;
+  std::vector<int64_t> starts;
+  std::set<std::string> wanted(ids.begin(), ids.end());
+  for (const PendingJob& p : *pending) {
+    EXPECT_FALSE(hidden.contains(p.id)) << "job " << p.id << " is held, pinned or running";
+    if (!wanted.contains(p.id)) continue;
+    got.push_back(p.id);
+    got_cores.push_back(static_cast<int>(p.cores));
+    starts.push_back(p.start_ms);
+    EXPECT_EQ(p.key, absl::StrCat("site/pend-", got.size() == 1 ? 0 : got.size() == 2 ? 1 : 3));
+    EXPECT_GT(p.queued_at_ms, 0);
+  }
+  EXPECT_EQ(got, ids) << "queue order";
+  EXPECT_EQ(got_cores, cores);
+  switch (env_->StartEstimates()) {
+    case AdapterContractEnv::Estimates::kNever:
+      for (int64_t s : starts) EXPECT_EQ(s, 0);
+      break;
+    case AdapterContractEnv::Estimates::kSometimes:
+      for (int64_t s : starts) EXPECT_TRUE(s == 0 || s > before_ms) << s;
+      break;
+    case AdapterContractEnv::Estimates::kAlways:
+      // Behind jobs that run for 100 hours: after an hour at least, and
+      // (FCFS) the first no later than the last.
+      ASSERT_EQ(starts.size(), 3u);
+      for (int64_t s : starts) EXPECT_GT(s, before_ms + 3'600'000) << s;
+      EXPECT_LE(starts[0], starts[2]);
+      break;
+  }
+}
+
+TEST_P(AdapterContractTest, PendingOfAnEmptyQueueIsEmpty) {
+  auto pending = adapter_->Pending();
+  ASSERT_TRUE(pending.ok()) << pending.status();
+  EXPECT_TRUE(pending->empty());
+}
+
+TEST_P(AdapterContractTest, ArrivalStartsAreMonotoneInWidthAndRefuseWidthsThatCannotRun) {
+  ASSERT_TRUE(env_->Saturate(adapter_.get()).ok());
+  auto blocker = ByTag("contract-blocker-0");
+  ASSERT_TRUE(blocker.ok()) << blocker.status();
+  ASSERT_TRUE(adapter_->Submit(Long("arr-0"), "arr-0").ok());
+  std::vector<int64_t> widths;
+  for (int64_t w = 1; w <= widest_ && widths.size() < 8; ++w) widths.push_back(w);
+  if (widths.back() != widest_) widths.push_back(widest_);
+  auto starts = adapter_->ArrivalStarts(widths);
+  if (env_->StartEstimates() == AdapterContractEnv::Estimates::kNever) {
+    EXPECT_TRUE(absl::IsUnimplemented(starts.status())) << starts.status();
+    return;
+  }
+  ASSERT_TRUE(starts.ok()) << starts.status();
+  ASSERT_EQ(starts->size(), widths.size());
+  const int64_t before_ms = blocker->queued_at_ms - 1'000;
+  for (size_t i = 0; i < starts->size(); ++i) {
+    SCOPED_TRACE(absl::StrCat("width ", widths[i]));
+    EXPECT_GT((*starts)[i], before_ms);
+    if (i > 0) {
+      EXPECT_GE((*starts)[i], (*starts)[i - 1]) << "a wider job never starts sooner";
+    }
+  }
+  auto none = adapter_->ArrivalStarts({});
+  ASSERT_TRUE(none.ok()) << none.status();
+  EXPECT_TRUE(none->empty());
+  for (int64_t bad : {int64_t{0}, int64_t{-1}, widest_ + 1}) {
+    SCOPED_TRACE(absl::StrCat("width ", bad));
+    EXPECT_TRUE(absl::IsInvalidArgument(adapter_->ArrivalStarts({1, bad}).status()));
+  }
+  EXPECT_EQ(TagState("arr-0"), "pending") << "asking changes nothing";
 }
 
 }  // namespace

@@ -71,6 +71,11 @@ bool ProcessLives(pid_t pid) {
 // running, by the process group ids the scheduler recorded.
 class ExecSchedEnv : public AdapterContractEnv {
  public:
+  // estimates: sched.py reports start times and answers the optional
+  // widest and arrival operations (extra_operations); without, it is a
+  // scheduler written before they existed and the interface's defaults
+  // apply.
+  explicit ExecSchedEnv(bool estimates = true) : estimates_(estimates) {}
   ~ExecSchedEnv() override {
     auto r = RunCommand({.argv = SchedShutdown(State()), .timeout = absl::Seconds(20)});
     if (!r.ok() || r->exit_code != 0) {
@@ -80,11 +85,22 @@ class ExecSchedEnv : public AdapterContractEnv {
   }
 
   absl::StatusOr<std::unique_ptr<SchedulerAdapter>> MakeAdapter() override {
-    auto a = ExecAdapter::Create(
-        {.state_dir = dir_.Sub("daemon"), .options = {{"command", SchedCommand(State())}, {"timeout_ms", "20000"}}});
+    std::map<std::string, std::string> options = {{"timeout_ms", "20000"}};
+    if (estimates_) {
+      options["command"] = SchedCommand(State());
+      options["extra_operations"] = "widest,arrival";
+    } else {
+      std::vector<std::string> argv = SchedArgv(State());
+      argv.push_back("--no-estimates");
+      options["command"] = QuoteCommandLine(argv);
+    }
+    auto a = ExecAdapter::Create({.state_dir = dir_.Sub("daemon"), .options = options});
     if (!a.ok()) return a.status();
     return std::unique_ptr<SchedulerAdapter>(*std::move(a));
   }
+  Estimates StartEstimates() const override { return estimates_ ? Estimates::kAlways : Estimates::kNever; }
+  // sched.py runs a wide job on every slot it has.
+  bool RefusesWiderThanWidest() const override { return false; }
 
   void LetTimePass(absl::Duration d) override { absl::SleepFor(d); }
   absl::Duration MaxWait() const override { return absl::Seconds(30); }
@@ -92,12 +108,15 @@ class ExecSchedEnv : public AdapterContractEnv {
   std::string State() const { return dir_.Sub("sched"); }
 
  private:
+  const bool estimates_;
   TempDir dir_;
 };
 
 INSTANTIATE_TEST_SUITE_P(Exec, AdapterContractTest,
                          ::testing::Values(AdapterContractParam{"Exec",
-                                                                [] { return std::make_unique<ExecSchedEnv>(); }}),
+                                                                [] { return std::make_unique<ExecSchedEnv>(); }},
+                                           AdapterContractParam{"ExecWithoutEstimates",
+                                                                [] { return std::make_unique<ExecSchedEnv>(false); }}),
                          AdapterContractParamName);
 
 // ---- Options ----
@@ -207,6 +226,67 @@ class ExecAdapterTest : public ::testing::Test {
 
   TempDir dir_;
 };
+
+// ---- Optional operations: widest, arrival; start_ms in list ----
+
+TEST_F(ExecAdapterTest, OptionalOperationsRunOnlyWhenConfigured) {
+  // `command` fails for every operation: without widest/arrival commands
+  // the defaults apply and nothing runs.
+  auto a = Make({{"capacity", Sh("echo '{\"units\": 6}'")}});
+  EXPECT_EQ(a->WidestJob().value_or(-1), 6) << "capacity's units";
+  EXPECT_TRUE(absl::IsUnimplemented(a->ArrivalStarts({1}).status()));
+  EXPECT_TRUE(absl::IsInvalidArgument(a->ArrivalStarts({0}).status()));
+  auto b = Make({{"widest", Sh("echo '{\"cores\": 3}'")},
+                 {"arrival", Sh("echo \"{\\\"starts_ms\\\": [$(( $1 * 1000 )), $(( $2 * 1000 ))]}\"")}});
+  EXPECT_EQ(b->WidestJob().value_or(-1), 3);
+  EXPECT_EQ(b->ArrivalStarts({1, 3}).value_or(std::vector<int64_t>{}), (std::vector<int64_t>{1000, 3000}));
+  EXPECT_TRUE(absl::IsInvalidArgument(b->ArrivalStarts({1, 4}).status())) << "wider than widest: nothing runs";
+  EXPECT_TRUE(b->ArrivalStarts({}).value_or(std::vector<int64_t>{1}).empty());
+}
+
+TEST_F(ExecAdapterTest, UnreadableOptionalAnswersAreInternalErrors) {
+  for (const std::string bad : {"nothing", "{\"cores\": 0}", "{\"cores\": \"many\"}", "{\"widest\": 2}"}) {
+    SCOPED_TRACE(bad);
+    auto a = Make({{"widest", Sh("echo '" + bad + "'")}});
+    EXPECT_TRUE(absl::IsInternal(a->WidestJob().status())) << a->WidestJob().status();
+  }
+  for (const std::string bad : {"{\"starts_ms\": [1]}", "{\"starts_ms\": [1, 0]}", "{\"starts\": [1, 2]}", "[]"}) {
+    SCOPED_TRACE(bad);
+    auto a = Make({{"widest", Sh("echo '{\"cores\": 2}'")}, {"arrival", Sh("echo '" + bad + "'")}});
+    EXPECT_TRUE(absl::IsInternal(a->ArrivalStarts({1, 2}).status())) << a->ArrivalStarts({1, 2}).status();
+  }
+  auto a = Make({{"list", Sh("echo '{\"jobs\": [{\"id\": \"1\", \"state\": \"pending\", \"start_ms\": -5}]}'")}});
+  EXPECT_TRUE(absl::IsInternal(a->Pending().status())) << a->Pending().status();
+}
+
+TEST_F(ExecAdapterTest, PendingTakesStartMsFromListAndSkipsWhatCannotMove) {
+  auto a = Make({{"list", Sh("echo '{\"jobs\": ["
+                             "{\"id\": \"1\", \"state\": \"running\", \"start_ms\": 5},"
+                             "{\"id\": \"2\", \"state\": \"pending\", \"start_ms\": 7000, \"spec\": {\"cores\": 2, \"key\": \"k2\"}},"
+                             "{\"id\": \"3\", \"state\": \"held\"},"
+                             "{\"id\": \"4\", \"state\": \"pending\", \"pinned\": true},"
+                             "{\"id\": \"5\", \"state\": \"pending\", \"queued_at_ms\": 9}]}'")}});
+  auto p = a->Pending();
+  ASSERT_TRUE(p.ok()) << p.status();
+  ASSERT_EQ(p->size(), 2u);
+  EXPECT_EQ((*p)[0].id, "2");
+  EXPECT_EQ((*p)[0].start_ms, 7000);
+  EXPECT_EQ((*p)[0].cores, 2);
+  EXPECT_EQ((*p)[0].key, "k2");
+  EXPECT_EQ((*p)[1].id, "5");
+  EXPECT_EQ((*p)[1].start_ms, 0) << "absent: unknown";
+  EXPECT_EQ((*p)[1].queued_at_ms, 9);
+}
+
+TEST(ExecAdapterOptionsTest, ExtraOperationsNeedCommandAndKnownNames) {
+  EXPECT_TRUE(absl::IsInvalidArgument(CreateStatus({{"command", "true"}, {"extra_operations", "widest,bogus"}})));
+  EXPECT_TRUE(absl::IsInvalidArgument(CreateStatus({{"list_command", "true"}, {"extra_operations", "widest"}})));
+  auto o = ParseExecOptions({{"command", "sched"}, {"extra_operations", "arrival"}});
+  ASSERT_TRUE(o.ok()) << o.status();
+  EXPECT_EQ(o->commands.at("arrival"), (std::vector<std::string>{"sched", "arrival"}));
+  EXPECT_FALSE(o->commands.contains("widest"));
+  EXPECT_FALSE(ParseExecOptions({{"command", "sched"}})->commands.contains("arrival"));
+}
 
 TEST_F(ExecAdapterTest, FailedCommandNamesCommandExitCodeAndStderr) {
   auto a = Make({{"list", Sh("echo 'queue server down' >&2; echo ignored; exit 3")}});

@@ -7,6 +7,8 @@
 
 #include <cmath>
 #include <filesystem>
+#include <iostream>
+#include <random>
 #include <limits>
 #include <set>
 #include <thread>
@@ -31,6 +33,7 @@ class SimEnv : public AdapterContractEnv {
     return std::unique_ptr<SchedulerAdapter>(*std::move(a));
   }
   void LetTimePass(absl::Duration d) override { clock_.Advance(d); }
+  Estimates StartEstimates() const override { return Estimates::kAlways; }
 
  private:
   TempDir dir_;
@@ -56,6 +59,7 @@ class SingleCallsOnly : public SchedulerAdapter {
   }
   absl::StatusOr<std::vector<Job>> FindByTag(const std::string& tag) override { return inner_->FindByTag(tag); }
   absl::Status SetPinned(const std::string& id, bool pinned) override { return inner_->SetPinned(id, pinned); }
+  absl::Status CheckSpec(const JobSpec& spec) const override { return inner_->CheckSpec(spec); }
 
  private:
   std::unique_ptr<SchedulerAdapter> inner_;
@@ -64,6 +68,8 @@ class SingleCallsOnly : public SchedulerAdapter {
 class SingleCallsEnv : public SimEnv {
  public:
   SingleCallsEnv() : SimEnv({}) {}
+  // The interface's defaults for Pending and ArrivalStarts: no estimates.
+  Estimates StartEstimates() const override { return Estimates::kNever; }
   absl::StatusOr<std::unique_ptr<SchedulerAdapter>> MakeAdapter() override {
     auto a = SimEnv::MakeAdapter();
     if (!a.ok()) return a.status();
@@ -461,6 +467,324 @@ TEST_F(SimAdapterTest, ReadsWriteNothingUnlessTheQueueMoved) {
   clock_.Advance(absl::Milliseconds(500));
   EXPECT_EQ(State(a.get(), id), "done");
   EXPECT_NE(dv.Get(), before);
+}
+
+// ---- EASY backfilling (daemon/balance/easy.h) on hand-worked examples ----
+
+JobSpec Wide(const std::string& name, int cores, int64_t duration_ms, int64_t time_limit_s = 0) {
+  JobSpec s = Spec(name, duration_ms);
+  s.cores = cores;
+  s.time_limit_s = time_limit_s;
+  return s;
+}
+
+// When a job started and when it ended, in ms after `origin`, read from the
+// queue file with a connection of its own ({-1, -1} when it never started).
+struct Span {
+  int64_t start = -1, end = -1;
+  friend bool operator==(const Span&, const Span&) = default;
+  friend std::ostream& operator<<(std::ostream& os, const Span& s) {
+    return os << "[" << s.start << ", " << s.end << ")";
+  }
+};
+std::map<std::string, Span> Spans(const std::string& dir, int64_t origin_ms) {
+  std::map<std::string, Span> out;
+  sqlite3* db = nullptr;
+  if (sqlite3_open((std::filesystem::path(dir) / kSimDbFile).c_str(), &db) == SQLITE_OK) {
+    sqlite3_stmt* st = nullptr;
+    if (sqlite3_prepare_v2(db, "SELECT name, started_at_ms, finish_at_ms FROM jobs", -1, &st, nullptr) == SQLITE_OK) {
+      while (sqlite3_step(st) == SQLITE_ROW) {
+        Span sp;
+        if (sqlite3_column_type(st, 1) != SQLITE_NULL) {
+          sp = {sqlite3_column_int64(st, 1) - origin_ms, sqlite3_column_int64(st, 2) - origin_ms};
+        }
+        out[reinterpret_cast<const char*>(sqlite3_column_text(st, 0))] = sp;
+      }
+    }
+    sqlite3_finalize(st);
+  }
+  sqlite3_close(db);
+  return out;
+}
+
+class SimEasyTest : public SimAdapterTest {
+ protected:
+  int64_t T0() const { return absl::ToUnixMillis(clock_.Now()); }
+  // Pending()'s estimate of each listed job, in ms after `origin`, by name.
+  std::map<std::string, int64_t> Forecast(SimAdapter* a, int64_t origin_ms) {
+    std::map<std::string, int64_t> out;
+    auto pending = a->Pending();
+    EXPECT_TRUE(pending.ok()) << pending.status();
+    for (const PendingJob& p : pending.value_or(std::vector<PendingJob>{}))
+      out[a->GetJob(p.id)->spec.name] = p.start_ms - origin_ms;
+    return out;
+  }
+};
+
+// 4 cores. A (2 cores, 10 s) starts; B (4 cores) cannot and reserves t=10
+// (A's end); C (2 cores, 5 s) ends before that and backfills at once; D
+// (2 cores, 20 s) would end after it with no extra core, so it waits; E
+// (1 core, 5 s) backfills at t=5 into C's cores, ending exactly at t=10. B
+// starts at its reservation, D after B.
+TEST_F(SimEasyTest, BackfillsOnlyJobsEndingByTheReservation) {
+  auto a = Open({{"cores", "4"}});
+  const int64_t t0 = T0();
+  for (const JobSpec& s : {Wide("A", 2, 10'000), Wide("B", 4, 5'000), Wide("C", 2, 5'000), Wide("D", 2, 20'000),
+                           Wide("E", 1, 5'000)})
+    MustSubmit(a.get(), s);
+  // Without time limits the sim knows every run time: the forecast is exact.
+  EXPECT_EQ(Forecast(a.get(), t0), (std::map<std::string, int64_t>{{"B", 10'000}, {"D", 15'000}, {"E", 5'000}}));
+  auto arrival = a->ArrivalStarts({1, 2, 3, 4});
+  ASSERT_TRUE(arrival.ok()) << arrival.status();
+  EXPECT_EQ(*arrival, (std::vector<int64_t>{t0 + 15'000, t0 + 15'000, t0 + 35'000, t0 + 35'000}));
+  clock_.Advance(absl::Seconds(100));  // one lazy jump over every event
+  ASSERT_TRUE(a->Tick().ok());
+  EXPECT_EQ(Spans(dir_.path(), t0), (std::map<std::string, Span>{{"A", {0, 10'000}},
+                                                                   {"B", {10'000, 15'000}},
+                                                                   {"C", {0, 5'000}},
+                                                                   {"D", {15'000, 35'000}},
+                                                                   {"E", {5'000, 10'000}}}));
+}
+
+// 6 cores. A (3 cores, 10 s) runs; B (4 cores) reserves t=10, when 6 cores
+// are free: 2 extra. C (2 cores, 100 s) ends long after t=10 but fits in
+// the extra cores: it backfills and uses them up. D (1 core, 100 s) fits
+// in the free core but not beside the reservation: it waits. E (1 core,
+// 5 s) ends before t=10: it backfills.
+TEST_F(SimEasyTest, BackfillsALongJobOnlyIntoTheExtraCores) {
+  auto a = Open({{"cores", "6"}});
+  const int64_t t0 = T0();
+  for (const JobSpec& s : {Wide("A", 3, 10'000), Wide("B", 4, 10'000), Wide("C", 2, 100'000), Wide("D", 1, 100'000),
+                           Wide("E", 1, 5'000)})
+    MustSubmit(a.get(), s);
+  EXPECT_EQ(Forecast(a.get(), t0), (std::map<std::string, int64_t>{{"B", 10'000}, {"D", 20'000}}));
+  clock_.Advance(absl::Seconds(7));  // E has ended: its core still may not go to D
+  EXPECT_EQ(State(a.get(), "4"), "pending");
+  clock_.Advance(absl::Seconds(200));
+  ASSERT_TRUE(a->Tick().ok());
+  EXPECT_EQ(Spans(dir_.path(), t0), (std::map<std::string, Span>{{"A", {0, 10'000}},
+                                                                   {"B", {10'000, 20'000}},
+                                                                   {"C", {0, 100'000}},
+                                                                   {"D", {20'000, 120'000}},
+                                                                   {"E", {0, 5'000}}}));
+}
+
+// EASY plans with time limits, not run times. 4 cores. A (2 cores, limit
+// 20 s, runs 5 s); B (4 cores) reserves t=20; X (2 cores, limit 25 s, runs
+// 1 s) would end by its limit after t=20: it waits, though it would really
+// be done in a second; C (2 cores, limit 15 s, runs 10 s) backfills. When A
+// ends early (t=5) B still does not fit; when C ends (t=10) B starts, early.
+TEST_F(SimEasyTest, PlansWithTimeLimitsAndStartsEarlierWhenJobsEndEarly) {
+  auto a = Open({{"cores", "4"}});
+  const int64_t t0 = T0();
+  for (const JobSpec& s : {Wide("A", 2, 5'000, 20), Wide("B", 4, 5'000), Wide("X", 2, 1'000, 25),
+                           Wide("C", 2, 10'000, 15)})
+    MustSubmit(a.get(), s);
+  // The forecast: A until 20, C until 15: B at 20, X after B (at 25).
+  EXPECT_EQ(Forecast(a.get(), t0), (std::map<std::string, int64_t>{{"B", 20'000}, {"X", 25'000}}));
+  clock_.Advance(absl::Seconds(5));
+  // A is done; C runs to its limit 15 at the latest: B then, X after.
+  EXPECT_EQ(Forecast(a.get(), t0), (std::map<std::string, int64_t>{{"B", 15'000}, {"X", 20'000}}));
+  clock_.Advance(absl::Seconds(60));
+  ASSERT_TRUE(a->Tick().ok());
+  EXPECT_EQ(Spans(dir_.path(), t0), (std::map<std::string, Span>{{"A", {0, 5'000}},
+                                                                   {"B", {10'000, 15'000}},
+                                                                   {"C", {0, 10'000}},
+                                                                   {"X", {15'000, 16'000}}}));
+}
+
+// A sim job runs for its duration even past its limit. 2 cores. A (1 core,
+// limit 2 s, runs 10 s); B (2 cores) waits; C (1 core, 1 s) backfills (it
+// ends by A's limit). Past t=2, A is expected to end at any moment: D
+// (1 core, 1 s, submitted at t=3) would outlive that, so it waits behind B,
+// and no instant has 3 cores in use.
+TEST_F(SimEasyTest, AJobPastItsLimitKeepsItsCoresAndTheReservation) {
+  auto a = Open({{"cores", "2"}});
+  const int64_t t0 = T0();
+  MustSubmit(a.get(), Wide("A", 1, 10'000, 2));
+  MustSubmit(a.get(), Wide("B", 2, 1'000));
+  MustSubmit(a.get(), Wide("C", 1, 1'000));
+  clock_.Advance(absl::Seconds(3));
+  MustSubmit(a.get(), Wide("D", 1, 1'000));
+  EXPECT_EQ(State(a.get(), "4"), "pending");
+  clock_.Advance(absl::Seconds(60));
+  ASSERT_TRUE(a->Tick().ok());
+  EXPECT_EQ(Spans(dir_.path(), t0), (std::map<std::string, Span>{{"A", {0, 10'000}},
+                                                                   {"B", {10'000, 11'000}},
+                                                                   {"C", {0, 1'000}},
+                                                                   {"D", {11'000, 12'000}}}));
+}
+
+// Time limits and run times scale alike: time_scale 10 makes a 20 s limit
+// 2 s.
+TEST_F(SimEasyTest, TimeScaleScalesLimitsToo) {
+  auto a = Open({{"cores", "2"}, {"time_scale", "10"}});
+  const int64_t t0 = T0();
+  MustSubmit(a.get(), Wide("A", 1, 10'000, 20));  // runs 1 s, limit 2 s
+  MustSubmit(a.get(), Wide("B", 2, 10'000));      // reserves t=2 s
+  EXPECT_EQ(Forecast(a.get(), t0), (std::map<std::string, int64_t>{{"B", 2'000}}));
+}
+
+// Random queues, submitted over time and replayed in lazy jumps: at no
+// instant are more cores in use than the cluster has, every job starts
+// after it was queued, and held jobs never start.
+TEST_F(SimEasyTest, NoInstantHasMoreCoresInUseThanTheCluster) {
+  std::mt19937 rng(13);
+  for (int64_t cores : {1, 3, 8}) {
+    SCOPED_TRACE(absl::StrCat("cores ", cores));
+    TempDir dir;
+    auto opened = SimAdapter::Open({.state_dir = dir.path(), .options = {{"cores", absl::StrCat(cores)}}, .clock = &clock_});
+    ASSERT_TRUE(opened.ok()) << opened.status();
+    SimAdapter* a = opened->get();
+    const int64_t t0 = T0();
+    std::map<std::string, int64_t> width, queued;
+    for (int i = 0; i < 120; ++i) {
+      const std::string name = absl::StrCat("r", i);
+      const int w = static_cast<int>(1 + rng() % cores);
+      const int64_t run = 1'000 * static_cast<int64_t>(rng() % 20);
+      const int64_t limit = rng() % 3 == 0 ? 0 : static_cast<int64_t>(1 + rng() % 25);  // some too short
+      width[name] = w;
+      queued[name] = T0() - t0;
+      MustSubmit(a, Wide(name, w, run, limit), "", /*held=*/i % 17 == 5);
+      if (rng() % 4 == 0) clock_.Advance(absl::Milliseconds(rng() % 7'000));
+    }
+    clock_.Advance(absl::Hours(10));
+    ASSERT_TRUE(a->Tick().ok());
+    std::map<int64_t, int64_t> delta;
+    for (const auto& [name, span] : Spans(dir.path(), t0)) {
+      const int i = std::stoi(name.substr(1));
+      if (i % 17 == 5) {
+        EXPECT_EQ(span.start, -1) << name << " is held";
+        continue;
+      }
+      ASSERT_GE(span.start, queued[name]) << name;
+      delta[span.start] += width[name];
+      delta[span.end] -= width[name];
+    }
+    int64_t used = 0;
+    for (const auto& [t, d] : delta) {
+      used += d;
+      ASSERT_LE(used, cores) << "at t=" << t;
+    }
+    EXPECT_EQ(used, 0);
+  }
+}
+
+TEST_F(SimEasyTest, ForecastRunsAsItWouldAndEstimatesAreExactWithoutLimits) {
+  // Whatever EASY forecasts for jobs without limits (run times known) is
+  // what then happens, as long as nothing else arrives.
+  std::mt19937 rng(7);
+  auto a = Open({{"cores", "5"}});
+  const int64_t t0 = T0();
+  for (int i = 0; i < 40; ++i)
+    MustSubmit(a.get(), Wide(absl::StrCat("f", i), static_cast<int>(1 + rng() % 5), 1'000 * (1 + rng() % 9)));
+  const std::map<std::string, int64_t> forecast = Forecast(a.get(), t0);
+  clock_.Advance(absl::Hours(1));
+  ASSERT_TRUE(a->Tick().ok());
+  const auto spans = Spans(dir_.path(), t0);
+  ASSERT_FALSE(forecast.empty());
+  for (const auto& [name, start] : forecast) EXPECT_EQ(spans.at(name).start, start) << name;
+}
+
+TEST_F(SimEasyTest, PendingSkipsHeldPinnedAndRunningJobs) {
+  auto a = Open({{"cores", "1"}, {"pin_marker", "local:"}});
+  const int64_t t0 = T0();
+  const std::string run = MustSubmit(a.get(), Spec("run", 1'000));
+  const std::string pinned = MustSubmit(a.get(), Spec("local:p", 1'000));
+  const std::string held = MustSubmit(a.get(), Spec("held", 1'000), "", /*held=*/true);
+  const std::string last = MustSubmit(a.get(), Spec("last", 1'000));
+  auto pending = a->Pending();
+  ASSERT_TRUE(pending.ok()) << pending.status();
+  ASSERT_EQ(pending->size(), 1u);
+  EXPECT_EQ((*pending)[0].id, last);
+  // The pinned job keeps its place ahead of it.
+  EXPECT_EQ((*pending)[0].start_ms, t0 + 2'000);
+  EXPECT_EQ((*pending)[0].cores, 1);
+  EXPECT_EQ((*pending)[0].queued_at_ms, t0);
+}
+
+TEST_F(SimEasyTest, ArrivalStartsRefuseWidthsThatCannotRunAndWidestIsCores) {
+  auto a = Open({{"cores", "3"}});
+  EXPECT_EQ(a->WidestJob().value_or(-1), 3);
+  for (int64_t bad : {0, -1, 4}) EXPECT_TRUE(absl::IsInvalidArgument(a->ArrivalStarts({1, bad}).status())) << bad;
+  const int64_t t0 = T0();
+  auto empty = a->ArrivalStarts({3, 1});
+  ASSERT_TRUE(empty.ok()) << empty.status();
+  EXPECT_EQ(*empty, (std::vector<int64_t>{t0, t0})) << "an idle cluster starts anything now";
+}
+
+TEST_F(SimEasyTest, JobsWiderThanTheClusterAreRefused) {
+  auto a = Open({{"cores", "4"}});
+  EXPECT_TRUE(absl::IsInvalidArgument(a->CheckSpec(Wide("w", 5, 10))));
+  auto id = a->Submit(Wide("w", 5, 10), "w");
+  EXPECT_TRUE(absl::IsInvalidArgument(id.status())) << id.status();
+  EXPECT_TRUE(absl::StrContains(id.status().message(), "cores")) << id.status();
+  EXPECT_TRUE(a->FindByTag("w")->empty());
+  auto many = a->SubmitMany({{Wide("ok", 4, 10), "ok"}, {Wide("w", 5, 10), "w"}});
+  EXPECT_TRUE(many[0].ok());
+  EXPECT_TRUE(absl::IsInvalidArgument(many[1].status()));
+}
+
+// A queue written when `cores` was larger (or by an older version, which
+// gave every job one slot) may hold a job wider than the cluster: it takes
+// the whole cluster instead of waiting for ever.
+TEST_F(SimEasyTest, AJobQueuedWiderThanTheClusterTakesTheWholeCluster) {
+  const int64_t t0 = T0();
+  {
+    auto a = Open({{"cores", "4"}});
+    MustSubmit(a.get(), Wide("wide", 4, 1'000), "", /*held=*/true);
+    MustSubmit(a.get(), Wide("one", 1, 1'000), "", /*held=*/true);
+  }
+  auto a = Open({{"cores", "2"}});
+  ASSERT_TRUE(a->Release("1").ok());
+  ASSERT_TRUE(a->Release("2").ok());
+  EXPECT_EQ(a->Pending()->at(0).cores, 1) << "the wide one runs; the other waits";
+  clock_.Advance(absl::Seconds(5));
+  ASSERT_TRUE(a->Tick().ok());
+  EXPECT_EQ(Spans(dir_.path(), t0), (std::map<std::string, Span>{{"wide", {0, 1'000}}, {"one", {1'000, 2'000}}}));
+}
+
+TEST_F(SimEasyTest, CoresAndSlotsAreOneOption) {
+  EXPECT_EQ(Open({{"cores", "6"}})->GetCapacity()->units, 6);
+  EXPECT_EQ(Open({{"slots", "5"}})->GetCapacity()->units, 5);
+  auto both = SimAdapter::Open({.state_dir = dir_.Sub("both"), .options = {{"cores", "4"}, {"slots", "4"}},
+                                .clock = &clock_});
+  ASSERT_FALSE(both.ok());
+  EXPECT_TRUE(absl::IsInvalidArgument(both.status())) << both.status();
+  EXPECT_TRUE(absl::StrContains(both.status().message(), "\"cores\"")) << both.status();
+  EXPECT_TRUE(absl::StrContains(both.status().message(), "\"slots\"")) << both.status();
+  EXPECT_FALSE(std::filesystem::exists(dir_.Sub("both")));
+  for (const std::string bad : {"0", "x", "1000001"}) {
+    auto a = SimAdapter::Open({.state_dir = dir_.Sub("bad"), .options = {{"cores", bad}}, .clock = &clock_});
+    EXPECT_TRUE(absl::IsInvalidArgument(a.status())) << bad;
+    EXPECT_TRUE(absl::StrContains(a.status().message(), "\"cores\"")) << a.status();
+  }
+}
+
+// The demo's load: 2,000 pending 1-core jobs on one 4-core site. Prints how
+// long a forecast (Pending, ArrivalStarts) and a plain call take.
+TEST_F(SimEasyTest, ForecastOfTwoThousandPendingJobsIsFast) {
+  auto a = Open({{"cores", "4"}});
+  std::vector<std::pair<JobSpec, std::string>> batch;
+  for (int i = 0; i < 2'000; ++i) batch.push_back({Spec(absl::StrCat("d", i), 60'000), ""});
+  for (const auto& r : a->SubmitMany(batch)) ASSERT_TRUE(r.ok()) << r.status();
+  clock_.Advance(absl::Seconds(90));  // some ended, some started: real events
+  const absl::Time t = absl::Now();
+  auto pending = a->Pending();
+  const absl::Duration pending_took = absl::Now() - t;
+  ASSERT_TRUE(pending.ok()) << pending.status();
+  ASSERT_EQ(pending->size(), 1'992u);
+  EXPECT_EQ(pending->back().start_ms - pending->front().start_ms, 497 * 60'000);
+  const absl::Time t2 = absl::Now();
+  auto arrival = a->ArrivalStarts({1, 2, 4});
+  const absl::Duration arrival_took = absl::Now() - t2;
+  ASSERT_TRUE(arrival.ok());
+  const absl::Time t3 = absl::Now();
+  ASSERT_TRUE(a->CountMigratable().ok());
+  const absl::Duration count_took = absl::Now() - t3;
+  std::cout << "2,000 jobs on 4 cores: Pending " << pending_took << ", ArrivalStarts " << arrival_took
+            << ", CountMigratable " << count_took << "\n";
+  EXPECT_LT(pending_took, absl::Seconds(2));
 }
 
 // ---- Crashes ----

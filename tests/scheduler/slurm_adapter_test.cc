@@ -10,6 +10,7 @@
 
 #include <filesystem>
 #include <fstream>
+#include <iostream>
 #include <thread>
 
 #include "absl/strings/match.h"
@@ -49,6 +50,8 @@ class SlurmEnv : public AdapterContractEnv {
   }
   std::string SkipReason() const override { return SlurmMissing(); }
   bool ListsScripts() const override { return false; }
+  // squeue's start_time is 0 until a backfill pass has planned the job.
+  Estimates StartEstimates() const override { return Estimates::kSometimes; }
   void LetTimePass(absl::Duration d) override { absl::SleepFor(d); }
   absl::Duration PollStep() const override { return absl::Milliseconds(200); }
 
@@ -457,6 +460,59 @@ TEST_F(CannedSqueueTest, AnUnknownFormatFailsLoudlyInsteadOfLookingDone) {
   EXPECT_TRUE(absl::StrContains(n.status().message(), "unsupported squeue --json format")) << n.status();
   auto jobs = a->GetJobs({"1"});
   EXPECT_TRUE(absl::IsFailedPrecondition(jobs[0].status())) << jobs[0].status();
+}
+
+// What sbatch --test-only prints, read as UTC; anything else is Internal.
+TEST(SlurmTestOnlyTest, StartTimeIsReadAndAnythingElseIsAnInternalError) {
+  auto t = ParseSbatchTestOnlyStart(
+      "sbatch: Job 12 to start at 2024-05-01T10:00:00 using 4 processors on nodes n1 in partition debug\n");
+  ASSERT_TRUE(t.ok()) << t.status();
+  EXPECT_EQ(*t, int64_t{1'714'557'600'000});
+  for (const std::string bad : {"", "sbatch: error: Batch job submission failed", "Job 3 to start at soon using",
+                                "Job 3 to start at 2024-13-01T10:00:00 using", "to start at "}) {
+    auto r = ParseSbatchTestOnlyStart(bad);
+    EXPECT_TRUE(absl::IsInternal(r.status())) << bad << ": " << r.status();
+  }
+}
+
+// Start estimates from the real Slurm: squeue's start_time once the backfill
+// scheduler has planned the jobs (its pass runs every 30 s by default), and
+// sbatch --test-only for a job that would arrive now.
+TEST_F(SlurmAdapterTest, StartEstimatesFollowTheBlockersTimeLimits) {
+  StartCluster();
+  auto a = Adapter({});
+  ASSERT_NE(a, nullptr);
+  EXPECT_EQ(a->WidestJob().value_or(-1), 4);
+  const int64_t t0 = absl::ToUnixMillis(absl::Now());
+  for (int i = 0; i < 4; ++i) {
+    JobSpec s{.name = absl::StrCat("blk", i), .script = "#!/bin/sh\nsleep 3600\n", .time_limit_s = 600};
+    ASSERT_TRUE(a->Submit(s, absl::StrCat("blk-", i)).ok());
+  }
+  JobSpec wait{.name = "w", .script = "#!/bin/sh\nsleep 1\n", .time_limit_s = 300};
+  auto w = a->Submit(wait, "w");
+  ASSERT_TRUE(w.ok()) << w.status();
+  std::vector<PendingJob> pending;
+  for (int n = 0; n < 90; ++n) {
+    auto p = a->Pending();
+    ASSERT_TRUE(p.ok()) << p.status();
+    pending = *p;
+    if (pending.size() == 1 && pending[0].start_ms > 0) break;
+    absl::SleepFor(absl::Seconds(1));
+  }
+  ASSERT_EQ(pending.size(), 1u);
+  EXPECT_EQ(pending[0].id, *w);
+  ASSERT_GT(pending[0].start_ms, 0) << "no estimate after 90 s";
+  // The blockers end by their 10-minute limit: about then.
+  EXPECT_GE(pending[0].start_ms, t0 + 590'000);
+  EXPECT_LE(pending[0].start_ms, absl::ToUnixMillis(absl::Now()) + 610'000);
+  auto arrival = a->ArrivalStarts({1, 4});
+  ASSERT_TRUE(arrival.ok()) << arrival.status();
+  EXPECT_GE((*arrival)[0], t0 + 590'000);
+  EXPECT_GE((*arrival)[1], (*arrival)[0]);
+  EXPECT_LE((*arrival)[1], absl::ToUnixMillis(absl::Now()) + 24 * 3'600'000) << "within a day";
+  EXPECT_TRUE(absl::IsInvalidArgument(a->ArrivalStarts({5}).status()));
+  std::cout << "slurm estimates: pending +" << (pending[0].start_ms - t0) / 1000 << " s, arrival +"
+            << ((*arrival)[0] - t0) / 1000 << " s / +" << ((*arrival)[1] - t0) / 1000 << " s\n";
 }
 
 TEST_F(SlurmAdapterTest, CommandFailureNamesCommandExitCodeAndStderr) {

@@ -3,7 +3,7 @@
 `exec` adapter contract tests and as a worked example of the exec contract
 (docs/adapters.md, "exec").
 
-Usage: sched.py --state DIR [--slots N] OP [ARGS...]
+Usage: sched.py --state DIR [--slots N] [--no-estimates] OP [ARGS...]
 
 The queue lives in DIR/queue.json; every call takes an exclusive lock on
 DIR/lock, so concurrent calls are safe. Jobs really run: a started job's
@@ -25,6 +25,15 @@ Operations (the exec contract):
   submit TAG HELD         spec JSON on stdin; HELD is true or false; {"id": "..."}
   find_by_tag TAG         {"jobs": [...]}, in any state
   pin ID true|false
+Optional operations (the adapter runs them when configured; see
+extra_operations in docs/adapters.md):
+  widest                  {"cores": N}: the widest job, the N slots
+  arrival W...            {"starts_ms": [...]}: when a job of W cores submitted
+                          now would start, one per width
+`list` gives each pending job its expected start_ms: the queue played
+forward in order, each job running for its spec's duration_ms (the only
+run time this scheduler knows). --no-estimates leaves start_ms out and has
+no optional operations: a scheduler that says nothing of start times.
 Exit 10: no such job; exit 11: the job is in the wrong state; 2: bad usage.
 
 Test-only operation, not part of the contract:
@@ -152,8 +161,42 @@ def tick(state_dir, q, slots):
             used += need
 
 
-def view(job):
-    return {k: job[k] for k in ("id", "state", "pinned", "tag", "queued_at_ms", "spec")}
+def forecast(q, slots, extra_widths=()):
+    """Plays the queue forward, strictly in order, each job running for its
+    spec's duration_ms: each pending job's expected start, then for each of
+    extra_widths when a job of that width queued last would start."""
+    now = now_ms()
+    ends = []  # (end_ms, slots) of running and planned jobs
+    for job in ordered(q):
+        if job["state"] == "running":
+            need = min(max(job["spec"].get("cores", 1), 1), slots)
+            ends.append((max(job["started_at_ms"] + job["spec"].get("duration_ms", 0), now + 1), need))
+
+    def earliest(need, not_before):
+        # The first time from not_before on with `need` slots free for good.
+        t = not_before
+        for end, _ in sorted(ends):
+            if slots - sum(n for e, n in ends if e > t) >= need:
+                break
+            t = max(t, end)
+        return t
+
+    starts, last = {}, now
+    for job in ordered(q):
+        if job["state"] != "pending":
+            continue
+        need = min(max(job["spec"].get("cores", 1), 1), slots)
+        last = earliest(need, last)
+        starts[job["id"]] = last
+        ends.append((last + max(job["spec"].get("duration_ms", 0), 1), need))
+    return starts, [earliest(min(w, slots), last) for w in extra_widths]
+
+
+def view(job, starts=None):
+    v = {k: job[k] for k in ("id", "state", "pinned", "tag", "queued_at_ms", "spec")}
+    if starts and job["id"] in starts:
+        v["start_ms"] = starts[job["id"]]
+    return v
 
 
 def find(q, job_id):
@@ -233,9 +276,13 @@ def out(obj):
 
 
 def main(argv):
-    state_dir, slots, rest = None, 2, []
+    state_dir, slots, rest, estimates = None, 2, [], True
     i = 0
     while i < len(argv):
+        if argv[i] == "--no-estimates":
+            estimates = False
+            i += 1
+            continue
         if argv[i] == "--state" and i + 1 < len(argv):
             state_dir = argv[i + 1]
             i += 2
@@ -249,8 +296,13 @@ def main(argv):
         raise Fail(EXIT_USAGE, "usage: sched.py --state DIR [--slots N] OP [ARGS...]")
     op, args = rest[0], rest[1:]
     arity = {"list": 0, "capacity": 0, "hold": 1, "release": 1, "cancel": 1, "export": 1, "submit": 2,
-             "find_by_tag": 1, "pin": 2, "shutdown": 0}
-    if arity.get(op) != len(args):
+             "find_by_tag": 1, "pin": 2, "shutdown": 0, "widest": 0}
+    if not estimates and op in ("widest", "arrival"):
+        raise Fail(EXIT_USAGE, f"unknown operation: {op}")
+    if op == "arrival":
+        if not args or not all(a.isdigit() and 1 <= int(a) <= slots for a in args):
+            raise Fail(EXIT_USAGE, f"arrival wants widths in [1, {slots}]: {args}")
+    elif arity.get(op) != len(args):
         raise Fail(EXIT_USAGE, f"unknown operation or wrong arguments: {op} {args}")
 
     os.makedirs(state_dir, exist_ok=True)
@@ -265,7 +317,14 @@ def main(argv):
         result = None
         try:
             if op == "list":
-                result = {"jobs": [view(j) for j in ordered(q) if j["state"] in ("pending", "held", "running")]}
+                starts, _ = forecast(q, slots) if estimates else ({}, [])
+                result = {"jobs": [view(j, starts) for j in ordered(q)
+                                   if j["state"] in ("pending", "held", "running")]}
+            elif op == "widest":
+                result = {"cores": slots}
+            elif op == "arrival":
+                _, tails = forecast(q, slots, [int(a) for a in args])
+                result = {"starts_ms": tails}
             elif op == "capacity":
                 result = {"units": slots, "speed": 1.0}
             elif op == "hold":
