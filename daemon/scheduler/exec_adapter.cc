@@ -400,6 +400,7 @@ absl::StatusOr<std::vector<PendingJob>> ExecAdapter::Pending() {
                    .key = j.spec.key,
                    .cores = j.spec.cores,
                    .queued_at_ms = j.queued_at_ms,
+                   .limit_ms = j.spec.time_limit_s * 1000,
                    .start_ms = j.state == JobState::kPending ? starts[i] : 0});
   }
   return out;

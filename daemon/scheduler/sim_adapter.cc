@@ -819,6 +819,7 @@ absl::StatusOr<std::vector<PendingJob>> SimAdapter::Pending() {
                      .key = j.key,
                      .cores = j.spec_cores,
                      .queued_at_ms = j.queued_at_ms,
+                     .limit_ms = j.limit_ms,
                      .start_ms = start == balance::kNeverStarts ? 0 : start});
     }
     return absl::OkStatus();
@@ -843,6 +844,20 @@ absl::StatusOr<std::vector<int64_t>> SimAdapter::ArrivalStarts(const std::vector
     auto f = ForecastIn(&q);
     if (!f.ok()) return f.status();
     for (int64_t w : widths) out.push_back(balance::TailStart(*f, w));
+    return absl::OkStatus();
+  });
+  if (!s.ok()) return s;
+  return out;
+}
+
+absl::StatusOr<std::vector<std::pair<int64_t, int64_t>>> SimAdapter::FreeCores() {
+  absl::MutexLock l(&mu_);
+  std::vector<std::pair<int64_t, int64_t>> out;
+  absl::Status s = InTransaction("free cores", [&]() -> absl::Status {
+    Queue q;
+    auto f = ForecastIn(&q);
+    if (!f.ok()) return f.status();
+    out = f->free_cores;
     return absl::OkStatus();
   });
   if (!s.ok()) return s;

@@ -107,6 +107,8 @@ class SimAdapter : public SchedulerAdapter {
   absl::StatusOr<std::vector<PendingJob>> Pending() override;
   absl::StatusOr<int64_t> WidestJob() override;
   absl::StatusOr<std::vector<int64_t>> ArrivalStarts(const std::vector<int64_t>& widths) override;
+  // The forecast's free cores (EasyForecast::free_cores), in ms.
+  absl::StatusOr<std::vector<std::pair<int64_t, int64_t>>> FreeCores() override;
   // Besides the common rules: InvalidArgument for a job wider than `cores`.
   absl::Status CheckSpec(const JobSpec& spec) const override;
   absl::Status Hold(const std::string& id) override;

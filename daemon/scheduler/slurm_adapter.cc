@@ -1177,6 +1177,7 @@ absl::StatusOr<std::vector<PendingJob>> SlurmAdapter::Pending() {
                    .key = e->job.spec.key,
                    .cores = e->job.spec.cores,
                    .queued_at_ms = e->job.queued_at_ms,
+                   .limit_ms = e->job.spec.time_limit_s * 1000,
                    .start_ms = e->start_ms});
   }
   return out;

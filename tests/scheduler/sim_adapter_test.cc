@@ -703,6 +703,22 @@ TEST_F(SimEasyTest, PendingSkipsHeldPinnedAndRunningJobs) {
   EXPECT_EQ((*pending)[0].queued_at_ms, t0);
 }
 
+TEST_F(SimEasyTest, FreeCoresShowTheHolesOfTheForecastAndPendingCarriesLimits) {
+  // 4 cores: a 3-core job runs 1 s; a 4-core job waits for it, then runs
+  // 2 s: 1 core is free now, none from 1 s to 3 s, all from 3 s.
+  auto a = Open({{"cores", "4"}});
+  const int64_t t0 = T0();
+  MustSubmit(a.get(), Wide("three", 3, 1'000));
+  MustSubmit(a.get(), Wide("four", 4, 2'000));
+  auto free = a->FreeCores();
+  ASSERT_TRUE(free.ok()) << free.status();
+  EXPECT_EQ(*free, (std::vector<std::pair<int64_t, int64_t>>{{t0, 1}, {t0 + 1'000, 0}, {t0 + 3'000, 4}}));
+  auto pending = a->Pending();
+  ASSERT_TRUE(pending.ok()) << pending.status();
+  ASSERT_EQ(pending->size(), 1u);
+  EXPECT_EQ((*pending)[0].limit_ms, 2'000) << "no time limit: its run time";
+}
+
 TEST_F(SimEasyTest, ArrivalStartsRefuseWidthsThatCannotRunAndWidestIsCores) {
   auto a = Open({{"cores", "3"}});
   EXPECT_EQ(a->WidestJob().value_or(-1), 3);
