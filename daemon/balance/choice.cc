@@ -136,30 +136,82 @@ std::vector<Chosen> ChooseJobs(JobChoice choice, absl::Span<const Candidate> job
     }
     return out;
   }
-  // kGain: every (job, transfer) pair that gains enough, largest gain first.
-  std::vector<Chosen> pairs;
+  // kGain: the (job, transfer) pair of largest gain first. A chosen job is
+  // booked into its destination's profile (its cores from its start there
+  // for its limit), so the next job sent there sees what the earlier ones
+  // took. Booking only lengthens waits, so a pair's gain only falls: pairs
+  // wait in a heap and a pair whose destination was booked since its gain
+  // was computed is recomputed when it comes up (lazy greedy: the same
+  // choice as recomputing every pair after every pick).
+  std::vector<StartProfile> profile;
+  for (const Outgoing& o : transfers) profile.push_back(o.profile);
+  std::vector<int64_t> version(transfers.size(), 0);
+  struct Pair {
+    Chosen c;
+    int64_t version;
+  };
+  auto worse = [](const Pair& a, const Pair& b) {  // heap order: best on top
+    if (a.c.gain != b.c.gain) return a.c.gain < b.c.gain;
+    if (a.c.job != b.c.job) return a.c.job > b.c.job;
+    return a.c.transfer > b.c.transfer;
+  };
+  std::vector<Pair> heap;
+  auto gain_of = [&](size_t k, size_t t, int64_t* there) {
+    *there = profile[t].WaitFor(jobs[k].cores, jobs[k].limit);
+    return *there == kNeverStarts ? kNeverStarts : jobs[k].wait_here - *there;
+  };
   for (size_t k = 0; k < jobs.size(); ++k) {
     if (jobs[k].recent) continue;
     for (size_t t = 0; t < transfers.size(); ++t) {
       if (left[t] == 0) continue;
-      const int64_t there = transfers[t].profile.WaitFor(jobs[k].cores, jobs[k].limit);
-      if (there == kNeverStarts) continue;
-      const int64_t gain = jobs[k].wait_here - there;
-      if (gain >= min_gain) pairs.push_back({k, t, gain});
+      int64_t there = 0;
+      const int64_t gain = gain_of(k, t, &there);
+      if (there != kNeverStarts && gain >= min_gain) heap.push_back({{k, t, gain}, 0});
     }
   }
-  std::stable_sort(pairs.begin(), pairs.end(), [](const Chosen& a, const Chosen& b) {
-    if (a.gain != b.gain) return a.gain > b.gain;
-    if (a.job != b.job) return a.job < b.job;
-    return a.transfer < b.transfer;
-  });
-  for (const Chosen& c : pairs) {
-    if (taken[c.job] || left[c.transfer] == 0) continue;
-    taken[c.job] = true;
-    --left[c.transfer];
-    out.push_back(c);
+  std::make_heap(heap.begin(), heap.end(), worse);
+  while (!heap.empty()) {
+    std::pop_heap(heap.begin(), heap.end(), worse);
+    Pair p = heap.back();
+    heap.pop_back();
+    const size_t k = p.c.job, t = p.c.transfer;
+    if (taken[k] || left[t] == 0) continue;
+    int64_t there = 0;
+    if (p.version != version[t]) {  // the destination was booked since: recompute
+      const int64_t gain = gain_of(k, t, &there);
+      if (there == kNeverStarts || gain < min_gain) continue;
+      heap.push_back({{k, t, gain}, version[t]});
+      std::push_heap(heap.begin(), heap.end(), worse);
+      continue;
+    }
+    there = jobs[k].wait_here - p.c.gain;
+    taken[k] = true;
+    --left[t];
+    out.push_back(p.c);
+    if (jobs[k].limit > 0 && !profile[t].free.empty()) {
+      Book(&profile[t], there, jobs[k].cores, jobs[k].limit);
+      ++version[t];
+    }
   }
   return out;
+}
+
+void Book(StartProfile* p, int64_t start, int64_t cores, int64_t limit) {
+  if (p->free.empty() || limit <= 0) return;
+  auto& f = p->free;
+  // Free cores at `at`: the step at or before it.
+  auto split = [&](int64_t at) {
+    auto it = std::upper_bound(f.begin(), f.end(), at,
+                               [](int64_t x, const std::pair<int64_t, int64_t>& s) { return x < s.first; });
+    if (it != f.begin() && std::prev(it)->first == at) return;
+    const int64_t value = it == f.begin() ? 0 : std::prev(it)->second;
+    f.insert(it, {at, value});
+  };
+  const int64_t end = start > kNeverStarts - limit ? kNeverStarts : start + limit;
+  split(start);
+  if (end != kNeverStarts) split(end);
+  for (auto& [at, c] : f)
+    if (at >= start && at < end) c = std::max<int64_t>(0, c - cores);
 }
 
 }  // namespace hyperfed::balance

@@ -75,6 +75,10 @@ StartProfile ProfileFromForecast(const EasyForecast& f);
 // on, at least that width is free.
 StartProfile ProfileFromWaits(int64_t widest, const std::vector<int64_t>& widths, const std::vector<int64_t>& waits);
 
+// Takes `cores` from the free cores of [start, start + limit) (never below
+// 0). A limit <= 0 (unknown) or a profile that says nothing books nothing.
+void Book(StartProfile* p, int64_t start, int64_t cores, int64_t limit);
+
 // Jobs some other site can run: those no wider than `widest_elsewhere`.
 Load MovableLoad(absl::Span<const int64_t> pending_cores, int64_t widest_elsewhere);
 
@@ -105,7 +109,9 @@ struct Chosen {
 };
 
 // The jobs to send, at most `count` per transfer, each job once. Ties in
-// gain go to the older job, then to the earlier transfer.
+// gain go to the older job, then to the earlier transfer. Under kGain each
+// job chosen is booked into its destination's profile (Book), so later
+// choices see the cores it takes there.
 std::vector<Chosen> ChooseJobs(JobChoice choice, absl::Span<const Candidate> jobs,
                                absl::Span<const Outgoing> transfers, int64_t min_gain = 1);
 

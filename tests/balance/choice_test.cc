@@ -154,6 +154,22 @@ TEST(ChooseJobsTest, GainSpreadsOverTransfersByBestDestination) {
   EXPECT_EQ(chosen[1].transfer, 0u);
 }
 
+// 2 cores free until 100, then 10. Three 1-core jobs of 50 s, each waiting
+// 80 at home: two start at once there; the third sees their cores booked
+// and starts at 50 (gain 30).
+TEST(ChooseJobsTest, EachChosenJobIsBookedAtItsDestination) {
+  const std::vector<Candidate> jobs(3, Candidate{1, 50, 80, false});
+  const std::vector<Outgoing> out{{1, 3, Profile(10, {{0, 2}, {100, 10}})}};
+  const auto chosen = ChooseJobs(JobChoice::kGain, jobs, out);
+  ASSERT_EQ(chosen.size(), 3u);
+  EXPECT_EQ(chosen[0].gain, 80);
+  EXPECT_EQ(chosen[1].gain, 80);
+  EXPECT_EQ(chosen[2].gain, 30);
+  StartProfile p = Profile(10, {{0, 2}, {100, 10}});
+  Book(&p, 20, 2, 100);
+  EXPECT_EQ(p.free, (std::vector<std::pair<int64_t, int64_t>>{{0, 2}, {20, 0}, {100, 8}, {120, 10}}));
+}
+
 TEST(ChooseJobsTest, ParsesItsNames) {
   EXPECT_EQ(*ParseJobChoice("gain"), JobChoice::kGain);
   EXPECT_EQ(*ParseJobChoice("newest"), JobChoice::kNewest);
