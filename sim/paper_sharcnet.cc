@@ -55,7 +55,7 @@ struct Cell {
 
 absl::StatusOr<PaperReport> PaperSharcnet(const PaperOptions& opts) {
   const char* dir = std::getenv("HYPERFED_TRACE_DIR");
-  const std::string path = absl::StrCat(dir ? dir : "/work/shared/traces", "/lublin_256.swf");
+  const std::string path = absl::StrCat(dir ? dir : HYPERFED_TRACE_DIR_DEFAULT, "/lublin_256.swf");
   auto trace = ReadSwf(path);
   if (!trace.ok()) return trace.status();
   const int seeds = std::clamp(static_cast<int>(std::lround(3 * opts.scale)), 1, 30);

@@ -9,7 +9,8 @@ namespace hyperfed::sim {
 // Lublin-Feitelson trace replayed at offered loads 0.7 and 0.85, jobs
 // submitted proportionally, uniformly or half at the largest site, 3 seeds;
 // mean bounded slowdown per policy beside an independent model's figures.
-// Reads lublin_256.swf from $HYPERFED_TRACE_DIR (default /work/shared/traces).
+// Reads lublin_256.swf from $HYPERFED_TRACE_DIR (default the repository's
+// sim/traces, HYPERFED_TRACE_DIR_DEFAULT from CMake).
 absl::StatusOr<PaperReport> PaperSharcnet(const PaperOptions& opts);
 
 }  // namespace hyperfed::sim

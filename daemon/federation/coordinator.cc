@@ -206,7 +206,10 @@ absl::Status Coordinator::OnReport(const RoundReport& report) {
     r.events.push_back(absl::StrCat(report.site, report.ok ? "" : " ended early (" + report.error + ")", ": load ",
                                     report.load_before, ", quota ", report.quota,
                                     sends.empty() ? ", sent nothing" : ", sent " + absl::StrJoin(sends, ", "),
-                                    report.shortfall ? absl::StrCat(" (", report.shortfall, " short)") : ""));
+                                    report.shortfall ? absl::StrCat(" (", report.shortfall, " short)") : "",
+                                    report.kept ? absl::StrCat(" (", report.kept,
+                                                               " kept: they would not start sooner there)")
+                                                : ""));
     // The table was read from heartbeats when the round started; a site's
     // report carries the load and capacity it really balanced with.
     if (e)

@@ -9,6 +9,13 @@
 #include "daemon/migration/migrator.h"
 
 namespace hyperfed::federation {
+namespace {
+balance::StartProfile WidestOnly(int64_t widest) {
+  balance::StartProfile p;
+  p.widest = widest;
+  return p;
+}
+}  // namespace
 
 Site::Site(const config::Config& config, scheduler::SchedulerAdapter* adapter, JobMover* mover, PeerClient* peers,
            const Env* env)
@@ -63,38 +70,45 @@ void Site::Stop() {
 
 balance::StartProfile Site::StartProfileNow(int64_t widest) {
   const int64_t now_ms = absl::ToUnixMillis(env_->Now());
-  balance::StartProfile p;
-  p.widest = widest;
   auto clamp = [&](int64_t at_ms) { return std::clamp<int64_t>(at_ms - now_ms, 0, config::kMaxReportedWaitMs); };
+  balance::StartProfile p = WidestOnly(widest);
   auto free = adapter_->FreeCores();
-  if (free.ok()) {
+  if (free.ok() && !free->empty()) {
+    // The scheduler's "now" is a little later than ours: its first step is
+    // what is free from now.
+    balance::EasyForecast f;
+    f.now = 0;
+    f.cores = widest;
     for (const auto& [at_ms, cores] : *free) {
-      const int64_t offset = clamp(at_ms);
+      const int64_t offset = f.free_cores.empty() ? 0 : clamp(at_ms);
       const int64_t c = std::clamp<int64_t>(cores, 0, widest);
-      if (!p.free.empty() && p.free.back().first == offset) {
-        p.free.back().second = c;
+      if (!f.free_cores.empty() && f.free_cores.back().first == offset) {
+        f.free_cores.back().second = c;
       } else {
-        p.free.push_back({offset, c});
+        f.free_cores.push_back({offset, c});
       }
     }
-    // Through the same merge as a forecast's (at most kMaxProfileSteps).
-    balance::EasyForecast f;
-    f.cores = widest;
-    for (const auto& [offset, cores] : p.free) f.free_cores.push_back({offset, cores});
-    return balance::ProfileFromForecast(f);
-  }
-  if (!absl::IsUnimplemented(free.status()))
+    p = balance::ProfileFromForecast(f);  // merged to at most kMaxProfileSteps
+  } else if (!free.ok() && !absl::IsUnimplemented(free.status())) {
     Log(absl::StrCat(config_.site.id, ": no start profile this round: ", free.status().message()));
-  const std::vector<int64_t> widths = balance::ProfileWidths(widest);
-  auto starts = adapter_->ArrivalStarts(widths);
-  if (starts.ok() && starts->size() == widths.size()) {
-    std::vector<int64_t> waits;
-    for (int64_t s : *starts) waits.push_back(clamp(s));
-    return balance::ProfileFromWaits(widest, widths, waits);
+  } else {
+    const std::vector<int64_t> widths = balance::ProfileWidths(widest);
+    auto starts = adapter_->ArrivalStarts(widths);
+    if (starts.ok() && starts->size() == widths.size()) {
+      std::vector<int64_t> waits;
+      for (int64_t s : *starts) waits.push_back(clamp(s));
+      p = balance::ProfileFromWaits(widest, widths, waits);
+    } else if (!starts.ok() && !absl::IsUnimplemented(starts.status())) {
+      Log(absl::StrCat(config_.site.id, ": no start profile this round: ", starts.status().message()));
+    }
   }
-  if (!starts.ok() && !absl::IsUnimplemented(starts.status()))
-    Log(absl::StrCat(config_.site.id, ": no start profile this round: ", starts.status().message()));
-  return p;  // widest only: peers take it as starting jobs at once
+  // Peers check every profile (CheckReportedRow); one they would refuse
+  // would end the round, so this site checks its own first.
+  if (auto st = balance::CheckStartProfile(p, config::kMaxReportedWaitMs); !st.ok()) {
+    Log(absl::StrCat(config_.site.id, ": not publishing a start profile this round: ", st.message()));
+    return WidestOnly(widest);
+  }
+  return p;  // with only the widest job, peers take it as starting jobs at once
 }
 
 absl::StatusOr<SiteSnapshot> Site::Snapshot(bool with_waits) {

@@ -141,7 +141,8 @@ absl::StatusOr<std::vector<std::vector<std::string>>> Migrator::Choose(const std
   if (!active.ok()) return active.status();
   const absl::Time now = clock_->Now();
   std::set<std::string> recent;
-  if (rules.hysteresis > absl::ZeroDuration()) {
+  // A drained site sends everything that fits, however recently it came.
+  if (rules.hysteresis > absl::ZeroDuration() && !rules.draining) {
     auto r = journal_->ArrivedSince(now - rules.hysteresis, round_id);
     if (!r.ok()) return r.status();
     recent = *std::move(r);

@@ -109,6 +109,7 @@ void ToProto(const federation::RoundReport& in, v1::RoundReport* out) {
   out->set_quota(in.quota);
   out->set_moved_out(in.moved_out);
   out->set_shortfall(in.shortfall);
+  out->set_kept(in.kept);
   ToProto(in.transfers, out->mutable_transfers());
   out->set_messages(in.messages);
   out->set_steps(in.steps);
@@ -126,6 +127,7 @@ federation::RoundReport FromProto(const v1::RoundReport& in) {
   r.quota = in.quota();
   r.moved_out = in.moved_out();
   r.shortfall = in.shortfall();
+  r.kept = in.kept();
   r.transfers = FromProto(in.transfers());
   r.messages = in.messages();
   r.steps = in.steps();

@@ -168,7 +168,8 @@ grpc::Status PeerService::ReportRound(grpc::ServerContext* ctx, const v1::RoundR
   if (auto st = CheckPeer(ctx, req->site()); !st.ok()) return st;
   const config::RosterEntry* e = d_.config->FindSite(req->site());
   if (e->label != req->label()) return Invalid("label does not match the roster");
-  if (req->moved_out() < 0 || req->shortfall() < 0 || req->quota() < 0) return Invalid("negative counts");
+  if (req->moved_out() < 0 || req->shortfall() < 0 || req->quota() < 0 || req->kept() < 0)
+    return Invalid("negative counts");
   if (auto st = federation::CheckReportedRow(*d_.config, req->label(), req->load_before(), req->capacity());
       !st.ok())
     return Invalid(std::string(st.message()));

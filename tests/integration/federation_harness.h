@@ -27,7 +27,11 @@ struct FederationOptions {
   std::string peer_timeout = "2s";
   std::string heartbeat = "300ms";
   int max_batch = 1000;
-  std::string job_choice = "gain";
+  // The round-mechanics tests compare what moved with the simulator's plan
+  // counts, which the daemon's default choice ("gain") treats as upper
+  // bounds (a job that would not start sooner stays): they run "newest",
+  // which fills every transfer. job_choice_test.cc runs "gain".
+  std::string job_choice = "newest";
   std::string hysteresis = "10m";  // a job moved this recently stays (the daemon's default)
   std::string interval = "0s";  // timer rounds (0s: off)
   int underload_threshold = 0;  // 0: off

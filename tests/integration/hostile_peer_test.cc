@@ -96,6 +96,58 @@ TEST_F(HostilePeerTest, Row4_CapacityAndLoadBeyondTheRosterAreRefused) {
   EXPECT_EQ(st.error_code(), grpc::StatusCode::INVALID_ARGUMENT) << st.error_message();
 }
 
+// A start profile is numbers from a peer too (docs/algorithms.md, "Jobs
+// that gain"): a widest job above the roster's max_capacity, free cores
+// beyond it, offsets not from 0 or beyond a year, or too many steps.
+TEST_F(HostilePeerTest, Row4_StartProfilesBeyondTheRosterOrMalformedAreRefused) {
+  {
+    v1::HeartbeatRequest hb;
+    hb.set_site(kHostileId);
+    hb.set_label(kHostile);
+    hb.set_capacity(4);
+    hb.set_load(1);
+    hb.set_widest(int64_t{1} << 40);
+    v1::HeartbeatReply reply;
+    auto ctx = Ctx();
+    grpc::Status st = PeerAs(*fed_, 0, kHostileId)->Heartbeat(ctx.get(), hb, &reply);
+    EXPECT_EQ(st.error_code(), grpc::StatusCode::INVALID_ARGUMENT) << st.error_message();
+  }
+  struct Bad {
+    const char* what;
+    int64_t widest;
+    std::vector<std::pair<int64_t, int64_t>> free;
+  };
+  std::vector<std::pair<int64_t, int64_t>> many;
+  for (int64_t t = 0; t < 33; ++t) many.push_back({t, 1});
+  for (const Bad& b : {Bad{"widest above max_capacity", 2'000'000, {{0, 1}}},
+                       Bad{"more free than widest", 4, {{0, 5}}},
+                       Bad{"not from 0", 4, {{5, 1}}},
+                       Bad{"not ascending", 4, {{0, 1}, {0, 2}}},
+                       Bad{"beyond a year", 4, {{0, 1}, {int64_t{400} * 24 * 3600 * 1000, 4}}},
+                       Bad{"33 steps", 4, many}}) {
+    v1::ExchangeRequest ex;
+    ex.set_round_id("r-hostile");
+    ex.set_epoch(NowMs());
+    ex.set_kind(v1::ExchangeRequest::EXCHANGE);
+    ex.set_dimension(1);
+    ex.set_from_label(kHostile);
+    v1::LoadRow* row = ex.add_rows();
+    row->set_label(kHostile);
+    row->set_load(1);
+    row->set_capacity(4);
+    row->set_widest(b.widest);
+    for (const auto& [offset, cores] : b.free) {
+      v1::FreeAt* f = row->add_free();
+      f->set_offset_ms(offset);
+      f->set_cores(cores);
+    }
+    v1::ExchangeReply er;
+    auto ctx = Ctx();
+    grpc::Status st = PeerAs(*fed_, 1, kHostileId)->Exchange(ctx.get(), ex, &er);
+    EXPECT_EQ(st.error_code(), grpc::StatusCode::INVALID_ARGUMENT) << b.what << ": " << st.error_message();
+  }
+}
+
 TEST_F(HostilePeerTest, Row4_ATransferThePlanDoesNotSendIsRefused) {
   for (const std::string& round : {std::string("made-up-round"), std::string()}) {
     v1::TransferRequest t;

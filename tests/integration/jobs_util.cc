@@ -30,10 +30,11 @@ std::unique_ptr<v1::Peer::Stub> PeerAs(TestFederation& f, int to, const std::str
   return v1::Peer::NewStub(grpc::CreateCustomChannel(f.Endpoint(to), grpc::SslCredentials(o), args));
 }
 
-absl::Status Submit(TestFederation& f, int site, int count, int64_t duration_ms) {
+absl::Status Submit(TestFederation& f, int site, int count, int64_t duration_ms, int cores) {
   v1::SubmitRequest req;
   req.set_count(count);
   req.set_duration_ms(duration_ms);
+  req.set_cores(cores);
   v1::SubmitReply reply;
   auto ctx = f.Context(absl::Seconds(60));
   grpc::Status st = f.Admin(site)->Submit(ctx.get(), req, &reply);

@@ -26,7 +26,7 @@ Out Shell(const std::string& cmd);
 // or "admin"): a stand-in peer.
 std::unique_ptr<v1::Peer::Stub> PeerAs(TestFederation& f, int to, const std::string& as);
 
-absl::Status Submit(TestFederation& f, int site, int count, int64_t duration_ms);
+absl::Status Submit(TestFederation& f, int site, int count, int64_t duration_ms, int cores = 1);
 std::vector<v1::Job> ListJobs(TestFederation& f, int site);
 int64_t CountState(const std::vector<v1::Job>& jobs, const std::string& state);
 bool WaitRunning(TestFederation& f, int site, int count, absl::Duration timeout);

@@ -79,7 +79,8 @@ TEST(PartitionTest, NetworkNamespacesEachSideBalancesAloneNothingIsLostAndTheFed
     GTEST_SKIP() << "cannot make network namespaces here (" << net.status().message()
                  << "); PartitionTest.HookEachSide... covers the partition with the test hook";
   NetnsPair& n = **net;
-  FederationOptions o{.sites = 4, .slots = {1, 1, 1, 1}};
+  // No hysteresis: the round after the heal rebalances what each side moved.
+  FederationOptions o{.sites = 4, .slots = {1, 1, 1, 1}, .hysteresis = "0s"};
   o.hosts = {n.host_a(), n.host_a(), n.host_b(), n.host_b()};
   o.netns = {n.ns_a(), n.ns_a(), n.ns_b(), n.ns_b()};
   EachSideBalancesAloneAndTheFederationHeals(
@@ -88,7 +89,7 @@ TEST(PartitionTest, NetworkNamespacesEachSideBalancesAloneNothingIsLostAndTheFed
 
 TEST(PartitionTest, HookEachSideBalancesAloneNothingIsLostAndTheFederationHeals) {
   EachSideBalancesAloneAndTheFederationHeals(
-      {.sites = 4, .slots = {1, 1, 1, 1}, .partition_hook = true},
+      {.sites = 4, .slots = {1, 1, 1, 1}, .hysteresis = "0s", .partition_hook = true},
       [](TestFederation& fed) {
         fed.Cut(0, {2, 3});
         fed.Cut(1, {2, 3});

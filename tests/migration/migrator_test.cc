@@ -5,6 +5,8 @@
 #include "daemon/migration/migrator.h"
 
 #include <map>
+#include <set>
+#include <algorithm>
 #include <memory>
 #include <thread>
 
@@ -112,6 +114,58 @@ TEST_F(MigratorTest, MovesTheMostRecentlyQueuedMigratableJobsFirst) {
   auto tagged = *b.adapter->FindByTag(Migrator::Tag(out.id, 0));
   ASSERT_EQ(tagged.size(), 1u);
   EXPECT_EQ(tagged[0].id, out.jobs[0].dest_id);
+}
+
+// The job choice (docs/algorithms.md, "Jobs that gain"): a job that arrived
+// by a move in another round within the hysteresis time is not chosen; a
+// relay in the same round is; a drained site sends it anyway; a job wider
+// than the destination never goes; MigrateOut with the chosen ids moves
+// exactly those.
+TEST_F(MigratorTest, ChoiceKeepsRecentArrivalsAndWideJobsAndMovesExactlyTheChosen) {
+  Site& a = Make("A");
+  Site& b = Make("B");
+  Make("C");
+  AddJob(a, "k0");
+  AddJob(a, "k1");
+  auto moved = a.migrator->MigrateOut("B", 2, "r1");
+  ASSERT_TRUE(moved.ok() && (*moved)[0].moved == 2) << moved.status();
+  scheduler::JobSpec wide;
+  wide.name = wide.key = "wide";
+  wide.script = "#!/bin/sh\ntrue\n";
+  wide.cores = 8;
+  b.adapter->Add(wide, false);
+  AddJob(b, "native");
+  const balance::StartProfile four{4, {}};
+  const std::vector<Migrator::Destination> to_c{{"C", 10, four}};
+  auto keys_of = [&](const std::vector<std::string>& ids) {
+    std::set<std::string> keys;
+    for (const scheduler::Job& j : b.adapter->AllJobs())
+      if (std::find(ids.begin(), ids.end(), j.id) != ids.end()) keys.insert(j.spec.key);
+    return keys;
+  };
+  Migrator::ChoiceRules rules{.choice = balance::JobChoice::kNewest, .hysteresis = absl::Minutes(10)};
+  auto chosen = b.migrator->Choose(to_c, rules, "r2", {});
+  ASSERT_TRUE(chosen.ok()) << chosen.status();
+  EXPECT_EQ(keys_of((*chosen)[0]), std::set<std::string>{"native"}) << "k0 and k1 came within 10 min; wide fits not";
+  chosen = b.migrator->Choose(to_c, rules, "r1", {});
+  EXPECT_EQ(keys_of((*chosen)[0]), (std::set<std::string>{"k0", "k1", "native"})) << "a relay in the same round";
+  rules.draining = true;
+  chosen = b.migrator->Choose(to_c, rules, "r2", {});
+  EXPECT_EQ(keys_of((*chosen)[0]), (std::set<std::string>{"k0", "k1", "native"})) << "a drained site sends them";
+  rules.draining = false;
+  clock_.Advance(absl::Minutes(11));
+  chosen = b.migrator->Choose(to_c, rules, "r3", {});
+  ASSERT_TRUE(chosen.ok()) << chosen.status();
+  const std::vector<std::string> ids = (*chosen)[0];
+  EXPECT_EQ(keys_of(ids), (std::set<std::string>{"k0", "k1", "native"})) << "after the hysteresis time";
+  // Exactly the chosen ones (one given twice counts once), not the newest.
+  const std::vector<std::string> only{ids.back(), ids.back()};
+  auto out = b.migrator->MigrateOut("C", 0, "r3", &only);
+  ASSERT_TRUE(out.ok()) << out.status();
+  int64_t n = 0;
+  for (const OutResult& r : *out) n += r.moved;
+  EXPECT_EQ(n, 1);
+  EXPECT_EQ(Live()[*keys_of({ids.back()}).begin()].first, "C");
 }
 
 // A hold that reports an error may still have taken effect (a scheduler
