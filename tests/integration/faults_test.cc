@@ -266,7 +266,8 @@ class MidRoundFailureTest : public ::testing::TestWithParam<const char*> {};
 
 TEST_P(MidRoundFailureTest, RoundEndsAtThatStepAndTheNextGoesAround) {
   const std::vector<int> slots(8, 1);
-  auto f = TestFederation::Start({.sites = 8, .slots = slots});
+  // No hysteresis: the second round rebalances what the first one moved.
+  auto f = TestFederation::Start({.sites = 8, .slots = slots, .hysteresis = "0s"});
   ASSERT_TRUE(f.ok()) << f.status();
   TestFederation& fed = **f;
   FillSlots(fed, slots);
