@@ -113,12 +113,17 @@ balance::StartProfile Site::StartProfileNow(int64_t widest) {
 
 absl::StatusOr<SiteSnapshot> Site::Snapshot(bool with_waits) {
   SiteSnapshot snap;
+  // A scheduler that cannot say how wide a job it runs (Slurm while sinfo
+  // fails) reports 0: peers then send it nothing this round, and its load
+  // still counts.
   auto widest = adapter_->WidestJob();
-  if (!widest.ok()) return widest.status();
+  if (!widest.ok() && with_waits)
+    Log(absl::StrCat(config_.site.id, ": widest job unknown this round: ", widest.status().message()));
+  const int64_t runs = widest.ok() ? std::max<int64_t>(*widest, 0) : 0;
   const config::RosterEntry* self = config_.FindSite(config_.site.id);
   // Peers refuse a widest job above the roster's max_capacity (as for the
   // capacity below).
-  snap.profile.widest = self ? std::min<int64_t>(*widest, static_cast<int64_t>(self->max_capacity)) : *widest;
+  snap.profile.widest = self ? std::min<int64_t>(runs, static_cast<int64_t>(self->max_capacity)) : runs;
   // The load: pending jobs some other live site can run (docs/algorithms.md,
   // "Jobs that gain"). Before any peer has said how wide it runs, all count.
   auto pending = adapter_->Pending();
