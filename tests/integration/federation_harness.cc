@@ -42,7 +42,8 @@ std::vector<int> FreePorts(int n) {
 // Site i's `scheduler:` line.
 std::string SchedulerLine(const FederationOptions& o, int i, int slots) {
   if (o.adapter == "sim")
-    return absl::StrCat("scheduler: {adapter: sim, options: {slots: \"", slots, "\", time_scale: \"1\"}}\n");
+    return absl::StrCat("scheduler: {adapter: sim, options: {slots: \"", slots, "\", time_scale: \"", o.time_scale,
+                        "\"}}\n");
   std::string opts;
   if (i < static_cast<int>(o.adapter_options.size())) {
     for (const auto& [k, v] : o.adapter_options[i])
