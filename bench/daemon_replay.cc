@@ -30,6 +30,7 @@
 #include <thread>
 #include <vector>
 
+#include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
@@ -48,7 +49,8 @@ namespace v1 = hyperfed::v1;
 namespace {
 
 constexpr char kUsage[] =
-    "usage: hyperfed_daemon_replay TRACE.swf [--sites 96,108,48,144,64,8,8] [--origin proportional|uniform|hot[:SITE]]\n"
+    "usage: hyperfed_daemon_replay TRACE.swf [--sites 96,108,48,144,64,8,8]\n"
+    "         [--origin proportional|uniform|hot[:SITE]]\n"
     "         [--load L] [--seed S] [--jobs 2000] [--scale 2000] [--interval 60] [--hysteresis 600]\n"
     "         [--policy exact/gain|MODE/CHOICE|none] [--heartbeat-ms MS] [--timeout S] [--json]\n";
 
@@ -118,8 +120,10 @@ absl::Status ReadSite(const std::string& path, int site, std::map<std::string, s
 
 // PolicyResult from per-job starts, ends and moves: the same formulas as
 // sim/replay.cc's Replayer::Result (waits from the trace's submit times).
-sim::PolicyResult Metrics(const sim::Workload& w, const std::vector<double>& start, const std::vector<double>& end,
-                          const std::vector<int>& moves) {
+// `submit` per job: the trace's (compressed) submit times, or when the
+// origin actually queued the job.
+sim::PolicyResult Metrics(const sim::Workload& w, const std::vector<double>& submit, const std::vector<double>& start,
+                          const std::vector<double>& end, const std::vector<int>& moves) {
   sim::PolicyResult r;
   const size_t n = w.jobs.size();
   r.jobs = static_cast<int64_t>(n);
@@ -129,7 +133,7 @@ sim::PolicyResult Metrics(const sim::Workload& w, const std::vector<double>& sta
   double last_end = first;
   for (size_t j = 0; j < n; ++j) {
     const sim::SwfJob& job = w.jobs[j];
-    const double wait = start[j] - static_cast<double>(job.submit);
+    const double wait = start[j] - submit[j];
     waits[j] = wait;
     sum_wait += wait;
     sum_bsld += std::max(1.0, (wait + static_cast<double>(job.run)) /
@@ -189,7 +193,9 @@ absl::StatusOr<Args> Parse(int argc, char** argv) {
     }
     if (i + 1 >= argc) return absl::InvalidArgumentError(absl::StrCat(f, " needs a value"));
     const std::string v = argv[++i];
-    auto bad = [&](const char* what) { return absl::InvalidArgumentError(absl::StrCat("bad ", f, " '", v, "': ", what)); };
+    auto bad = [&](const char* what) {
+      return absl::InvalidArgumentError(absl::StrCat("bad ", f, " '", v, "': ", what));
+    };
     if (f == "--sites") {
       a.sites.clear();
       for (absl::string_view s : absl::StrSplit(v, ',')) {
@@ -358,8 +364,15 @@ int main(int argc, char** argv) {
   }
 
   // ---- wait until every job has ended (the sim advances on every call)
-  const double timeout_s =
-      a.timeout_s > 0 ? a.timeout_s : (last_submit - first + longest) / a.scale + 120.0;
+  // By default half as long again as the predicted makespan (from its
+  // utilisation: work / (cores x makespan)), plus two minutes.
+  double work = 0;
+  int64_t total_cores = 0;
+  for (const sim::SwfJob& j : w.jobs) work += static_cast<double>(j.cores) * static_cast<double>(j.run);
+  for (int64_t c : w.sites) total_cores += c;
+  const double makespan = std::max<double>(last_submit - first + longest,
+                                           pred->utilisation > 0 ? work / (total_cores * pred->utilisation) : 0);
+  const double timeout_s = a.timeout_s > 0 ? a.timeout_s : 1.5 * makespan / a.scale + 120.0;
   const absl::Time deadline = absl::FromUnixMicros(static_cast<int64_t>(epoch_ms * 1000)) + absl::Seconds(timeout_s);
   // Admin.Jobs lists the pending, held and running jobs. A moving job keeps
   // a copy in one of those states until its new copy is submitted (the
@@ -399,6 +412,8 @@ int main(int argc, char** argv) {
   std::vector<double> start(n, 0), end(n, 0);
   std::vector<int> moves(n, 0);
   int64_t lost = 0, twice = 0, unfinished = 0;
+  std::vector<double> due(n), queued(n);
+  for (size_t j = 0; j < n; ++j) due[j] = queued[j] = static_cast<double>(w.jobs[j].submit);
   double sum_lag_ms = 0, max_lag_ms = 0;
   int64_t lagged = 0;
   std::vector<std::string> problems;
@@ -436,10 +451,26 @@ int main(int argc, char** argv) {
       sum_lag_ms += lag;
       max_lag_ms = std::max(max_lag_ms, lag);
       ++lagged;
+      queued[j] = sim_s(origin_queued);
     }
   }
-  sim::PolicyResult d = Metrics(w, start, end, moves);
+  sim::PolicyResult d = Metrics(w, due, start, end, moves);
   d.policy = a.policy;
+  // The same with waits from when the origin queued each job: what the
+  // daemons did once a job had arrived, without the submit lag.
+  const sim::PolicyResult dq = Metrics(w, queued, start, end, moves);
+  // Rounds, from the sites' logs (the coordinator logs each one).
+  int64_t rounds = 0, rounds_moving = 0, rounds_early = 0;
+  for (int i = 0; i < sites; ++i) {
+    const std::string log = hyperfed::testing::ReadFile(absl::StrCat(f.dir(), "/site-", i, ".log"));
+    for (absl::string_view line : absl::StrSplit(log, '\n')) {
+      if (absl::StrContains(line, ": starting round ")) ++rounds;
+      if (absl::StrContains(line, " ended early: ")) ++rounds_early;
+      if ((absl::StrContains(line, " finished: moved ") || absl::StrContains(line, " ended early: moved ")) &&
+          !absl::StrContains(line, ": moved 0 jobs"))
+        ++rounds_moving;
+    }
+  }
   const bool conserved = lost == 0 && twice == 0 && unfinished == 0 && all_ended && submit_failures == 0;
   const double mean_lag_ms = lagged ? sum_lag_ms / lagged : 0;
 
@@ -452,9 +483,14 @@ int main(int argc, char** argv) {
     absl::StrAppend(&out, "  \"sites\": [", absl::StrJoin(w.sites, ", "), "], \"jobs\": ", n,
                     ", \"load\": ", Num(w.load), ", \"scale\": ", Num(a.scale), ", \"interval\": ", a.interval,
                     ", \"hysteresis\": ", a.hysteresis, ", \"heartbeat_ms\": ", hb_ms, ",\n");
-    absl::StrAppend(&out, "  \"limits_dropped\": ", limits_dropped, ", \"submit_lag_ms\": {\"mean\": ", Num(mean_lag_ms),
-                    ", \"max\": ", Num(max_lag_ms), "}, \"wall_seconds\": ", Num(run_s),
+    absl::StrAppend(&out, "  \"limits_dropped\": ", limits_dropped, ", \"submit_lag_ms\": {\"mean\": ",
+                    Num(mean_lag_ms), ", \"max\": ", Num(max_lag_ms), "}, \"wall_seconds\": ", Num(run_s),
                     ", \"prediction_seconds\": ", Num(pred_s), ",\n");
+    absl::StrAppend(&out, "  \"rounds\": {\"daemon\": ", rounds, ", \"daemon_moving\": ", rounds_moving,
+                    ", \"daemon_ended_early\": ", rounds_early, ", \"prediction_planned\": ", pred->rounds, "},\n");
+    absl::StrAppend(&out, "  \"daemon_from_queued\": {\"mean_wait\": ", Num(dq.mean_wait), ", \"median_wait\": ",
+                    Num(dq.median_wait), ", \"p95_wait\": ", Num(dq.p95_wait), ", \"mean_bounded_slowdown\": ",
+                    Num(dq.mean_bounded_slowdown), "},\n");
     absl::StrAppend(&out, "  \"conservation\": {\"ok\": ", conserved ? "true" : "false", ", \"lost\": ", lost,
                     ", \"twice\": ", twice, ", \"unfinished\": ", unfinished, ", \"submit_failures\": ",
                     submit_failures, "},\n");
@@ -481,10 +517,18 @@ int main(int argc, char** argv) {
       std::printf("note: %lld jobs' trace time limits ignored on both sides (Admin.Submit has none)\n",
                   static_cast<long long>(limits_dropped));
     std::printf("%-22s %14s %14s %8s\n", "", "daemons", "prediction", "ratio");
-    for (const Row& r : rows)
-      std::printf("%-22s %14.3f %14.3f %8.3f\n", r.name, r.daemon, r.prediction, Ratio(r.daemon, r.prediction));
+    for (const Row& r : rows) {
+      const double q = Ratio(r.daemon, r.prediction);
+      std::printf("%-22s %14.3f %14.3f %8s\n", r.name, r.daemon, r.prediction,
+                  std::isnan(q) ? "-" : absl::StrFormat("%.3f", q).c_str());
+    }
     std::printf("wait in seconds (simulated); bounded slowdown tau %lld s\n",
                 static_cast<long long>(sim::kSlowdownTau));
+    std::printf("daemons, waits from the origin's queued time: mean %.3f, median %.3f, p95 %.3f, bsld %.3f\n",
+                dq.mean_wait, dq.median_wait, dq.p95_wait, dq.mean_bounded_slowdown);
+    std::printf("rounds: daemons %lld started (%lld moved jobs, %lld ended early); prediction %lld planned\n",
+                static_cast<long long>(rounds), static_cast<long long>(rounds_moving),
+                static_cast<long long>(rounds_early), static_cast<long long>(pred->rounds));
     std::printf("conservation: %s (lost %lld, twice %lld, unfinished %lld, submit failures %lld)\n",
                 conserved ? "every job ran exactly once" : "FAILED", static_cast<long long>(lost),
                 static_cast<long long>(twice), static_cast<long long>(unfinished),
