@@ -13,7 +13,10 @@
 // Run: build/hyperfed_daemon_replay TRACE [--sites 96,108,48,144,64,8,8]
 //   [--origin proportional] [--load L] [--seed S] [--jobs 2000] [--scale 2000]
 //   [--interval 60] [--hysteresis 600] [--policy exact/gain|MODE/CHOICE|none]
-//   [--heartbeat-ms MS] [--timeout S] [--json]
+//   [--heartbeat-ms MS] [--min-imbalance N] [--timeout S] [--json]
+// --min-imbalance is the daemons' balancer.min_imbalance (default 1: a timer
+// round is skipped while the movable loads' max share error is below 1);
+// the simulator has no such gate, 0 matches it.
 // (scripts/replay builds and runs it; figures in docs/benchmarks.md, "Daemon
 // replay against the simulator").
 //
@@ -52,7 +55,8 @@ constexpr char kUsage[] =
     "usage: hyperfed_daemon_replay TRACE.swf [--sites 96,108,48,144,64,8,8]\n"
     "         [--origin proportional|uniform|hot[:SITE]]\n"
     "         [--load L] [--seed S] [--jobs 2000] [--scale 2000] [--interval 60] [--hysteresis 600]\n"
-    "         [--policy exact/gain|MODE/CHOICE|none] [--heartbeat-ms MS] [--timeout S] [--json]\n";
+    "         [--policy exact/gain|MODE/CHOICE|none] [--heartbeat-ms MS] [--min-imbalance N] [--timeout S]\n"
+    "         [--json]\n";
 
 int Usage(const std::string& msg) {
   std::fprintf(stderr, "hyperfed_daemon_replay: %s\n%s", msg.c_str(), kUsage);
@@ -71,6 +75,7 @@ struct Args {
   int64_t hysteresis = 600;  // simulated seconds
   std::string policy = "exact/gain";
   int64_t heartbeat_ms = 0;  // real; 0: the real interval, within [10, 300] ms
+  int min_imbalance = -1;    // balancer.min_imbalance; -1: the daemon's default (1)
   double timeout_s = 0;      // real; 0: the workload's span / scale + 120 s
   bool json = false;
 };
@@ -222,6 +227,8 @@ absl::StatusOr<Args> Parse(int argc, char** argv) {
       a.policy = v;
     } else if (f == "--heartbeat-ms") {
       if (!absl::SimpleAtoi(v, &a.heartbeat_ms) || a.heartbeat_ms < 1) return bad("expected milliseconds >= 1");
+    } else if (f == "--min-imbalance") {
+      if (!absl::SimpleAtoi(v, &a.min_imbalance) || a.min_imbalance < 0) return bad("expected an integer >= 0");
     } else if (f == "--timeout") {
       if (!absl::SimpleAtod(v, &a.timeout_s) || !(a.timeout_s > 0)) return bad("expected seconds > 0");
     } else {
@@ -303,6 +310,7 @@ int main(int argc, char** argv) {
   fo.peer_timeout = absl::StrCat(std::max<int64_t>(2000, 10 * hb_ms), "ms");
   fo.step_timeout = "10s";
   fo.time_scale = absl::StrFormat("%.17g", a.scale);
+  fo.min_imbalance = a.min_imbalance;
   if (a.policy == "none") {
     fo.interval = "0s";
   } else {
@@ -482,7 +490,8 @@ int main(int argc, char** argv) {
                     sim::OriginName(wo.origin), "\", \"seed\": ", a.seed, ",\n");
     absl::StrAppend(&out, "  \"sites\": [", absl::StrJoin(w.sites, ", "), "], \"jobs\": ", n,
                     ", \"load\": ", Num(w.load), ", \"scale\": ", Num(a.scale), ", \"interval\": ", a.interval,
-                    ", \"hysteresis\": ", a.hysteresis, ", \"heartbeat_ms\": ", hb_ms, ",\n");
+                    ", \"hysteresis\": ", a.hysteresis, ", \"heartbeat_ms\": ", hb_ms,
+                    ", \"min_imbalance\": ", a.min_imbalance, ",\n");
     absl::StrAppend(&out, "  \"limits_dropped\": ", limits_dropped, ", \"submit_lag_ms\": {\"mean\": ",
                     Num(mean_lag_ms), ", \"max\": ", Num(max_lag_ms), "}, \"wall_seconds\": ", Num(run_s),
                     ", \"prediction_seconds\": ", Num(pred_s), ",\n");

@@ -51,6 +51,9 @@ struct FederationOptions {
   // The sim adapter's time_scale at every site: jobs run this many times
   // faster (bench/daemon_replay.cc replays traces at high scales).
   std::string time_scale = "1";
+  // balancer.min_imbalance (a timer round is skipped below it); -1: the
+  // daemon's default.
+  int min_imbalance = -1;
 };
 
 class TestFederation {
