@@ -61,27 +61,31 @@ TEST(DaemonReplayTest, EveryJobRunsOnceAndBothSidesAreReported) {
   const std::string trace = WriteTrace(150);
   const std::string err = trace + ".stderr";
   // A hot origin so that rounds move jobs; scale 1000: about 10 s of submits.
-  const Out o = Shell(absl::StrCat(ReplayPath(), " ", trace,
+  // Braces: the inner 2> wins over the 2>&1 that Shell appends, so the
+  // output is the JSON alone.
+  const Out o = Shell(absl::StrCat("{ ", ReplayPath(), " ", trace,
                                    " --sites 8,8,4,4 --origin hot --load 0.9 --jobs 150 --scale 1000"
                                    " --policy exact/gain --timeout 120 --json 2>",
-                                   err));
+                                   err, "; }"));
   const std::string log = ReadFile(err);
   std::remove(trace.c_str());
   std::remove(err.c_str());
   ASSERT_EQ(o.code, 0) << o.text << "\n" << log;
+  // (The checks are inside the shell's single quotes: Python's strings in
+  // double quotes.)
   EXPECT_TRUE(JsonHolds(o.text,
-                        "d['jobs'] == 150 and d['conservation'] == {'ok': True, 'lost': 0, 'twice': 0, "
-                        "'unfinished': 0, 'submit_failures': 0}"))
+                        "d[\"jobs\"] == 150 and d[\"conservation\"] == {\"ok\": True, \"lost\": 0, "
+                        "\"twice\": 0, \"unfinished\": 0, \"submit_failures\": 0}"))
       << o.text;
   for (const char* side : {"daemon", "prediction", "ratio"})
-    EXPECT_TRUE(JsonHolds(o.text, absl::StrCat("all(k in d['", side,
-                                               "'] for k in ('mean_wait', 'median_wait', 'p95_wait', "
-                                               "'mean_bounded_slowdown', 'utilisation', 'jobs_moved', "
-                                               "'moves_per_moved_job'))")))
+    EXPECT_TRUE(JsonHolds(o.text, absl::StrCat("all(k in d[\"", side,
+                                               "\"] for k in (\"mean_wait\", \"median_wait\", \"p95_wait\", "
+                                               "\"mean_bounded_slowdown\", \"utilisation\", \"jobs_moved\", "
+                                               "\"moves_per_moved_job\"))")))
         << side << "\n"
         << o.text;
   // The daemons ran every job: their utilisation is a real figure.
-  EXPECT_TRUE(JsonHolds(o.text, "0 < d['daemon']['utilisation'] <= 1.0001")) << o.text;
+  EXPECT_TRUE(JsonHolds(o.text, "0 < d[\"daemon\"][\"utilisation\"] <= 1.0001")) << o.text;
 }
 
 TEST(DaemonReplayTest, RefusesTheSimulatorsYardsticks) {
