@@ -42,7 +42,8 @@ std::vector<int> FreePorts(int n) {
 // Site i's `scheduler:` line.
 std::string SchedulerLine(const FederationOptions& o, int i, int slots) {
   if (o.adapter == "sim")
-    return absl::StrCat("scheduler: {adapter: sim, options: {slots: \"", slots, "\", time_scale: \"1\"}}\n");
+    return absl::StrCat("scheduler: {adapter: sim, options: {slots: \"", slots, "\", time_scale: \"", o.time_scale,
+                        "\"}}\n");
   std::string opts;
   if (i < static_cast<int>(o.adapter_options.size())) {
     for (const auto& [k, v] : o.adapter_options[i])
@@ -95,7 +96,9 @@ absl::StatusOr<std::unique_ptr<TestFederation>> TestFederation::Start(const Fede
       << "roster:\n"
       << roster << "capacity: from_adapter\n"
       << "balancer: {algorithm: " << o.algorithm << ", interval: " << o.interval
-      << ", underload_threshold: " << o.underload_threshold << ", heartbeat_interval: " << o.heartbeat
+      << ", underload_threshold: " << o.underload_threshold
+      << (o.min_imbalance >= 0 ? absl::StrCat(", min_imbalance: ", o.min_imbalance) : "")
+      << ", heartbeat_interval: " << o.heartbeat
       << ", peer_timeout: " << o.peer_timeout << ", step_timeout: " << o.step_timeout << ", max_batch: " << o.max_batch
       << ", job_choice: " << o.job_choice << ", hysteresis: " << o.hysteresis << "}\n"
       << SchedulerLine(o, i, slots) << "state_dir: state/site-" << i << "\n";

@@ -52,6 +52,12 @@ struct FederationOptions {
   // adapter gets adapter_options[i] as site i's scheduler.options.
   std::string adapter = "sim";
   std::vector<std::map<std::string, std::string>> adapter_options;
+  // The sim adapter's time_scale at every site: jobs run this many times
+  // faster (bench/daemon_replay.cc replays traces at high scales).
+  std::string time_scale = "1";
+  // balancer.min_imbalance (a timer round is skipped below it); -1: the
+  // daemon's default.
+  int min_imbalance = -1;
 };
 
 class TestFederation {
