@@ -208,7 +208,8 @@ absl::Status Coordinator::OnReport(const RoundReport& report) {
                                     sends.empty() ? ", sent nothing" : ", sent " + absl::StrJoin(sends, ", "),
                                     report.shortfall ? absl::StrCat(" (", report.shortfall, " short)") : "",
                                     report.kept ? absl::StrCat(" (", report.kept,
-                                                               " kept: they would not start sooner there)")
+                                                               " kept: they would not start sooner there,",
+                                                               " or they moved within the hysteresis time)")
                                                 : ""));
     // The table was read from heartbeats when the round started; a site's
     // report carries the load and capacity it really balanced with.

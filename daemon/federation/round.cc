@@ -452,7 +452,10 @@ class Runner {
       }
       Event(absl::StrCat(where, "moved ", r->moved, " jobs to ", SiteOf(t.to),
                          r->shortfall ? absl::StrCat(" (", r->shortfall, " short)") : "",
-                         kept[i] ? absl::StrCat(" (", kept[i], " kept: they would not start sooner there)") : ""));
+                         kept[i] ? absl::StrCat(" (", kept[i],
+                                                " kept: they would not start sooner there, or they moved within "
+                                                "the hysteresis time)")
+                                 : ""));
     }
     return first_error;
   }

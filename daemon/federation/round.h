@@ -72,7 +72,9 @@ struct RoundReport {
   int64_t quota = 0;
   int64_t moved_out = 0;
   int64_t shortfall = 0;
-  int64_t kept = 0;  // jobs the plan let go that would not start sooner there (job choice "gain")
+  // Jobs the plan let go that the job choice kept: they would not start
+  // sooner there (choice "gain") or moved within the hysteresis time.
+  int64_t kept = 0;
   std::vector<balance::Transfer> transfers;  // what this site committed
   int64_t messages = 0;
   int steps = 0;
