@@ -127,42 +127,6 @@ absl::Status ReadSite(const std::string& path, int site, std::map<std::string, s
 // sim/replay.cc's Replayer::Result (waits from the trace's submit times).
 // `submit` per job: the trace's (compressed) submit times, or when the
 // origin actually queued the job.
-sim::PolicyResult Metrics(const sim::Workload& w, const std::vector<double>& submit, const std::vector<double>& start,
-                          const std::vector<double>& end, const std::vector<int>& moves) {
-  sim::PolicyResult r;
-  const size_t n = w.jobs.size();
-  r.jobs = static_cast<int64_t>(n);
-  std::vector<double> waits(n);
-  double sum_wait = 0, sum_bsld = 0, work = 0;
-  const double first = n ? static_cast<double>(w.jobs[0].submit) : 0;
-  double last_end = first;
-  for (size_t j = 0; j < n; ++j) {
-    const sim::SwfJob& job = w.jobs[j];
-    const double wait = start[j] - submit[j];
-    waits[j] = wait;
-    sum_wait += wait;
-    sum_bsld += std::max(1.0, (wait + static_cast<double>(job.run)) /
-                                  static_cast<double>(std::max<int64_t>(job.run, sim::kSlowdownTau)));
-    work += static_cast<double>(job.cores) * static_cast<double>(job.run);
-    last_end = std::max(last_end, end[j]);
-    if (moves[j] > 0) ++r.jobs_moved;
-    r.moves += moves[j];
-  }
-  if (n) {
-    std::sort(waits.begin(), waits.end());
-    r.mean_wait = sum_wait / n;
-    r.median_wait = n % 2 ? waits[n / 2] : (waits[n / 2 - 1] + waits[n / 2]) / 2;
-    r.p95_wait = waits[static_cast<size_t>(std::ceil(0.95 * n)) - 1];
-    r.mean_bounded_slowdown = sum_bsld / n;
-    r.jobs_moved_pct = 100.0 * r.jobs_moved / n;
-  }
-  int64_t total = 0;
-  for (int64_t c : w.sites) total += c;
-  if (last_end > first) r.utilisation = work / (static_cast<double>(total) * (last_end - first));
-  r.moves_per_moved_job = r.jobs_moved ? static_cast<double>(r.moves) / r.jobs_moved : 0;
-  return r;
-}
-
 double Ratio(double a, double b) { return b != 0 ? a / b : (a == 0 ? 1.0 : NAN); }
 
 std::string Num(double v) { return std::isnan(v) ? "null" : absl::StrFormat("%.6g", v); }
@@ -462,11 +426,11 @@ int main(int argc, char** argv) {
       queued[j] = sim_s(origin_queued);
     }
   }
-  sim::PolicyResult d = Metrics(w, due, start, end, moves);
+  sim::PolicyResult d = sim::JobMetrics(w, due, start, end, moves);
   d.policy = a.policy;
   // The same with waits from when the origin queued each job: what the
   // daemons did once a job had arrived, without the submit lag.
-  const sim::PolicyResult dq = Metrics(w, queued, start, end, moves);
+  const sim::PolicyResult dq = sim::JobMetrics(w, queued, start, end, moves);
   // Rounds, from the sites' logs (the coordinator logs each one).
   int64_t rounds = 0, rounds_moving = 0, rounds_early = 0;
   for (int i = 0; i < sites; ++i) {

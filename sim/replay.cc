@@ -364,37 +364,15 @@ class Replayer {
   }
 
   PolicyResult Result(std::string_view policy) const {
-    PolicyResult r;
-    r.policy = std::string(policy);
     const size_t n = w_.jobs.size();
-    r.jobs = static_cast<int64_t>(n);
-    std::vector<double> waits(n);
-    double sum_wait = 0, sum_bsld = 0, work = 0;
-    int64_t first = n ? w_.jobs[0].submit : 0, last_end = first;
+    std::vector<double> submit(n), start(n), end(n);
     for (size_t j = 0; j < n; ++j) {
-      const SwfJob& job = w_.jobs[j];
-      const double wait = static_cast<double>(start_[j] - job.submit);
-      waits[j] = wait;
-      sum_wait += wait;
-      sum_bsld += std::max(1.0, (wait + static_cast<double>(job.run)) /
-                                    static_cast<double>(std::max<int64_t>(job.run, kSlowdownTau)));
-      work += static_cast<double>(job.cores) * static_cast<double>(job.run);
-      last_end = std::max(last_end, end_[j]);
-      if (moves_[j] > 0) ++r.jobs_moved;
-      r.moves += moves_[j];
+      submit[j] = static_cast<double>(w_.jobs[j].submit);
+      start[j] = static_cast<double>(start_[j]);
+      end[j] = static_cast<double>(end_[j]);
     }
-    if (n) {
-      std::sort(waits.begin(), waits.end());
-      r.mean_wait = sum_wait / n;
-      r.median_wait = n % 2 ? waits[n / 2] : (waits[n / 2 - 1] + waits[n / 2]) / 2;
-      r.p95_wait = waits[static_cast<size_t>(std::ceil(0.95 * n)) - 1];
-      r.mean_bounded_slowdown = sum_bsld / n;
-      r.jobs_moved_pct = 100.0 * r.jobs_moved / n;
-    }
-    int64_t total = 0;
-    for (int64_t c : w_.sites) total += c;
-    if (last_end > first) r.utilisation = work / (static_cast<double>(total) * static_cast<double>(last_end - first));
-    r.moves_per_moved_job = r.jobs_moved ? static_cast<double>(r.moves) / r.jobs_moved : 0;
+    PolicyResult r = JobMetrics(w_, submit, start, end, moves_);
+    r.policy = std::string(policy);
     r.rounds = rounds_;
     if (o_.keep_records) {
       r.records.resize(n);
@@ -618,6 +596,42 @@ class Replayer {
 };
 
 }  // namespace
+
+PolicyResult JobMetrics(const Workload& w, absl::Span<const double> submit, absl::Span<const double> start,
+                        absl::Span<const double> end, absl::Span<const int> moves) {
+  PolicyResult r;
+  const size_t n = w.jobs.size();
+  r.jobs = static_cast<int64_t>(n);
+  std::vector<double> waits(n);
+  double sum_wait = 0, sum_bsld = 0, work = 0;
+  const double first = n ? static_cast<double>(w.jobs[0].submit) : 0;
+  double last_end = first;
+  for (size_t j = 0; j < n; ++j) {
+    const SwfJob& job = w.jobs[j];
+    const double wait = start[j] - submit[j];
+    waits[j] = wait;
+    sum_wait += wait;
+    sum_bsld += std::max(1.0, (wait + static_cast<double>(job.run)) /
+                                  static_cast<double>(std::max<int64_t>(job.run, kSlowdownTau)));
+    work += static_cast<double>(job.cores) * static_cast<double>(job.run);
+    last_end = std::max(last_end, end[j]);
+    if (moves[j] > 0) ++r.jobs_moved;
+    r.moves += moves[j];
+  }
+  if (n) {
+    std::sort(waits.begin(), waits.end());
+    r.mean_wait = sum_wait / n;
+    r.median_wait = n % 2 ? waits[n / 2] : (waits[n / 2 - 1] + waits[n / 2]) / 2;
+    r.p95_wait = waits[static_cast<size_t>(std::ceil(0.95 * n)) - 1];
+    r.mean_bounded_slowdown = sum_bsld / n;
+    r.jobs_moved_pct = 100.0 * r.jobs_moved / n;
+  }
+  int64_t total = 0;
+  for (int64_t c : w.sites) total += c;
+  if (last_end > first) r.utilisation = work / (static_cast<double>(total) * (last_end - first));
+  r.moves_per_moved_job = r.jobs_moved ? static_cast<double>(r.moves) / r.jobs_moved : 0;
+  return r;
+}
 
 absl::StatusOr<PolicyResult> ReplayPolicy(const Workload& w, std::string_view policy, const ReplayOptions& o) {
   if (absl::Status st = CheckReplayPolicy(policy); !st.ok()) return st;

@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "absl/types/span.h"
 
 namespace hyperfed::sim {
 
@@ -127,6 +128,13 @@ struct PolicyResult {
 };
 
 inline constexpr int64_t kSlowdownTau = 10;
+
+// The metrics of a replay from each job's submit, start and end time
+// (seconds) and move count, indexed like w.jobs: the one rule for the
+// simulator's and the daemon replay's figures (policy, rounds and records
+// are left to the caller).
+PolicyResult JobMetrics(const Workload& w, absl::Span<const double> submit, absl::Span<const double> start,
+                        absl::Span<const double> end, absl::Span<const int> moves);
 
 absl::StatusOr<PolicyResult> ReplayPolicy(const Workload& w, std::string_view policy, const ReplayOptions& o);
 
