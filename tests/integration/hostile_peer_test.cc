@@ -60,6 +60,22 @@ class HostilePeerTest : public ::testing::Test {
 };
 TestFederation* HostilePeerTest::fed_ = nullptr;
 
+// An EXCHANGE of a made-up round from the hostile site to its partner
+// site-1 across dimension 1, carrying one row of its own.
+v1::ExchangeRequest ExchangeFromHostile(int64_t load, double capacity) {
+  v1::ExchangeRequest ex;
+  ex.set_round_id("r-hostile");
+  ex.set_epoch(NowMs());
+  ex.set_kind(v1::ExchangeRequest::EXCHANGE);
+  ex.set_dimension(1);
+  ex.set_from_label(kHostile);
+  v1::LoadRow* row = ex.add_rows();
+  row->set_label(kHostile);
+  row->set_load(load);
+  row->set_capacity(capacity);
+  return ex;
+}
+
 TEST_F(HostilePeerTest, Row4_CapacityAndLoadBeyondTheRosterAreRefused) {
   const double before = Row(0, kHostileId).capacity();
   struct Claim {
@@ -80,16 +96,7 @@ TEST_F(HostilePeerTest, Row4_CapacityAndLoadBeyondTheRosterAreRefused) {
   }
   EXPECT_EQ(Row(0, kHostileId).capacity(), before) << "site-0's view is unchanged";
   // The same numbers inside a round message.
-  v1::ExchangeRequest ex;
-  ex.set_round_id("r-hostile");
-  ex.set_epoch(NowMs());
-  ex.set_kind(v1::ExchangeRequest::EXCHANGE);
-  ex.set_dimension(1);
-  ex.set_from_label(kHostile);
-  v1::LoadRow* row = ex.add_rows();
-  row->set_label(kHostile);
-  row->set_load(1);
-  row->set_capacity(1e300);
+  v1::ExchangeRequest ex = ExchangeFromHostile(1, 1e300);
   v1::ExchangeReply er;
   auto ctx = Ctx();
   grpc::Status st = PeerAs(*fed_, 1, kHostileId)->Exchange(ctx.get(), ex, &er);
@@ -125,16 +132,8 @@ TEST_F(HostilePeerTest, Row4_StartProfilesBeyondTheRosterOrMalformedAreRefused) 
                        Bad{"not ascending", 4, {{0, 1}, {0, 2}}},
                        Bad{"beyond a year", 4, {{0, 1}, {int64_t{400} * 24 * 3600 * 1000, 4}}},
                        Bad{"33 steps", 4, many}}) {
-    v1::ExchangeRequest ex;
-    ex.set_round_id("r-hostile");
-    ex.set_epoch(NowMs());
-    ex.set_kind(v1::ExchangeRequest::EXCHANGE);
-    ex.set_dimension(1);
-    ex.set_from_label(kHostile);
-    v1::LoadRow* row = ex.add_rows();
-    row->set_label(kHostile);
-    row->set_load(1);
-    row->set_capacity(4);
+    v1::ExchangeRequest ex = ExchangeFromHostile(1, 4);
+    v1::LoadRow* row = ex.mutable_rows(0);
     row->set_widest(b.widest);
     for (const auto& [offset, cores] : b.free) {
       v1::FreeAt* f = row->add_free();
