@@ -36,7 +36,7 @@ constexpr size_t kMaxErrors = 20;                  // more would bury the first 
 constexpr std::uintmax_t kMaxFileBytes = 1 << 20;  // a site config is a few hundred bytes
 
 const char* const kTopKeys[] = {"site", "roster", "capacity", "balancer", "scheduler", "state_dir", "security"};
-const char* const kSiteKeys[] = {"id", "label", "listen", "advertise", "metrics_listen"};
+const char* const kSiteKeys[] = {"id", "label", "listen", "advertise", "metrics_listen", "web"};
 const char* const kRosterKeys[] = {"id", "label", "endpoint", "cost", "max_capacity"};
 const char* const kCapacityKeys[] = {"units", "speed"};
 const char* const kBalancerKeys[] = {"algorithm",          "interval",     "underload_threshold", "min_imbalance",
@@ -189,6 +189,8 @@ std::vector<Issue> CheckRules(const Config& c) {
       add("site.metrics_listen", e);
     }
   }
+  if (c.site.web != "loopback" && c.site.web != "on" && c.site.web != "off")
+    add("site.web", absl::StrCat(Quote(c.site.web), ": expected loopback, on or off"));
 
   // roster
   if (c.roster.empty()) add("roster", "must list every site, this one included");
@@ -528,6 +530,7 @@ class Parser {
     if (f.count("metrics_listen")) {
       String(f["metrics_listen"], "site.metrics_listen", &c->site.metrics_listen);
     }
+    if (f.count("web")) String(f["web"], "site.web", &c->site.web);
   }
 
   void ParseRoster(const YAML::Node& n, Config* c) {

@@ -22,7 +22,10 @@ struct SiteConfig {
   int label = 0;               // hypercube label, 0 <= label < 2^dimension
   std::string listen;          // host:port the gRPC server binds
   std::string advertise;       // host:port peers dial (default: listen)
-  std::string metrics_listen;  // host:port of the Prometheus endpoint ("" = off)
+  std::string metrics_listen;  // host:port of the Prometheus endpoint and the web view ("" = off)
+  // Who the web view on metrics_listen answers: "loopback" (clients on
+  // this machine), "on" (any client), "off" (docs/operations.md, "Web view").
+  std::string web = "loopback";
 };
 
 struct RosterEntry {

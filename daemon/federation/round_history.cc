@@ -1,5 +1,7 @@
 #include "daemon/federation/round_history.h"
 
+#include <algorithm>
+
 namespace hyperfed::federation {
 
 void RoundHistory::Add(RoundView v) {
@@ -40,6 +42,16 @@ std::optional<RoundView> RoundHistory::Last() const {
     if (!q->empty() && (!best || q->back().started >= best->started)) best = &q->back();
   if (!best) return std::nullopt;
   return *best;
+}
+
+std::vector<RoundView> RoundHistory::Recent(size_t limit, bool dry_runs) const {
+  std::lock_guard<std::mutex> l(mu_);
+  std::vector<RoundView> out(live_.begin(), live_.end());
+  if (dry_runs) out.insert(out.end(), dry_.begin(), dry_.end());
+  std::stable_sort(out.begin(), out.end(),
+                   [](const RoundView& a, const RoundView& b) { return a.started > b.started; });
+  if (limit > 0 && out.size() > limit) out.resize(limit);
+  return out;
 }
 
 std::optional<RoundView> RoundHistory::Wait(const std::string& id, size_t seen, absl::Time deadline) {

@@ -49,6 +49,8 @@ class RoundHistory {
   std::optional<RoundView> Find(const std::string& id) const;
   // The round started last, live or dry.
   std::optional<RoundView> Last() const;
+  // Up to `limit` rounds (0: all kept), newest first; dry runs only if asked.
+  std::vector<RoundView> Recent(size_t limit, bool dry_runs) const;
   // Waits until the round has more than `seen` events or is done, or until
   // `deadline` or Close(); nullopt if it is gone.
   std::optional<RoundView> Wait(const std::string& id, size_t seen, absl::Time deadline);

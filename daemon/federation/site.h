@@ -93,6 +93,8 @@ class Site {
   // Waits until the round has more than `seen` events or is done.
   std::optional<RoundView> WaitRound(const std::string& round_id, size_t seen, absl::Duration timeout);
   std::optional<RoundView> LastRound() const;
+  // The rounds this site coordinated, newest first (RoundHistory::Recent).
+  std::vector<RoundView> RecentRounds(size_t limit, bool dry_runs) const { return history_.Recent(limit, dry_runs); }
   void SetDrained(bool drained);
   bool drained() const { return drained_.load(); }
   // Every roster site with this site's own row fresh.

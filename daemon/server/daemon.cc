@@ -20,6 +20,7 @@
 #include "daemon/scheduler/exec_adapter.h"
 #include "daemon/scheduler/sim_adapter.h"
 #include "daemon/scheduler/slurm_adapter.h"
+#include "daemon/server/web.h"
 
 namespace hyperfed::server {
 namespace {
@@ -275,7 +276,13 @@ absl::StatusOr<int> Daemon::Start() {
     }
   });
   if (!config_.site.metrics_listen.empty()) {
-    auto m = MetricsServer::Start(config_.site.metrics_listen, [this] { return RenderMetrics(); });
+    const WebAccess access = config_.site.web == "on"    ? WebAccess::kOn
+                             : config_.site.web == "off" ? WebAccess::kOff
+                                                         : WebAccess::kLoopback;
+    const WebView web(server_->InProcessChannel(grpc::ChannelArguments()), access);
+    auto m = MetricsServer::Start(
+        config_.site.metrics_listen, [this] { return RenderMetrics(); }, absl::Seconds(2),
+        [&web](httplib::Server* h) { web.Register(h); });
     if (!m.ok()) return m.status();
     metrics_ = *std::move(m);
     Log(absl::StrCat(config_.site.id, ": metrics on http://",

@@ -11,7 +11,8 @@ namespace hyperfed::server {
 
 absl::StatusOr<std::unique_ptr<MetricsServer>> MetricsServer::Start(const std::string& listen,
                                                                     std::function<std::string()> render,
-                                                                    absl::Duration refresh) {
+                                                                    absl::Duration refresh,
+                                                                    const std::function<void(httplib::Server*)>& routes) {
   std::string host;
   int port = 0;
   if (!listen.empty() && listen[0] == '[') {
@@ -48,6 +49,7 @@ absl::StatusOr<std::unique_ptr<MetricsServer>> MetricsServer::Start(const std::s
   h.Get("/metrics", [raw](const httplib::Request&, httplib::Response& res) {
     res.set_content(raw->Current(), "text/plain; version=0.0.4");
   });
+  if (routes) routes(&h);
   h.set_error_handler([](const httplib::Request&, httplib::Response& res) {
     if (res.status == 404) res.set_content("try /metrics\n", "text/plain");
   });

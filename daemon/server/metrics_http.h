@@ -1,6 +1,7 @@
 #pragma once
 
-// The Prometheus endpoint: text format at /metrics, served by cpp-httplib
+// The daemon's HTTP port: Prometheus's text format at /metrics (and the web
+// view, daemon/server/web.h), served by cpp-httplib
 // (Debian's libcpp-httplib) from a fixed pool of kMetricsThreads threads.
 //
 // A scrape never runs the render function: a background thread renders
@@ -32,10 +33,11 @@ inline constexpr absl::Duration kMetricsReadTimeout = absl::Seconds(1);
 class MetricsServer {
  public:
   // Renders once, binds "host:port" (port 0 picks one) and serves the text
-  // at /metrics, refreshed every `refresh`.
-  static absl::StatusOr<std::unique_ptr<MetricsServer>> Start(const std::string& listen,
-                                                              std::function<std::string()> render,
-                                                              absl::Duration refresh = absl::Seconds(2));
+  // at /metrics, refreshed every `refresh`; `routes`, when given, adds more
+  // handlers (the web view, daemon/server/web.h) before it listens.
+  static absl::StatusOr<std::unique_ptr<MetricsServer>> Start(
+      const std::string& listen, std::function<std::string()> render, absl::Duration refresh = absl::Seconds(2),
+      const std::function<void(httplib::Server*)>& routes = nullptr);
   ~MetricsServer();
   int port() const { return port_; }
 

@@ -466,4 +466,42 @@ grpc::Status AdminService::ForceRelease(grpc::ServerContext* ctx, const v1::Forc
   return grpc::Status::OK;
 }
 
+grpc::Status AdminService::Rounds(grpc::ServerContext* ctx, const v1::RoundsRequest* req, v1::RoundsReply* reply) {
+  if (auto st = CheckAdmin(ctx); !st.ok()) return st;
+  if (req->limit() < 0 || req->limit() > 1000) return Invalid("limit must be 0..1000");
+  if (!req->site().empty() && !d_.config->FindSite(req->site()))
+    return Invalid(absl::StrCat("site '", req->site(), "' is not in the roster"));
+  // Rounds are recorded where they are coordinated: "" asks the coordinator.
+  const std::string site = req->site().empty() ? d_.site->Coordinator() : req->site();
+  if (IsOther(site)) {
+    v1::RoundsRequest fwd = *req;
+    fwd.set_site(site);
+    return Forward(d_.peers, site, d_.admin_token, fwd, reply,
+                   [](v1::Admin::Stub* s, grpc::ClientContext* c, const v1::RoundsRequest& r, v1::RoundsReply* o) {
+                     return s->Rounds(c, r, o);
+                   });
+  }
+  reply->set_site(d_.config->site.id);
+  for (const federation::RoundView& r : d_.site->RecentRounds(req->limit(), req->dry_runs())) {
+    v1::Round* o = reply->add_rounds();
+    o->set_round_id(r.id);
+    o->set_mode(r.mode);
+    o->set_dry_run(r.dry_run);
+    o->set_done(r.done);
+    o->set_ok(r.ok);
+    o->set_started_ms(absl::ToUnixMillis(r.started));
+    o->set_finished_ms(r.done ? absl::ToUnixMillis(r.finished) : 0);
+    o->set_steps(r.steps);
+    o->set_moved(r.moved);
+    o->set_messages(r.messages);
+    o->set_max_share_error_before(r.share_error_before);
+    o->set_max_share_error_after(r.share_error_after);
+    ToProto(r.transfers, o->mutable_transfers());
+    for (const std::string& e : r.events) o->add_events(e);
+    ToProto(r.before, o->mutable_before());
+    ToProto(r.after, o->mutable_after());
+  }
+  return grpc::Status::OK;
+}
+
 }  // namespace hyperfed::server

@@ -66,6 +66,7 @@ class AdminService final : public v1::Admin::Service {
                           v1::ExplainJobReply* reply) override;
   grpc::Status ForceRelease(grpc::ServerContext* ctx, const v1::ForceReleaseRequest* req,
                             v1::ForceReleaseReply* reply) override;
+  grpc::Status Rounds(grpc::ServerContext* ctx, const v1::RoundsRequest* req, v1::RoundsReply* reply) override;
 
  private:
   // The admin bearer token ("authorization: Bearer T"), or a client

@@ -724,3 +724,35 @@ TEST(ConfigExamplesTest, FederationExampleWithoutCertificatesNamesTheMissingFile
 
 }  // namespace
 }  // namespace hyperfed::config
+
+namespace hyperfed::config {
+namespace {
+
+TEST(ConfigWebTest, SiteWebIsLoopbackOnOrOff) {
+  const std::string base = R"(site: {id: a, label: 0, listen: "127.0.0.1:7001", metrics_listen: "127.0.0.1:9101"WEB}
+roster:
+  - {id: a, label: 0, endpoint: "127.0.0.1:7001"}
+state_dir: ./state
+security: {insecure: true}
+)";
+  auto parse = [&](const std::string& web) {
+    std::string text = base;
+    text.replace(text.find("WEB"), 3, web);
+    return ParseConfig(text, "site-a.yaml");
+  };
+  auto c = parse("");
+  ASSERT_TRUE(c.ok()) << c.status();
+  EXPECT_EQ(c->site.web, "loopback");
+  for (const char* v : {"loopback", "on", "off"}) {
+    c = parse(std::string(", web: ") + v);
+    ASSERT_TRUE(c.ok()) << v << ": " << c.status();
+    EXPECT_EQ(c->site.web, v);
+  }
+  c = parse(", web: public");
+  ASSERT_FALSE(c.ok());
+  EXPECT_NE(c.status().message().find("site.web: \"public\": expected loopback, on or off"), std::string::npos)
+      << c.status();
+}
+
+}  // namespace
+}  // namespace hyperfed::config

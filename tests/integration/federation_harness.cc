@@ -84,7 +84,10 @@ absl::StatusOr<std::unique_ptr<TestFederation>> TestFederation::Start(const Fede
   f->sites_.resize(o.sites);
   // gRPC and metrics ports for every site, all distinct.
   const std::vector<int> ports = FreePorts(2 * o.sites);
-  for (int i = 0; i < o.sites; ++i) f->sites_[i].port = ports[i];
+  for (int i = 0; i < o.sites; ++i) {
+    f->sites_[i].port = ports[i];
+    f->sites_[i].metrics_port = ports[o.sites + i];
+  }
   std::string roster;
   for (int i = 0; i < o.sites; ++i)
     absl::StrAppend(&roster, "  - {id: site-", i, ", label: ", i, ", endpoint: \"", f->Endpoint(i), "\"}\n");
@@ -92,7 +95,7 @@ absl::StatusOr<std::unique_ptr<TestFederation>> TestFederation::Start(const Fede
     const int slots = i < static_cast<int>(o.slots.size()) ? o.slots[i] : 4;
     std::ofstream c(f->ConfigPath(i));
     c << "site: {id: site-" << i << ", label: " << i << ", listen: \"" << f->Endpoint(i) << "\", metrics_listen: \""
-      << f->Host(i) << ":" << ports[o.sites + i] << "\"}\n"
+      << f->Host(i) << ":" << f->sites_[i].metrics_port << "\"}\n"
       << "roster:\n"
       << roster << "capacity: from_adapter\n"
       << "balancer: {algorithm: " << o.algorithm << ", interval: " << o.interval

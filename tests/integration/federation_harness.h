@@ -68,6 +68,8 @@ class TestFederation {
   int size() const { return static_cast<int>(sites_.size()); }
   std::string SiteId(int i) const { return "site-" + std::to_string(i); }
   std::string Endpoint(int i) const;
+  // Site i's HTTP port (metrics_listen: /metrics and the web view).
+  int MetricsPort(int i) const { return sites_[i].metrics_port; }
   pid_t Pid(int i) const;
   const std::string& dir() const { return dir_; }
   std::string CertDir() const { return dir_ + "/certs"; }
@@ -103,6 +105,7 @@ class TestFederation {
   TestFederation() = default;
   struct Site {
     int port = 0;
+    int metrics_port = 0;
     pid_t pid = -1;
   };
   std::string Host(int i) const;

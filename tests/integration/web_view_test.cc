@@ -1,0 +1,230 @@
+// The web view (docs/operations.md, "Web view") on real daemons: its JSON
+// API answers what the Admin service answers, to the same callers; and a
+// real browser (headless Chromium) shows every site with its state, a
+// finished round with its transfers, a killed site down within seconds, and
+// where a job is and why it moved. The browser test saves screenshots
+// (web-view.png, web-view-down.png in the working folder, the build folder
+// under ctest).
+
+#include <httplib.h>
+
+#include <thread>
+
+#include "absl/strings/str_cat.h"
+#include "gtest/gtest.h"
+#include "nlohmann/json.hpp"
+#include "tests/integration/browser.h"
+#include "tests/integration/federation_harness.h"
+#include "tests/integration/jobs_util.h"
+
+namespace hyperfed::testing {
+namespace {
+
+constexpr int64_t kLong = 3'600'000;
+
+// A federation of 4 sites (4 slots each) where site 3 had 40 more jobs than
+// the others and one round balanced them; the round's final event.
+struct Balanced {
+  std::unique_ptr<TestFederation> f;
+  v1::RoundEvent round;
+};
+
+void StartBalanced(Balanced* b) {
+  auto f = TestFederation::Start({.sites = 4});
+  ASSERT_TRUE(f.ok()) << f.status();
+  b->f = *std::move(f);
+  ASSERT_TRUE(b->f->WaitHealthy(absl::Seconds(20), 3).ok());
+  ASSERT_TRUE(Submit(*b->f, 3, 44, kLong).ok());
+  absl::SleepFor(absl::Seconds(1));  // a heartbeat carries the new load
+  auto r = RunRound(*b->f, 0);
+  ASSERT_TRUE(r.ok()) << r.status();
+  ASSERT_TRUE(r->ok()) << r->message();
+  ASSERT_GT(r->final_event().transfers_size(), 0) << r->message();
+  b->round = r->final_event();
+}
+
+httplib::Result Get(const TestFederation& f, int site, const std::string& path, const std::string& token) {
+  httplib::Client c("127.0.0.1", f.MetricsPort(site));
+  c.set_read_timeout(15, 0);
+  httplib::Headers h;
+  if (!token.empty()) h.emplace("Authorization", "Bearer " + token);
+  return c.Get(path, h);
+}
+
+nlohmann::json Json(const httplib::Result& r) { return nlohmann::json::parse(r->body, nullptr, false); }
+
+TEST(WebViewTest, ApiAnswersWhatTheAdminServiceAnswersToTheSameCallers) {
+  Balanced b;
+  ASSERT_NO_FATAL_FAILURE(StartBalanced(&b));
+  TestFederation& f = *b.f;
+
+  // No token, a wrong one: the Admin service's own refusal.
+  auto r = Get(f, 1, "/api/v1/status", "");
+  ASSERT_TRUE(r);
+  EXPECT_EQ(r->status, 401);
+  EXPECT_EQ(Json(r)["code"], "UNAUTHENTICATED") << r->body;
+  r = Get(f, 1, "/api/v1/status", "not-the-token");
+  ASSERT_TRUE(r);
+  EXPECT_EQ(r->status, 401) << r->body;
+
+  // Status: the rows Admin.Status gives, in protobuf's JSON mapping.
+  r = Get(f, 1, "/api/v1/status", f.Token());
+  ASSERT_TRUE(r);
+  ASSERT_EQ(r->status, 200) << r->body;
+  EXPECT_EQ(r->get_header_value("Content-Type"), "application/json");
+  EXPECT_EQ(r->get_header_value("Cache-Control"), "no-store");
+  nlohmann::json status = Json(r);
+  v1::StatusReply admin;
+  auto ctx = f.Context();
+  ASSERT_TRUE(f.Admin(1)->Status(ctx.get(), v1::StatusRequest(), &admin).ok());
+  EXPECT_EQ(status["site"], "site-1");
+  ASSERT_EQ(status["sites"].size(), static_cast<size_t>(admin.sites_size()));
+  for (int i = 0; i < admin.sites_size(); ++i) {
+    EXPECT_EQ(status["sites"][i]["site"], admin.sites(i).site());
+    EXPECT_EQ(status["sites"][i]["state"], admin.sites(i).state());
+  }
+
+  // Rounds, asked at a site that did not coordinate: the coordinator's
+  // record of the round just run, transfers and all.
+  r = Get(f, 2, "/api/v1/rounds?limit=5", f.Token());
+  ASSERT_TRUE(r);
+  ASSERT_EQ(r->status, 200) << r->body;
+  nlohmann::json rounds = Json(r);
+  EXPECT_EQ(rounds["site"], "site-0");
+  ASSERT_EQ(rounds["rounds"].size(), 1u) << r->body;
+  const nlohmann::json& round = rounds["rounds"][0];
+  EXPECT_EQ(round["round_id"], b.round.round_id());
+  EXPECT_TRUE(round["done"].get<bool>());
+  EXPECT_TRUE(round["ok"].get<bool>());
+  EXPECT_EQ(round["moved"], std::to_string(b.round.moved()));  // int64 is a string in JSON
+  ASSERT_EQ(round["transfers"].size(), static_cast<size_t>(b.round.transfers_size()));
+  for (int i = 0; i < b.round.transfers_size(); ++i) {
+    EXPECT_EQ(round["transfers"][i]["from"], b.round.transfers(i).from());
+    EXPECT_EQ(round["transfers"][i]["to"], b.round.transfers(i).to());
+  }
+  EXPECT_DOUBLE_EQ(round["max_share_error_before"].get<double>(), b.round.max_share_error_before());
+
+  // Bad requests change nothing and say why; unknown paths are 404.
+  r = Get(f, 1, "/api/v1/rounds?limit=many", f.Token());
+  ASSERT_TRUE(r);
+  EXPECT_EQ(r->status, 400);
+  EXPECT_EQ(Json(r)["code"], "INVALID_ARGUMENT");
+  EXPECT_NE(r->body.find("limit: 'many' is not a whole number"), std::string::npos) << r->body;
+  r = Get(f, 1, "/api/v1/migrations?limit=-1", f.Token());
+  ASSERT_TRUE(r);
+  EXPECT_EQ(r->status, 400) << r->body;  // the Admin service's own check
+  r = Get(f, 1, "/api/v1/status?verbose=1", f.Token());
+  ASSERT_TRUE(r);
+  EXPECT_EQ(r->status, 400);
+  EXPECT_NE(r->body.find("unknown parameter 'verbose'"), std::string::npos) << r->body;
+  r = Get(f, 1, "/api/v1/explain?job=", f.Token());
+  ASSERT_TRUE(r);
+  EXPECT_EQ(r->status, 400) << r->body;
+  r = Get(f, 1, "/api/v1/rounds?site=nowhere", f.Token());
+  ASSERT_TRUE(r);
+  EXPECT_EQ(r->status, 400) << r->body;
+  r = Get(f, 1, "/api/v1/balance", f.Token());  // read-only: no call that changes anything
+  ASSERT_TRUE(r);
+  EXPECT_EQ(r->status, 404);
+
+  // The page: no token needed to load it (it holds no data), locked down.
+  r = Get(f, 1, "/", "");
+  ASSERT_TRUE(r);
+  ASSERT_EQ(r->status, 200);
+  EXPECT_NE(r->body.find("<script src=\"/app.js\""), std::string::npos);
+  EXPECT_NE(r->get_header_value("Content-Security-Policy").find("default-src 'none'"), std::string::npos);
+  r = Get(f, 1, "/app.js", "");
+  ASSERT_TRUE(r);
+  EXPECT_EQ(r->status, 200);
+  EXPECT_EQ(r->get_header_value("Content-Type"), "text/javascript; charset=utf-8");
+  // Prometheus's endpoint is unchanged beside it.
+  r = Get(f, 1, "/metrics", "");
+  ASSERT_TRUE(r);
+  EXPECT_EQ(r->status, 200);
+  EXPECT_NE(r->body.find("hyperfed_rounds_total"), std::string::npos);
+}
+
+// Rows of the page's tables and nodes of its cube, by attribute.
+std::string SiteState(const std::string& site) {
+  return absl::StrCat("(document.querySelector('#sites tr[data-site=\"", site, "\"]') || {}).dataset?.state");
+}
+
+TEST(WebViewTest, BrowserShowsSitesRoundsADownSiteAndWhereAJobIs) {
+  if (Browser::Find().empty()) GTEST_SKIP() << "no chromium installed (scripts/setup installs Debian's chromium)";
+  Balanced b;
+  ASSERT_NO_FATAL_FAILURE(StartBalanced(&b));
+  TestFederation& f = *b.f;
+  auto browser = Browser::Start(f.dir());
+  ASSERT_TRUE(browser.ok()) << browser.status();
+  Browser& web = **browser;
+  const std::string base = absl::StrCat("http://127.0.0.1:", f.MetricsPort(0), "/");
+
+  // Without a token the page asks for one; signing in shows the view.
+  ASSERT_TRUE(web.Navigate(base).ok());
+  ASSERT_TRUE(web.WaitFor("!document.getElementById('login').hidden", absl::Seconds(10)).ok());
+  ASSERT_TRUE(web.Eval("document.getElementById('view').hidden").value() == true);
+  ASSERT_TRUE(web.Eval(absl::StrCat("document.getElementById('token').value = '", f.Token(),
+                                    "'; document.querySelector('#login button').click(); true"))
+                  .ok());
+  auto shown = web.WaitFor("!document.getElementById('view').hidden && document.body.dataset.refreshes > 0",
+                           absl::Seconds(10));
+  ASSERT_TRUE(shown.ok()) << shown.status();
+
+  // Every site with its state, in the table and in the cube.
+  for (int i = 0; i < f.size(); ++i) {
+    const std::string want = i == 0 ? "self" : "up";
+    EXPECT_EQ(web.Eval(SiteState(f.SiteId(i))).value(), want) << f.SiteId(i);
+    EXPECT_EQ(web.Eval(absl::StrCat("document.querySelector('#cube g[data-label=\"", i, "\"]').dataset.site"))
+                  .value(),
+              f.SiteId(i));
+  }
+  // The finished round with its transfers.
+  const std::string row = absl::StrCat("document.querySelector('#rounds tr[data-round=\"", b.round.round_id(), "\"]')");
+  ASSERT_TRUE(web.Eval(row + " !== null").value() == true);
+  EXPECT_EQ(web.Eval(row + ".dataset.done").value(), "true");
+  EXPECT_EQ(web.Eval(row + ".dataset.transfers").value(), std::to_string(b.round.transfers_size()));
+  const std::string cells = web.Eval(row + ".textContent").value().get<std::string>();
+  EXPECT_NE(cells.find("finished"), std::string::npos) << cells;
+  const v1::Transfer& t = b.round.transfers(0);  // site i has label i
+  EXPECT_NE(cells.find(absl::StrCat("site-", t.from(), "\u2192site-", t.to(), " ", t.count())), std::string::npos) << cells;
+  EXPECT_TRUE(web.Screenshot("web-view.png").ok());
+
+  // Where a job is and why it moved: a job that moved to site 0.
+  std::string moved_key;
+  for (const v1::Job& j : ListJobs(f, 0)) {
+    auto ctx = f.Context();
+    v1::ExplainJobRequest q;
+    q.set_job(j.spec().key());
+    v1::ExplainJobReply a;
+    if (f.Admin(0)->ExplainJob(ctx.get(), q, &a).ok() && a.explanation().find("site-3") != std::string::npos) {
+      moved_key = j.spec().key();
+      break;
+    }
+  }
+  ASSERT_FALSE(moved_key.empty()) << "no job at site-0 says it moved";
+  ASSERT_TRUE(web.Eval(absl::StrCat("document.getElementById('job').value = '", moved_key,
+                                    "'; document.querySelector('#search button').click(); true"))
+                  .ok());
+  auto explained = web.WaitFor(
+      absl::StrCat("document.getElementById('explanation').textContent.includes('", moved_key, "')"),
+      absl::Seconds(10));
+  ASSERT_TRUE(explained.ok()) << explained.status();
+  const std::string why = web.Eval("document.getElementById('explanation').textContent").value();
+  EXPECT_NE(why.find("site-3"), std::string::npos) << why;  // where it came from
+
+  // A killed site: the page, left open, shows it down within seconds
+  // (the peer timeout is 2 s, the page refreshes every 2 s).
+  f.Kill(2);
+  const absl::Time killed = absl::Now();
+  auto down = web.WaitFor(SiteState("site-2") + " === 'down'", absl::Seconds(15));
+  ASSERT_TRUE(down.ok()) << down.status();
+  const absl::Duration took = absl::Now() - killed;
+  std::cout << "web view: site-2 shown down " << absl::FormatDuration(took) << " after kill -9\n";
+  EXPECT_LE(took, absl::Seconds(10));
+  EXPECT_EQ(web.Eval("document.querySelector('#cube g[data-label=\"2\"]').dataset.state").value(), "down");
+  EXPECT_EQ(web.Eval(SiteState("site-1")).value(), "up");
+  EXPECT_TRUE(web.Screenshot("web-view-down.png").ok());
+}
+
+}  // namespace
+}  // namespace hyperfed::testing
