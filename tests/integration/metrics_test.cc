@@ -117,7 +117,8 @@ TEST(MetricsTest, PagePassesPromtoolAndShowsPeersRoundsAndHeldMigrations) {
   // site-3 returns: recovery settles the migration, the gauges go back to 0.
   ASSERT_TRUE(fed.StartSite(3).ok());
   page = ScrapeUntil(fed, 0, absl::Seconds(60), [](const auto& m) {
-    auto up = m.find("hyperfed_peer_up{peer=\"site-3\"}"), held = m.find("hyperfed_migrations_unsettled{direction=\"out\"}");
+    auto up = m.find("hyperfed_peer_up{peer=\"site-3\"}");
+    auto held = m.find("hyperfed_migrations_unsettled{direction=\"out\"}");
     return up != m.end() && up->second == 1 && held != m.end() && held->second == 0;
   });
   m = ParseMetrics(page);
