@@ -267,8 +267,11 @@ void Coordinator::FinishLocked(const std::string& why) {
     const double secs = absl::ToDoubleSeconds(r.finished - r.started);
     ++counters_.rounds;
     if (!ok) ++counters_.rounds_failed;
+    counters_.rounds_failed_in_a_row = ok ? 0 : counters_.rounds_failed_in_a_row + 1;
     counters_.last_round_seconds = secs;
     counters_.round_seconds_sum += secs;
+    counters_.last_share_error_before = r.share_error_before;
+    counters_.last_share_error_after = r.share_error_after;
   });
   Log(absl::StrCat(config_.site.id, ": ", summary));
   cv_.notify_all();

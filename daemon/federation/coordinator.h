@@ -32,8 +32,11 @@ namespace hyperfed::federation {
 struct SiteCounters {
   int64_t rounds = 0;
   int64_t rounds_failed = 0;
+  int64_t rounds_failed_in_a_row = 0;  // since the last round that finished
   double last_round_seconds = 0;
   double round_seconds_sum = 0;
+  // The last round's max share error (ShareError) before and after it.
+  double last_share_error_before = 0, last_share_error_after = 0;
   int64_t jobs_moved_out = 0;
 };
 

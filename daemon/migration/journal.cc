@@ -47,9 +47,8 @@ CREATE VIEW IF NOT EXISTS aborted_ids AS
   SELECT id, peer, updated_ms FROM migrations WHERE direction = 'in' AND state = 'ABORTED';
 )sql";
 
-absl::Status SqlError(sqlite3* db, const std::string& what) {
-  return absl::InternalError(absl::StrCat("journal: ", what, ": ", sqlite3_errmsg(db)));
-}
+// The states that end a record (IsTerminal), in SQL.
+constexpr char kUnsettled[] = "state NOT IN ('COMMITTED', 'ABORTED', 'FORCED')";
 
 // A prepared statement, finalized on scope exit.
 class Stmt {
@@ -94,10 +93,10 @@ class Transaction {
     if (began_ && !done_) sqlite3_exec(db_, "ROLLBACK", nullptr, nullptr, nullptr);
   }
   bool began() const { return began_; }
-  absl::Status Commit() {
-    if (sqlite3_exec(db_, "COMMIT", nullptr, nullptr, nullptr) != SQLITE_OK) return SqlError(db_, "commit");
-    done_ = true;
-    return absl::OkStatus();
+  // False (and the destructor rolls back) when COMMIT fails.
+  bool Commit() {
+    done_ = sqlite3_exec(db_, "COMMIT", nullptr, nullptr, nullptr) == SQLITE_OK;
+    return done_;
   }
 
  private:
@@ -177,7 +176,7 @@ absl::StatusOr<std::unique_ptr<Journal>> Journal::Open(const std::string& path) 
     if (absl::Status s = j->Exec(sql); !s.ok()) return s;
   }
   Stmt v(db, "SELECT value FROM meta WHERE name = 'schema_version'");
-  if (!v.ok() || v.Step() != SQLITE_ROW) return SqlError(db, "read schema version");
+  if (!v.ok() || v.Step() != SQLITE_ROW) return j->SqlError("read schema version");
   if (v.Int(0) != kSchemaVersion) {
     return absl::FailedPreconditionError(
         absl::StrCat("journal: ", path, " has schema version ", v.Int(0), "; this build reads ", kSchemaVersion));
@@ -187,10 +186,19 @@ absl::StatusOr<std::unique_ptr<Journal>> Journal::Open(const std::string& path) 
 
 Journal::~Journal() { sqlite3_close(db_); }
 
+absl::Status Journal::Failure(absl::Status s) const {
+  errors_.fetch_add(1, std::memory_order_relaxed);
+  return s;
+}
+
+absl::Status Journal::SqlError(const std::string& what) const {
+  return Failure(absl::InternalError(absl::StrCat("journal: ", what, ": ", sqlite3_errmsg(db_))));
+}
+
 absl::Status Journal::Exec(const char* sql) const {
   char* err = nullptr;
   if (sqlite3_exec(db_, sql, nullptr, nullptr, &err) != SQLITE_OK) {
-    absl::Status s = absl::InternalError(absl::StrCat("journal: ", err ? err : "error"));
+    absl::Status s = Failure(absl::InternalError(absl::StrCat("journal: ", err ? err : "error")));
     sqlite3_free(err);
     return s;
   }
@@ -200,13 +208,13 @@ absl::Status Journal::Exec(const char* sql) const {
 absl::StatusOr<int64_t> Journal::NextSequence() {
   std::lock_guard<std::mutex> l(mu_);
   Transaction tx(db_);
-  if (!tx.began()) return SqlError(db_, "begin");
+  if (!tx.began()) return SqlError("begin");
   Stmt get(db_, "SELECT value FROM meta WHERE name = 'next_sequence'");
-  if (!get.ok() || get.Step() != SQLITE_ROW) return SqlError(db_, "read sequence");
+  if (!get.ok() || get.Step() != SQLITE_ROW) return SqlError("read sequence");
   int64_t v = get.Int(0);
   Stmt put(db_, "UPDATE meta SET value = ?1 WHERE name = 'next_sequence'");
-  if (!put.ok() || put.Bind(1, v + 1).Step() != SQLITE_DONE) return SqlError(db_, "bump sequence");
-  if (absl::Status s = tx.Commit(); !s.ok()) return s;
+  if (!put.ok() || put.Bind(1, v + 1).Step() != SQLITE_DONE) return SqlError("bump sequence");
+  if (!tx.Commit()) return SqlError("commit");
   return v;
 }
 
@@ -214,12 +222,12 @@ absl::Status Journal::InsertJobs(Direction d, const std::string& id, const std::
   Stmt ins(db_,
            "INSERT INTO migration_jobs(direction, migration_id, idx, job_key, source_id, dest_id, spec) "
            "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)");
-  if (!ins.ok()) return SqlError(db_, "prepare job insert");
+  if (!ins.ok()) return SqlError("prepare job insert");
   for (size_t i = 0; i < jobs.size(); ++i) {
     ins.Reset();
     ins.Bind(1, DirectionName(d)).Bind(2, id).Bind(3, static_cast<int64_t>(i)).Bind(4, jobs[i].key);
     ins.Bind(5, jobs[i].source_id).Bind(6, jobs[i].dest_id).Bind(7, EncodeSpec(jobs[i].spec));
-    if (ins.Step() != SQLITE_DONE) return SqlError(db_, "insert job");
+    if (ins.Step() != SQLITE_DONE) return SqlError("insert job");
   }
   return absl::OkStatus();
 }
@@ -227,11 +235,11 @@ absl::Status Journal::InsertJobs(Direction d, const std::string& id, const std::
 absl::Status Journal::Insert(const MigrationRecord& r) {
   std::lock_guard<std::mutex> l(mu_);
   Transaction tx(db_);
-  if (!tx.began()) return SqlError(db_, "begin");
+  if (!tx.began()) return SqlError("begin");
   Stmt ins(db_,
            "INSERT INTO migrations(direction, id, peer, state, round_id, created_ms, updated_ms, note) "
            "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)");
-  if (!ins.ok()) return SqlError(db_, "prepare insert");
+  if (!ins.ok()) return SqlError("prepare insert");
   ins.Bind(1, DirectionName(r.direction)).Bind(2, r.id).Bind(3, r.peer).Bind(4, MigrationStateName(r.state));
   ins.Bind(5, r.round_id).Bind(6, ToMs(r.created)).Bind(7, ToMs(r.updated)).Bind(8, r.note);
   int rc = ins.Step();
@@ -239,9 +247,9 @@ absl::Status Journal::Insert(const MigrationRecord& r) {
     return absl::AlreadyExistsError(
         absl::StrCat("journal: ", DirectionName(r.direction), " migration ", r.id, " already exists"));
   }
-  if (rc != SQLITE_DONE) return SqlError(db_, "insert migration");
+  if (rc != SQLITE_DONE) return SqlError("insert migration");
   if (absl::Status s = InsertJobs(r.direction, r.id, r.jobs); !s.ok()) return s;
-  return tx.Commit();
+  return tx.Commit() ? absl::OkStatus() : SqlError("commit");
 }
 
 absl::Status Journal::UpdateLocked(Direction d, const std::string& id, MigrationState state, const std::string& note,
@@ -250,9 +258,9 @@ absl::Status Journal::UpdateLocked(Direction d, const std::string& id, Migration
           "UPDATE migrations SET state = ?3, updated_ms = ?4, "
           "note = CASE WHEN ?5 = '' THEN note WHEN note = '' THEN ?5 ELSE note || '; ' || ?5 END "
           "WHERE direction = ?1 AND id = ?2");
-  if (!up.ok()) return SqlError(db_, "prepare update");
+  if (!up.ok()) return SqlError("prepare update");
   up.Bind(1, DirectionName(d)).Bind(2, id).Bind(3, MigrationStateName(state)).Bind(4, ToMs(now)).Bind(5, note);
-  if (up.Step() != SQLITE_DONE) return SqlError(db_, "update migration");
+  if (up.Step() != SQLITE_DONE) return SqlError("update migration");
   if (sqlite3_changes(db_) != 1) {
     return absl::NotFoundError(absl::StrCat("journal: no ", DirectionName(d), " migration ", id));
   }
@@ -263,47 +271,47 @@ absl::Status Journal::Update(Direction d, const std::string& id, MigrationState 
                              absl::Time now, const std::vector<std::string>* dest_ids) {
   std::lock_guard<std::mutex> l(mu_);
   Transaction tx(db_);
-  if (!tx.began()) return SqlError(db_, "begin");
+  if (!tx.began()) return SqlError("begin");
   if (absl::Status s = UpdateLocked(d, id, state, note, now); !s.ok()) return s;
   if (dest_ids != nullptr) {
     Stmt count(db_, "SELECT COUNT(*) FROM migration_jobs WHERE direction = ?1 AND migration_id = ?2");
     if (!count.ok() || count.Bind(1, DirectionName(d)).Bind(2, id).Step() != SQLITE_ROW) {
-      return SqlError(db_, "count jobs");
+      return SqlError("count jobs");
     }
     if (count.Int(0) != static_cast<int64_t>(dest_ids->size())) {
       return absl::InvalidArgumentError(absl::StrCat("journal: migration ", id, " has ", count.Int(0), " jobs, got ",
                                                      dest_ids->size(), " destination ids"));
     }
     Stmt set(db_, "UPDATE migration_jobs SET dest_id = ?4 WHERE direction = ?1 AND migration_id = ?2 AND idx = ?3");
-    if (!set.ok()) return SqlError(db_, "prepare dest id update");
+    if (!set.ok()) return SqlError("prepare dest id update");
     for (size_t i = 0; i < dest_ids->size(); ++i) {
       set.Reset();
       set.Bind(1, DirectionName(d)).Bind(2, id).Bind(3, static_cast<int64_t>(i)).Bind(4, (*dest_ids)[i]);
-      if (set.Step() != SQLITE_DONE) return SqlError(db_, "set dest id");
+      if (set.Step() != SQLITE_DONE) return SqlError("set dest id");
     }
   }
-  return tx.Commit();
+  return tx.Commit() ? absl::OkStatus() : SqlError("commit");
 }
 
 absl::Status Journal::UpdateWithJobs(Direction d, const std::string& id, MigrationState state, const std::string& note,
                                      absl::Time now, const std::vector<JournalJob>& jobs) {
   std::lock_guard<std::mutex> l(mu_);
   Transaction tx(db_);
-  if (!tx.began()) return SqlError(db_, "begin");
+  if (!tx.began()) return SqlError("begin");
   if (absl::Status s = UpdateLocked(d, id, state, note, now); !s.ok()) return s;
   Stmt del(db_, "DELETE FROM migration_jobs WHERE direction = ?1 AND migration_id = ?2");
   if (!del.ok() || del.Bind(1, DirectionName(d)).Bind(2, id).Step() != SQLITE_DONE) {
-    return SqlError(db_, "delete jobs");
+    return SqlError("delete jobs");
   }
   if (absl::Status s = InsertJobs(d, id, jobs); !s.ok()) return s;
-  return tx.Commit();
+  return tx.Commit() ? absl::OkStatus() : SqlError("commit");
 }
 
 absl::Status Journal::LoadJobs(MigrationRecord* r, bool with_specs) const {
   Stmt q(db_,
          "SELECT job_key, source_id, dest_id, spec FROM migration_jobs "
          "WHERE direction = ?1 AND migration_id = ?2 ORDER BY idx");
-  if (!q.ok()) return SqlError(db_, "prepare job query");
+  if (!q.ok()) return SqlError("prepare job query");
   q.Bind(1, DirectionName(r->direction)).Bind(2, r->id);
   int rc;
   while ((rc = q.Step()) == SQLITE_ROW) {
@@ -314,13 +322,13 @@ absl::Status Journal::LoadJobs(MigrationRecord* r, bool with_specs) const {
     if (with_specs) {
       absl::StatusOr<scheduler::JobSpec> spec = DecodeSpec(q.Text(3));
       if (!spec.ok()) {
-        return absl::DataLossError(absl::StrCat("journal: migration ", r->id, ": ", spec.status().message()));
+        return Failure(absl::DataLossError(absl::StrCat("journal: migration ", r->id, ": ", spec.status().message())));
       }
       j.spec = *std::move(spec);
     }
     r->jobs.push_back(std::move(j));
   }
-  if (rc != SQLITE_DONE) return SqlError(db_, "read jobs");
+  if (rc != SQLITE_DONE) return SqlError("read jobs");
   return absl::OkStatus();
 }
 
@@ -331,7 +339,7 @@ absl::StatusOr<std::vector<MigrationRecord>> Journal::Query(const std::string& w
       absl::StrCat("SELECT direction, id, peer, state, round_id, created_ms, updated_ms, note FROM migrations m WHERE ",
                    where_sql, " ORDER BY ", order_sql, " LIMIT ", limit);
   Stmt q(db_, sql.c_str());
-  if (!q.ok()) return SqlError(db_, "prepare query");
+  if (!q.ok()) return SqlError("prepare query");
   for (size_t i = 0; i < args.size(); ++i) q.Bind(static_cast<int>(i + 1), args[i]);
   std::vector<MigrationRecord> out;
   int rc;
@@ -341,7 +349,7 @@ absl::StatusOr<std::vector<MigrationRecord>> Journal::Query(const std::string& w
     r.id = q.Text(1);
     r.peer = q.Text(2);
     std::optional<MigrationState> st = ParseState(q.Text(3));
-    if (!st) return absl::DataLossError(absl::StrCat("journal: migration ", r.id, ": bad state ", q.Text(3)));
+    if (!st) return Failure(absl::DataLossError(absl::StrCat("journal: migration ", r.id, ": bad state ", q.Text(3))));
     r.state = *st;
     r.round_id = q.Text(4);
     r.created = absl::FromUnixMillis(q.Int(5));
@@ -349,7 +357,7 @@ absl::StatusOr<std::vector<MigrationRecord>> Journal::Query(const std::string& w
     r.note = q.Text(7);
     out.push_back(std::move(r));
   }
-  if (rc != SQLITE_DONE) return SqlError(db_, "query migrations");
+  if (rc != SQLITE_DONE) return SqlError("query migrations");
   for (MigrationRecord& r : out) {
     if (absl::Status s = LoadJobs(&r, with_specs); !s.ok()) return s;
   }
@@ -367,7 +375,7 @@ absl::StatusOr<std::optional<MigrationRecord>> Journal::Get(Direction d, const s
 
 absl::StatusOr<std::vector<MigrationRecord>> Journal::ListActive(Direction d) const {
   std::lock_guard<std::mutex> l(mu_);
-  return Query("direction = ?1 AND state NOT IN ('COMMITTED', 'ABORTED', 'FORCED')", "created_ms, id",
+  return Query(absl::StrCat("direction = ?1 AND ", kUnsettled), "created_ms, id",
                {DirectionName(d)}, -1, true);
 }
 
@@ -387,14 +395,16 @@ absl::StatusOr<std::vector<MigrationRecord>> Journal::HistoryOfJob(const std::st
 
 absl::StatusOr<std::set<std::string>> Journal::ActiveOutJobIds() const {
   std::lock_guard<std::mutex> l(mu_);
-  Stmt q(db_,
-         "SELECT j.source_id FROM migration_jobs j JOIN migrations m ON m.direction = j.direction AND "
-         "m.id = j.migration_id WHERE m.direction = 'out' AND m.state NOT IN ('COMMITTED', 'ABORTED', 'FORCED')");
-  if (!q.ok()) return SqlError(db_, "prepare active jobs query");
+  const std::string sql = absl::StrCat(
+      "SELECT j.source_id FROM migration_jobs j JOIN migrations m ON m.direction = j.direction AND "
+      "m.id = j.migration_id WHERE m.direction = 'out' AND m.",
+      kUnsettled);
+  Stmt q(db_, sql.c_str());
+  if (!q.ok()) return SqlError("prepare active jobs query");
   std::set<std::string> ids;
   int rc;
   while ((rc = q.Step()) == SQLITE_ROW) ids.insert(q.Text(0));
-  if (rc != SQLITE_DONE) return SqlError(db_, "read active jobs");
+  if (rc != SQLITE_DONE) return SqlError("read active jobs");
   return ids;
 }
 
@@ -404,13 +414,29 @@ absl::StatusOr<std::set<std::string>> Journal::ArrivedSince(absl::Time since, co
          "SELECT j.job_key FROM migration_jobs j JOIN migrations m ON m.direction = j.direction AND "
          "m.id = j.migration_id WHERE m.direction = 'in' AND m.state = 'COMMITTED' AND m.created_ms >= ?1 AND "
          "m.round_id != ?2");
-  if (!q.ok()) return SqlError(db_, "prepare arrivals query");
+  if (!q.ok()) return SqlError("prepare arrivals query");
   q.Bind(1, ToMs(since)).Bind(2, except_round);
   std::set<std::string> keys;
   int rc;
   while ((rc = q.Step()) == SQLITE_ROW) keys.insert(q.Text(0));
-  if (rc != SQLITE_DONE) return SqlError(db_, "read arrivals");
+  if (rc != SQLITE_DONE) return SqlError("read arrivals");
   return keys;
+}
+
+absl::StatusOr<UnsettledSummary> Journal::Unsettled(Direction d) const {
+  std::lock_guard<std::mutex> l(mu_);
+  const std::string sql = absl::StrCat(
+      "SELECT COUNT(*), MIN(created_ms), (SELECT COUNT(*) FROM migration_jobs j JOIN migrations m ON "
+      "m.direction = j.direction AND m.id = j.migration_id WHERE m.direction = ?1 AND m.",
+      kUnsettled, ") FROM migrations WHERE direction = ?1 AND ", kUnsettled);
+  Stmt q(db_, sql.c_str());
+  if (!q.ok()) return SqlError("prepare unsettled query");
+  if (q.Bind(1, DirectionName(d)).Step() != SQLITE_ROW) return SqlError("read unsettled");
+  UnsettledSummary u;
+  u.migrations = q.Int(0);
+  if (u.migrations > 0) u.oldest_created = absl::FromUnixMillis(q.Int(1));
+  u.jobs = q.Int(2);
+  return u;
 }
 
 }  // namespace hyperfed::migration

@@ -18,6 +18,7 @@
 //
 // Thread-safe: one connection behind a mutex.
 
+#include <atomic>
 #include <cstdint>
 #include <memory>
 #include <mutex>
@@ -52,6 +53,14 @@ struct JournalJob {
   std::string source_id;    // id at the source ("" in incoming records)
   std::string dest_id;      // id at the destination; "" until known
   scheduler::JobSpec spec;  // loaded only when asked for
+};
+
+// The records of one direction not yet in a terminal state (for the
+// metrics endpoint): how many, their jobs, and when the oldest was created.
+struct UnsettledSummary {
+  int64_t migrations = 0;
+  int64_t jobs = 0;
+  std::optional<absl::Time> oldest_created;  // nullopt when there is none
 };
 
 struct MigrationRecord {
@@ -108,6 +117,13 @@ class Journal {
   // or after `since`, outside round `except_round` (the hysteresis of
   // docs/algorithms.md, "Jobs that gain").
   absl::StatusOr<std::set<std::string>> ArrivedSince(absl::Time since, const std::string& except_round) const;
+  // Counts only, without loading any record.
+  absl::StatusOr<UnsettledSummary> Unsettled(Direction d) const;
+
+  // Failures of the database itself since Open: SQLite errors (disk full,
+  // I/O, a lock held beyond busy_timeout) and rows that cannot be read. A
+  // caller's mistake (NotFound, AlreadyExists, InvalidArgument) is not one.
+  int64_t errors() const { return errors_.load(std::memory_order_relaxed); }
 
  private:
   explicit Journal(sqlite3* db) : db_(db) {}
@@ -119,9 +135,14 @@ class Journal {
   absl::Status InsertJobs(Direction d, const std::string& id, const std::vector<JournalJob>& jobs);
   absl::Status UpdateLocked(Direction d, const std::string& id, MigrationState state, const std::string& note,
                             absl::Time now);
+  // Every failure counted by errors() passes here.
+  absl::Status Failure(absl::Status s) const;
+  // Failure() with SQLite's last error message, after `what`.
+  absl::Status SqlError(const std::string& what) const;
 
   mutable std::mutex mu_;
   sqlite3* db_;
+  mutable std::atomic<int64_t> errors_{0};
 };
 
 }  // namespace hyperfed::migration

@@ -12,6 +12,7 @@
 #include <filesystem>
 #include <fstream>
 #include <sstream>
+#include <string_view>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
@@ -308,27 +309,81 @@ void Daemon::Shutdown() {
 Daemon::~Daemon() { Shutdown(); }
 
 std::string Daemon::RenderMetrics() {
+  // Prometheus' text format, one family at a time: HELP and TYPE, then its
+  // samples. Label values are roster ids ([A-Za-z0-9._-], checked at config
+  // load) and fixed words, so none needs escaping. docs/operations.md,
+  // "Watch", lists every family; deploy/prometheus/rules/hyperfed.yml alerts
+  // on them.
   std::string out;
-  auto metric = [&out](const char* name, const char* type, const char* help, double v) {
-    absl::StrAppendFormat(&out, "# HELP %s %s\n# TYPE %s %s\n%s %.17g\n", name, help, name, type, name, v);
+  auto family = [&out](const char* name, const char* type, const char* help) {
+    absl::StrAppendFormat(&out, "# HELP %s %s\n# TYPE %s %s\n", name, help, name, type);
+  };
+  auto sample = [&out](std::string_view series, double v) { absl::StrAppendFormat(&out, "%s %.17g\n", series, v); };
+  auto metric = [&](const char* name, const char* type, const char* help, double v) {
+    family(name, type, help);
+    sample(name, v);
   };
   federation::SiteCounters c = site_->counters();
   auto snap = site_->Snapshot();
+  const std::vector<federation::PeerInfo> view = site_->membership().View();
   int up = 0;
-  for (const auto& p : site_->membership().View()) up += (!p.self && p.up) ? 1 : 0;
+  for (const auto& p : view) up += (!p.self && p.up) ? 1 : 0;
   metric("hyperfed_rounds_total", "counter", "Rounds this site coordinated.", static_cast<double>(c.rounds));
   metric("hyperfed_rounds_failed_total", "counter", "Coordinated rounds that ended early.",
          static_cast<double>(c.rounds_failed));
-  metric("hyperfed_round_duration_seconds_sum", "counter", "Total duration of coordinated rounds.",
-         c.round_seconds_sum);
+  metric("hyperfed_rounds_failed_consecutive", "gauge",
+         "Coordinated rounds in a row that ended early (0 once one finishes).",
+         static_cast<double>(c.rounds_failed_in_a_row));
+  family("hyperfed_round_duration_seconds", "summary", "Duration of coordinated rounds.");
+  sample("hyperfed_round_duration_seconds_sum", c.round_seconds_sum);
+  sample("hyperfed_round_duration_seconds_count", static_cast<double>(c.rounds));
   metric("hyperfed_last_round_duration_seconds", "gauge", "Duration of the last coordinated round.",
          c.last_round_seconds);
+  if (c.rounds > 0) {
+    metric("hyperfed_last_round_share_error_before", "gauge",
+           "Max share error (jobs from a site's capacity share) when the last coordinated round started.",
+           c.last_share_error_before);
+    metric("hyperfed_last_round_share_error_after", "gauge",
+           "Max share error (jobs from a site's capacity share) after the last coordinated round's transfers.",
+           c.last_share_error_after);
+  }
   metric("hyperfed_jobs_moved_out_total", "counter", "Jobs this site moved to other sites in rounds.",
          static_cast<double>(c.jobs_moved_out));
-  metric("hyperfed_load", "gauge", "Movable pending jobs at this site (pending jobs some other site can run).", snap.ok() ? static_cast<double>(snap->load) : -1);
+  metric("hyperfed_load", "gauge", "Movable pending jobs at this site (pending jobs some other site can run).",
+         snap.ok() ? static_cast<double>(snap->load) : -1);
   metric("hyperfed_capacity", "gauge", "This site's capacity (0 while drained).", snap.ok() ? snap->capacity : -1);
   metric("hyperfed_peers_up", "gauge", "Other sites heard from within the peer timeout.", up);
+  family("hyperfed_peer_up", "gauge", "1 while this site hears from the peer within the peer timeout, else 0.");
+  for (const auto& p : view)
+    if (!p.self) sample(absl::StrCat("hyperfed_peer_up{peer=\"", p.site, "\"}"), p.up ? 1 : 0);
   metric("hyperfed_drained", "gauge", "1 while this site is drained.", site_->drained() ? 1 : 0);
+  // Migrations not settled yet: outgoing ones hold their jobs at this site,
+  // incoming ones are not yet submitted here (docs/operations.md, "Recover").
+  struct Unsettled {
+    const char* direction;
+    migration::UnsettledSummary u;
+  };
+  std::vector<Unsettled> unsettled;
+  for (migration::Direction d : {migration::Direction::kOut, migration::Direction::kIn})
+    if (auto u = journal_->Unsettled(d); u.ok()) unsettled.push_back({migration::DirectionName(d), *u});
+  const absl::Time now = RealEnv::Get()->Now();
+  family("hyperfed_migrations_unsettled", "gauge",
+         "Migrations in the journal not yet COMMITTED, ABORTED or FORCED, by direction.");
+  for (const Unsettled& x : unsettled)
+    sample(absl::StrCat("hyperfed_migrations_unsettled{direction=\"", x.direction, "\"}"),
+           static_cast<double>(x.u.migrations));
+  family("hyperfed_migration_jobs_unsettled", "gauge", "Jobs of the unsettled migrations, by direction.");
+  for (const Unsettled& x : unsettled)
+    sample(absl::StrCat("hyperfed_migration_jobs_unsettled{direction=\"", x.direction, "\"}"),
+           static_cast<double>(x.u.jobs));
+  family("hyperfed_migration_oldest_unsettled_age_seconds", "gauge",
+         "Age of the oldest unsettled migration, by direction (0 when there is none).");
+  for (const Unsettled& x : unsettled)
+    sample(absl::StrCat("hyperfed_migration_oldest_unsettled_age_seconds{direction=\"", x.direction, "\"}"),
+           x.u.oldest_created ? std::max(0.0, absl::ToDoubleSeconds(now - *x.u.oldest_created)) : 0);
+  metric("hyperfed_journal_errors_total", "counter",
+         "Failures of this site's migration journal (SQLite errors, unreadable rows) since the daemon started.",
+         static_cast<double>(journal_->errors()));
   return out;
 }
 

@@ -5,7 +5,9 @@
 #include <cstdio>
 #include <thread>
 
+#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_split.h"
 
 namespace hyperfed::testing {
 
@@ -99,6 +101,33 @@ absl::StatusOr<RoundResult> RunRound(TestFederation& f, int site, bool dry_run, 
   if (!st.ok()) return absl::InternalError(absl::StrCat("Balance: ", st.error_message(), "\n", r.messages_));
   if (!final) return absl::InternalError("no final event:\n" + r.messages_);
   return r;
+}
+
+std::string MetricsUrl(TestFederation& f, int site) {
+  const std::string log = f.Log(site);
+  const auto at = log.rfind("metrics on http://");
+  if (at == std::string::npos) return "";
+  const auto from = at + std::string("metrics on ").size();
+  return log.substr(from, log.find('\n', from) - from);
+}
+
+Out Fetch(const std::string& url) {
+  return Shell(
+      "python3 -c 'import urllib.request,sys; sys.stdout.write(urllib.request.urlopen(sys.argv[1], "
+      "timeout=5).read().decode())' " +
+      url);
+}
+
+std::map<std::string, double> ParseMetrics(const std::string& text) {
+  std::map<std::string, double> samples;
+  for (absl::string_view line : absl::StrSplit(text, '\n', absl::SkipEmpty())) {
+    if (line[0] == '#') continue;
+    const auto space = line.rfind(' ');
+    double v = 0;
+    if (space == absl::string_view::npos || !absl::SimpleAtod(line.substr(space + 1), &v)) continue;
+    samples[std::string(line.substr(0, space))] = v;
+  }
+  return samples;
 }
 
 }  // namespace hyperfed::testing

@@ -3,6 +3,7 @@
 // Helpers for integration tests: submit, list and count jobs through the
 // Admin service, and run a round.
 
+#include <map>
 #include <ostream>
 #include <set>
 #include <string>
@@ -46,6 +47,15 @@ class RoundResult {
 };
 absl::StatusOr<RoundResult> RunRound(TestFederation& f, int site, bool dry_run = false,
                                      absl::Duration timeout = absl::Seconds(120), const std::string& mode = "");
+
+// The URL of site i's metrics endpoint, from the newest "metrics on
+// http://..." line of its log ("" when there is none yet).
+std::string MetricsUrl(TestFederation& f, int site);
+// An HTTP GET of `url`: the body, or what went wrong (code != 0).
+Out Fetch(const std::string& url);
+// The samples of a page in Prometheus' text format: series (name and
+// labels, as written) -> value. Comment lines are skipped.
+std::map<std::string, double> ParseMetrics(const std::string& text);
 
 // A crash point of the transfer protocol (HYPERFED_CRASH_AT) and the site
 // that crashes there: 0 the source, 1 the destination.

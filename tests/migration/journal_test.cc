@@ -204,6 +204,62 @@ TEST(JournalTest, ListsActiveRecentAndJobHistory) {
   EXPECT_EQ(*j->ActiveOutJobIds(), (std::set<std::string>{"s0", "s1"}));
 }
 
+TEST(JournalTest, SummarizesUnsettledRecordsTheirJobsAndTheOldest) {
+  TempDir dir;
+  auto j = *Journal::Open(dir.File("j.db"));
+  UnsettledSummary none = *j->Unsettled(Direction::kOut);
+  EXPECT_EQ(none.migrations, 0);
+  EXPECT_EQ(none.jobs, 0);
+  EXPECT_FALSE(none.oldest_created.has_value());
+  ASSERT_TRUE(j->Insert(Sample("a:1", Direction::kOut, MigrationState::kCommitted, absl::FromUnixSeconds(1))).ok());
+  ASSERT_TRUE(j->Insert(Sample("a:2", Direction::kOut, MigrationState::kPrepared, absl::FromUnixSeconds(2))).ok());
+  ASSERT_TRUE(j->Insert(Sample("a:3", Direction::kOut, MigrationState::kAborting, absl::FromUnixSeconds(5))).ok());
+  ASSERT_TRUE(j->Insert(Sample("a:4", Direction::kOut, MigrationState::kForced, absl::FromUnixSeconds(0))).ok());
+  ASSERT_TRUE(j->Insert(Sample("b:9", Direction::kIn, MigrationState::kPrepared, absl::FromUnixSeconds(3))).ok());
+
+  UnsettledSummary out = *j->Unsettled(Direction::kOut);
+  EXPECT_EQ(out.migrations, 2);  // a:2, a:3
+  EXPECT_EQ(out.jobs, 4);
+  EXPECT_EQ(out.oldest_created, absl::FromUnixSeconds(2));
+  UnsettledSummary in = *j->Unsettled(Direction::kIn);
+  EXPECT_EQ(in.migrations, 1);
+  EXPECT_EQ(in.jobs, 2);
+  EXPECT_EQ(in.oldest_created, absl::FromUnixSeconds(3));
+
+  ASSERT_TRUE(j->Update(Direction::kOut, "a:2", MigrationState::kCommitted, "", absl::FromUnixSeconds(6)).ok());
+  out = *j->Unsettled(Direction::kOut);
+  EXPECT_EQ(out.migrations, 1);
+  EXPECT_EQ(out.oldest_created, absl::FromUnixSeconds(5));
+}
+
+TEST(JournalTest, CountsFailuresOfTheDatabaseButNotCallersMistakes) {
+  TempDir dir;
+  auto j = *Journal::Open(dir.File("j.db"));
+  ASSERT_TRUE(j->Insert(Sample("a:1", Direction::kOut, MigrationState::kPrepared, absl::UnixEpoch())).ok());
+  EXPECT_EQ(j->Insert(Sample("a:1", Direction::kOut, MigrationState::kPrepared, absl::UnixEpoch())).code(),
+            absl::StatusCode::kAlreadyExists);
+  EXPECT_EQ(j->Update(Direction::kOut, "nope", MigrationState::kAborted, "", absl::UnixEpoch()).code(),
+            absl::StatusCode::kNotFound);
+  std::vector<std::string> one = {"b-1"};
+  EXPECT_EQ(j->Update(Direction::kOut, "a:1", MigrationState::kCommitted, "", absl::UnixEpoch(), &one).code(),
+            absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(j->errors(), 0);
+
+  // Another writer damages the database: an unreadable state, then a
+  // missing table.
+  sqlite3* db = nullptr;
+  ASSERT_EQ(sqlite3_open(dir.File("j.db").c_str(), &db), SQLITE_OK);
+  ASSERT_EQ(sqlite3_exec(db, "UPDATE migrations SET state = 'BOGUS'", nullptr, nullptr, nullptr), SQLITE_OK);
+  EXPECT_EQ(j->ListActive(Direction::kOut).status().code(), absl::StatusCode::kDataLoss);
+  EXPECT_EQ(j->errors(), 1);
+  ASSERT_EQ(sqlite3_exec(db, "DROP TABLE migration_jobs", nullptr, nullptr, nullptr), SQLITE_OK);
+  sqlite3_close(db);
+  EXPECT_EQ(j->Insert(Sample("a:2", Direction::kOut, MigrationState::kPrepared, absl::UnixEpoch())).code(),
+            absl::StatusCode::kInternal);
+  EXPECT_FALSE(j->Unsettled(Direction::kOut).ok());
+  EXPECT_EQ(j->errors(), 3);
+}
+
 TEST(JournalTest, RefusesANewerSchema) {
   TempDir dir;
   { ASSERT_TRUE(Journal::Open(dir.File("j.db")).ok()); }
