@@ -114,19 +114,12 @@ namespace hyperfed::testing {
 namespace {
 
 TEST_F(CtlTest, PrometheusEndpointServesCounters) {
-  // The daemon logs where its metrics endpoint listens (port 0 in tests).
-  const std::string log = fed_->Log(1);
-  const auto at = log.find("metrics on http://");
-  ASSERT_NE(at, std::string::npos) << log;
-  const std::string url = log.substr(at + 11, log.find('\n', at) - at - 11);
+  const std::string url = fed_->MetricsUrl(1);
   // The endpoint serves values rendered every 2 s (daemon/server/metrics_http.h):
   // scrape until the peers the federation saw at its start show.
   Out o;
   for (int i = 0; i < 20; ++i) {
-    o = Shell(
-        "python3 -c 'import urllib.request,sys; print(urllib.request.urlopen(sys.argv[1], "
-        "timeout=5).read().decode())' " +
-        url);
+    o = Fetch(url);
     if (o.code != 0 || o.text.find("hyperfed_peers_up 3") != std::string::npos) break;
     std::this_thread::sleep_for(std::chrono::milliseconds(250));
   }

@@ -133,6 +133,10 @@ std::string TestFederation::Host(int i) const {
   return i < static_cast<int>(h.size()) && !h[i].empty() ? h[i] : "127.0.0.1";
 }
 
+std::string TestFederation::MetricsUrl(int i) const {
+  return absl::StrCat("http://", Host(i), ":", sites_[i].metrics_port, "/metrics");
+}
+
 std::string TestFederation::Endpoint(int i) const { return absl::StrCat(Host(i), ":", sites_[i].port); }
 std::string TestFederation::ConfigPath(int i) const { return absl::StrCat(dir_, "/site-", i, ".yaml"); }
 

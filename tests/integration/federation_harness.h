@@ -68,8 +68,10 @@ class TestFederation {
   int size() const { return static_cast<int>(sites_.size()); }
   std::string SiteId(int i) const { return "site-" + std::to_string(i); }
   std::string Endpoint(int i) const;
-  // Site i's HTTP port (metrics_listen: /metrics and the web view).
+  // Site i's HTTP port (metrics_listen: /metrics and the web view), and
+  // the URL of its /metrics.
   int MetricsPort(int i) const { return sites_[i].metrics_port; }
+  std::string MetricsUrl(int i) const;
   pid_t Pid(int i) const;
   const std::string& dir() const { return dir_; }
   std::string CertDir() const { return dir_ + "/certs"; }

@@ -90,13 +90,6 @@ class HostileNetworkTest : public ::testing::Test {
                         " --ca ", fed_->CertDir(), "/ca.pem --token-file ", fed_->CertDir(), "/admin-token ", args);
   }
 
-  static std::string MetricsUrl(int site) {
-    const std::string log = fed_->Log(site);
-    const auto at = log.find("metrics on http://");
-    if (at == std::string::npos) return "";
-    return log.substr(at + 11, log.find('\n', at) - at - 11);
-  }
-
   static TestFederation* fed_;
   static std::multiset<std::string> keys_;
 };
@@ -357,12 +350,7 @@ TEST_F(HostileNetworkTest, Row12ReflectionIsNotServedByDefault) {
 }
 
 TEST_F(HostileNetworkTest, Row12IdleConnectionsNeverBlockAScrape) {
-  const std::string url = MetricsUrl(0);
-  ASSERT_FALSE(url.empty()) << fed_->Log(0);
-  // http://127.0.0.1:PORT/metrics
-  const std::string hostport = url.substr(7, url.find('/', 7) - 7);
-  int port = 0;
-  ASSERT_TRUE(absl::SimpleAtoi(hostport.substr(hostport.rfind(':') + 1), &port)) << url;
+  const int port = fed_->MetricsPort(0);
   auto dial = [&] {
     int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
     sockaddr_in a{};

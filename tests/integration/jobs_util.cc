@@ -103,14 +103,6 @@ absl::StatusOr<RoundResult> RunRound(TestFederation& f, int site, bool dry_run, 
   return r;
 }
 
-std::string MetricsUrl(TestFederation& f, int site) {
-  const std::string log = f.Log(site);
-  const auto at = log.rfind("metrics on http://");
-  if (at == std::string::npos) return "";
-  const auto from = at + std::string("metrics on ").size();
-  return log.substr(from, log.find('\n', from) - from);
-}
-
 Out Fetch(const std::string& url) {
   return Shell(
       "python3 -c 'import urllib.request,sys; sys.stdout.write(urllib.request.urlopen(sys.argv[1], "

@@ -48,9 +48,6 @@ class RoundResult {
 absl::StatusOr<RoundResult> RunRound(TestFederation& f, int site, bool dry_run = false,
                                      absl::Duration timeout = absl::Seconds(120), const std::string& mode = "");
 
-// The URL of site i's metrics endpoint, from the newest "metrics on
-// http://..." line of its log ("" when there is none yet).
-std::string MetricsUrl(TestFederation& f, int site);
 // An HTTP GET of `url`: the body, or what went wrong (code != 0).
 Out Fetch(const std::string& url);
 // The samples of a page in Prometheus' text format: series (name and

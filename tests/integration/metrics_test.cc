@@ -24,7 +24,7 @@ std::string ScrapeUntil(TestFederation& f, int site, absl::Duration timeout,
   const absl::Time end = absl::Now() + timeout;
   std::string page;
   while (absl::Now() < end) {
-    const std::string url = MetricsUrl(f, site);
+    const std::string url = f.MetricsUrl(site);
     Out o = url.empty() ? Out{} : Fetch(url);
     if (o.code == 0) {
       page = o.text;
