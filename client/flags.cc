@@ -2,17 +2,15 @@
 
 #include <algorithm>
 #include <fstream>
-#include <memory>
 #include <sstream>
 
 #include "CLI/CLI.hpp"
 #include "absl/strings/ascii.h"
 #include "absl/strings/match.h"
-#include "absl/strings/strip.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
-#include "absl/strings/str_join.h"
+#include "absl/strings/strip.h"
 #include "client/completion.h"
 
 namespace hyperfed::client {
