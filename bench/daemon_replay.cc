@@ -27,12 +27,14 @@
 
 #include <algorithm>
 #include <cmath>
+#include <functional>
 #include <cstdio>
 #include <map>
 #include <string>
 #include <thread>
 #include <vector>
 
+#include "CLI/CLI.hpp"
 #include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
@@ -150,55 +152,63 @@ std::vector<Row> Rows(const sim::PolicyResult& d, const sim::PolicyResult& p) {
 absl::StatusOr<Args> Parse(int argc, char** argv) {
   Args a;
   std::vector<std::string> pos;
-  for (int i = 1; i < argc; ++i) {
-    std::string f = argv[i];
-    if (f == "--json") {
-      a.json = true;
-      continue;
+  CLI::App app("the daemon replay", "hyperfed_daemon_replay");
+  app.option_defaults()->multi_option_policy(CLI::MultiOptionPolicy::TakeLast);
+  app.allow_extras();  // a word nobody takes is reported below
+  app.set_help_flag();  // the usage comes with every usage error
+  app.add_option("TRACE", pos);
+  // A valued flag; `set` stores the value, or says what it expected.
+  auto flag = [&app](const std::string& name, const std::string& placeholder,
+                     std::function<std::string(const std::string&)> set) {
+    app.add_option_function<std::string>(name, [name, set](const std::string& v) {
+         if (std::string want = set(v); !want.empty())
+           throw CLI::ValidationError(absl::StrCat("bad ", name, " '", v, "': ", want));
+       })->type_name(placeholder);
+  };
+  flag("--sites", "LIST", [&a](const std::string& v) -> std::string {
+    a.sites.clear();
+    for (absl::string_view s : absl::StrSplit(v, ',')) {
+      int64_t c;
+      if (!absl::SimpleAtoi(s, &c) || c < 1 || c > 100000) return "expected cores per site, e.g. 96,108,48";
+      a.sites.push_back(c);
     }
-    if (f.rfind("--", 0) != 0) {
-      pos.push_back(f);
-      continue;
-    }
-    if (i + 1 >= argc) return absl::InvalidArgumentError(absl::StrCat(f, " needs a value"));
-    const std::string v = argv[++i];
-    auto bad = [&](const char* what) {
-      return absl::InvalidArgumentError(absl::StrCat("bad ", f, " '", v, "': ", what));
-    };
-    if (f == "--sites") {
-      a.sites.clear();
-      for (absl::string_view s : absl::StrSplit(v, ',')) {
-        int64_t c;
-        if (!absl::SimpleAtoi(s, &c) || c < 1 || c > 100000) return bad("expected cores per site, e.g. 96,108,48");
-        a.sites.push_back(c);
-      }
-      if (a.sites.size() > 32) return bad("at most 32 sites");
-    } else if (f == "--origin") {
-      a.origin = v;
-    } else if (f == "--load") {
-      if (!absl::SimpleAtod(v, &a.load) || !(a.load > 0) || a.load > 100) return bad("expected a load in (0, 100]");
-    } else if (f == "--seed") {
-      if (!absl::SimpleAtoi(v, &a.seed)) return bad("expected a non-negative integer");
-    } else if (f == "--jobs") {
-      if (!absl::SimpleAtoi(v, &a.jobs) || a.jobs < 1) return bad("expected an integer >= 1");
-    } else if (f == "--scale") {
-      if (!absl::SimpleAtod(v, &a.scale) || !(a.scale >= 1) || a.scale > 1e6) return bad("expected 1..1000000");
-    } else if (f == "--interval") {
-      if (!absl::SimpleAtoi(v, &a.interval) || a.interval < 1) return bad("expected seconds >= 1");
-    } else if (f == "--hysteresis") {
-      if (!absl::SimpleAtoi(v, &a.hysteresis) || a.hysteresis < 0) return bad("expected seconds >= 0");
-    } else if (f == "--policy") {
-      a.policy = v;
-    } else if (f == "--heartbeat-ms") {
-      if (!absl::SimpleAtoi(v, &a.heartbeat_ms) || a.heartbeat_ms < 1) return bad("expected milliseconds >= 1");
-    } else if (f == "--min-imbalance") {
-      if (!absl::SimpleAtoi(v, &a.min_imbalance) || a.min_imbalance < 0) return bad("expected an integer >= 0");
-    } else if (f == "--timeout") {
-      if (!absl::SimpleAtod(v, &a.timeout_s) || !(a.timeout_s > 0)) return bad("expected seconds > 0");
-    } else {
-      return absl::InvalidArgumentError(absl::StrCat("unknown flag ", f));
-    }
+    return a.sites.size() > 32 ? "at most 32 sites" : "";
+  });
+  flag("--origin", "O", [&a](const std::string& v) { return a.origin = v, ""; });
+  flag("--load", "L", [&a](const std::string& v) {
+    return absl::SimpleAtod(v, &a.load) && a.load > 0 && a.load <= 100 ? "" : "expected a load in (0, 100]";
+  });
+  flag("--seed", "S",
+       [&a](const std::string& v) { return absl::SimpleAtoi(v, &a.seed) ? "" : "expected a non-negative integer"; });
+  flag("--jobs", "N",
+       [&a](const std::string& v) { return absl::SimpleAtoi(v, &a.jobs) && a.jobs >= 1 ? "" : "expected an integer >= 1"; });
+  flag("--scale", "X", [&a](const std::string& v) {
+    return absl::SimpleAtod(v, &a.scale) && a.scale >= 1 && a.scale <= 1e6 ? "" : "expected 1..1000000";
+  });
+  flag("--interval", "S", [&a](const std::string& v) {
+    return absl::SimpleAtoi(v, &a.interval) && a.interval >= 1 ? "" : "expected seconds >= 1";
+  });
+  flag("--hysteresis", "S", [&a](const std::string& v) {
+    return absl::SimpleAtoi(v, &a.hysteresis) && a.hysteresis >= 0 ? "" : "expected seconds >= 0";
+  });
+  flag("--policy", "P", [&a](const std::string& v) { return a.policy = v, ""; });
+  flag("--heartbeat-ms", "MS", [&a](const std::string& v) {
+    return absl::SimpleAtoi(v, &a.heartbeat_ms) && a.heartbeat_ms >= 1 ? "" : "expected milliseconds >= 1";
+  });
+  flag("--min-imbalance", "N", [&a](const std::string& v) {
+    return absl::SimpleAtoi(v, &a.min_imbalance) && a.min_imbalance >= 0 ? "" : "expected an integer >= 0";
+  });
+  flag("--timeout", "S", [&a](const std::string& v) {
+    return absl::SimpleAtod(v, &a.timeout_s) && a.timeout_s > 0 ? "" : "expected seconds > 0";
+  });
+  app.add_flag("--json", a.json);
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    return absl::InvalidArgumentError(e.what());
   }
+  // TRACE takes every positional, so what is left is a flag nobody knows.
+  if (auto extra = app.remaining(); !extra.empty()) return absl::InvalidArgumentError("unknown flag " + extra.front());
   if (pos.size() != 1) return absl::InvalidArgumentError("needs one TRACE (an SWF file)");
   a.trace = pos[0];
   if (a.policy != "none") {

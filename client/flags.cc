@@ -2,130 +2,75 @@
 
 #include <algorithm>
 #include <fstream>
-#include <map>
 #include <sstream>
 
+#include "CLI/CLI.hpp"
 #include "absl/strings/ascii.h"
 #include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
-#include "absl/strings/str_join.h"
+#include "absl/strings/strip.h"
+#include "client/completion.h"
 
 namespace hyperfed::client {
 namespace {
 
-struct FlagSpec {
-  const char* name;
-  const char* value;  // the value's placeholder; nullptr for a switch
-  const char* help;
-};
-
-struct CommandSpec {
-  const char* name;
-  const char* positional;  // placeholder of the one positional argument, or nullptr
-  std::vector<FlagSpec> flags;
-  const char* summary;
-};
-
-const std::vector<FlagSpec>& GlobalFlags() {
-  static const auto* flags = new std::vector<FlagSpec>{
-      {"endpoint", "HOST:PORT", "the daemon to ask (env HYPERFED_ENDPOINT, else 127.0.0.1:7101)"},
-      {"token", "T", "admin token, sent as 'authorization: Bearer T' (env HYPERFED_TOKEN)"},
-      {"token-file", "FILE", "read the admin token from FILE (env HYPERFED_TOKEN_FILE)"},
-      {"ca", "FILE", "CA certificate (PEM) that signed the daemon's certificate (env HYPERFED_CA)"},
-      {"cert", "FILE", "client certificate (PEM), optional; needs --key"},
-      {"key", "FILE", "client private key (PEM), optional; needs --cert"},
-      {"server-name", "NAME", "expect this name (a site id) in the daemon's certificate (env HYPERFED_SERVER_NAME)"},
-      {"insecure", nullptr, "plain text, no TLS (daemons with insecure: true only)"},
-      {"timeout", "D", "give up after D (default 10s; balance --wait: 10m)"},
-      {"json", nullptr, "machine-readable output (JSON; balance --wait: JSON Lines)"},
-      {"help", nullptr, "print usage"},
-  };
-  return *flags;
-}
-
-const std::vector<CommandSpec>& Commands() {
-  static const auto* commands = new std::vector<CommandSpec>{
-      {"status", nullptr, {}, "every site's label, state, load and capacity, and the last round"},
-      {"topology",
-       nullptr,
-       {{"dot", nullptr, "print the cube as a Graphviz graph"}},
-       "the hypercube: labels, sites, states, the fault set and the next round's mode"},
-      {"jobs",
-       nullptr,
-       {{"site", "SITE", "list this site's jobs (default: the site answering)"}},
-       "the jobs queued or running at a site"},
-      {"migrations",
-       nullptr,
-       {{"limit", "N", "show at most N migrations (default: the daemon's, 50)"}},
-       "the migrations this site's journal holds, newest first"},
-      {"balance",
-       nullptr,
-       {{"dry-run", nullptr, "plan the round, move nothing"},
-        {"wait", nullptr, "follow the round to its end and print the before/after table"},
-        {"mode", "M", "run this round in mode M (exact, improved-dem, mcwa; default: the configured one)"}},
-       "run (or plan) a balancing round"},
-      {"drain", "SITE", {}, "give SITE zero capacity: its pending jobs leave at the next round"},
-      {"undrain", "SITE", {}, "give SITE its configured capacity back"},
-      {"submit",
-       nullptr,
-       {{"count", "N", "how many jobs (required)"},
-        {"duration", "D", "how long each runs, like 30s, 500ms, 2m (required)"},
-        {"site", "SITE", "submit at this site (default: the site answering)"},
-        {"name", "NAME", "job name"},
-        {"cores", "C", "cores per job"}},
-       "submit test jobs"},
-      {"explain", "JOB", {}, "where a job (key or local id) is and why it did or did not move"},
-      {"force-release",
-       "MIGRATION_ID",
-       {},
-       "release a migration's held jobs without the destination's answer (may run them twice)"},
-      {"health", nullptr, {}, "the standard gRPC health check for the daemon and its two services"},
-  };
-  return *commands;
-}
-
-const CommandSpec* FindCommand(const std::string& name) {
-  for (const CommandSpec& c : Commands())
-    if (name == c.name) return &c;
-  return nullptr;
-}
-
-const FlagSpec* FindFlag(const std::vector<FlagSpec>& flags, const std::string& name) {
-  for (const FlagSpec& f : flags)
-    if (name == f.name) return &f;
-  return nullptr;
-}
-
-// Every flag has the same arity for every command, so argv can be split into
-// flags and positionals before the command is known.
-const FlagSpec* FindAnyFlag(const std::string& name) {
-  if (const FlagSpec* f = FindFlag(GlobalFlags(), name)) return f;
-  for (const CommandSpec& c : Commands())
-    if (const FlagSpec* f = FindFlag(c.flags, name)) return f;
-  return nullptr;
-}
-
 absl::Status Usage(const std::string& msg) { return absl::InvalidArgumentError(msg); }
 
-absl::Status ParseInt(const std::string& flag, const std::string& value, int lo, int hi, int* out) {
-  int v = 0;
-  if (!absl::SimpleAtoi(value, &v)) return Usage(absl::StrCat("--", flag, ": '", value, "' is not a whole number"));
-  if (v < lo || v > hi) return Usage(absl::StrCat("--", flag, ": ", v, " is outside ", lo, "..", hi));
-  *out = v;
-  return absl::OkStatus();
+// Validators say what is wrong with a value; CLI11 puts the flag's name in
+// front ("--limit: 'ten' is not a whole number"). Their descriptions stay
+// empty: CLI11 would append them to the placeholder.
+CLI::Validator WholeNumber(int lo, int hi) {
+  return CLI::Validator(
+      [lo, hi](std::string& v) -> std::string {
+        int n = 0;
+        if (!absl::SimpleAtoi(v, &n)) return absl::StrCat("'", v, "' is not a whole number");
+        if (n < lo || n > hi) return absl::StrCat(n, " is outside ", lo, "..", hi);
+        return "";
+      },
+      "");
 }
 
-absl::Status ParseDurationFlag(const std::string& flag, const std::string& value, bool allow_zero,
-                               absl::Duration* out) {
+absl::StatusOr<absl::Duration> ParseDurationValue(const std::string& v, bool allow_zero) {
   absl::Duration d;
-  if (!absl::ParseDuration(value, &d) || d == absl::InfiniteDuration())
-    return Usage(absl::StrCat("--", flag, ": '", value, "' is not a duration (like 30s, 500ms, 2m)"));
+  if (!absl::ParseDuration(v, &d) || d == absl::InfiniteDuration())
+    return Usage(absl::StrCat("'", v, "' is not a duration (like 30s, 500ms, 2m)"));
   if (d < absl::ZeroDuration() || (!allow_zero && d == absl::ZeroDuration()))
-    return Usage(absl::StrCat("--", flag, ": ", value, " must be ", allow_zero ? "zero or more" : "more than zero"));
-  *out = d;
-  return absl::OkStatus();
+    return Usage(absl::StrCat(v, " must be ", allow_zero ? "zero or more" : "more than zero"));
+  return d;
+}
+
+CLI::Validator DurationValidator(bool allow_zero) {
+  return CLI::Validator(
+      [allow_zero](std::string& v) -> std::string {
+        auto d = ParseDurationValue(v, allow_zero);
+        return d.ok() ? "" : std::string(d.status().message());
+      },
+      "");
+}
+
+CLI::Validator NotEmpty() {
+  return CLI::Validator([](std::string& v) -> std::string { return v.empty() ? "must not be empty" : ""; }, "");
+}
+
+CLI::Validator MaxLength(size_t n) {
+  return CLI::Validator(
+      [n](std::string& v) -> std::string { return v.size() > n ? absl::StrCat("over ", n, " characters") : ""; }, "");
+}
+
+// Why a token cannot go into gRPC metadata, or "". gRPC sends metadata values
+// as they are; only visible ASCII is safe there.
+std::string TokenProblem(const std::string& t) {
+  if (t.empty()) return "the token is empty";
+  for (char c : t)
+    if (c <= 0x20 || c >= 0x7f) return "the token may hold only visible ASCII characters";
+  return "";
+}
+
+absl::Status CheckToken(const std::string& source, const std::string& t) {
+  std::string problem = TokenProblem(t);
+  return problem.empty() ? absl::OkStatus() : Usage(absl::StrCat(source, ": ", problem));
 }
 
 // HOST:PORT, [V6]:PORT, or a gRPC target with a scheme (unix:/path, dns:...).
@@ -150,18 +95,200 @@ absl::Status CheckEndpoint(const std::string& e) {
   return absl::OkStatus();
 }
 
-// gRPC sends metadata values as they are; only visible ASCII is safe there.
-absl::Status CheckToken(const std::string& source, const std::string& t) {
-  if (t.empty()) return Usage(absl::StrCat(source, ": the token is empty"));
-  for (char c : t)
-    if (c <= 0x20 || c >= 0x7f)
-      return Usage(absl::StrCat(source, ": the token may hold only visible ASCII characters"));
+constexpr char kShells[] = "bash";
+
+// hyperfedctl's command line: the global flags on the App, a subcommand per
+// command. Subcommands fall through to the App, so global flags go before or
+// after the command; words nobody takes are left over for LeftoverError.
+// Parsed values land in `o`, the --token flag in `token` (checked against the
+// environment afterwards).
+struct CommandLine {
+  Options o;
+  std::string token;
+  CLI::App app{"hyperfedctl asks a hyperfedd daemon about its federation and tells it what to do.", "hyperfedctl"};
+
+  CommandLine() {
+    app.option_defaults()->multi_option_policy(CLI::MultiOptionPolicy::TakeLast)->disable_flag_override();
+    app.allow_extras()->fallthrough()->require_subcommand(0, 1);
+    app.set_help_flag();  // added last, below, to list last
+
+    app.add_option("--endpoint", o.endpoint, "the daemon to ask (env HYPERFED_ENDPOINT, else 127.0.0.1:7101)")
+        ->type_name("HOST:PORT");
+    app.add_option("--token", token, "admin token, sent as 'authorization: Bearer T' (env HYPERFED_TOKEN)")
+        ->type_name("T")
+        ->check(CLI::Validator([](std::string& t) { return TokenProblem(t); }, ""));
+    app.add_option("--token-file", o.token_file, "read the admin token from FILE (env HYPERFED_TOKEN_FILE)")
+        ->type_name("FILE");
+    app.add_option("--ca", o.ca_file, "CA certificate (PEM) that signed the daemon's certificate (env HYPERFED_CA)")
+        ->type_name("FILE");
+    app.add_option("--cert", o.cert_file, "client certificate (PEM), optional; needs --key")->type_name("FILE");
+    app.add_option("--key", o.key_file, "client private key (PEM), optional; needs --cert")->type_name("FILE");
+    app.add_option("--server-name", o.server_name,
+                   "expect this name (a site id) in the daemon's certificate (env HYPERFED_SERVER_NAME)")
+        ->type_name("NAME");
+    app.add_flag("--insecure", o.insecure, "plain text, no TLS (daemons with insecure: true only)");
+    Duration(&app, "--timeout", &o.timeout, false, "give up after D (default 10s; balance --wait: 10m)");
+    app.add_flag("--json", o.json, "machine-readable output (JSON; balance --wait: JSON Lines)");
+    app.set_help_flag("-h,--help", "print usage");
+
+    Command("status", "every site's label, state, load and capacity, and the last round");
+    Command("topology", "the hypercube: labels, sites, states, the fault set and the next round's mode")
+        ->add_flag("--dot", o.dot, "print the cube as a Graphviz graph");
+    Command("jobs", "the jobs queued or running at a site")
+        ->add_option("--site", o.site, "list this site's jobs (default: the site answering)")
+        ->type_name("SITE")
+        ->check(NotEmpty());
+    Command("migrations", "the migrations this site's journal holds, newest first")
+        ->add_option("--limit", o.limit, "show at most N migrations (default: the daemon's, 50)")
+        ->type_name("N")
+        ->check(WholeNumber(1, 100000));
+    CLI::App* balance = Command("balance", "run (or plan) a balancing round");
+    balance->add_flag("--dry-run", o.dry_run, "plan the round, move nothing");
+    balance->add_flag("--wait", o.wait, "follow the round to its end and print the before/after table");
+    balance
+        ->add_option("--mode", o.mode,
+                     "run this round in mode M (exact, improved-dem, mcwa; default: the configured one)")
+        ->type_name("M");
+    Positional(Command("drain", "give SITE zero capacity: its pending jobs leave at the next round"), "SITE", &o.site);
+    Positional(Command("undrain", "give SITE its configured capacity back"), "SITE", &o.site);
+    CLI::App* submit = Command("submit", "submit test jobs");
+    submit->add_option("--count", o.count, "how many jobs (required)")
+        ->type_name("N")
+        ->required()
+        ->check(WholeNumber(1, 100000));
+    Duration(submit, "--duration", &o.duration, true, "how long each runs, like 30s, 500ms, 2m (required)")
+        ->required();
+    submit->add_option("--site", o.site, "submit at this site (default: the site answering)")
+        ->type_name("SITE")
+        ->check(NotEmpty());
+    submit->add_option("--name", o.name, "job name")->type_name("NAME")->check(MaxLength(200));
+    submit->add_option("--cores", o.cores, "cores per job")->type_name("C")->check(WholeNumber(1, 1 << 20));
+    Positional(Command("explain", "where a job (key or local id) is and why it did or did not move"), "JOB", &o.job);
+    Positional(Command("force-release",
+                       "release a migration's held jobs without the destination's answer (may run them twice)"),
+               "MIGRATION_ID", &o.migration_id);
+    Command("health", "the standard gRPC health check for the daemon and its two services");
+    Positional(Command("completion", absl::StrCat("print a shell completion script (", kShells, ")")), "SHELL",
+               &o.shell)
+        ->check(CLI::Validator(
+            [](std::string& v) -> std::string {
+              return v == kShells ? "" : absl::StrCat("no completion for '", v, "' (", kShells, ")");
+            },
+            ""));
+    Command("help", "print usage")->add_option("COMMAND", o.help_topic, "the command whose usage to print");
+  }
+
+  CLI::App* Command(const std::string& name, const std::string& summary) {
+    CLI::App* c = app.add_subcommand(name, summary);
+    c->set_help_flag();  // `COMMAND --help` falls through to the App's
+    return c;
+  }
+
+  static CLI::Option* Positional(CLI::App* command, const std::string& name, std::string* out) {
+    return command->add_option(name, *out)->required()->check(NotEmpty());
+  }
+
+  static CLI::Option* Duration(CLI::App* app, const std::string& flag, absl::Duration* out, bool allow_zero,
+                               const std::string& help) {
+    return app
+        ->add_option_function<std::string>(
+            flag, [out, allow_zero](const std::string& v) { *out = *ParseDurationValue(v, allow_zero); }, help)
+        ->type_name("D")
+        ->check(DurationValidator(allow_zero));
+  }
+
+  std::vector<const CLI::App*> Commands() const {
+    return app.get_subcommands([](const CLI::App*) { return true; });
+  }
+
+  const CLI::App* Find(const std::string& name) const {
+    for (const CLI::App* c : Commands())
+      if (c->get_name() == name) return c;
+    return nullptr;
+  }
+
+  // The command parsed, if any.
+  const CLI::App* Parsed() const {
+    auto parsed = app.get_subcommands();
+    return parsed.empty() ? nullptr : parsed.front();
+  }
+
+  bool Given(const std::string& flag) const { return app.get_option(flag)->count() > 0; }
+};
+
+std::string UnknownCommand(const std::string& name) {
+  return absl::StrCat("unknown command '", name, "' (try 'hyperfedctl --help')");
+}
+
+// The first word no command or flag took, as a usage error; OK if none.
+absl::Status LeftoverError(const CommandLine& cl) {
+  const CLI::App* command = cl.Parsed();
+  for (const std::string& w : cl.app.remaining(true)) {
+    if (w == "--") continue;
+    if (absl::StartsWith(w, "--")) {
+      const std::string flag = w.substr(0, w.find('='));
+      auto has = [&flag](const CLI::App* c) { return c->get_option_no_throw(flag) != nullptr; };
+      if (command && has(command))
+        return Usage(absl::StrCat(flag, " goes after the command (hyperfedctl ", command->get_name(), " ", flag,
+                                  ")"));
+      auto commands = cl.Commands();
+      if (std::none_of(commands.begin(), commands.end(), has)) return Usage(absl::StrCat("unknown flag ", flag));
+      if (!command) return Usage(absl::StrCat(flag, " goes after its command (try 'hyperfedctl --help')"));
+      return Usage(absl::StrCat(flag, " does not apply to '", command->get_name(), "' (try 'hyperfedctl help ",
+                                command->get_name(), "')"));
+    }
+    if (w.size() > 1 && w[0] == '-') return Usage(absl::StrCat("unknown flag '", w, "' (flags are spelled --name)"));
+    if (!command) return Usage(UnknownCommand(w));
+    return Usage(absl::StrCat(command->get_name(), ": unexpected argument '", w, "'"));
+  }
   return absl::OkStatus();
 }
 
-std::string FlagLine(const FlagSpec& f) {
-  std::string lhs = absl::StrCat("--", f.name, f.value ? absl::StrCat(" ", f.value) : "");
-  return absl::StrFormat("  %-22s %s\n", lhs, f.help);
+// CLI11's errors, worded as docs/hyperfedctl.md words them.
+std::string Reword(const CLI::ParseError& e, const CommandLine& cl) {
+  const CLI::App* command = cl.Parsed();
+  if (dynamic_cast<const CLI::RequiredError*>(&e) && command) {
+    // The first required option or positional the command did not get.
+    for (const CLI::Option* o : command->get_options())
+      if (o->get_required() && o->count() == 0)
+        return o->get_positional() ? absl::StrCat(command->get_name(), " needs a ", o->get_name())
+                                   : absl::StrCat(command->get_name(), " needs ", o->get_name(), " ",
+                                                  o->get_type_name());
+  }
+  if (dynamic_cast<const CLI::ArgumentMismatch*>(&e)) {
+    // Its message starts with the flag: a valued flag was the last word, or a
+    // switch got a =VALUE.
+    const std::string what = e.what();
+    std::string flag(absl::StripSuffix(what.substr(0, what.find(' ')), ":"));
+    if (!absl::StartsWith(flag, "-")) flag = "--" + flag;
+    const CLI::Option* o = cl.app.get_option_no_throw(flag);
+    if (!o && command) o = command->get_option_no_throw(flag);
+    if (o && o->get_expected_max() == 0) return absl::StrCat(flag, " takes no value");
+    if (o) return absl::StrCat(flag, " needs a value (", o->get_type_name(), ")");
+  }
+  return e.what();
+}
+
+std::string FlagLine(const CLI::Option& f) {
+  std::string lhs = absl::StrCat("--", f.get_lnames().front(),
+                                 f.get_type_name().empty() ? "" : absl::StrCat(" ", f.get_type_name()));
+  return absl::StrFormat("  %-22s %s\n", lhs, f.get_description());
+}
+
+// A command's name and positionals, as the usage shows them.
+std::string Synopsis(const CLI::App& c) {
+  std::string out = c.get_name();
+  for (const CLI::Option* o : c.get_options())
+    if (o->get_positional())
+      absl::StrAppend(&out, " ", o->get_required() ? o->get_name() : absl::StrCat("[", o->get_name(), "]"));
+  return out;
+}
+
+std::vector<const CLI::Option*> FlagsOf(const CLI::App& c) {
+  std::vector<const CLI::Option*> out;
+  for (const CLI::Option* o : c.get_options())
+    if (!o->get_positional()) out.push_back(o);
+  return out;
 }
 
 absl::StatusOr<std::string> ReadFile(const std::string& flag, const std::string& path) {
@@ -176,214 +303,99 @@ absl::StatusOr<std::string> ReadFile(const std::string& flag, const std::string&
 }  // namespace
 
 std::vector<std::string> CommandNames() {
+  CommandLine cl;
   std::vector<std::string> names;
-  for (const CommandSpec& c : Commands()) names.push_back(c.name);
+  for (const CLI::App* c : cl.Commands()) names.push_back(c->get_name());
   return names;
 }
 
 absl::StatusOr<std::string> UsageText(const std::string& topic) {
+  CommandLine cl;
   std::string out;
   if (topic.empty()) {
-    out =
-        "usage: hyperfedctl COMMAND [ARGS] [FLAGS]\n\nhyperfedctl asks a hyperfedd daemon about its federation "
-        "and tells it what to do.\n\ncommands:\n";
-    for (const CommandSpec& c : Commands()) {
-      std::string lhs = absl::StrCat(c.name, c.positional ? absl::StrCat(" ", c.positional) : "");
-      absl::StrAppendFormat(&out, "  %-28s %s\n", lhs, c.summary);
-    }
-    absl::StrAppendFormat(&out, "  %-28s %s\n", "help [COMMAND]", "print usage");
+    absl::StrAppend(&out, "usage: hyperfedctl COMMAND [ARGS] [FLAGS]\n\n", cl.app.get_description(),
+                    "\n\ncommands:\n");
+    for (const CLI::App* c : cl.Commands())
+      absl::StrAppendFormat(&out, "  %-28s %s\n", Synopsis(*c), c->get_description());
     out += "\nglobal flags (every command):\n";
-    for (const FlagSpec& f : GlobalFlags()) out += FlagLine(f);
+    for (const CLI::Option* f : FlagsOf(cl.app)) out += FlagLine(*f);
     out +=
         "\nWithout --insecure the connection uses TLS (--ca, else the system's roots).\n"
         "Exit status: 0 done, 1 the daemon could not be reached or refused, 2 usage error.\n";
     return out;
   }
-  const CommandSpec* c = FindCommand(topic);
+  const CLI::App* c = cl.Find(topic);
   if (!c) return absl::NotFoundError(absl::StrCat("unknown command '", topic, "'"));
-  absl::StrAppend(&out, "usage: hyperfedctl ", c->name, c->positional ? absl::StrCat(" ", c->positional) : "",
-                  c->flags.empty() ? "" : " [FLAGS]", " [GLOBAL FLAGS]\n\n", c->summary, "\n");
-  if (!c->flags.empty()) {
+  const auto flags = FlagsOf(*c);
+  absl::StrAppend(&out, "usage: hyperfedctl ", Synopsis(*c), flags.empty() ? "" : " [FLAGS]", " [GLOBAL FLAGS]\n\n",
+                  c->get_description(), "\n");
+  if (!flags.empty()) {
     out += "\nflags:\n";
-    for (const FlagSpec& f : c->flags) out += FlagLine(f);
+    for (const CLI::Option* f : flags) out += FlagLine(*f);
   }
   out += "\nglobal flags: see 'hyperfedctl --help'.\n";
   return out;
 }
 
-absl::StatusOr<Options> ParseArgs(const std::vector<std::string>& args, const Environment& env) {
-  Options o;
-  std::vector<std::string> positional;
-  std::vector<std::pair<std::string, std::string>> flags;  // in order; a later value wins
-  bool help = false;
-  bool only_positional = false;
-  for (size_t i = 0; i < args.size(); ++i) {
-    const std::string& a = args[i];
-    if (only_positional || a.size() < 2 || a[0] != '-') {
-      positional.push_back(a);
-      continue;
-    }
-    if (a == "--") {
-      only_positional = true;
-      continue;
-    }
-    if (a == "-h") {
-      help = true;
-      continue;
-    }
-    if (a[1] != '-') return Usage(absl::StrCat("unknown flag '", a, "' (flags are spelled --name)"));
-    std::string name = a.substr(2);
-    std::optional<std::string> value;
-    if (size_t eq = name.find('='); eq != std::string::npos) {
-      value = name.substr(eq + 1);
-      name = name.substr(0, eq);
-    }
-    const FlagSpec* f = FindAnyFlag(name);
-    if (!f) return Usage(absl::StrCat("unknown flag --", name));
-    if (!f->value) {
-      if (value) return Usage(absl::StrCat("--", name, " takes no value"));
-      value = "";
-    } else if (!value) {
-      if (i + 1 >= args.size()) return Usage(absl::StrCat("--", name, " needs a value (", f->value, ")"));
-      value = args[++i];
-    }
-    if (name == "help") {
-      help = true;
-      continue;
-    }
-    flags.emplace_back(name, *value);
-  }
+absl::StatusOr<std::string> CompletionScript(const std::string& shell) {
+  if (shell != kShells) return absl::NotFoundError(absl::StrCat("no completion for '", shell, "' (", kShells, ")"));
+  CommandLine cl;
+  ValueCompletions values{{"FILE", {.files = true}}, {"COMMAND", {.words = CommandNames()}},
+                          {"SHELL", {.words = {kShells}}}};
+  return BashCompletion(cl.app, values);
+}
 
-  // The command.
-  if (positional.empty()) {
-    if (help) {
-      o.command = "help";
-      return o;
-    }
-    return Usage("no command given (try 'hyperfedctl --help')");
+absl::StatusOr<Options> ParseArgs(const std::vector<std::string>& args, const Environment& env) {
+  CommandLine cl;
+  Options& o = cl.o;
+  bool help = false;
+  std::string error;
+  try {
+    cl.app.parse(std::vector<std::string>(args.rbegin(), args.rend()));  // CLI11 takes them last first
+  } catch (const CLI::CallForHelp&) {
+    help = true;
+  } catch (const CLI::ParseError& e) {
+    error = Reword(e, cl);
   }
-  const std::string command = positional.front();
-  positional.erase(positional.begin());
-  if (command == "help") {
-    if (positional.size() > 1) return Usage("help takes at most one command");
-    o.command = "help";
-    if (!positional.empty()) {
-      if (!FindCommand(positional[0]))
-        return Usage(absl::StrCat("unknown command '", positional[0], "' (try 'hyperfedctl --help')"));
-      o.help_topic = positional[0];
-    }
-    return o;
-  }
-  const CommandSpec* spec = FindCommand(command);
-  if (!spec) return Usage(absl::StrCat("unknown command '", command, "' (try 'hyperfedctl --help')"));
+  // A word nobody took is the first thing to report.
+  if (auto st = LeftoverError(cl); !st.ok()) return st;
+  const CLI::App* command = cl.Parsed();
   if (help) {
     o.command = "help";
-    o.help_topic = command;
+    o.help_topic = command ? command->get_name() : "";
     return o;
   }
-  o.command = command;
-
-  // Positional arguments.
-  if (spec->positional) {
-    if (positional.empty()) return Usage(absl::StrCat(command, " needs a ", spec->positional));
-    if (positional.size() > 1) return Usage(absl::StrCat(command, ": unexpected argument '", positional[1], "'"));
-    const std::string& v = positional[0];
-    if (v.empty()) return Usage(absl::StrCat(command, ": ", spec->positional, " is empty"));
-    if (command == "drain" || command == "undrain") o.site = v;
-    if (command == "explain") o.job = v;
-    if (command == "force-release") o.migration_id = v;
-  } else if (!positional.empty()) {
-    return Usage(absl::StrCat(command, ": unexpected argument '", positional[0], "'"));
+  if (!error.empty()) return Usage(error);
+  if (!command) return Usage("no command given (try 'hyperfedctl --help')");
+  o.command = command->get_name();
+  if (o.command == "help") {
+    if (!o.help_topic.empty() && !cl.Find(o.help_topic)) return Usage(UnknownCommand(o.help_topic));
+    return o;
   }
 
-  // Flags, each checked against the command.
-  if (env.endpoint && !env.endpoint->empty()) o.endpoint = *env.endpoint;
-  if (env.token && !env.token->empty()) o.token = *env.token;
-  bool timeout_given = false, count_given = false, duration_given = false;
-  std::string token_flag;
-  bool token_flag_given = false;
-  for (const auto& [name, value] : flags) {
-    if (!FindFlag(GlobalFlags(), name) && !FindFlag(spec->flags, name))
-      return Usage(
-          absl::StrCat("--", name, " does not apply to '", command, "' (try 'hyperfedctl help ", command, "')"));
-    if (name == "endpoint")
-      o.endpoint = value;
-    else if (name == "token")
-      token_flag = value, token_flag_given = true;
-    else if (name == "token-file")
-      o.token_file = value;
-    else if (name == "ca")
-      o.ca_file = value;
-    else if (name == "cert")
-      o.cert_file = value;
-    else if (name == "key")
-      o.key_file = value;
-    else if (name == "server-name")
-      o.server_name = value;
-    else if (name == "insecure")
-      o.insecure = true;
-    else if (name == "json")
-      o.json = true;
-    else if (name == "timeout") {
-      if (auto st = ParseDurationFlag(name, value, false, &o.timeout); !st.ok()) return st;
-      timeout_given = true;
-    } else if (name == "dot")
-      o.dot = true;
-    else if (name == "site")
-      o.site = value;
-    else if (name == "limit") {
-      if (auto st = ParseInt(name, value, 1, 100000, &o.limit); !st.ok()) return st;
-    } else if (name == "dry-run")
-      o.dry_run = true;
-    else if (name == "mode")
-      o.mode = value;
-    else if (name == "wait")
-      o.wait = true;
-    else if (name == "count") {
-      if (auto st = ParseInt(name, value, 1, 100000, &o.count); !st.ok()) return st;
-      count_given = true;
-    } else if (name == "duration") {
-      if (auto st = ParseDurationFlag(name, value, true, &o.duration); !st.ok()) return st;
-      duration_given = true;
-    } else if (name == "name")
-      o.name = value;
-    else if (name == "cores") {
-      if (auto st = ParseInt(name, value, 1, 1 << 20, &o.cores); !st.ok()) return st;
-    }
-  }
-
-  // The environment's file and TLS defaults, where no flag gave one.
-  auto flag_given = [&flags](const char* name) {
-    return std::any_of(flags.begin(), flags.end(), [name](const auto& f) { return f.first == name; });
-  };
+  // The environment, where no flag gave a value.
   auto env_set = [](const std::optional<std::string>& v) { return v && !v->empty(); };
-  if (env_set(env.token_file) && !flag_given("token-file") && !token_flag_given) o.token_file = *env.token_file;
+  if (env_set(env.endpoint) && !cl.Given("--endpoint")) o.endpoint = *env.endpoint;
+  const bool token_flag = cl.Given("--token");
+  if (token_flag)
+    o.token = cl.token;
+  else if (env_set(env.token))
+    o.token = *env.token;
+  if (env_set(env.token_file) && !cl.Given("--token-file") && !token_flag) o.token_file = *env.token_file;
   if (!o.insecure) {
-    if (env_set(env.ca) && !flag_given("ca")) o.ca_file = *env.ca;
-    if (env_set(env.server_name) && !flag_given("server-name")) o.server_name = *env.server_name;
+    if (env_set(env.ca) && !cl.Given("--ca")) o.ca_file = *env.ca;
+    if (env_set(env.server_name) && !cl.Given("--server-name")) o.server_name = *env.server_name;
   }
 
   // Whole-command checks.
   if (auto st = CheckEndpoint(o.endpoint); !st.ok()) return st;
-  if (token_flag_given && !o.token_file.empty()) return Usage("give --token or --token-file, not both");
-  if (token_flag_given) {
-    if (auto st = CheckToken("--token", token_flag); !st.ok()) return st;
-    o.token = token_flag;
-  } else if (o.token_file.empty() && !o.token.empty()) {
+  if (token_flag && !o.token_file.empty()) return Usage("give --token or --token-file, not both");
+  if (!token_flag && o.token_file.empty() && !o.token.empty())
     if (auto st = CheckToken("HYPERFED_TOKEN", o.token); !st.ok()) return st;
-  }
   if (o.insecure && (!o.ca_file.empty() || !o.cert_file.empty() || !o.key_file.empty() || !o.server_name.empty()))
     return Usage("--insecure turns TLS off: it cannot go with --ca, --cert, --key or --server-name");
   if (o.cert_file.empty() != o.key_file.empty()) return Usage("--cert and --key go together");
-  if ((command == "jobs" || command == "submit") && o.site.empty() &&
-      std::any_of(flags.begin(), flags.end(), [](const auto& f) { return f.first == "site"; }))
-    return Usage("--site is empty");
-  if (command == "submit") {
-    if (!count_given) return Usage("submit needs --count N");
-    if (!duration_given) return Usage("submit needs --duration D (like 30s)");
-    if (o.name.size() > 200) return Usage("--name: over 200 characters");
-  }
-  if (command == "balance" && o.wait && !timeout_given) o.timeout = absl::Minutes(10);
+  if (o.command == "balance" && o.wait && !cl.Given("--timeout")) o.timeout = absl::Minutes(10);
   return o;
 }
 

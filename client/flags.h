@@ -1,9 +1,10 @@
 #pragma once
 
-// hyperfedctl's command line: the command table, the parsed options and the
-// usage text. Parsing touches nothing outside its arguments (the environment
-// comes in as a struct), so tests drive it directly; LoadFiles is the one
-// function that reads files.
+// hyperfedctl's command line: one CLI11 App (a subcommand per command), the
+// parsed options, the usage text and the shell completion made from that App.
+// Parsing touches nothing outside its arguments (the environment comes in as
+// a struct), so tests drive it directly; LoadFiles is the one function that
+// reads files.
 
 #include <optional>
 #include <string>
@@ -32,7 +33,8 @@ struct Environment {
 // their defaults.
 struct Options {
   // The command: status, topology, jobs, migrations, balance, drain,
-  // undrain, submit, explain, force-release, health; "help" prints usage.
+  // undrain, submit, explain, force-release, health; "help" prints usage,
+  // "completion" a shell completion script (neither asks a daemon).
   std::string command;
   // For command == "help" (from `help X` or `X --help`): the command whose
   // usage to print, "" for the overview.
@@ -62,11 +64,13 @@ struct Options {
   int cores = 0;             // submit (0: the daemon's default)
   std::string job;           // explain
   std::string migration_id;  // force-release
+  std::string shell;         // completion
 };
 
 // Parses argv[1..] (without the program name). A usage error comes back as
 // InvalidArgument with a one-line message naming the bad command, flag or
-// value. Global flags may come before or after the command.
+// value. Global flags may come before or after the command; a command's own
+// flags come after it.
 absl::StatusOr<Options> ParseArgs(const std::vector<std::string>& args, const Environment& env);
 
 // Reads --token-file, --ca, --cert and --key into the options. An unreadable
@@ -79,5 +83,9 @@ absl::StatusOr<std::string> UsageText(const std::string& topic);
 
 // The names of every command, in the order the overview lists them.
 std::vector<std::string> CommandNames();
+
+// The completion script for `shell` (bash), generated from the same App that
+// parses; NotFound for a shell it does not know.
+absl::StatusOr<std::string> CompletionScript(const std::string& shell);
 
 }  // namespace hyperfed::client

@@ -38,6 +38,10 @@ int main(int argc, char** argv) {
     std::cout << *UsageText(options->help_topic);
     return kExitOk;
   }
+  if (options->command == "completion") {
+    std::cout << *CompletionScript(options->shell);
+    return kExitOk;
+  }
   if (auto st = LoadFiles(&*options); !st.ok()) {
     std::cerr << "hyperfedctl: " << st.message() << "\n";
     return kExitUsage;

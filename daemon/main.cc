@@ -9,14 +9,17 @@
 #include <iostream>
 #include <string>
 
+#include "CLI/CLI.hpp"
 #include "config/config.h"
 #include "daemon/common/log.h"
 #include "daemon/server/daemon.h"
 
 namespace {
 
+constexpr char kUsage[] = "usage: hyperfedd --config FILE [--check]\n";
+
 int Usage(const std::string& msg) {
-  std::cerr << "hyperfedd: " << msg << "\nusage: hyperfedd --config FILE [--check]\n";
+  std::cerr << "hyperfedd: " << msg << "\n" << kUsage;
   return 2;
 }
 
@@ -29,22 +32,24 @@ int main(int argc, char** argv) {
   umask(077);
   std::string config_path;
   bool check = false;
-  for (int i = 1; i < argc; ++i) {
-    std::string a = argv[i];
-    if (a == "--check") {
-      check = true;
-    } else if (a == "--config" && i + 1 < argc) {
-      config_path = argv[++i];
-    } else if (a.rfind("--config=", 0) == 0) {
-      config_path = a.substr(9);
-    } else if (a == "--help" || a == "-h") {
-      std::cout << "usage: hyperfedd --config FILE [--check]\n";
-      return 0;
-    } else {
-      return Usage("unknown argument '" + a + "'");
-    }
+  CLI::App app("the hyperfed daemon, one per site", "hyperfedd");
+  app.option_defaults()->multi_option_policy(CLI::MultiOptionPolicy::TakeLast);
+  app.allow_extras();  // a word nobody takes is reported below, before a missing --config
+  app.add_option("--config", config_path, "the site's configuration (YAML)")->type_name("FILE")->required();
+  app.add_flag("--check", check, "check the configuration and exit");
+  std::string error;
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::CallForHelp&) {
+    std::cout << kUsage;
+    return 0;
+  } catch (const CLI::RequiredError&) {
+    error = "--config FILE is required";
+  } catch (const CLI::ParseError& e) {
+    error = e.what();
   }
-  if (config_path.empty()) return Usage("--config FILE is required");
+  if (auto extra = app.remaining(); !extra.empty()) return Usage("unknown argument '" + extra.front() + "'");
+  if (!error.empty()) return Usage(error);
   auto config = hyperfed::config::LoadConfig(config_path);
   if (!config.ok()) {
     std::cerr << "hyperfedd: " << config.status().message() << "\n";

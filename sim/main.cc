@@ -6,10 +6,10 @@
 #include <cstdio>
 #include <iostream>
 #include <map>
-#include <set>
 #include <string>
 #include <vector>
 
+#include "CLI/CLI.hpp"
 #include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
@@ -46,56 +46,31 @@ int UsageError(const std::string& msg) {
   return kUsageError;
 }
 
-// Parses "--name value" and "--name=value"; `bools` take no value.
-bool ParseFlags(const std::vector<std::string>& args, const std::set<std::string>& valued,
-                const std::set<std::string>& bools, std::map<std::string, std::string>* flags,
-                std::vector<std::string>* positional, std::string* error) {
-  for (size_t i = 0; i < args.size(); ++i) {
-    const std::string& a = args[i];
-    if (!absl::StartsWith(a, "--")) {
-      positional->push_back(a);
-      continue;
-    }
-    std::string name = a.substr(2), value;
-    bool has_value = false;
-    if (auto eq = name.find('='); eq != std::string::npos) {
-      value = name.substr(eq + 1);
-      name = name.substr(0, eq);
-      has_value = true;
-    }
-    if (bools.count(name)) {
-      if (has_value) {
-        *error = absl::StrCat("flag --", name, " takes no value");
-        return false;
-      }
-      (*flags)[name] = "true";
-    } else if (valued.count(name)) {
-      if (!has_value) {
-        if (i + 1 >= args.size()) {
-          *error = absl::StrCat("flag --", name, " needs a value");
-          return false;
-        }
-        value = args[++i];
-      }
-      (*flags)[name] = value;
-    } else {
-      *error = absl::StrCat("unknown flag --", name);
-      return false;
-    }
-  }
-  return true;
+// A command's flags, name -> value ("true" for a switch), and its positional
+// arguments, as CLI11 parsed them.
+struct Parsed {
+  std::map<std::string, std::string> flags;
+  std::vector<std::string> positional;
+};
+
+// Adds a command whose flags (`valued`: name and placeholder; `bools`) and
+// positional arguments (named `positional`, if any) land in *out.
+CLI::App* Command(CLI::App* app, const std::string& name, const std::string& summary,
+                  const std::vector<std::pair<std::string, std::string>>& valued, const std::vector<std::string>& bools,
+                  const std::string& positional, Parsed* out) {
+  CLI::App* c = app->add_subcommand(name, summary);
+  for (const auto& [flag, placeholder] : valued)
+    c->add_option_function<std::string>("--" + flag, [out, flag = flag](const std::string& v) { out->flags[flag] = v; })
+        ->type_name(placeholder);
+  for (const std::string& flag : bools)
+    c->add_flag_callback("--" + flag, [out, flag] { out->flags[flag] = "true"; });
+  if (!positional.empty()) c->add_option(positional, out->positional);
+  return c;
 }
 
 bool StderrIsTerminal() { return isatty(fileno(stderr)); }
 
-int Run(const std::vector<std::string>& args) {
-  std::map<std::string, std::string> f;
-  std::vector<std::string> pos;
-  std::string err;
-  if (!ParseFlags(args, {"algorithm", "topology", "loads", "capacities", "faults", "trials", "seed"}, {"json"}, &f,
-                  &pos, &err))
-    return UsageError(err);
-  if (!pos.empty()) return UsageError(absl::StrCat("unexpected argument '", pos[0], "'"));
+int Run(std::map<std::string, std::string> f) {
   if (!f.count("algorithm")) return UsageError("run needs --algorithm");
   if (!f.count("topology")) return UsageError("run needs --topology");
   hyperfed::sim::RunConfig c;
@@ -124,11 +99,7 @@ int Run(const std::vector<std::string>& args) {
   return 0;
 }
 
-int Paper(const std::vector<std::string>& args) {
-  std::map<std::string, std::string> f;
-  std::vector<std::string> pos;
-  std::string err;
-  if (!ParseFlags(args, {"seed", "scale", "plot"}, {}, &f, &pos, &err)) return UsageError(err);
+int Paper(std::map<std::string, std::string> f, const std::vector<std::string>& pos) {
   std::vector<std::string> names;
   for (const auto& p : Papers()) names.push_back(p.name);
   if (pos.size() != 1) return UsageError(absl::StrCat("paper needs one NAME: all, ", absl::StrJoin(names, ", ")));
@@ -160,12 +131,7 @@ int Paper(const std::vector<std::string>& args) {
   return 0;
 }
 
-int CompareCmd(const std::vector<std::string>& args) {
-  std::map<std::string, std::string> f;
-  std::vector<std::string> pos;
-  std::string err;
-  if (!ParseFlags(args, {"dims", "trials", "seed"}, {"json"}, &f, &pos, &err)) return UsageError(err);
-  if (!pos.empty()) return UsageError(absl::StrCat("unexpected argument '", pos[0], "'"));
+int CompareCmd(std::map<std::string, std::string> f) {
   hyperfed::sim::CompareConfig c;
   if (f.count("dims")) {
     std::vector<std::string> p = absl::StrSplit(f["dims"], ':');
@@ -189,13 +155,7 @@ int CompareCmd(const std::vector<std::string>& args) {
   return 0;
 }
 
-int Replay(const std::vector<std::string>& args) {
-  std::map<std::string, std::string> f;
-  std::vector<std::string> pos;
-  std::string err;
-  if (!ParseFlags(args, {"sites", "origin", "load", "interval", "hysteresis", "policies", "seed", "jobs"}, {"json"},
-                  &f, &pos, &err))
-    return UsageError(err);
+int Replay(std::map<std::string, std::string> f, const std::vector<std::string>& pos) {
   if (pos.size() != 1) return UsageError("replay needs one TRACE (an SWF file)");
   std::vector<int64_t> sites;
   const std::string site_list = f.count("sites") ? f["sites"] : "96,108,48,144,64,8,8";
@@ -267,21 +227,53 @@ int List() {
 }  // namespace
 
 int main(int argc, char** argv) {
-  std::vector<std::string> args(argv + 1, argv + argc);
-  if (args.empty()) {
+  CLI::App app("runs hyperfed's balancing algorithms offline and reproduces the papers", "hyperfed-sim");
+  app.option_defaults()->multi_option_policy(CLI::MultiOptionPolicy::TakeLast)->disable_flag_override();
+  app.allow_extras()->require_subcommand(0, 1);  // words nobody takes are reported below
+  app.set_help_flag("-h,--help", "print usage");
+  Parsed p;
+  CLI::App* run = Command(&app, "run", "run an algorithm over random or given loads",
+                          {{"algorithm", "A"}, {"topology", "T"}, {"loads", "L"}, {"capacities", "C"},
+                           {"faults", "F"}, {"trials", "N"}, {"seed", "S"}},
+                          {"json"}, "", &p);
+  CLI::App* paper =
+      Command(&app, "paper", "reproduce a paper's tables", {{"seed", "S"}, {"scale", "X"}, {"plot", "DIR"}}, {},
+              "NAME", &p);
+  CLI::App* compare = Command(&app, "compare", "every algorithm on hypercubes of growing dimension",
+                              {{"dims", "LO:HI"}, {"trials", "N"}, {"seed", "S"}}, {"json"}, "", &p);
+  CLI::App* replay = Command(&app, "replay", "replay an SWF trace under every balancing policy",
+                             {{"sites", "LIST"}, {"origin", "O"}, {"load", "L"}, {"interval", "S"},
+                              {"hysteresis", "S"}, {"policies", "P"}, {"seed", "S"}, {"jobs", "N"}},
+                             {"json"}, "TRACE", &p);
+  CLI::App* list = Command(&app, "list", "the algorithms and papers", {}, {}, "", &p);
+  CLI::App* help = Command(&app, "help", "print usage", {}, {}, "", &p);
+  std::string error;
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::CallForHelp&) {
+    std::cout << kUsage;
+    return 0;
+  } catch (const CLI::ParseError& e) {
+    error = e.what();
+  }
+  const auto parsed = app.get_subcommands();
+  if (auto extra = app.remaining(true); !extra.empty()) {
+    const std::string& w = extra.front();
+    if (absl::StartsWith(w, "-")) return UsageError(absl::StrCat("unknown flag ", w.substr(0, w.find('='))));
+    if (parsed.empty()) return UsageError(absl::StrCat("unknown command '", w, "'\n", kUsage));
+    return UsageError(absl::StrCat("unexpected argument '", w, "'"));
+  }
+  if (!error.empty()) return UsageError(error);
+  if (parsed.empty()) {
     std::cerr << kUsage;
     return kUsageError;
   }
-  const std::string cmd = args[0];
-  args.erase(args.begin());
-  if (cmd == "run") return Run(args);
-  if (cmd == "paper") return Paper(args);
-  if (cmd == "list") return List();
-  if (cmd == "replay") return Replay(args);
-  if (cmd == "compare") return CompareCmd(args);
-  if (cmd == "help" || cmd == "--help" || cmd == "-h") {
-    std::cout << kUsage;
-    return 0;
-  }
-  return UsageError(absl::StrCat("unknown command '", cmd, "'\n", kUsage));
+  const CLI::App* cmd = parsed.front();
+  if (cmd == run) return Run(p.flags);
+  if (cmd == paper) return Paper(p.flags, p.positional);
+  if (cmd == compare) return CompareCmd(p.flags);
+  if (cmd == replay) return Replay(p.flags, p.positional);
+  if (cmd == list) return List();
+  if (cmd == help) std::cout << kUsage;
+  return 0;
 }

@@ -96,6 +96,8 @@ TEST(CtlCliTest, UsageErrorsAreExitTwoWithOneLineNamingTheProblem) {
       {"status --ca /nonexistent/ca.pem", "--ca: cannot read '/nonexistent/ca.pem'"},
       {"status --token-file /nonexistent/token", "--token-file"},
       {"help nope", "'nope'"},
+      {"--dot topology", "--dot goes after the command"},
+      {"completion zsh", "'zsh'"},
   };
   for (auto& c : cases) {
     Result r = Ctl(c[0]);
@@ -116,6 +118,15 @@ TEST(CtlCliTest, HelpPrintsUsage) {
   EXPECT_EQ(r.code, 0);
   EXPECT_NE(r.out.find("--dry-run"), std::string::npos) << r.out;
   EXPECT_EQ(Ctl("submit --help").out, Ctl("help submit").out);
+  EXPECT_EQ(Ctl("-h drain").out, Ctl("help drain").out);
+}
+
+TEST(CtlCliTest, CompletionPrintsABashScript) {
+  Result r = Ctl("completion bash");
+  EXPECT_EQ(r.code, 0) << r.err;
+  EXPECT_EQ(r.err, "");
+  EXPECT_NE(r.out.find("complete -F "), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find(" hyperfedctl\n"), std::string::npos) << r.out;
 }
 
 // ------------------------------------------------------------------ fake daemon

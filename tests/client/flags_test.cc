@@ -112,6 +112,22 @@ TEST(FlagsTest, PositionalArguments) {
   EXPECT_EQ(o->migration_id, "-odd-id");
 }
 
+TEST(FlagsTest, ALaterValueWinsAndAPositionalMayNameACommand) {
+  auto o = Parse({"--timeout", "5s", "status", "--timeout", "7s", "--json", "--json"});
+  ASSERT_TRUE(o.ok()) << o.status();
+  EXPECT_EQ(o->timeout, absl::Seconds(7));
+  o = Parse({"drain", "status"});  // a site named like a command is still the site
+  ASSERT_TRUE(o.ok()) << o.status();
+  EXPECT_EQ(o->command, "drain");
+  EXPECT_EQ(o->site, "status");
+  o = Parse({"completion", "bash"});
+  ASSERT_TRUE(o.ok()) << o.status();
+  EXPECT_EQ(o->command, "completion");
+  EXPECT_EQ(o->shell, "bash");
+  EXPECT_TRUE(CompletionScript("bash").ok());
+  EXPECT_EQ(CompletionScript("zsh").status().code(), absl::StatusCode::kNotFound);
+}
+
 TEST(FlagsTest, BalanceWaitWaitsTenMinutesUnlessTold) {
   auto o = Parse({"balance", "--wait"});
   ASSERT_TRUE(o.ok());
@@ -183,6 +199,14 @@ TEST(FlagsTest, UsageErrorsNameWhatIsWrong) {
       {{"submit", "--count", "3", "--duration", "-5s"}, "--duration"},
       {{"submit", "--count", "3", "--duration", "1s", "--cores", "0"}, "--cores"},
       {{"topology", "--wait"}, "--wait does not apply to 'topology'"},
+      {{"--dot", "topology"}, "--dot goes after the command"},  // a command's flags follow it
+      {{"--limit", "3"}, "--limit goes after its command"},
+      {{"drain", ""}, "SITE: must not be empty"},
+      {{"submit", "--count", "1", "--duration", "1s", "--name", std::string(201, 'n')}, "--name: over 200"},
+      {{"balance", "--wait=yes"}, "--wait takes no value"},
+      {{"completion"}, "completion needs a SHELL"},
+      {{"completion", "zsh"}, "'zsh'"},
+      {{"help", "balance", "drain"}, "'drain'"},
   };
   for (const Case& c : cases) {
     std::string e = Error(c.args);

@@ -62,6 +62,11 @@ TEST(SimCliTest, BadInputGetsOneLineErrorAndExitTwo) {
       {"run --algorithm dem --topology ring:8", "hypercube"},
       {"run --algorithm dem --topology hypercube:3 --frobnicate 1", "--frobnicate"},
       {"paper nosuchpaper", "nosuchpaper"},
+      {"run --algorithm dem --topology hypercube:3 extra", "unexpected argument 'extra'"},
+      {"run --algorithm dem --topology hypercube:3 --seed", "--seed"},
+      {"compare --trials 0", "--trials"},
+      {"compare --json=yes", "json"},
+      {"list everything", "'everything'"},
   };
   for (auto& c : cases) {
     Result r = Sim(c[0]);
@@ -69,6 +74,20 @@ TEST(SimCliTest, BadInputGetsOneLineErrorAndExitTwo) {
     EXPECT_NE(r.out.find(c[1]), std::string::npos) << c[0] << ": " << r.out;
     EXPECT_EQ(std::count(r.out.begin(), r.out.end(), '\n'), 1) << c[0] << ": " << r.out;
   }
+}
+
+TEST(SimCliTest, HelpAndUnknownCommands) {
+  for (const char* help : {"help", "--help", "-h", "run --help"}) {
+    Result r = Sim(help);
+    EXPECT_EQ(r.code, 0) << help << ": " << r.out;
+    EXPECT_EQ(r.out.rfind("usage:\n  hyperfed-sim run --algorithm A", 0), 0u) << help << ": " << r.out;
+  }
+  Result r = Sim("");
+  EXPECT_EQ(r.code, 2) << r.out;
+  EXPECT_EQ(r.out.rfind("usage:\n", 0), 0u) << r.out;
+  r = Sim("frobnicate --json");
+  EXPECT_EQ(r.code, 2) << r.out;
+  EXPECT_EQ(r.out.rfind("hyperfed-sim: unknown command 'frobnicate'\nusage:\n", 0), 0u) << r.out;
 }
 
 // A small SWF trace in a temporary file, `bad` with a malformed line 3.
@@ -118,6 +137,8 @@ TEST(SimCliTest, ReplayBadInputGetsOneLineErrorAndExitTwo) {
       {"replay " + good + " --jobs 0", "--jobs"},
       {"replay " + good + " --policies exact/oldest", "exact/oldest"},
       {"replay " + good + " --sites 8,0", "--sites"},
+      {"replay " + good + " " + good, "one TRACE"},
+      {"replay " + good + " --hysteresis=-5", "--hysteresis"},
   };
   for (auto& c : cases) {
     Result r = Sim(c[0]);
