@@ -31,6 +31,7 @@ class Runner {
     if (c == "topology") return Topology();
     if (c == "jobs") return Jobs();
     if (c == "migrations") return Migrations();
+    if (c == "rounds") return Rounds();
     if (c == "balance") return Balance();
     if (c == "drain" || c == "undrain") return Drain(c == "drain");
     if (c == "submit") return Submit();
@@ -91,6 +92,19 @@ class Runner {
     auto ctx = Context();
     if (auto st = admin_->Migrations(ctx.get(), req, &r); !st.ok()) return Fail(st);
     out_ << (o_.json ? MigrationsJson(r) : MigrationsText(r));
+    return kExitOk;
+  }
+
+  int Rounds() {
+    v1::RoundsRequest req;
+    req.set_site(o_.site);
+    req.set_limit(o_.limit);
+    req.set_dry_runs(o_.dry_runs);
+    v1::RoundsReply r;
+    auto ctx = Context();
+    if (auto st = admin_->Rounds(ctx.get(), req, &r); !st.ok()) return Fail(st);
+    const std::map<int, std::string> names = SiteNames();
+    out_ << (o_.json ? RoundsJson(r, names) : RoundsText(r, names));
     return kExitOk;
   }
 

@@ -142,6 +142,14 @@ struct CommandLine {
         ->add_option("--limit", o.limit, "show at most N migrations (default: the daemon's, 50)")
         ->type_name("N")
         ->check(WholeNumber(1, 100000));
+    CLI::App* rounds = Command("rounds", "the last rounds, newest first, as the coordinator recorded them");
+    rounds->add_option("--limit", o.limit, "show at most N rounds (default: every one kept, the last 32)")
+        ->type_name("N")
+        ->check(WholeNumber(1, 1000));
+    rounds->add_option("--site", o.site, "the rounds this site coordinated (default: the coordinator)")
+        ->type_name("SITE")
+        ->check(NotEmpty());
+    rounds->add_flag("--dry-runs", o.dry_runs, "list dry runs too");
     CLI::App* balance = Command("balance", "run (or plan) a balancing round");
     balance->add_flag("--dry-run", o.dry_run, "plan the round, move nothing");
     balance->add_flag("--wait", o.wait, "follow the round to its end and print the before/after table");

@@ -54,7 +54,8 @@ struct Options {
   // Command arguments.
   bool dot = false;          // topology --dot
   std::string site;          // jobs --site, submit --site, drain/undrain SITE
-  int limit = 0;             // migrations --limit (0: the daemon's default)
+  int limit = 0;             // migrations, rounds --limit (0: the daemon's default)
+  bool dry_runs = false;     // rounds --dry-runs
   bool dry_run = false;      // balance
   std::string mode;          // balance: "" = the configured round mode
   bool wait = false;         // balance

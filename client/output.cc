@@ -569,6 +569,71 @@ std::string MigrationsJson(const v1::MigrationsReply& r) {
   return w.str() + "\n";
 }
 
+// ------------------------------------------------------------------ rounds
+
+namespace {
+
+std::string SiteOf(const std::map<int, std::string>& sites, int label) {
+  auto it = sites.find(label);
+  return it == sites.end() ? absl::StrCat("label ", label) : it->second;
+}
+
+const char* RoundResult(const v1::Round& x) { return !x.done() ? "running" : x.ok() ? "finished" : "ended early"; }
+
+}  // namespace
+
+std::string RoundsText(const v1::RoundsReply& r, const std::map<int, std::string>& sites) {
+  if (r.rounds().empty()) return absl::StrCat("no rounds recorded at ", r.site(), "\n");
+  Table t({"ROUND", "STARTED", "RESULT", "STEPS", "MOVED", "SHARE ERROR", "TRANSFERS"},
+          {false, false, false, true, true, false, false});
+  for (const v1::Round& x : r.rounds()) {
+    std::vector<std::string> moves;
+    for (const v1::Transfer& m : x.transfers())
+      moves.push_back(absl::StrCat(SiteOf(sites, m.from()), "->", SiteOf(sites, m.to()), " ", m.count()));
+    t.AddRow({absl::StrCat(x.round_id(), x.dry_run() ? " (dry run)" : ""), FormatUnixMillis(x.started_ms()),
+              RoundResult(x), absl::StrCat(x.steps()), absl::StrCat(x.moved()),
+              absl::StrCat(FormatReal(x.max_share_error_before()), " -> ", FormatReal(x.max_share_error_after())),
+              moves.empty() ? "none" : absl::StrJoin(moves, ", ")});
+  }
+  return absl::StrCat("rounds recorded at ", r.site(), ", newest first:\n", t.Render());
+}
+
+std::string RoundsJson(const v1::RoundsReply& r, const std::map<int, std::string>& sites) {
+  JsonWriter w;
+  w.BeginObject().Field("site", r.site()).Key("rounds").BeginArray();
+  for (const v1::Round& x : r.rounds()) {
+    w.BeginObject()
+        .Field("round_id", x.round_id())
+        .Field("mode", x.mode())
+        .Field("dry_run", x.dry_run())
+        .Field("done", x.done())
+        .Field("ok", x.ok())
+        .Field("started_ms", x.started_ms())
+        .Field("finished_ms", x.finished_ms())
+        .Field("steps", x.steps())
+        .Field("moved", x.moved())
+        .Field("messages", x.messages())
+        .Field("max_share_error_before", x.max_share_error_before())
+        .Field("max_share_error_after", x.max_share_error_after())
+        .Key("transfers")
+        .BeginArray();
+    for (const v1::Transfer& m : x.transfers())
+      w.BeginObject()
+          .Field("step", m.step())
+          .Field("from", m.from())
+          .Field("to", m.to())
+          .Field("from_site", SiteOf(sites, m.from()))
+          .Field("to_site", SiteOf(sites, m.to()))
+          .Field("count", m.count())
+          .EndObject();
+    w.EndArray().Key("events").BeginArray();
+    for (const std::string& e : x.events()) w.String(e);
+    w.EndArray().EndObject();
+  }
+  w.EndArray().EndObject();
+  return w.str() + "\n";
+}
+
 // ------------------------------------------------------------------ balance
 
 namespace {

@@ -113,6 +113,10 @@ std::string JobsJson(const std::string& site, const v1::JobsReply& r);
 std::string MigrationsText(const v1::MigrationsReply& r);
 std::string MigrationsJson(const v1::MigrationsReply& r);
 
+// `sites`: label -> site, for the transfers ("label N" when unknown).
+std::string RoundsText(const v1::RoundsReply& r, const std::map<int, std::string>& sites);
+std::string RoundsJson(const v1::RoundsReply& r, const std::map<int, std::string>& sites);
+
 // Balance. `sites` maps labels to site ids for the table (missing: "-").
 // The event's message lines, as they arrive.
 std::string BalanceEventText(const v1::RoundEvent& e);

@@ -128,6 +128,19 @@ TEST(FlagsTest, ALaterValueWinsAndAPositionalMayNameACommand) {
   EXPECT_EQ(CompletionScript("zsh").status().code(), absl::StatusCode::kNotFound);
 }
 
+TEST(FlagsTest, RoundsTakesLimitSiteAndDryRuns) {
+  auto o = ParseArgs({"rounds", "--limit", "5", "--site", "site-b", "--dry-runs"}, {});
+  ASSERT_TRUE(o.ok()) << o.status();
+  EXPECT_EQ(o->command, "rounds");
+  EXPECT_EQ(o->limit, 5);
+  EXPECT_EQ(o->site, "site-b");
+  EXPECT_TRUE(o->dry_runs);
+  o = ParseArgs({"rounds"}, {});
+  ASSERT_TRUE(o.ok()) << o.status();
+  EXPECT_EQ(o->limit, 0);
+  EXPECT_FALSE(o->dry_runs);
+}
+
 TEST(FlagsTest, BalanceWaitWaitsTenMinutesUnlessTold) {
   auto o = Parse({"balance", "--wait"});
   ASSERT_TRUE(o.ok());
@@ -187,6 +200,9 @@ TEST(FlagsTest, UsageErrorsNameWhatIsWrong) {
       {{"status", "--cert", "c.pem", "--ca", "ca.pem"}, "--cert and --key"},
       {{"migrations", "--limit", "ten"}, "--limit: 'ten' is not a whole number"},
       {{"migrations", "--limit", "0"}, "--limit"},
+      {{"rounds", "--limit", "1001"}, "--limit"},
+      {{"rounds", "--site", ""}, "--site"},
+      {{"status", "--dry-runs"}, "--dry-runs"},
       {{"drain"}, "drain needs a SITE"},
       {{"drain", "a", "b"}, "'b'"},
       {{"explain"}, "JOB"},

@@ -286,6 +286,48 @@ TEST(MigrationsOutputTest, TextAndJson) {
               "assert m['id'] == 'm-1' and m['jobs'] == 2 and m['job_keys'] == ['k1', 'k2'], m\n");
 }
 
+TEST(RoundsOutputTest, TextAndJsonNameTheSitesOfEachTransfer) {
+  v1::RoundsReply r;
+  r.set_site("site-a");
+  EXPECT_EQ(RoundsText(r, {}), "no rounds recorded at site-a\n");
+  v1::Round* x = r.add_rounds();
+  x->set_round_id("r-7");
+  x->set_done(true);
+  x->set_ok(true);
+  x->set_started_ms(1714564800000);
+  x->set_steps(2);
+  x->set_moved(12);
+  x->set_max_share_error_before(6);
+  x->set_max_share_error_after(0.5);
+  v1::Transfer* t = x->add_transfers();
+  t->set_step(1);
+  t->set_from(1);
+  t->set_to(0);
+  t->set_count(12);
+  x->add_events("round r-7 finished");
+  v1::Round* y = r.add_rounds();
+  y->set_round_id("r-6");
+  y->set_done(true);
+  y->set_dry_run(true);
+  const std::map<int, std::string> sites = {{0, "site-a"}, {1, "site-b"}};
+  std::string text = RoundsText(r, sites);
+  EXPECT_NE(text.find("rounds recorded at site-a, newest first:"), std::string::npos) << text;
+  EXPECT_NE(text.find("r-7"), std::string::npos) << text;
+  EXPECT_NE(text.find("2024-05-01 12:00:00Z  finished"), std::string::npos) << text;
+  EXPECT_NE(text.find("6 -> 0.5"), std::string::npos) << text;
+  EXPECT_NE(text.find("site-b->site-a 12"), std::string::npos) << text;
+  EXPECT_NE(text.find("r-6 (dry run)"), std::string::npos) << text;
+  EXPECT_NE(text.find("ended early"), std::string::npos) << text;  // done, not ok
+  EXPECT_JSON(RoundsJson(r, {{0, "site-a"}}),
+              "d = docs[0]\n"
+              "assert d['site'] == 'site-a' and len(d['rounds']) == 2\n"
+              "x = d['rounds'][0]\n"
+              "assert x['round_id'] == 'r-7' and x['moved'] == 12 and x['ok'] is True, x\n"
+              "assert x['transfers'] == [{'step': 1, 'from': 1, 'to': 0, 'from_site': 'label 1', "
+              "'to_site': 'site-a', 'count': 12}], x\n"
+              "assert x['events'] == ['round r-7 finished'] and d['rounds'][1]['dry_run'] is True\n");
+}
+
 v1::RoundEvent FinalEvent() {
   v1::RoundEvent e;
   e.set_round_id("r-9");

@@ -1,5 +1,6 @@
 // The web view (docs/operations.md, "Web view") on real daemons: its JSON
-// API answers what the Admin service answers, to the same callers; and a
+// API answers what the Admin service (and so hyperfedctl) answers, to the
+// same callers; and a
 // real browser (headless Chromium) shows every site with its state, a
 // finished round with its transfers, a killed site down within seconds, and
 // where a job is and why it moved. The browser test saves screenshots
@@ -103,6 +104,15 @@ TEST(WebViewTest, ApiAnswersWhatTheAdminServiceAnswersToTheSameCallers) {
     EXPECT_EQ(round["transfers"][i]["to"], b.round.transfers(i).to());
   }
   EXPECT_DOUBLE_EQ(round["max_share_error_before"].get<double>(), b.round.max_share_error_before());
+  // hyperfedctl rounds reads the same record.
+  Out ctl = Shell(absl::StrCat(HyperfedctlPath(), " --endpoint ", f.Endpoint(2), " --server-name site-2 --ca ",
+                               f.CertDir(), "/ca.pem --token-file ", f.CertDir(), "/admin-token rounds --json"));
+  ASSERT_EQ(ctl.code, 0) << ctl.text;
+  nlohmann::json listed = nlohmann::json::parse(ctl.text, nullptr, false);
+  ASSERT_FALSE(listed.is_discarded()) << ctl.text;
+  EXPECT_EQ(listed["site"], "site-0");
+  EXPECT_EQ(listed["rounds"][0]["round_id"], b.round.round_id());
+  EXPECT_EQ(listed["rounds"][0]["moved"], b.round.moved());
 
   // Bad requests change nothing and say why; unknown paths are 404.
   r = Get(f, 1, "/api/v1/rounds?limit=many", f.Token());
