@@ -8,6 +8,7 @@
 #include <functional>
 #include <set>
 
+#include "absl/status/status.h"
 #include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
@@ -60,33 +61,11 @@ int HttpStatus(grpc::StatusCode c) {
   }
 }
 
-const char* CodeName(grpc::StatusCode c) {
-  switch (c) {
-    case grpc::StatusCode::INVALID_ARGUMENT:
-      return "INVALID_ARGUMENT";
-    case grpc::StatusCode::UNAUTHENTICATED:
-      return "UNAUTHENTICATED";
-    case grpc::StatusCode::PERMISSION_DENIED:
-      return "PERMISSION_DENIED";
-    case grpc::StatusCode::NOT_FOUND:
-      return "NOT_FOUND";
-    case grpc::StatusCode::UNAVAILABLE:
-      return "UNAVAILABLE";
-    case grpc::StatusCode::DEADLINE_EXCEEDED:
-      return "DEADLINE_EXCEEDED";
-    case grpc::StatusCode::RESOURCE_EXHAUSTED:
-      return "RESOURCE_EXHAUSTED";
-    case grpc::StatusCode::FAILED_PRECONDITION:
-      return "FAILED_PRECONDITION";
-    default:
-      return "INTERNAL";
-  }
-}
-
 void Error(httplib::Response& res, grpc::StatusCode code, const std::string& message) {
   res.status = HttpStatus(code);
   // Invalid UTF-8 (a message may quote a peer's bytes) is replaced, not thrown.
-  const nlohmann::json body = {{"code", CodeName(code)}, {"error", message}};
+  const nlohmann::json body = {{"code", absl::StatusCodeToString(static_cast<absl::StatusCode>(code))},
+                               {"error", message}};
   res.set_content(body.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace) + "\n", "application/json");
 }
 
