@@ -44,33 +44,19 @@ std::string JsonString(std::string_view s) {
 void Append(std::string_view s, spdlog::memory_buf_t& dest) { dest.append(s.data(), s.data() + s.size()); }
 
 // Custom pattern flags (spdlog's own ones do the time and the level).
-// %Q: the site as a JSON string.
-class SiteJsonFlag : public spdlog::custom_flag_formatter {
+// A text fixed when the formatter is made: the site in either form.
+class FixedTextFlag : public spdlog::custom_flag_formatter {
  public:
-  explicit SiteJsonFlag(std::string site) : site_(JsonString(site)) {}
+  explicit FixedTextFlag(std::string text) : text_(std::move(text)) {}
   void format(const spdlog::details::log_msg&, const std::tm&, spdlog::memory_buf_t& dest) override {
-    Append(site_, dest);
+    Append(text_, dest);
   }
-  std::unique_ptr<custom_flag_formatter> clone() const override { return std::make_unique<SiteJsonFlag>(*this); }
+  std::unique_ptr<custom_flag_formatter> clone() const override { return std::make_unique<FixedTextFlag>(text_); }
 
  private:
-  std::string site_;
+  std::string text_;
 };
 
-// %q: "site: ", or nothing before ConfigureLog names a site.
-class SitePrefixFlag : public spdlog::custom_flag_formatter {
- public:
-  explicit SitePrefixFlag(const std::string& site) : prefix_(site.empty() ? "" : site + ": ") {}
-  void format(const spdlog::details::log_msg&, const std::tm&, spdlog::memory_buf_t& dest) override {
-    Append(prefix_, dest);
-  }
-  std::unique_ptr<custom_flag_formatter> clone() const override { return std::make_unique<SitePrefixFlag>(*this); }
-
- private:
-  std::string prefix_;
-};
-
-// %j: the message as a JSON string.
 class MessageJsonFlag : public spdlog::custom_flag_formatter {
  public:
   void format(const spdlog::details::log_msg& msg, const std::tm&, spdlog::memory_buf_t& dest) override {
@@ -83,7 +69,11 @@ constexpr char kTime[] = "%Y-%m-%dT%H:%M:%S.%eZ";
 
 std::unique_ptr<spdlog::formatter> MakeFormatter(const std::string& site, LogFormat format) {
   auto f = std::make_unique<spdlog::pattern_formatter>(spdlog::pattern_time_type::utc);
-  f->add_flag<SiteJsonFlag>('Q', site).add_flag<SitePrefixFlag>('q', site).add_flag<MessageJsonFlag>('j');
+  // %Q: the site as a JSON string; %q: "site: ", or nothing before a site is named; %j: the message as a
+  // JSON string.
+  f->add_flag<FixedTextFlag>('Q', JsonString(site))
+      .add_flag<FixedTextFlag>('q', site.empty() ? "" : site + ": ")
+      .add_flag<MessageJsonFlag>('j');
   if (format == LogFormat::kJson) {
     f->set_pattern(absl::StrCat(R"({"ts":")", kTime, R"(","level":"%l","site":%Q,"msg":%j})"));
   } else {
