@@ -22,7 +22,7 @@ RUN apt-get update \
       cmake make g++ pkg-config \
       libabsl-dev libgrpc++-dev protobuf-compiler-grpc libprotobuf-dev protobuf-compiler \
       libyaml-cpp-dev libsqlite3-dev nlohmann-json3-dev libssl-dev libgtest-dev libgmock-dev libcpp-httplib-dev \
-      libcli11-dev \
+      libcli11-dev libspdlog-dev \
  && rm -rf /var/lib/apt/lists/*
 WORKDIR /src
 # Only what the two binaries need, so edits to tests or docs keep the cache.
@@ -41,6 +41,7 @@ ENV DEBIAN_FRONTEND=noninteractive
 RUN apt-get update \
  && apt-get install -y --no-install-recommends \
       libgrpc++1.51 libprotobuf32 libabsl20220623 libyaml-cpp0.7 libsqlite3-0 libssl3 libcpp-httplib0.11 \
+      libspdlog1.10 libfmt9 \
  && rm -rf /var/lib/apt/lists/* \
  && groupadd --system --gid 10001 hyperfed \
  && useradd --system --uid 10001 --gid hyperfed --home-dir /var/lib/hyperfed --no-create-home \

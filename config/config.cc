@@ -35,7 +35,7 @@ constexpr size_t kMaxIdLength = 64;
 constexpr size_t kMaxErrors = 20;                  // more would bury the first one
 constexpr std::uintmax_t kMaxFileBytes = 1 << 20;  // a site config is a few hundred bytes
 
-const char* const kTopKeys[] = {"site", "roster", "capacity", "balancer", "scheduler", "state_dir", "security"};
+const char* const kTopKeys[] = {"site", "roster", "capacity", "balancer", "scheduler", "state_dir", "security", "log"};
 const char* const kSiteKeys[] = {"id", "label", "listen", "advertise", "metrics_listen", "web"};
 const char* const kRosterKeys[] = {"id", "label", "endpoint", "cost", "max_capacity"};
 const char* const kCapacityKeys[] = {"units", "speed"};
@@ -45,6 +45,7 @@ const char* const kBalancerKeys[] = {"algorithm",          "interval",     "unde
 const char* const kSchedulerKeys[] = {"adapter", "options"};
 const char* const kSecurityKeys[] = {"insecure",           "cert",       "key", "ca", "admin_token_file", "reflection",
                                      "max_calls_per_peer", "max_threads"};
+const char* const kLogKeys[] = {"level", "format"};
 
 // A broken rule: the key path it concerns ("roster[2].endpoint") and why.
 struct Issue {
@@ -396,6 +397,7 @@ class Parser {
     if (top.count("scheduler")) ParseScheduler(top["scheduler"], c);
     if (Require(top, "", "state_dir")) String(top["state_dir"], "state_dir", &c->state_dir);
     if (top.count("security")) ParseSecurity(top["security"], c);
+    if (top.count("log")) ParseLog(top["log"], c);
   }
 
  private:
@@ -514,6 +516,19 @@ class Parser {
       return;
     }
     *out = value;
+  }
+
+  // A value from a fixed set of names, read by `parse`, whose error names them.
+  template <typename T>
+  void Named(const YAML::Node& n, const std::string& key, absl::StatusOr<T> (*parse)(std::string_view), T* out) {
+    std::string text;
+    if (!Scalar(n, key, "a name", &text)) return;
+    absl::StatusOr<T> value = parse(text);
+    if (!value.ok()) {
+      Error(ValueLine(n, key), key, std::string(value.status().message()));
+      return;
+    }
+    *out = *value;
   }
 
   void ParseSite(const YAML::Node& n, Config* c) {
@@ -635,6 +650,13 @@ class Parser {
       Integer(f["max_calls_per_peer"], "security.max_calls_per_peer", &s.max_calls_per_peer);
     }
     if (f.count("max_threads")) Integer(f["max_threads"], "security.max_threads", &s.max_threads);
+  }
+
+  void ParseLog(const YAML::Node& n, Config* c) {
+    Fields f;
+    if (!Map(n, "log", LineOf("log"), std::begin(kLogKeys), std::end(kLogKeys), &f)) return;
+    if (f.count("level")) Named(f["level"], "log.level", ParseLogLevel, &c->log.level);
+    if (f.count("format")) Named(f["format"], "log.format", ParseLogFormat, &c->log.format);
   }
 
   std::string path_;

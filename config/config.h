@@ -14,6 +14,7 @@
 
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
+#include "daemon/common/log.h"
 
 namespace hyperfed::config {
 
@@ -100,6 +101,8 @@ struct Config {
   SchedulerConfig scheduler;
   std::string state_dir;
   SecurityConfig security;
+  // log: {level: debug|info|warning|error, format: text|json} (default info, text).
+  LogOptions log;
 
   // The smallest hypercube dimension that holds every roster label.
   int Dimension() const;

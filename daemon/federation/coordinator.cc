@@ -110,7 +110,7 @@ absl::StatusOr<std::string> Coordinator::Begin(bool dry_run, const std::string& 
     });
     return absl::UnavailableError("the daemon is stopping");
   }
-  Log(absl::StrCat(config_.site.id, ": starting round ", view.id, " (", reason, ")"));
+  LogInfo(absl::StrCat("starting round ", view.id, " (", reason, ")"));
   return view.id;
 }
 
@@ -273,7 +273,7 @@ void Coordinator::FinishLocked(const std::string& why) {
     counters_.last_share_error_before = r.share_error_before;
     counters_.last_share_error_after = r.share_error_after;
   });
-  Log(absl::StrCat(config_.site.id, ": ", summary));
+  (ok ? LogInfo : LogError)(summary);
   cv_.notify_all();
 }
 

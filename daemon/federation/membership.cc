@@ -147,7 +147,8 @@ void Heartbeater::Tick(const HeartbeatInfo& self) {
     if (p.self) continue;
     auto it = was_up_.find(p.site);
     if (it == was_up_.end() || it->second != p.up)
-      Log(absl::StrCat(config_.site.id, ": peer ", p.site, " (label ", p.label, ") is ", p.up ? "up" : "down"));
+      (p.up || it == was_up_.end() ? LogInfo : LogWarning)(  // a warning when an up peer goes down
+          absl::StrCat("peer ", p.site, " (label ", p.label, ") is ", p.up ? "up" : "down"));
     was_up_[p.site] = p.up;
   }
 }

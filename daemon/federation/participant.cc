@@ -30,7 +30,7 @@ Participant::Participant(const config::Config& config, const Env* env, Executor*
   ctx_.env = env;
   ctx_.executor = executor;
   ctx_.timeouts = ComputeRoundTimeouts(config_.balancer, config_.Dimension());
-  ctx_.event = [](const std::string& e) { Log(e); };
+  ctx_.event = [](const std::string& e) { LogInfo(e); };
 }
 
 bool Participant::OnStartRound(const RoundSpec& spec, std::string* why_not) {
@@ -53,8 +53,8 @@ bool Participant::OnStartRound(const RoundSpec& spec, std::string* why_not) {
     return false;
   }
   if (current_)
-    Log(absl::StrCat(config_.site.id, ": round ", current_->round_id, " replaced by the newer round ", spec.round_id,
-                     " of ", spec.coordinator));
+    LogWarning(absl::StrCat("round ", current_->round_id, " replaced by the newer round ", spec.round_id, " of ",
+                            spec.coordinator));
   highest_epoch_ = spec.epoch;
   current_ = spec;
   // Opening the round fences off the older one: its waits end now.
@@ -98,8 +98,9 @@ void Participant::RunPart(const RoundSpec& spec) {
     done_(spec, report);
     return;
   }
-  Log(absl::StrCat(config_.site.id, ": round ", spec.round_id, " (", spec.mode, ", faults ",
-                   spec.faults.empty() ? "none" : absl::StrJoin(spec.faults, ","), ") started by ", spec.coordinator));
+  LogInfo(absl::StrCat("round ", spec.round_id, " (", spec.mode, ", faults ",
+                       spec.faults.empty() ? "none" : absl::StrJoin(spec.faults, ","), ") started by ",
+                       spec.coordinator));
   RoundReport report;
   auto snap = snapshot_();
   if (!snap.ok()) {
@@ -110,8 +111,9 @@ void Participant::RunPart(const RoundSpec& spec) {
   } else {
     report = RunRound(ctx_, spec, *snap);
   }
-  Log(absl::StrCat(config_.site.id, ": round ", spec.round_id, report.ok ? " done" : " ended: " + report.error,
-                   ": load ", report.load_before, ", quota ", report.quota, ", moved out ", report.moved_out,
+  (report.ok ? LogInfo : LogError)(
+      absl::StrCat("round ", spec.round_id, report.ok ? " done" : " ended: " + report.error, ": load ",
+                   report.load_before, ", quota ", report.quota, ", moved out ", report.moved_out,
                    report.shortfall ? absl::StrCat(", short ", report.shortfall) : ""));
   {
     std::lock_guard<std::mutex> l(mu_);

@@ -262,7 +262,7 @@ class Runner {
 
  private:
   void Event(const std::string& what) {
-    if (ctx_.event) ctx_.event(absl::StrCat(ctx_.self_site, ": ", what));
+    if (ctx_.event) ctx_.event(what);  // the log names the site
   }
 
   std::string SiteOf(int label) const { return ctx_.site_of_label(label); }

@@ -90,7 +90,7 @@ balance::StartProfile Site::StartProfileNow(int64_t widest) {
     }
     p = balance::ProfileFromForecast(f);  // merged to at most kMaxProfileSteps
   } else if (!free.ok() && !absl::IsUnimplemented(free.status())) {
-    Log(absl::StrCat(config_.site.id, ": no start profile this round: ", free.status().message()));
+    LogWarning(absl::StrCat("no start profile this round: ", free.status().message()));
   } else {
     const std::vector<int64_t> widths = balance::ProfileWidths(widest);
     auto starts = adapter_->ArrivalStarts(widths);
@@ -99,13 +99,13 @@ balance::StartProfile Site::StartProfileNow(int64_t widest) {
       for (int64_t s : *starts) waits.push_back(clamp(s));
       p = balance::ProfileFromWaits(widest, widths, waits);
     } else if (!starts.ok() && !absl::IsUnimplemented(starts.status())) {
-      Log(absl::StrCat(config_.site.id, ": no start profile this round: ", starts.status().message()));
+      LogWarning(absl::StrCat("no start profile this round: ", starts.status().message()));
     }
   }
   // Peers check every profile (CheckReportedRow); one they would refuse
   // would end the round, so this site checks its own first.
   if (auto st = balance::CheckStartProfile(p, config::kMaxReportedWaitMs); !st.ok()) {
-    Log(absl::StrCat(config_.site.id, ": not publishing a start profile this round: ", st.message()));
+    LogWarning(absl::StrCat("not publishing a start profile this round: ", st.message()));
     return WidestOnly(widest);
   }
   return p;  // with only the widest job, peers take it as starting jobs at once
@@ -118,7 +118,7 @@ absl::StatusOr<SiteSnapshot> Site::Snapshot(bool with_waits) {
   // still counts.
   auto widest = adapter_->WidestJob();
   if (!widest.ok() && with_waits)
-    Log(absl::StrCat(config_.site.id, ": widest job unknown this round: ", widest.status().message()));
+    LogWarning(absl::StrCat("widest job unknown this round: ", widest.status().message()));
   const int64_t runs = widest.ok() ? std::max<int64_t>(*widest, 0) : 0;
   const config::RosterEntry* self = config_.FindSite(config_.site.id);
   // Peers refuse a widest job above the roster's max_capacity (as for the
@@ -148,8 +148,8 @@ absl::StatusOr<SiteSnapshot> Site::Snapshot(bool with_waits) {
   // site reports at most that, and says so once.
   if (self && capacity > self->max_capacity) {
     if (!capacity_capped_.exchange(true))
-      Log(absl::StrCat(config_.site.id, ": capacity ", capacity, " is above this site's roster max_capacity ",
-                       self->max_capacity, ": reporting ", self->max_capacity));
+      LogWarning(absl::StrCat("capacity ", capacity, " is above this site's roster max_capacity ", self->max_capacity,
+                              ": reporting ", self->max_capacity));
     capacity = self->max_capacity;
   }
   snap.capacity = capacity;
@@ -167,8 +167,8 @@ absl::Status Site::RefreshSelf() {
 
 void Site::SetDrained(bool drained) {
   if (drained_.exchange(drained) != drained)
-    Log(absl::StrCat(config_.site.id, drained ? ": drained: takes no jobs; its pending jobs leave at the next round"
-                                              : ": undrained: takes jobs again"));
+    LogInfo(drained ? "drained: takes no jobs; its pending jobs leave at the next round"
+                    : "undrained: takes jobs again");
 }
 
 std::vector<PeerInfo> Site::View() {
@@ -221,7 +221,7 @@ void Site::TimerOnce() {
         if (p.up) t.push_back({p.label, p.load, p.capacity});
       if (ShareError(t) >= static_cast<double>(config_.balancer.min_imbalance)) {
         auto id = Balance(false, "timer");
-        if (!id.ok()) Log(absl::StrCat(config_.site.id, ": timer round not started: ", id.status().message()));
+        if (!id.ok()) LogError(absl::StrCat("timer round not started: ", id.status().message()));
       }
     }
   }
@@ -234,10 +234,10 @@ void Site::TimerOnce() {
         if (!p.self && p.up && p.load > config_.balancer.underload_threshold) others_have_work = true;
       if (others_have_work) {
         last_underload_request_ = now;
-        Log(absl::StrCat(config_.site.id, ": underloaded (", snap->load, " pending < ",
-                         config_.balancer.underload_threshold, "): asking for a round"));
+        LogInfo(absl::StrCat("underloaded (", snap->load, " pending < ", config_.balancer.underload_threshold,
+                             "): asking for a round"));
         auto id = Balance(false, "underload");
-        if (!id.ok()) Log(absl::StrCat(config_.site.id, ": balancing request failed: ", id.status().message()));
+        if (!id.ok()) LogError(absl::StrCat("balancing request failed: ", id.status().message()));
       }
     }
   }
@@ -263,11 +263,11 @@ absl::Status Site::OnReport(const RoundReport& report) { return coordinator_.OnR
 void Site::PartDone(const RoundSpec& spec, const RoundReport& report) {
   if (spec.coordinator == config_.site.id) {
     if (auto st = coordinator_.OnReport(report); !st.ok())
-      Log(absl::StrCat(config_.site.id, ": own report of round ", spec.round_id, " not taken: ", st.message()));
+      LogError(absl::StrCat("own report of round ", spec.round_id, " not taken: ", st.message()));
     return;
   }
   auto st = peers_->ReportRound(spec.coordinator, report, ComputeRoundTimeouts(config_.balancer, spec.dimension).step);
-  if (!st.ok()) Log(absl::StrCat(config_.site.id, ": could not report round ", spec.round_id, ": ", st.message()));
+  if (!st.ok()) LogError(absl::StrCat("could not report round ", spec.round_id, ": ", st.message()));
 }
 
 absl::StatusOr<std::string> Site::Balance(bool dry_run, const std::string& reason, const std::string& mode) {
@@ -278,7 +278,7 @@ absl::StatusOr<std::string> Site::Balance(bool dry_run, const std::string& reaso
 
 absl::StatusOr<std::string> Site::OnRequestBalance(const std::string& from, const std::string& reason) {
   if (!IsCoordinator()) return absl::FailedPreconditionError(absl::StrCat("the coordinator is ", Coordinator()));
-  Log(absl::StrCat(config_.site.id, ": balancing request from ", from, " (", reason, ")"));
+  LogInfo(absl::StrCat("balancing request from ", from, " (", reason, ")"));
   return coordinator_.Begin(false, reason.empty() ? from : absl::StrCat(reason, " at ", from), "");
 }
 
@@ -310,7 +310,7 @@ absl::StatusOr<std::vector<SubmittedJob>> Site::Submit(const SubmitOrder& order)
     if (!id.ok()) return id.status();
     out.push_back({*id, spec.key});
   }
-  Log(absl::StrCat(config_.site.id, ": ", order.count, " jobs submitted by an operator"));
+  LogInfo(absl::StrCat(order.count, " jobs submitted by an operator"));
   return out;
 }
 

@@ -106,7 +106,8 @@ absl::Status PrepareStateDir(const std::string& dir) {
   if ((p & (fs::perms::group_all | fs::perms::others_all)) != fs::perms::none) {
     fs::permissions(dir, fs::perms::owner_all, fs::perm_options::replace, ec);
     if (ec) return absl::FailedPreconditionError(absl::StrCat("state_dir ", dir, ": chmod 700: ", ec.message()));
-    Log(absl::StrFormat("state_dir %s had mode %04o: made it 0700", dir, static_cast<unsigned>(p & fs::perms::mask)));
+    LogWarning(
+        absl::StrFormat("state_dir %s had mode %04o: made it 0700", dir, static_cast<unsigned>(p & fs::perms::mask)));
   }
   return absl::OkStatus();
 }
@@ -182,6 +183,7 @@ absl::Status CheckRuntime(const config::Config& c) {
 absl::StatusOr<std::unique_ptr<Daemon>> Daemon::Create(const config::Config& config) {
   std::unique_ptr<Daemon> d(new Daemon);
   d->config_ = config;
+  ConfigureLog(config.site.id, config.log);
   if (auto st = PrepareStateDir(config.state_dir); !st.ok()) return st;
   auto registry = BuiltinAdapters();
   auto adapter = registry->Create(
@@ -220,15 +222,15 @@ absl::StatusOr<std::unique_ptr<Daemon>> Daemon::Create(const config::Config& con
 absl::StatusOr<int> Daemon::Start() {
   // A restart first finishes what the journal left half done.
   if (auto st = migrator_->Recover(); !st.ok())
-    Log(absl::StrCat(config_.site.id, ": recovery incomplete (retried in the background): ", st.message()));
+    LogError(absl::StrCat("recovery incomplete (retried in the background): ", st.message()));
   grpc::EnableDefaultHealthCheckService(true);
   // Reflection lists every service and message to whoever asks, before any
   // credential is checked: off unless configured.
   if (config_.security.reflection) grpc::reflection::InitProtoReflectionServerBuilderPlugin();
   std::shared_ptr<grpc::ServerCredentials> creds;
   if (config_.security.insecure) {
-    Log(absl::StrCat(config_.site.id, ": WARNING: insecure: true: peers and operators talk in plain text and ",
-                     "are not authenticated; for local demos only (listening on loopback only)"));
+    LogWarning("insecure: true: peers and operators talk in plain text and are not authenticated; for local demos "
+               "only (listening on loopback only)");
     creds = grpc::InsecureServerCredentials();
   } else {
     auto tls = ReadTlsFiles(config_.security);
@@ -272,7 +274,7 @@ absl::StatusOr<int> Daemon::Start() {
     while (!stop_cv_.wait_for(l, std::chrono::seconds(5), [this] { return stopping_.load(); })) {
       l.unlock();
       if (auto st = migrator_->Recover(); !st.ok())
-        Log(absl::StrCat(config_.site.id, ": migration recovery: ", st.message()));
+        LogError(absl::StrCat("migration recovery: ", st.message()));
       l.lock();
     }
   });
@@ -286,13 +288,13 @@ absl::StatusOr<int> Daemon::Start() {
         [&web](httplib::Server* h) { web.Register(h); });
     if (!m.ok()) return m.status();
     metrics_ = *std::move(m);
-    Log(absl::StrCat(config_.site.id, ": metrics on http://",
-                     config_.site.metrics_listen.substr(0, config_.site.metrics_listen.rfind(':')), ":",
-                     metrics_->port(), "/metrics"));
+    LogInfo(absl::StrCat("metrics on http://",
+                         config_.site.metrics_listen.substr(0, config_.site.metrics_listen.rfind(':')), ":",
+                         metrics_->port(), "/metrics"));
   }
-  Log(absl::StrCat(config_.site.id, ": serving on port ", port, " (label ", config_.site.label, ", ",
-                   config_.roster.size(), " sites in a ", config_.Dimension(), "-cube, adapter ",
-                   config_.scheduler.adapter, ", mode ", config_.balancer.algorithm, ")"));
+  LogInfo(absl::StrCat("serving on port ", port, " (label ", config_.site.label, ", ", config_.roster.size(),
+                       " sites in a ", config_.Dimension(), "-cube, adapter ", config_.scheduler.adapter, ", mode ",
+                       config_.balancer.algorithm, ")"));
   return port;
 }
 
@@ -303,7 +305,7 @@ void Daemon::Shutdown() {
   site_->Stop();
   if (server_) server_->Shutdown(std::chrono::system_clock::now() + std::chrono::seconds(2));
   metrics_.reset();
-  Log(absl::StrCat(config_.site.id, ": stopped"));
+  LogInfo("stopped");
 }
 
 Daemon::~Daemon() { Shutdown(); }

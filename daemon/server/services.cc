@@ -462,7 +462,7 @@ grpc::Status AdminService::ForceRelease(grpc::ServerContext* ctx, const v1::Forc
   reply->set_warning(
       "released without an answer from the destination: if it had already submitted these jobs, they may now run "
       "at both sites; check the destination's jobs for the keys listed by 'hyperfedctl migrations'");
-  Log(absl::StrCat(d_.config->site.id, ": operator forced the release of migration ", req->migration_id()));
+  LogWarning(absl::StrCat("operator forced the release of migration ", req->migration_id()));
   return grpc::Status::OK;
 }
 

@@ -33,6 +33,7 @@ balancer: {algorithm: improved-dem, interval: 45s, underload_threshold: 2, min_i
 scheduler: {adapter: slurm, options: {partition: batch, slots: 8}}
 state_dir: ./state/site-a
 security: {insecure: false, cert: certs/site-a.pem, key: certs/site-a-key.pem, ca: certs/ca.pem, admin_token_file: certs/admin-token}
+log: {level: debug, format: json}
 )";
 
 // Only what has no default.
@@ -114,6 +115,8 @@ TEST_F(ConfigTest, FullConfigParsesEveryField) {
   EXPECT_EQ(c->security.key, dir_ / "certs/site-a-key.pem");
   EXPECT_EQ(c->security.ca, dir_ / "certs/ca.pem");
   EXPECT_EQ(c->security.admin_token_file, dir_ / "certs/admin-token");
+  EXPECT_EQ(c->log.level, LogLevel::kDebug);
+  EXPECT_EQ(c->log.format, LogFormat::kJson);
   EXPECT_EQ(c->Dimension(), 2);
   ASSERT_NE(c->FindSite("site-c"), nullptr);
   EXPECT_EQ(c->FindSite("site-c")->label, 2);
@@ -174,6 +177,8 @@ TEST_F(ConfigTest, DefaultsAreThoseOfTheHeader) {
   EXPECT_TRUE(c->security.insecure);
   EXPECT_EQ(c->security.cert, "");
   EXPECT_EQ(c->security.admin_token_file, "");
+  EXPECT_EQ(c->log.level, LogLevel::kInfo);
+  EXPECT_EQ(c->log.format, LogFormat::kText);
   EXPECT_EQ(c->Dimension(), 0);
   EXPECT_EQ(defaults.balancer.interval, c->balancer.interval);
 }
@@ -567,6 +572,28 @@ TEST_F(ConfigTest, TheOperatorCertificateNameIsNoSiteId) {
   EXPECT_TRUE(ErrorContains(c, "site-a.yaml:5: roster[2].id: \"hyperfed-admin\" is reserved"));
 }
 
+TEST_F(ConfigTest, LogLevelAndFormatAreNamed) {
+  for (const char* level : {"debug", "info", "warning", "error"}) {
+    auto c = ParseFullWith("level: debug", absl::StrCat("level: ", level));
+    ASSERT_TRUE(c.ok()) << level << ": " << c.status();
+    EXPECT_EQ(LogLevelName(c->log.level), level);
+  }
+  auto c = ParseFullWith("format: json", "format: text");
+  ASSERT_TRUE(c.ok()) << c.status();
+  EXPECT_EQ(c->log.format, LogFormat::kText);
+  c = ParseFullWith("level: debug", "level: verbose");
+  EXPECT_TRUE(ErrorContains(
+      c, "site-a.yaml:11: log.level: unknown log level \"verbose\"; known: debug, info, warning, error"));
+  c = ParseFullWith("format: json", "format: xml");
+  EXPECT_TRUE(ErrorContains(c, "site-a.yaml:11: log.format: unknown log format \"xml\"; known: text, json"));
+  c = ParseFullWith("format: json", "format: [json]");
+  EXPECT_TRUE(ErrorContains(c, "site-a.yaml:11: log.format: expected a name, got a list"));
+  c = ParseFullWith("level: debug", "levle: debug");
+  EXPECT_TRUE(ErrorContains(c, "site-a.yaml:11: log.levle: unknown key; did you mean \"level\"?"));
+  c = ParseFullWith("log: {level: debug, format: json}", "log: json");
+  EXPECT_TRUE(ErrorContains(c, "site-a.yaml:11: log: expected a mapping with the keys level, format"));
+}
+
 // --- YAML-level errors ------------------------------------------------------
 
 TEST_F(ConfigTest, SyntaxErrorNamesFileAndLine) {
@@ -594,7 +621,7 @@ TEST_F(ConfigTest, UnknownKeysAreErrorsWithSuggestions) {
                             "site-a.yaml:4: roster[1].colour: unknown key (expected one of id, "
                             "label, endpoint, cost, max_capacity)"));
   c = Parse(std::string(kFull) + "frobnicate: 1\n");
-  EXPECT_TRUE(ErrorContains(c, "site-a.yaml:11: frobnicate: unknown key (expected one of"));
+  EXPECT_TRUE(ErrorContains(c, "site-a.yaml:12: frobnicate: unknown key (expected one of"));
 }
 
 TEST_F(ConfigTest, RepeatedKeysAreErrors) {
