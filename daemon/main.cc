@@ -87,7 +87,7 @@ int main(int argc, char** argv) {
   }
   int sig = 0;
   sigwait(&set, &sig);
-  hyperfed::Log(config->site.id + ": " + strsignal(sig) + ": shutting down");
+  hyperfed::LogInfo(std::string(strsignal(sig)) + ": shutting down");
   (*daemon)->Shutdown();
   return 0;
 }

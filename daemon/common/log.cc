@@ -163,16 +163,4 @@ void LogInfo(std::string_view message) { Write(LogLevel::kInfo, message); }
 void LogWarning(std::string_view message) { Write(LogLevel::kWarning, message); }
 void LogError(std::string_view message) { Write(LogLevel::kError, message); }
 
-void Log(const std::string& line) {
-  std::string prefix;
-  {
-    Current& c = TheCurrent();
-    std::lock_guard<std::mutex> l(c.mu);
-    if (!c.site.empty()) prefix = c.site + ": ";
-  }
-  std::string_view text = line;
-  if (!prefix.empty() && text.starts_with(prefix)) text.remove_prefix(prefix.size());
-  LogInfo(text);
-}
-
 }  // namespace hyperfed

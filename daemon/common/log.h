@@ -44,9 +44,4 @@ void LogInfo(std::string_view message);
 void LogWarning(std::string_view message);
 void LogError(std::string_view message);
 
-// The one-argument form from before levels, kept for daemon/main.cc until
-// its call moves to LogInfo: an info line whose text starts with
-// "<site>: ", which is taken off (the site is a field now).
-void Log(const std::string& line);
-
 }  // namespace hyperfed

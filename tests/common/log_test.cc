@@ -159,17 +159,6 @@ TEST_F(LogTest, ALevelShowsItselfAndThoseAbove) {
   }
 }
 
-TEST_F(LogTest, TheOldOneArgumentLogTakesTheSiteOffItsText) {
-  Configure("site-a", LogLevel::kInfo, LogFormat::kJson);
-  Log("site-a: Terminated: shutting down");
-  Log("site-b: not this site's prefix");
-  const std::vector<nlohmann::json> objects = ParseLines(Lines());
-  ASSERT_EQ(objects.size(), 2u);
-  EXPECT_EQ(objects[0].value("msg", ""), "Terminated: shutting down");
-  EXPECT_EQ(objects[0].value("level", ""), "info");
-  EXPECT_EQ(objects[1].value("msg", ""), "site-b: not this site's prefix");
-}
-
 TEST(LogNamesTest, LevelsAndFormatsByName) {
   for (LogLevel l : {LogLevel::kDebug, LogLevel::kInfo, LogLevel::kWarning, LogLevel::kError}) {
     auto parsed = ParseLogLevel(LogLevelName(l));
