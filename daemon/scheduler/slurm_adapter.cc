@@ -1053,8 +1053,8 @@ absl::StatusOr<std::string> SlurmAdapter::SubmitIn(const JobSpec& spec, const st
   if (held) argv.push_back("--hold");
   if (!options_.submit_partition.empty()) argv.push_back("--partition=" + options_.submit_partition);
   if (!options_.submit_account.empty()) argv.push_back("--account=" + options_.submit_account);
-  // As whom: never the daemon's account (RunAs); sbatch takes --uid from
-  // root or SlurmUser only.
+  // As whom: never the daemon's account (RunAs); Slurm 22.05's sbatch takes
+  // --uid from root only (docs/adapters.md).
   argv.push_back(absl::StrCat("--uid=", user->uid));
   argv.push_back(absl::StrCat("--gid=", user->gid));
   // #PBS and #BSUB lines are sbatch's too, unless told otherwise.
