@@ -155,9 +155,8 @@ function drawCube(topo) {
     }
     svg.append(g);
   }
-  const faults = (topo.fault_labels || []).join(', ');
-  document.getElementById('mode').textContent =
-    `${dim}-cube; next round: ${topo.mode}` + (faults ? `; failed or empty positions: ${faults}` : '');
+  // The mode names the failed or empty positions when there are any.
+  document.getElementById('mode').textContent = `${dim}-cube; next round: ${topo.mode}`;
 }
 
 function drawRounds(rounds, names) {
