@@ -662,7 +662,7 @@ absl::StatusOr<Capacity> SlurmAdapter::GetCapacity() {
   return Capacity{.units = cpus, .speed = options_.speed};
 }
 
-absl::Status SlurmAdapter::ChangeIn(const Queue& q, Change c, const std::string& id) {
+std::optional<absl::Status> SlurmAdapter::ChangeIn(const Queue& q, Change c, const std::string& id) {
   if (!AllDigits(id)) return NotFound(id);
   auto it = q.find(id);
   if (it == q.end() || !it->second.Visible()) return NotFound(id);
@@ -676,22 +676,37 @@ absl::Status SlurmAdapter::ChangeIn(const Queue& q, Change c, const std::string&
     case Change::kHold:
       if (s == JobState::kHeld) return absl::OkStatus();
       if (s != JobState::kPending) return refuse();
-      return Run({"scontrol", "hold", id}).status();
+      return std::nullopt;
     case Change::kRelease:
       if (s == JobState::kPending) return absl::OkStatus();
       if (s != JobState::kHeld) return refuse();
-      return Run({"scontrol", "release", id}).status();
+      return std::nullopt;
     case Change::kCancel:
       if (s == JobState::kCancelled) return absl::OkStatus();
       if (s != JobState::kPending && s != JobState::kHeld) return refuse();
-      // --state=PENDING: a job that started since the queue was read is left
-      // running (Cancel must never kill a running job). scancel checks the
-      // state on its side just before it sends the cancel, so a job that
-      // starts in that moment can still be hit; ChangeMany's second read
-      // then shows what happened (see docs/adapters.md).
-      return Run({"scancel", "--state=PENDING", id}).status();
+      return std::nullopt;
   }
   return absl::InternalError("unreachable");
+}
+
+std::vector<std::string> SlurmAdapter::ChangeCommand(Change c, const std::vector<std::string>& ids) {
+  switch (c) {
+    case Change::kHold:
+      return {"scontrol", "hold", absl::StrJoin(ids, ",")};
+    case Change::kRelease:
+      return {"scontrol", "release", absl::StrJoin(ids, ",")};
+    case Change::kCancel: {
+      // --state=PENDING: a job that started since the queue was read is
+      // left running (Cancel must never kill a running job). scancel checks
+      // the state on its side just before it sends the cancel, so a job that
+      // starts in that moment can still be hit; the second read in
+      // ChangeMany then shows what happened (see docs/adapters.md).
+      std::vector<std::string> argv = {"scancel", "--state=PENDING"};
+      argv.insert(argv.end(), ids.begin(), ids.end());
+      return argv;
+    }
+  }
+  return {};
 }
 
 std::vector<absl::Status> SlurmAdapter::ChangeMany(Change c, const std::vector<std::string>& ids) {
@@ -699,52 +714,71 @@ std::vector<absl::Status> SlurmAdapter::ChangeMany(Change c, const std::vector<s
   absl::MutexLock l(&mu_);
   auto q = ReadQueue();
   if (!q.ok()) return std::vector<absl::Status>(ids.size(), q.status());
-  std::vector<absl::Status> out;
-  out.reserve(ids.size());
-  absl::Status stuck;  // a timed-out command: Slurm is not answering
-  for (const auto& id : ids) {
-    // One timeout is enough: the rest would each wait as long again.
-    out.push_back(stuck.ok() ? ChangeIn(*q, c, id) : stuck);
-    if (absl::IsDeadlineExceeded(out.back())) stuck = out.back();
-    // The same id again later in the batch sees the new state.
-    if (out.back().ok()) {
-      auto it = q->find(id);
-      if (it != q->end() && it->second.job.state != JobState::kRunning) {
-        it->second.job.state = c == Change::kHold      ? JobState::kHeld
-                               : c == Change::kRelease ? JobState::kPending
-                                                       : JobState::kCancelled;
-      }
+  std::vector<absl::Status> out(ids.size());
+  // What the queue already answers (unknown, already so, cannot be), and
+  // the jobs that need the command: each once, however often it is named.
+  std::vector<std::string> act;
+  std::map<std::string, std::vector<size_t>> asked;  // id -> its places in `ids`
+  for (size_t i = 0; i < ids.size(); ++i) {
+    if (auto it = asked.find(ids[i]); it != asked.end()) {
+      it->second.push_back(i);
+      continue;
     }
+    std::optional<absl::Status> known = ChangeIn(*q, c, ids[i]);
+    if (known) {
+      out[i] = *known;
+      continue;
+    }
+    asked[ids[i]].push_back(i);
+    act.push_back(ids[i]);
   }
-  if (c == Change::kHold || c == Change::kCancel) {
-    // A pending job may start between the queue read and the command; Slurm
-    // then answers the hold with success and the job runs. Read again so
-    // that such a job is reported as running, never as held.
-    auto after = ReadQueue();
-    for (size_t i = 0; i < ids.size(); ++i) {
-      if (!out[i].ok()) continue;
-      if (!after.ok()) {
-        out[i] = after.status();
-        continue;
-      }
-      auto it = after->find(ids[i]);
-      const JobState want = c == Change::kHold ? JobState::kHeld : JobState::kCancelled;
-      if (it == after->end() || it->second.job.state == want) continue;
-      const JobState got = it->second.job.state;
-      if (got == JobState::kPending || (c == Change::kCancel && got == JobState::kHeld)) {
-        // The command succeeded but did not take (scancel --state=PENDING
-        // filters on a state it read a moment earlier, see ChangeIn): the
-        // job is still where it can be held or cancelled, so retrying is
-        // right and safe.
-        out[i] = absl::UnavailableError(absl::StrCat("slurm: job ", ids[i], " is still ", JobStateName(got), " after ",
-                                                     c == Change::kHold ? "scontrol hold" : "scancel", "; try again"));
-      } else {
-        out[i] = absl::FailedPreconditionError(absl::StrCat("slurm: job ", ids[i], " is ", JobStateName(got), ", not ",
-                                                            JobStateName(want), " (it changed meanwhile)"));
-      }
-    }
+  // One command per kSlurmChangeBatch jobs (scontrol and scancel take
+  // lists). A failed command may still have changed some of its jobs: the
+  // second read below says which, job by job; the command's error is kept
+  // for those it did not change.
+  std::map<std::string, absl::Status> failed;  // id -> its command's error
+  absl::Status stuck;                          // a timed-out command: Slurm is not answering
+  for (size_t from = 0; from < act.size(); from += kSlurmChangeBatch) {
+    const std::vector<std::string> chunk(act.begin() + from,
+                                         act.begin() + std::min(act.size(), from + kSlurmChangeBatch));
+    // One timeout is enough: the rest would each wait as long again.
+    absl::Status st = stuck.ok() ? Run(ChangeCommand(c, chunk)).status() : stuck;
+    if (absl::IsDeadlineExceeded(st)) stuck = st;
+    if (!st.ok())
+      for (const std::string& id : chunk) failed[id] = st;
+  }
+  // A pending job may start between the queue read and the command; Slurm
+  // then answers the hold with success and the job runs. Read again so that
+  // such a job is reported as running, never as held.
+  std::optional<absl::StatusOr<Queue>> after;
+  if (!act.empty() && (c != Change::kRelease || !failed.empty())) after = ReadQueue();
+  for (const std::string& id : act) {
+    absl::Status st = Judge(c, id, failed.count(id) ? failed[id] : absl::OkStatus(), after ? &*after : nullptr);
+    for (size_t i : asked[id]) out[i] = st;
   }
   return out;
+}
+
+absl::Status SlurmAdapter::Judge(Change c, const std::string& id, const absl::Status& command,
+                                 const absl::StatusOr<Queue>* after) {
+  if (absl::IsDeadlineExceeded(command) || !after) return command;
+  if (!after->ok()) return after->status();
+  auto it = (*after)->find(id);
+  if (it == (*after)->end()) return command;  // gone: only the command can tell
+  const JobState got = it->second.job.state;
+  if (c == Change::kRelease) return got == JobState::kHeld ? command : absl::OkStatus();
+  const JobState want = c == Change::kHold ? JobState::kHeld : JobState::kCancelled;
+  if (got == want) return absl::OkStatus();  // the batch took, even if its command failed for another job
+  if (!command.ok()) return command;
+  if (got == JobState::kPending || (c == Change::kCancel && got == JobState::kHeld)) {
+    // The command succeeded but did not take (scancel --state=PENDING
+    // filters on a state it read a moment earlier): the job is still where
+    // it can be held or cancelled, so retrying is right and safe.
+    return absl::UnavailableError(absl::StrCat("slurm: job ", id, " is still ", JobStateName(got), " after ",
+                                               c == Change::kHold ? "scontrol hold" : "scancel", "; try again"));
+  }
+  return absl::FailedPreconditionError(
+      absl::StrCat("slurm: job ", id, " is ", JobStateName(got), ", not ", JobStateName(want), " (it changed meanwhile)"));
 }
 
 absl::Status SlurmAdapter::Hold(const std::string& id) { return ChangeMany(Change::kHold, {id})[0]; }

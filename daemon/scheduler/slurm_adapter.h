@@ -123,6 +123,7 @@
 
 #include <cstdint>
 #include <map>
+#include <optional>
 #include <memory>
 #include <set>
 #include <string>
@@ -151,6 +152,9 @@ inline constexpr int64_t kSlurmMaxTimeMinutes = 35791393;
 // flags "per CPU").
 inline constexpr int64_t kSlurmMaxMemoryMb = int64_t{1} << 40;
 // Where the commands are looked up when bin_dir is unset.
+// Jobs per `scontrol hold|release` or `scancel` command (they take lists).
+inline constexpr size_t kSlurmChangeBatch = 500;
+
 inline constexpr char kSlurmSafePath[] = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin";
 
 // The #SBATCH directives a moved job's script keeps (docs/adapters.md,
@@ -364,7 +368,18 @@ class SlurmAdapter : public SchedulerAdapter {
   absl::StatusOr<std::string> Script(const JobKey& key) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   absl::Status FillScript(Job* job) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   enum class Change { kHold, kRelease, kCancel };
-  absl::Status ChangeIn(const Queue& q, Change c, const std::string& id) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // What the queue `q` already answers for job `id` (not found, already so,
+  // cannot be changed), or nullopt when the job needs the command.
+  std::optional<absl::Status> ChangeIn(const Queue& q, Change c, const std::string& id)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // The command that makes the change for a list of jobs.
+  static std::vector<std::string> ChangeCommand(Change c, const std::vector<std::string>& ids);
+  // One job's result: `command` is its batch command's status, `after` the
+  // queue read after every batch (nullptr: not read, for a release whose
+  // command succeeded).
+  static absl::Status Judge(Change c, const std::string& id, const absl::Status& command,
+                            const absl::StatusOr<Queue>* after);
+  // Hold, release or cancel: one command per kSlurmChangeBatch jobs.
   std::vector<absl::Status> ChangeMany(Change c, const std::vector<std::string>& ids);
   absl::StatusOr<std::string> SubmitIn(const JobSpec& spec, const std::string& tag, bool held)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);

@@ -535,6 +535,58 @@ TEST_F(SlurmAdapterTest, CommandFailureNamesCommandExitCodeAndStderr) {
   EXPECT_TRUE(jobs->empty());
 }
 
+// Hold, release and cancel go to Slurm as one command per batch of jobs
+// (scontrol and scancel take lists), and a job the command refuses fails
+// alone: here the `scontrol hold` of three jobs finds one cancelled just
+// before it runs (a bin_dir wrapper around the real commands does that).
+TEST_F(SlurmAdapterTest, ABatchedHoldIsOneCommandAndOneRefusedJobFailsAlone) {
+  StartCluster();
+  const std::string later = "--begin=now+1hour";  // pending, and holdable, for the whole test
+  const std::string a = Sbatch({later}, "#!/bin/sh\ntrue\n");
+  const std::string b = Sbatch({later}, "#!/bin/sh\ntrue\n");
+  const std::string c = Sbatch({later}, "#!/bin/sh\ntrue\n");
+  ASSERT_FALSE(a.empty() || b.empty() || c.empty());
+  TempDir bin;
+  const std::string log = bin.Sub("calls");
+  for (const char* cmd : {"squeue", "sinfo", "sbatch", "scancel", "scontrol"}) {
+    std::ofstream f(bin.Sub(cmd));
+    f << "#!/bin/sh\necho \"" << cmd << " $*\" >> " << log << "\n";
+    if (std::string(cmd) == "scontrol")  // job b goes just before the hold reaches Slurm
+      f << "[ \"$1\" = hold ] && /usr/bin/scancel " << b << "\n";
+    f << "exec /usr/bin/" << cmd << " \"$@\"\n";
+    f.close();
+    ASSERT_EQ(chmod(bin.Sub(cmd).c_str(), 0755), 0);
+  }
+  auto adapter = Adapter({{"bin_dir", bin.path()}});
+  ASSERT_NE(adapter, nullptr);
+  const std::vector<absl::Status> held = adapter->HoldMany({a, b, c});
+  ASSERT_EQ(held.size(), 3u);
+  EXPECT_TRUE(held[0].ok()) << held[0];
+  EXPECT_FALSE(held[1].ok()) << "job " << b << " was cancelled before the hold";
+  EXPECT_TRUE(held[2].ok()) << held[2];
+  auto jobs = adapter->GetJobs({a, b, c});
+  ASSERT_EQ(jobs.size(), 3u);
+  ASSERT_TRUE(jobs[0].ok() && jobs[2].ok());
+  EXPECT_EQ(jobs[0]->state, JobState::kHeld);
+  EXPECT_EQ(jobs[2]->state, JobState::kHeld);
+  // One command for the three.
+  std::ifstream in(log);
+  int holds = 0;
+  for (std::string line; std::getline(in, line);) holds += absl::StartsWith(line, "scontrol hold") ? 1 : 0;
+  EXPECT_EQ(holds, 1);
+  // Release and cancel take the two held jobs in one command each.
+  for (const absl::Status& st : adapter->ReleaseMany({a, c})) EXPECT_TRUE(st.ok()) << st;
+  for (const absl::Status& st : adapter->CancelMany({a, c})) EXPECT_TRUE(st.ok()) << st;
+  std::ifstream again(log);
+  int releases = 0, cancels = 0;
+  for (std::string line; std::getline(again, line);) {
+    releases += absl::StartsWith(line, "scontrol release") ? 1 : 0;
+    cancels += absl::StartsWith(line, "scancel --state=PENDING") ? 1 : 0;
+  }
+  EXPECT_EQ(releases, 1);
+  EXPECT_EQ(cancels, 1);
+}
+
 TEST_F(SlurmAdapterTest, AHungControllerIsATimeoutNotAHang) {
   StartCluster();
   auto a = Adapter({{"timeout", "1s"}});
