@@ -354,12 +354,14 @@ int64_t SimAdapter::LimitMs(int64_t time_limit_s, int64_t duration_ms) const {
   return time_limit_s > 0 ? ScaledMs(static_cast<double>(time_limit_s) * 1000.0) : RunMs(duration_ms);
 }
 
-absl::Status SimAdapter::LoadQueue(Queue* q) {
+absl::Status SimAdapter::LoadQueue(Queue* q, bool with_waiting) {
   q->running.clear();
   q->waiting.clear();
+  q->waiting_loaded = with_waiting;
+  // jobs_by_state(state, id) gives both lists in id order.
   Stmt st(db_, absl::StrCat("SELECT id, state, cores, time_limit_s, duration_ms, started_at_ms, finish_at_ms,"
                             " pinned, key, queued_at_ms FROM jobs WHERE state IN (",
-                            kPendingCode, ",", kRunningCode, ") ORDER BY id"));
+                            with_waiting ? absl::StrCat(kPendingCode, ",") : "", kRunningCode, ") ORDER BY id"));
   for (;;) {
     auto row = st.Step();
     if (!row.ok()) return row.status();
@@ -402,6 +404,14 @@ std::vector<balance::QueuedJob> SimAdapter::Queue::Waiting() const {
 }
 
 absl::Status SimAdapter::StartJobs(int64_t at_ms, Queue* q) {
+  // No free core: EASY starts nothing (every job takes at least one), so
+  // the pending queue, the long list, is not even read.
+  int64_t free = options_.cores;
+  for (const QueueJob& r : q->running) free -= r.cores;
+  if (free <= 0) return absl::OkStatus();
+  if (!q->waiting_loaded) {
+    if (auto s = LoadQueue(q, true); !s.ok()) return s;
+  }
   if (q->waiting.empty()) return absl::OkStatus();
   const std::vector<size_t> go = balance::EasyStartNow(options_.cores, at_ms, q->Running(at_ms), q->Waiting());
   if (go.empty()) return absl::OkStatus();
@@ -432,7 +442,7 @@ absl::Status SimAdapter::Advance(int64_t from_ms, int64_t to_ms) {
   // (daemon/balance/easy.h). The queue is read once and kept in step with
   // the rows written.
   Queue q;
-  if (auto s = LoadQueue(&q); !s.ok()) return s;
+  if (auto s = LoadQueue(&q, false); !s.ok()) return s;
   int64_t cursor = from_ms;
   for (;;) {
     if (auto s = StartJobs(cursor, &q); !s.ok()) return s;
@@ -798,7 +808,7 @@ absl::Status SimAdapter::CheckSpec(const JobSpec& spec) const {
 }
 
 absl::StatusOr<balance::EasyForecast> SimAdapter::ForecastIn(Queue* q) {
-  if (auto s = LoadQueue(q); !s.ok()) return s;
+  if (auto s = LoadQueue(q, true); !s.ok()) return s;
   return balance::EasyForecastStarts(options_.cores, now_ms_, q->Running(now_ms_), q->Waiting());
 }
 

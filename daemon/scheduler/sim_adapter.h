@@ -39,7 +39,9 @@
 //
 // Pending() forecasts with EasyForecastStarts: O(queue^2) in the worst case,
 // about 14 ms for 2,000 pending 1-core jobs on 4 cores (ArrivalStarts the
-// same; a plain call such as CountMigratable, which replays the queue, 6 ms).
+// same). A plain call (CountMigratable, Hold, Submit, ...) replays only the
+// running jobs while every core is busy; the pending queue is read only at
+// an event with a free core.
 //
 // Thread-safety: every method may be called from any thread; calls are
 // serialized on one connection.
@@ -177,14 +179,17 @@ class SimAdapter : public SchedulerAdapter {
   struct Queue {
     std::vector<QueueJob> running;
     std::vector<QueueJob> waiting;  // pending (not held), queue order
+    bool waiting_loaded = false;    // false: `waiting` was not read (empty)
     std::vector<balance::RunningJob> Running(int64_t at_ms) const;
     std::vector<balance::QueuedJob> Waiting() const;
   };
   int64_t ScaledMs(double ms) const;
   int64_t RunMs(int64_t duration_ms) const;
   int64_t LimitMs(int64_t time_limit_s, int64_t duration_ms) const;
-  absl::Status LoadQueue(Queue* q) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  // Replays starts and finishes from `from_ms` to `to_ms`, in time order.
+  // The running jobs and, with `with_waiting`, the pending ones.
+  absl::Status LoadQueue(Queue* q, bool with_waiting) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Replays starts and finishes from `from_ms` to `to_ms`, in time order;
+  // reads the pending queue only when a core is free at an event.
   absl::Status Advance(int64_t from_ms, int64_t to_ms) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Starts what EASY starts at `at_ms` (rows and *q).
   absl::Status StartJobs(int64_t at_ms, Queue* q) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
