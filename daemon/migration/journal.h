@@ -30,6 +30,7 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
+#include "daemon/common/sqlite_statements.h"
 #include "daemon/scheduler/adapter.h"
 
 struct sqlite3;
@@ -126,7 +127,7 @@ class Journal {
   int64_t errors() const { return errors_.load(std::memory_order_relaxed); }
 
  private:
-  explicit Journal(sqlite3* db) : db_(db) {}
+  explicit Journal(sqlite3* db) : db_(db), statements_(db) {}
   absl::Status Exec(const char* sql) const;
   absl::StatusOr<std::vector<MigrationRecord>> Query(const std::string& where_sql, const std::string& order_sql,
                                                      const std::vector<std::string>& args, int limit,
@@ -142,6 +143,8 @@ class Journal {
 
   mutable std::mutex mu_;
   sqlite3* db_;
+  // Every statement, prepared once (guarded by mu_, as db_).
+  mutable SqliteStatements statements_;
   mutable std::atomic<int64_t> errors_{0};
 };
 

@@ -52,6 +52,7 @@
 #include <memory>
 #include <string>
 #include <utility>
+#include <variant>
 #include <vector>
 
 #include "absl/status/status.h"
@@ -60,6 +61,7 @@
 #include "absl/synchronization/mutex.h"
 #include "daemon/balance/easy.h"
 #include "daemon/common/env.h"
+#include "daemon/common/sqlite_statements.h"
 #include "daemon/scheduler/adapter.h"
 #include "daemon/scheduler/registry.h"
 
@@ -196,7 +198,9 @@ class SimAdapter : public SchedulerAdapter {
   // The queue as of the transaction's now and its EASY forecast.
   absl::StatusOr<balance::EasyForecast> ForecastIn(Queue* q) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   absl::StatusOr<Job> LoadJob(int64_t id) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  absl::StatusOr<std::vector<Job>> LoadJobs(absl::string_view where_sql, absl::string_view bind)
+  // The value of ?1 in where_sql, if it has one.
+  using SqlArg = std::variant<std::monostate, int64_t, absl::string_view>;
+  absl::StatusOr<std::vector<Job>> LoadJobs(absl::string_view where_sql, const SqlArg& bind)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   absl::StatusOr<JobState> StateOf(const std::string& id, int64_t* row_id) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   absl::Status SetState(int64_t row_id, JobState s) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
@@ -218,6 +222,8 @@ class SimAdapter : public SchedulerAdapter {
   const Env* const clock_;
   absl::Mutex mu_;
   sqlite3* db_ ABSL_GUARDED_BY(mu_);
+  // Every statement, prepared once.
+  SqliteStatements statements_ ABSL_GUARDED_BY(mu_);
   std::function<void(absl::string_view)> crash_hook_ ABSL_GUARDED_BY(mu_);
   int64_t now_ms_ ABSL_GUARDED_BY(mu_) = 0;  // the running transaction's now
 };
