@@ -211,7 +211,8 @@ absl::Status Journal::Exec(const char* sql) const {
   return absl::OkStatus();
 }
 
-absl::StatusOr<int64_t> Journal::NextSequence() {
+absl::StatusOr<int64_t> Journal::NextSequence(int64_t n) {
+  if (n < 1) return absl::InvalidArgumentError(absl::StrCat("journal: cannot reserve ", n, " sequence numbers"));
   std::lock_guard<std::mutex> l(mu_);
   Transaction tx(&statements_);
   if (!tx.began()) return SqlError("begin");
@@ -219,7 +220,7 @@ absl::StatusOr<int64_t> Journal::NextSequence() {
   if (!get.ok() || get.Step() != SQLITE_ROW) return SqlError("read sequence");
   int64_t v = get.Int(0);
   Stmt put(&statements_, "UPDATE meta SET value = ?1 WHERE name = 'next_sequence'");
-  if (!put.ok() || put.Bind(1, v + 1).Step() != SQLITE_DONE) return SqlError("bump sequence");
+  if (!put.ok() || put.Bind(1, v + n).Step() != SQLITE_DONE) return SqlError("bump sequence");
   if (!tx.Commit()) return SqlError("commit");
   return v;
 }
@@ -238,10 +239,19 @@ absl::Status Journal::InsertJobs(Direction d, const std::string& id, const std::
   return absl::OkStatus();
 }
 
-absl::Status Journal::Insert(const MigrationRecord& r) {
+absl::Status Journal::Insert(const MigrationRecord& r) { return InsertAll({r}); }
+
+absl::Status Journal::InsertAll(const std::vector<MigrationRecord>& rs) {
   std::lock_guard<std::mutex> l(mu_);
   Transaction tx(&statements_);
   if (!tx.began()) return SqlError("begin");
+  for (const MigrationRecord& r : rs) {
+    if (absl::Status s = InsertLocked(r); !s.ok()) return s;
+  }
+  return tx.Commit() ? absl::OkStatus() : SqlError("commit");
+}
+
+absl::Status Journal::InsertLocked(const MigrationRecord& r) {
   Stmt ins(&statements_,
            "INSERT INTO migrations(direction, id, peer, state, round_id, created_ms, updated_ms, note) "
            "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)");
@@ -254,8 +264,7 @@ absl::Status Journal::Insert(const MigrationRecord& r) {
         absl::StrCat("journal: ", DirectionName(r.direction), " migration ", r.id, " already exists"));
   }
   if (rc != SQLITE_DONE) return SqlError("insert migration");
-  if (absl::Status s = InsertJobs(r.direction, r.id, r.jobs); !s.ok()) return s;
-  return tx.Commit() ? absl::OkStatus() : SqlError("commit");
+  return InsertJobs(r.direction, r.id, r.jobs);
 }
 
 absl::Status Journal::UpdateLocked(Direction d, const std::string& id, MigrationState state, const std::string& note,

@@ -84,12 +84,14 @@ class Journal {
   Journal(const Journal&) = delete;
   Journal& operator=(const Journal&) = delete;
 
-  // The next value of the persistent sequence (1, 2, ...), never repeated,
-  // even across a crash.
-  absl::StatusOr<int64_t> NextSequence();
+  // Reserves the next `n` (at least 1) values of the persistent sequence
+  // (1, 2, ...) and returns the first; never repeated, even across a crash.
+  absl::StatusOr<int64_t> NextSequence(int64_t n = 1);
 
   // Inserts a record with its jobs; AlreadyExists if (direction, id) exists.
   absl::Status Insert(const MigrationRecord& r);
+  // Inserts every record in one transaction (one fsync): all or none.
+  absl::Status InsertAll(const std::vector<MigrationRecord>& rs);
 
   // nullopt if unknown.
   absl::StatusOr<std::optional<MigrationRecord>> Get(Direction d, const std::string& id, bool with_specs = true) const;
@@ -134,6 +136,8 @@ class Journal {
                                                      bool with_specs) const;
   absl::Status LoadJobs(MigrationRecord* r, bool with_specs) const;
   absl::Status InsertJobs(Direction d, const std::string& id, const std::vector<JournalJob>& jobs);
+  // A record and its jobs, inside the caller's transaction.
+  absl::Status InsertLocked(const MigrationRecord& r);
   absl::Status UpdateLocked(Direction d, const std::string& id, MigrationState state, const std::string& note,
                             absl::Time now);
   // Every failure counted by errors() passes here.
