@@ -19,6 +19,12 @@ namespace hyperfed {
 
 class SqliteStatements {
  public:
+  // Call before opening a connection: turns off SQLite's memory statistics,
+  // which take a process-wide mutex on every allocation (nothing here reads
+  // them). Takes effect only before SQLite's first use in the process, and
+  // is a no-op after.
+  static void BeforeOpen() { (void)sqlite3_config(SQLITE_CONFIG_MEMSTATUS, 0); }
+
   explicit SqliteStatements(sqlite3* db) : db_(db) {}
   ~SqliteStatements() { Clear(); }
   SqliteStatements(const SqliteStatements&) = delete;

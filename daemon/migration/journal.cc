@@ -156,6 +156,7 @@ absl::StatusOr<std::unique_ptr<Journal>> Journal::Open(const std::string& path) 
     }
     ::close(fd);
   }
+  SqliteStatements::BeforeOpen();
   sqlite3* db = nullptr;
   // NOMUTEX: every use of the connection holds mu_.
   int rc =

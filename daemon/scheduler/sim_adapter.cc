@@ -224,6 +224,7 @@ absl::StatusOr<std::unique_ptr<SimAdapter>> SimAdapter::Open(const AdapterContex
         absl::StrCat("sim scheduler: cannot create state_dir \"", ctx.state_dir, "\": ", ec.message()));
   }
   const std::string path = (std::filesystem::path(ctx.state_dir) / kSimDbFile).string();
+  SqliteStatements::BeforeOpen();
   sqlite3* db = nullptr;
   // NOMUTEX: the adapter serializes all use of the connection itself.
   int rc =
