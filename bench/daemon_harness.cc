@@ -4,7 +4,8 @@
 //   - a full round's latency (operator's Balance with wait, end to end) for
 //     8, 16 and 32 sites, p50 and p99, without and with migrations;
 //   - jobs per second migrated between two sites, journal and scheduler
-//     state on a real disk (fsync on) and on tmpfs;
+//     state on a real disk (fsync on) and on tmpfs, with the ratio to the
+//     goal (50,000 jobs/s);
 //   - an idle daemon's resident memory and CPU.
 //   - a soak: many rounds on a local 8-site federation, with the
 //     coordinator's threads, VmSize and RSS every 200 rounds (they must stay
@@ -90,6 +91,9 @@ void Rounds(int sites, int rounds, bool migrations, double floor_ms) {
       ms.size(), Percentile(ms, 0.5) / (n * floor_ms));
 }
 
+// The goal of issue 16 for a migration between two sim sites.
+constexpr double kMigrationGoalJobsPerSecond = 50'000;
+
 void Throughput(int jobs, bool tmpfs) {
   auto f = TestFederation::Start({.sites = 2, .slots = {1, 1}, .step_timeout = "60s", .tmpfs = tmpfs});
   if (!f.ok()) return;
@@ -97,7 +101,12 @@ void Throughput(int jobs, bool tmpfs) {
     (void)Submit(**f, i, 1, 3'600'000);
     WaitRunning(**f, i, 1, absl::Seconds(10));
   }
-  for (int done = 0; done < 2 * jobs; done += 10000) (void)Submit(**f, 0, std::min(10000, 2 * jobs - done), 3'600'000);
+  for (int done = 0; done < 2 * jobs; done += 10000) {
+    if (auto st = Submit(**f, 0, std::min(10000, 2 * jobs - done), 3'600'000); !st.ok()) {
+      std::printf("  migration throughput: submit failed: %s\n", std::string(st.message()).c_str());
+      return;
+    }
+  }
   const absl::Time t = absl::Now();
   auto res = RunRound(**f, 0, false, absl::Minutes(10));
   const double s = absl::ToDoubleSeconds(absl::Now() - t);
@@ -105,8 +114,9 @@ void Throughput(int jobs, bool tmpfs) {
     std::printf("  migration throughput: round failed: %s\n", std::string(res.status().message()).c_str());
     return;
   }
-  std::printf("  migration between two sites, state on %s: %lld jobs in %.2f s = %.0f jobs/s\n",
-              tmpfs ? "tmpfs " : "disk  ", static_cast<long long>(res->moved()), s, res->moved() / s);
+  std::printf("  migration between two sites, state on %s: %lld jobs in %.3f s = %.0f jobs/s = %.2f x the goal (%.0f)\n",
+              tmpfs ? "tmpfs " : "disk  ", static_cast<long long>(res->moved()), s, res->moved() / s,
+              res->moved() / s / kMigrationGoalJobsPerSecond, kMigrationGoalJobsPerSecond);
 }
 
 void Idle(int sites, int seconds) {

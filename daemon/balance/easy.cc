@@ -75,33 +75,48 @@ EasyForecast EasyForecastStarts(int64_t cores, int64_t now, absl::Span<const Run
     delta[now] += r.cores;
     delta[r.end] -= r.cores;
   }
-  std::vector<size_t> waiting;  // indices into queue still waiting
+  // The jobs still waiting are waiting[first..] (indices into queue) and
+  // rest[first..] (the jobs themselves). Jobs that start only from the head
+  // (no backfill, the usual case of a long queue) just move `first`, so an
+  // event costs what it starts, not the queue's length.
+  std::vector<size_t> waiting;
   std::vector<QueuedJob> rest;
   for (size_t i = 0; i < queue.size(); ++i) {
     if (queue[i].cores > cores) continue;  // never starts
     waiting.push_back(i);
+    rest.push_back(queue[i]);
   }
+  size_t first = 0;
   int64_t t = now;
-  while (!waiting.empty()) {
-    rest.clear();
-    for (size_t i : waiting) rest.push_back(queue[i]);
-    const std::vector<size_t> go = EasyStartNow(cores, t, live, rest);
-    std::vector<bool> gone(waiting.size(), false);
+  while (first < waiting.size()) {
+    const std::vector<size_t> go =
+        EasyStartNow(cores, t, live, absl::MakeConstSpan(rest).subspan(first));  // sorted, relative to first
     for (size_t k : go) {
-      const size_t qi = waiting[k];
+      const size_t qi = waiting[first + k];
       const int64_t end = t + std::max<int64_t>(queue[qi].limit, 1);
       f.starts[qi] = t;
       f.last_start = std::max(f.last_start, t);
       live.push_back({queue[qi].cores, end});
       delta[t] += queue[qi].cores;
       delta[end] -= queue[qi].cores;
-      gone[k] = true;
     }
-    std::vector<size_t> left;
-    for (size_t k = 0; k < waiting.size(); ++k)
-      if (!gone[k]) left.push_back(waiting[k]);
-    waiting.swap(left);
-    if (waiting.empty()) break;
+    if (!go.empty() && go.back() + 1 == go.size()) {
+      first += go.size();  // a prefix started
+    } else if (!go.empty()) {
+      size_t out = first, k = 0;
+      for (size_t j = first; j < waiting.size(); ++j) {
+        if (k < go.size() && go[k] == j - first) {
+          ++k;
+          continue;
+        }
+        waiting[out] = waiting[j];
+        rest[out] = rest[j];
+        ++out;
+      }
+      waiting.resize(out);
+      rest.resize(out);
+    }
+    if (first >= waiting.size()) break;
     // The next event: the earliest end after t.
     int64_t next = kNeverStarts;
     for (const RunningJob& r : live)

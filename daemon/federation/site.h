@@ -109,6 +109,9 @@ class Site {
   bool IsCoordinator() const { return Coordinator() == config_.site.id; }
   SiteCounters counters() const { return coordinator_.counters(); }
   Membership& membership() { return membership_; }
+  // The site's executor, for the fan-outs of the layers below (the batches
+  // of a migration).
+  Executor* executor() { return &executor_; }
 
   // One pass of each loop (the loops call them; tests may too).
   void HeartbeatOnce();

@@ -50,23 +50,27 @@ CREATE VIEW IF NOT EXISTS aborted_ids AS
 // The states that end a record (IsTerminal), in SQL.
 constexpr char kUnsettled[] = "state NOT IN ('COMMITTED', 'ABORTED', 'FORCED')";
 
-// A prepared statement, finalized on scope exit.
+// A statement of the connection's cache (prepared once), reset on scope
+// exit.
 class Stmt {
  public:
-  Stmt(sqlite3* db, const char* sql) : db_(db) { rc_ = sqlite3_prepare_v2(db, sql, -1, &stmt_, nullptr); }
-  ~Stmt() { sqlite3_finalize(stmt_); }
-  bool ok() const { return rc_ == SQLITE_OK; }
-  Stmt& Bind(int i, const std::string& s) {
-    sqlite3_bind_text(stmt_, i, s.data(), static_cast<int>(s.size()), SQLITE_TRANSIENT);
+  Stmt(SqliteStatements* cache, std::string_view sql) { stmt_ = cache->Acquire(sql, &owned_); }
+  ~Stmt() { SqliteStatements::Return(stmt_, owned_); }
+  Stmt(const Stmt&) = delete;
+  Stmt& operator=(const Stmt&) = delete;
+  bool ok() const { return stmt_ != nullptr; }
+  Stmt& Bind(int i, std::string_view s) {
+    if (ok()) sqlite3_bind_text(stmt_, i, s.data(), static_cast<int>(s.size()), SQLITE_TRANSIENT);
     return *this;
   }
   Stmt& Bind(int i, int64_t v) {
-    sqlite3_bind_int64(stmt_, i, v);
+    if (ok()) sqlite3_bind_int64(stmt_, i, v);
     return *this;
   }
   // SQLITE_ROW, SQLITE_DONE or an error code.
-  int Step() { return sqlite3_step(stmt_); }
+  int Step() { return ok() ? sqlite3_step(stmt_) : SQLITE_ERROR; }
   void Reset() {
+    if (!ok()) return;
     sqlite3_reset(stmt_);
     sqlite3_clear_bindings(stmt_);
   }
@@ -78,29 +82,27 @@ class Stmt {
   int64_t Int(int col) const { return sqlite3_column_int64(stmt_, col); }
 
  private:
-  sqlite3* db_;
   sqlite3_stmt* stmt_ = nullptr;
-  int rc_;
+  bool owned_ = false;
 };
 
 // BEGIN IMMEDIATE ... COMMIT; rolls back unless Commit() succeeded.
 class Transaction {
  public:
-  explicit Transaction(sqlite3* db) : db_(db) {
-    began_ = sqlite3_exec(db_, "BEGIN IMMEDIATE", nullptr, nullptr, nullptr) == SQLITE_OK;
-  }
+  explicit Transaction(SqliteStatements* cache) : cache_(cache) { began_ = Run("BEGIN IMMEDIATE"); }
   ~Transaction() {
-    if (began_ && !done_) sqlite3_exec(db_, "ROLLBACK", nullptr, nullptr, nullptr);
+    if (began_ && !done_) Run("ROLLBACK");
   }
   bool began() const { return began_; }
   // False (and the destructor rolls back) when COMMIT fails.
   bool Commit() {
-    done_ = sqlite3_exec(db_, "COMMIT", nullptr, nullptr, nullptr) == SQLITE_OK;
+    done_ = Run("COMMIT");
     return done_;
   }
 
  private:
-  sqlite3* db_;
+  bool Run(const char* sql) { return Stmt(cache_, sql).Step() == SQLITE_DONE; }
+  SqliteStatements* cache_;
   bool began_ = false;
   bool done_ = false;
 };
@@ -154,9 +156,11 @@ absl::StatusOr<std::unique_ptr<Journal>> Journal::Open(const std::string& path) 
     }
     ::close(fd);
   }
+  SqliteStatements::BeforeOpen();
   sqlite3* db = nullptr;
+  // NOMUTEX: every use of the connection holds mu_.
   int rc =
-      sqlite3_open_v2(path.c_str(), &db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_FULLMUTEX, nullptr);
+      sqlite3_open_v2(path.c_str(), &db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX, nullptr);
   if (rc != SQLITE_OK) {
     std::string msg = db ? sqlite3_errmsg(db) : "out of memory";
     sqlite3_close(db);
@@ -167,7 +171,7 @@ absl::StatusOr<std::unique_ptr<Journal>> Journal::Open(const std::string& path) 
   // process crash; the protocol's promises rest on it.
   if (absl::Status s = j->Exec("PRAGMA busy_timeout=5000"); !s.ok()) return s;
   {
-    Stmt wal(db, "PRAGMA journal_mode=WAL");
+    Stmt wal(&j->statements_, "PRAGMA journal_mode=WAL");
     if (!wal.ok() || wal.Step() != SQLITE_ROW || wal.Text(0) != "wal") {
       return absl::FailedPreconditionError(absl::StrCat("journal: ", path, ": cannot switch to WAL mode"));
     }
@@ -175,7 +179,7 @@ absl::StatusOr<std::unique_ptr<Journal>> Journal::Open(const std::string& path) 
   for (const char* sql : {"PRAGMA synchronous=FULL", "PRAGMA foreign_keys=ON", kSchema}) {
     if (absl::Status s = j->Exec(sql); !s.ok()) return s;
   }
-  Stmt v(db, "SELECT value FROM meta WHERE name = 'schema_version'");
+  Stmt v(&j->statements_, "SELECT value FROM meta WHERE name = 'schema_version'");
   if (!v.ok() || v.Step() != SQLITE_ROW) return j->SqlError("read schema version");
   if (v.Int(0) != kSchemaVersion) {
     return absl::FailedPreconditionError(
@@ -184,7 +188,10 @@ absl::StatusOr<std::unique_ptr<Journal>> Journal::Open(const std::string& path) 
   return j;
 }
 
-Journal::~Journal() { sqlite3_close(db_); }
+Journal::~Journal() {
+  statements_.Clear();
+  sqlite3_close(db_);
+}
 
 absl::Status Journal::Failure(absl::Status s) const {
   errors_.fetch_add(1, std::memory_order_relaxed);
@@ -205,21 +212,22 @@ absl::Status Journal::Exec(const char* sql) const {
   return absl::OkStatus();
 }
 
-absl::StatusOr<int64_t> Journal::NextSequence() {
+absl::StatusOr<int64_t> Journal::NextSequence(int64_t n) {
+  if (n < 1) return absl::InvalidArgumentError(absl::StrCat("journal: cannot reserve ", n, " sequence numbers"));
   std::lock_guard<std::mutex> l(mu_);
-  Transaction tx(db_);
+  Transaction tx(&statements_);
   if (!tx.began()) return SqlError("begin");
-  Stmt get(db_, "SELECT value FROM meta WHERE name = 'next_sequence'");
+  Stmt get(&statements_, "SELECT value FROM meta WHERE name = 'next_sequence'");
   if (!get.ok() || get.Step() != SQLITE_ROW) return SqlError("read sequence");
   int64_t v = get.Int(0);
-  Stmt put(db_, "UPDATE meta SET value = ?1 WHERE name = 'next_sequence'");
-  if (!put.ok() || put.Bind(1, v + 1).Step() != SQLITE_DONE) return SqlError("bump sequence");
+  Stmt put(&statements_, "UPDATE meta SET value = ?1 WHERE name = 'next_sequence'");
+  if (!put.ok() || put.Bind(1, v + n).Step() != SQLITE_DONE) return SqlError("bump sequence");
   if (!tx.Commit()) return SqlError("commit");
   return v;
 }
 
 absl::Status Journal::InsertJobs(Direction d, const std::string& id, const std::vector<JournalJob>& jobs) {
-  Stmt ins(db_,
+  Stmt ins(&statements_,
            "INSERT INTO migration_jobs(direction, migration_id, idx, job_key, source_id, dest_id, spec) "
            "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)");
   if (!ins.ok()) return SqlError("prepare job insert");
@@ -232,11 +240,20 @@ absl::Status Journal::InsertJobs(Direction d, const std::string& id, const std::
   return absl::OkStatus();
 }
 
-absl::Status Journal::Insert(const MigrationRecord& r) {
+absl::Status Journal::Insert(const MigrationRecord& r) { return InsertAll({r}); }
+
+absl::Status Journal::InsertAll(const std::vector<MigrationRecord>& rs) {
   std::lock_guard<std::mutex> l(mu_);
-  Transaction tx(db_);
+  Transaction tx(&statements_);
   if (!tx.began()) return SqlError("begin");
-  Stmt ins(db_,
+  for (const MigrationRecord& r : rs) {
+    if (absl::Status s = InsertLocked(r); !s.ok()) return s;
+  }
+  return tx.Commit() ? absl::OkStatus() : SqlError("commit");
+}
+
+absl::Status Journal::InsertLocked(const MigrationRecord& r) {
+  Stmt ins(&statements_,
            "INSERT INTO migrations(direction, id, peer, state, round_id, created_ms, updated_ms, note) "
            "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)");
   if (!ins.ok()) return SqlError("prepare insert");
@@ -248,13 +265,12 @@ absl::Status Journal::Insert(const MigrationRecord& r) {
         absl::StrCat("journal: ", DirectionName(r.direction), " migration ", r.id, " already exists"));
   }
   if (rc != SQLITE_DONE) return SqlError("insert migration");
-  if (absl::Status s = InsertJobs(r.direction, r.id, r.jobs); !s.ok()) return s;
-  return tx.Commit() ? absl::OkStatus() : SqlError("commit");
+  return InsertJobs(r.direction, r.id, r.jobs);
 }
 
 absl::Status Journal::UpdateLocked(Direction d, const std::string& id, MigrationState state, const std::string& note,
                                    absl::Time now) {
-  Stmt up(db_,
+  Stmt up(&statements_,
           "UPDATE migrations SET state = ?3, updated_ms = ?4, "
           "note = CASE WHEN ?5 = '' THEN note WHEN note = '' THEN ?5 ELSE note || '; ' || ?5 END "
           "WHERE direction = ?1 AND id = ?2");
@@ -270,11 +286,11 @@ absl::Status Journal::UpdateLocked(Direction d, const std::string& id, Migration
 absl::Status Journal::Update(Direction d, const std::string& id, MigrationState state, const std::string& note,
                              absl::Time now, const std::vector<std::string>* dest_ids) {
   std::lock_guard<std::mutex> l(mu_);
-  Transaction tx(db_);
+  Transaction tx(&statements_);
   if (!tx.began()) return SqlError("begin");
   if (absl::Status s = UpdateLocked(d, id, state, note, now); !s.ok()) return s;
   if (dest_ids != nullptr) {
-    Stmt count(db_, "SELECT COUNT(*) FROM migration_jobs WHERE direction = ?1 AND migration_id = ?2");
+    Stmt count(&statements_, "SELECT COUNT(*) FROM migration_jobs WHERE direction = ?1 AND migration_id = ?2");
     if (!count.ok() || count.Bind(1, DirectionName(d)).Bind(2, id).Step() != SQLITE_ROW) {
       return SqlError("count jobs");
     }
@@ -282,7 +298,7 @@ absl::Status Journal::Update(Direction d, const std::string& id, MigrationState 
       return absl::InvalidArgumentError(absl::StrCat("journal: migration ", id, " has ", count.Int(0), " jobs, got ",
                                                      dest_ids->size(), " destination ids"));
     }
-    Stmt set(db_, "UPDATE migration_jobs SET dest_id = ?4 WHERE direction = ?1 AND migration_id = ?2 AND idx = ?3");
+    Stmt set(&statements_, "UPDATE migration_jobs SET dest_id = ?4 WHERE direction = ?1 AND migration_id = ?2 AND idx = ?3");
     if (!set.ok()) return SqlError("prepare dest id update");
     for (size_t i = 0; i < dest_ids->size(); ++i) {
       set.Reset();
@@ -296,10 +312,10 @@ absl::Status Journal::Update(Direction d, const std::string& id, MigrationState 
 absl::Status Journal::UpdateWithJobs(Direction d, const std::string& id, MigrationState state, const std::string& note,
                                      absl::Time now, const std::vector<JournalJob>& jobs) {
   std::lock_guard<std::mutex> l(mu_);
-  Transaction tx(db_);
+  Transaction tx(&statements_);
   if (!tx.began()) return SqlError("begin");
   if (absl::Status s = UpdateLocked(d, id, state, note, now); !s.ok()) return s;
-  Stmt del(db_, "DELETE FROM migration_jobs WHERE direction = ?1 AND migration_id = ?2");
+  Stmt del(&statements_, "DELETE FROM migration_jobs WHERE direction = ?1 AND migration_id = ?2");
   if (!del.ok() || del.Bind(1, DirectionName(d)).Bind(2, id).Step() != SQLITE_DONE) {
     return SqlError("delete jobs");
   }
@@ -308,7 +324,7 @@ absl::Status Journal::UpdateWithJobs(Direction d, const std::string& id, Migrati
 }
 
 absl::Status Journal::LoadJobs(MigrationRecord* r, bool with_specs) const {
-  Stmt q(db_,
+  Stmt q(&statements_,
          "SELECT job_key, source_id, dest_id, spec FROM migration_jobs "
          "WHERE direction = ?1 AND migration_id = ?2 ORDER BY idx");
   if (!q.ok()) return SqlError("prepare job query");
@@ -337,10 +353,11 @@ absl::StatusOr<std::vector<MigrationRecord>> Journal::Query(const std::string& w
                                                             bool with_specs) const {
   std::string sql =
       absl::StrCat("SELECT direction, id, peer, state, round_id, created_ms, updated_ms, note FROM migrations m WHERE ",
-                   where_sql, " ORDER BY ", order_sql, " LIMIT ", limit);
-  Stmt q(db_, sql.c_str());
+                   where_sql, " ORDER BY ", order_sql, " LIMIT ?", args.size() + 1);
+  Stmt q(&statements_, sql);
   if (!q.ok()) return SqlError("prepare query");
   for (size_t i = 0; i < args.size(); ++i) q.Bind(static_cast<int>(i + 1), args[i]);
+  q.Bind(static_cast<int>(args.size() + 1), static_cast<int64_t>(limit));
   std::vector<MigrationRecord> out;
   int rc;
   while ((rc = q.Step()) == SQLITE_ROW) {
@@ -399,7 +416,7 @@ absl::StatusOr<std::set<std::string>> Journal::ActiveOutJobIds() const {
       "SELECT j.source_id FROM migration_jobs j JOIN migrations m ON m.direction = j.direction AND "
       "m.id = j.migration_id WHERE m.direction = 'out' AND m.",
       kUnsettled);
-  Stmt q(db_, sql.c_str());
+  Stmt q(&statements_, sql);
   if (!q.ok()) return SqlError("prepare active jobs query");
   std::set<std::string> ids;
   int rc;
@@ -410,7 +427,7 @@ absl::StatusOr<std::set<std::string>> Journal::ActiveOutJobIds() const {
 
 absl::StatusOr<std::set<std::string>> Journal::ArrivedSince(absl::Time since, const std::string& except_round) const {
   std::lock_guard<std::mutex> l(mu_);
-  Stmt q(db_,
+  Stmt q(&statements_,
          "SELECT j.job_key FROM migration_jobs j JOIN migrations m ON m.direction = j.direction AND "
          "m.id = j.migration_id WHERE m.direction = 'in' AND m.state = 'COMMITTED' AND m.created_ms >= ?1 AND "
          "m.round_id != ?2");
@@ -429,7 +446,7 @@ absl::StatusOr<UnsettledSummary> Journal::Unsettled(Direction d) const {
       "SELECT COUNT(*), MIN(created_ms), (SELECT COUNT(*) FROM migration_jobs j JOIN migrations m ON "
       "m.direction = j.direction AND m.id = j.migration_id WHERE m.direction = ?1 AND m.",
       kUnsettled, ") FROM migrations WHERE direction = ?1 AND ", kUnsettled);
-  Stmt q(db_, sql.c_str());
+  Stmt q(&statements_, sql);
   if (!q.ok()) return SqlError("prepare unsettled query");
   if (q.Bind(1, DirectionName(d)).Step() != SQLITE_ROW) return SqlError("read unsettled");
   UnsettledSummary u;

@@ -30,6 +30,7 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
+#include "daemon/common/sqlite_statements.h"
 #include "daemon/scheduler/adapter.h"
 
 struct sqlite3;
@@ -83,12 +84,14 @@ class Journal {
   Journal(const Journal&) = delete;
   Journal& operator=(const Journal&) = delete;
 
-  // The next value of the persistent sequence (1, 2, ...), never repeated,
-  // even across a crash.
-  absl::StatusOr<int64_t> NextSequence();
+  // Reserves the next `n` (at least 1) values of the persistent sequence
+  // (1, 2, ...) and returns the first; never repeated, even across a crash.
+  absl::StatusOr<int64_t> NextSequence(int64_t n = 1);
 
   // Inserts a record with its jobs; AlreadyExists if (direction, id) exists.
   absl::Status Insert(const MigrationRecord& r);
+  // Inserts every record in one transaction (one fsync): all or none.
+  absl::Status InsertAll(const std::vector<MigrationRecord>& rs);
 
   // nullopt if unknown.
   absl::StatusOr<std::optional<MigrationRecord>> Get(Direction d, const std::string& id, bool with_specs = true) const;
@@ -126,13 +129,15 @@ class Journal {
   int64_t errors() const { return errors_.load(std::memory_order_relaxed); }
 
  private:
-  explicit Journal(sqlite3* db) : db_(db) {}
+  explicit Journal(sqlite3* db) : db_(db), statements_(db) {}
   absl::Status Exec(const char* sql) const;
   absl::StatusOr<std::vector<MigrationRecord>> Query(const std::string& where_sql, const std::string& order_sql,
                                                      const std::vector<std::string>& args, int limit,
                                                      bool with_specs) const;
   absl::Status LoadJobs(MigrationRecord* r, bool with_specs) const;
   absl::Status InsertJobs(Direction d, const std::string& id, const std::vector<JournalJob>& jobs);
+  // A record and its jobs, inside the caller's transaction.
+  absl::Status InsertLocked(const MigrationRecord& r);
   absl::Status UpdateLocked(Direction d, const std::string& id, MigrationState state, const std::string& note,
                             absl::Time now);
   // Every failure counted by errors() passes here.
@@ -142,6 +147,8 @@ class Journal {
 
   mutable std::mutex mu_;
   sqlite3* db_;
+  // Every statement, prepared once (guarded by mu_, as db_).
+  mutable SqliteStatements statements_;
   mutable std::atomic<int64_t> errors_{0};
 };
 

@@ -1,6 +1,7 @@
 #include "daemon/migration/migrator.h"
 
 #include <algorithm>
+#include <atomic>
 #include <cmath>
 #include <functional>
 #include <limits>
@@ -198,69 +199,43 @@ absl::StatusOr<std::vector<OutResult>> Migrator::MigrateOut(const std::string& d
   int64_t shortfall = 0;
   {
     std::lock_guard<std::mutex> l(select_mu_);
-    absl::StatusOr<std::vector<Job>> jobs = adapter_->ListJobs();
-    if (!jobs.ok()) return Annotate(jobs.status(), "MigrateOut: list jobs");
-    absl::StatusOr<std::set<std::string>> active = journal_->ActiveOutJobIds();
-    if (!active.ok()) return active.status();
-    std::vector<const Job*> candidates;
-    for (const Job& j : *jobs) {
-      if (WhyNotMovable(j).empty() && !active->count(j.id)) candidates.push_back(&j);
-    }
-    // kMoveOrder: most recently queued first; among equal times, later in
-    // queue order.
-    std::stable_sort(candidates.begin(), candidates.end(),
-                     [](const Job* a, const Job* b) { return a->queued_at_ms < b->queued_at_ms; });
-    std::reverse(candidates.begin(), candidates.end());
-    if (only) {  // exactly the chosen jobs, in their order
-      std::map<std::string, const Job*> by_id;
-      for (const Job* j : candidates) by_id[j->id] = j;
-      candidates.clear();
-      for (const std::string& id : *only)
-        if (auto it = by_id.find(id); it != by_id.end()) {
-          candidates.push_back(it->second);
-          by_id.erase(it);  // each job once, whatever the list says
-        }
-    }
-    int64_t take = std::min<int64_t>(count, static_cast<int64_t>(candidates.size()));
+    absl::StatusOr<std::vector<Job>> candidates = Candidates(only);
+    if (!candidates.ok()) return candidates.status();
+    int64_t take = std::min<int64_t>(count, static_cast<int64_t>(candidates->size()));
     shortfall = count - take;
+    const int64_t n_batches = (take + max_batch_ - 1) / max_batch_;
+    // One transaction reserves every batch's sequence number, one more
+    // journals every batch PREPARING: two writes for the whole call.
+    absl::StatusOr<int64_t> seq = n_batches > 0 ? journal_->NextSequence(n_batches) : int64_t{0};
+    if (!seq.ok()) return Annotate(seq.status(), "MigrateOut: journal");
     absl::Time now = clock_->Now();
-    for (int64_t start = 0; start < take; start += max_batch_) {
-      absl::StatusOr<int64_t> seq = journal_->NextSequence();
+    for (int64_t b = 0; b < n_batches; ++b) {
       MigrationRecord r;
-      absl::Status st = seq.status();
-      if (st.ok()) {
-        r.id = absl::StrCat(self_site_, ":", *seq);
-        r.direction = Direction::kOut;
-        r.peer = dest_site;
-        r.state = MigrationState::kPreparing;
-        r.round_id = round_id;
-        r.created = r.updated = now;
-        for (int64_t i = start; i < std::min(take, start + max_batch_); ++i) {
-          const Job* j = candidates[i];
-          JournalJob jj;
-          jj.source_id = j->id;
-          // A job that has no federation key yet gets one on its first move.
-          jj.key = j->spec.key.empty() ? absl::StrCat(self_site_, ":", j->id) : j->spec.key;
-          r.jobs.push_back(std::move(jj));
-        }
-        // Busy before the record exists, so a concurrent Recover never
-        // takes our fresh PREPARING record for a crashed one.
-        TryAcquire(OutKey(r.id));  // a fresh id: always free
-        st = journal_->Insert(r);
-        if (!st.ok()) ReleaseBusy(OutKey(r.id));
+      r.id = absl::StrCat(self_site_, ":", *seq + b);
+      r.direction = Direction::kOut;
+      r.peer = dest_site;
+      r.state = MigrationState::kPreparing;
+      r.round_id = round_id;
+      r.created = r.updated = now;
+      for (int64_t i = b * max_batch_; i < std::min(take, (b + 1) * max_batch_); ++i) {
+        const Job& j = (*candidates)[i];
+        JournalJob jj;
+        jj.source_id = j.id;
+        // A job that has no federation key yet gets one on its first move.
+        jj.key = j.spec.key.empty() ? absl::StrCat(self_site_, ":", j.id) : j.spec.key;
+        r.jobs.push_back(std::move(jj));
       }
-      if (!st.ok()) {
-        // Nothing is held yet: undo the reservations made so far.
-        for (const MigrationRecord& b : batches) {
-          (void)journal_->Update(Direction::kOut, b.id, MigrationState::kAborted, "journal failure before hold",
-                                 clock_->Now());
-          ReleaseBusy(OutKey(b.id));
-        }
-        return Annotate(st, "MigrateOut: journal");
-      }
-      CrashPoint(kCrashOutAfterIntent);
+      // Busy before the record exists, so a concurrent Recover never
+      // takes our fresh PREPARING record for a crashed one.
+      TryAcquire(OutKey(r.id));  // a fresh id: always free
       batches.push_back(std::move(r));
     }
+    // Nothing is held yet: if this fails there is nothing to undo.
+    if (absl::Status st = journal_->InsertAll(batches); !st.ok()) {
+      for (const MigrationRecord& b : batches) ReleaseBusy(OutKey(b.id));
+      return Annotate(st, "MigrateOut: journal");
+    }
+    CrashPoint(kCrashOutAfterIntent);
   }
   if (batches.empty()) {
     OutResult none;
@@ -269,54 +244,99 @@ absl::StatusOr<std::vector<OutResult>> Migrator::MigrateOut(const std::string& d
     return results;
   }
 
-  bool stopped = false;
-  for (MigrationRecord& b : batches) {
-    BusyGuard guard([this, key = OutKey(b.id)] { ReleaseBusy(key); });
-    OutResult res;
-    res.migration_id = b.id;
-    if (stopped) {
-      res.job_keys = Keys(b);
-      res.status = AbandonPreparing(b, "not attempted: an earlier batch did not complete");
-      if (res.status.ok()) res.status = absl::AbortedError("not attempted: an earlier batch did not complete");
-      shortfall += static_cast<int64_t>(b.jobs.size());
-      results.push_back(std::move(res));
-      continue;
+  // Up to kBatchesInFlight batches at once, in order of their ids; after a
+  // batch that did not commit, no further batch starts (those are
+  // abandoned, never sent) but those already started finish.
+  results.resize(batches.size());
+  std::vector<int64_t> batch_shortfall(batches.size(), 0);
+  std::atomic<size_t> next{0};
+  std::atomic<bool> stopped{false};
+  const size_t workers = std::min<size_t>(batches.size(), static_cast<size_t>(kBatchesInFlight));
+  ParallelFor(executor_, workers, [&](size_t) {
+    for (size_t i = next.fetch_add(1); i < batches.size(); i = next.fetch_add(1)) {
+      results[i] = RunBatch(batches[i], !stopped.load(), &batch_shortfall[i]);
+      if (!results[i].status.ok()) stopped.store(true);
     }
-    int64_t dropped = 0;
-    absl::Status st = PrepareBatch(b.id, b.jobs, &dropped);
-    shortfall += dropped;
-    if (st.ok()) st = DriveOut(b.id);
-    absl::StatusOr<std::optional<MigrationRecord>> after = journal_->Get(Direction::kOut, b.id, false);
-    if (!after.ok() || !after->has_value()) {
-      res.status = after.ok() ? absl::InternalError("MigrateOut: record vanished") : after.status();
-      stopped = true;
-      results.push_back(std::move(res));
-      continue;
-    }
-    const MigrationRecord& r = **after;
-    res.job_keys = Keys(r);
-    int64_t n = static_cast<int64_t>(r.jobs.size());
-    switch (r.state) {
-      case MigrationState::kCommitted:
-        res.moved = n;
-        res.status = absl::OkStatus();
-        break;
-      case MigrationState::kAborted:
-      case MigrationState::kForced:
-        shortfall += n;
-        res.status = st.ok() ? absl::AbortedError(absl::StrCat("migration ", r.id, " aborted: ", r.note)) : st;
-        stopped = true;
-        break;
-      default:  // PREPARING, PREPARED, ABORTING: held, settled later
-        res.in_flight = n;
-        res.status = st.ok() ? absl::UnavailableError(absl::StrCat("migration ", r.id, " not settled")) : st;
-        stopped = true;
-        break;
-    }
-    results.push_back(std::move(res));
-  }
+  });
+  for (int64_t n : batch_shortfall) shortfall += n;
   results.back().shortfall = shortfall;
   return results;
+}
+
+absl::StatusOr<std::vector<Job>> Migrator::Candidates(const std::vector<std::string>* only) {
+  // With `only`, just those jobs are read; else the whole queue.
+  absl::StatusOr<std::vector<Job>> listed;
+  if (only) {
+    std::vector<std::string> ids;
+    std::set<std::string> seen;
+    for (const std::string& id : *only)
+      if (seen.insert(id).second) ids.push_back(id);  // each job once, whatever the list says
+    listed.emplace();
+    std::vector<absl::StatusOr<Job>> got = adapter_->GetJobs(ids);
+    for (size_t i = 0; i < ids.size(); ++i) {
+      if (i >= got.size()) return absl::InternalError("MigrateOut: no answer from GetJobs");
+      if (absl::IsNotFound(got[i].status())) continue;  // gone: shortfall
+      if (!got[i].ok()) return Annotate(got[i].status(), "MigrateOut: read jobs");
+      listed->push_back(*std::move(got[i]));
+    }
+  } else {
+    listed = adapter_->ListJobs();
+    if (!listed.ok()) return Annotate(listed.status(), "MigrateOut: list jobs");
+  }
+  absl::StatusOr<std::set<std::string>> active = journal_->ActiveOutJobIds();
+  if (!active.ok()) return active.status();
+  std::vector<Job> out;
+  for (Job& j : *listed) {
+    if (WhyNotMovable(j).empty() && !active->count(j.id)) out.push_back(std::move(j));
+  }
+  if (!only) {
+    // kMoveOrder: most recently queued first; among equal times, later in
+    // queue order.
+    std::stable_sort(out.begin(), out.end(), [](const Job& a, const Job& b) { return a.queued_at_ms < b.queued_at_ms; });
+    std::reverse(out.begin(), out.end());
+  }
+  return out;
+}
+
+OutResult Migrator::RunBatch(const MigrationRecord& b, bool attempt, int64_t* shortfall) {
+  BusyGuard guard([this, key = OutKey(b.id)] { ReleaseBusy(key); });
+  OutResult res;
+  res.migration_id = b.id;
+  if (!attempt) {
+    res.job_keys = Keys(b);
+    res.status = AbandonPreparing(b, "not attempted: an earlier batch did not complete");
+    if (res.status.ok()) res.status = absl::AbortedError("not attempted: an earlier batch did not complete");
+    *shortfall += static_cast<int64_t>(b.jobs.size());
+    return res;
+  }
+  int64_t dropped = 0;
+  absl::Status st = PrepareBatch(b.id, b.jobs, &dropped);
+  *shortfall += dropped;
+  if (st.ok()) st = DriveOut(b.id);
+  absl::StatusOr<std::optional<MigrationRecord>> after = journal_->Get(Direction::kOut, b.id, false);
+  if (!after.ok() || !after->has_value()) {
+    res.status = after.ok() ? absl::InternalError("MigrateOut: record vanished") : after.status();
+    return res;
+  }
+  const MigrationRecord& r = **after;
+  res.job_keys = Keys(r);
+  int64_t n = static_cast<int64_t>(r.jobs.size());
+  switch (r.state) {
+    case MigrationState::kCommitted:
+      res.moved = n;
+      res.status = absl::OkStatus();
+      break;
+    case MigrationState::kAborted:
+    case MigrationState::kForced:
+      *shortfall += n;
+      res.status = st.ok() ? absl::AbortedError(absl::StrCat("migration ", r.id, " aborted: ", r.note)) : st;
+      break;
+    default:  // PREPARING, PREPARED, ABORTING: held, settled later
+      res.in_flight = n;
+      res.status = st.ok() ? absl::UnavailableError(absl::StrCat("migration ", r.id, " not settled")) : st;
+      break;
+  }
+  return res;
 }
 
 absl::Status Migrator::PrepareBatch(const std::string& id, std::vector<JournalJob> jobs, int64_t* dropped) {

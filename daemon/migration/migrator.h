@@ -9,7 +9,9 @@
 // Source, per batch (one migration id per batch):
 //   1. Journal OUT PREPARING: the chosen jobs' ids and keys, no specs. This
 //      record is the reservation (a concurrent MigrateOut skips its jobs) and
-//      tells a restart which holds are ours.
+//      tells a restart which holds are ours. (The PREPARING records of all
+//      batches of one MigrateOut go in one transaction; the batches then run
+//      side by side, each through steps 2 to 4 on its own.)
 //   2. Hold every job (a job that can no longer be held, e.g. it just
 //      started, is dropped from the batch), export the held ones' specs.
 //   3. Journal OUT PREPARED with the final job list and specs, replacing the
@@ -109,6 +111,7 @@
 #include "absl/status/statusor.h"
 #include "daemon/balance/choice.h"
 #include "daemon/common/env.h"
+#include "daemon/common/executor.h"
 #include "daemon/migration/journal.h"
 #include "daemon/migration/transport.h"
 #include "daemon/scheduler/adapter.h"
@@ -133,6 +136,12 @@ struct OutResult {
 // waiting on the scheduler's lock is not held up for long.
 inline constexpr int64_t kDefaultAdapterChunk = 256;
 
+// Batches of one MigrateOut call in flight at once (with an executor): the
+// source prepares one while the destination submits another. Well below
+// security.max_calls_per_peer (16), which also covers heartbeats and round
+// messages.
+inline constexpr int64_t kBatchesInFlight = 4;
+
 // Limits for requests from peers (docs/design.md §8: bounded batches).
 // The migrator's choice of jobs (docs/design.md §7): why it would not pick
 // `job`, in words ("" when the job may move), and the order it picks in.
@@ -152,9 +161,13 @@ class Migrator {
   // Source side: moves `count` migratable jobs (pending, not held, not
   // running, not pinned, not in another migration), the most recently queued
   // first, to `dest_site`, in batches of at most max_batch jobs, one
-  // migration id each. Stops at the first batch whose Transfer fails: that
-  // batch stays PREPARED (held, retried by Recover) and the rest is not
-  // attempted. An error status only for bad arguments or a local failure
+  // migration id each. Every batch is journaled PREPARING in one
+  // transaction before any job is held; then up to kBatchesInFlight batches
+  // run at once (with an executor), each through the steps above on its
+  // own. After a batch that does not commit no further batch starts: a
+  // batch whose Transfer failed stays PREPARED (held, retried by Recover),
+  // the ones not started are abandoned (never sent), the ones already
+  // started finish. An error status only for bad arguments or a local failure
   // before anything was held; otherwise per-batch results (the last carries
   // the shortfall).
   // With `only`, exactly those jobs (in that order), those no longer
@@ -232,6 +245,11 @@ class Migrator {
   using Admission = std::function<absl::Status(const TransferRequest&)>;
   void SetAdmission(Admission admission) { admission_ = std::move(admission); }
 
+  // The executor on which MigrateOut runs the batches of one call side by
+  // side (at most kBatchesInFlight at once; docs/design.md §7). Without
+  // one (the default) they run one after another. Set before serving.
+  void SetExecutor(Executor* executor) { executor_ = executor; }
+
  private:
   // Drives an outgoing record (already marked busy by the caller) as far as
   // it can go.
@@ -244,6 +262,14 @@ class Migrator {
   // left alone), in chunks.
   absl::Status ReleaseAll(const MigrationRecord& r);
   absl::Status PrepareBatch(const std::string& id, std::vector<JournalJob> jobs, int64_t* dropped);
+  // MigrateOut's movable jobs in the order it takes them: `only` (those
+  // still movable), else the whole queue in kMoveOrder. Caller holds
+  // select_mu_.
+  absl::StatusOr<std::vector<scheduler::Job>> Candidates(const std::vector<std::string>* only);
+  // One batch of MigrateOut, journaled PREPARING and marked busy by the
+  // caller (RunBatch clears the mark): prepares and drives it, or, when not
+  // `attempt`, abandons it. Adds the jobs that did not move to *shortfall.
+  OutResult RunBatch(const MigrationRecord& b, bool attempt, int64_t* shortfall);
   // Destination: submits what is missing of an IN PREPARED record, journals
   // COMMITTED and returns the new ids. Caller holds the record busy.
   absl::StatusOr<std::vector<std::string>> CompleteIn(const MigrationRecord& r);
@@ -267,6 +293,7 @@ class Migrator {
   const int64_t max_batch_;
   const int64_t adapter_chunk_;
   Admission admission_;
+  Executor* executor_ = nullptr;
 
   // Serializes the source's choice of jobs with its PREPARING writes.
   std::mutex select_mu_;

@@ -67,13 +67,16 @@ absl::Status SqliteError(sqlite3* db, absl::string_view what) {
   return absl::InternalError(absl::StrCat("sim scheduler: ", what, ": ", sqlite3_errmsg(db)));
 }
 
-// A prepared statement, finalized on destruction.
+// A statement of the connection's cache (prepared once), reset on
+// destruction.
 class Stmt {
  public:
-  Stmt(sqlite3* db, absl::string_view sql) : db_(db) {
-    rc_ = sqlite3_prepare_v2(db, sql.data(), static_cast<int>(sql.size()), &stmt_, nullptr);
+  Stmt(sqlite3* db, SqliteStatements* cache, absl::string_view sql) : db_(db) {
+    stmt_ = cache->Acquire(std::string_view(sql.data(), sql.size()), &owned_);
+    rc_ = stmt_ != nullptr ? SQLITE_OK : sqlite3_errcode(db);
+    if (rc_ == SQLITE_OK && stmt_ == nullptr) rc_ = SQLITE_ERROR;
   }
-  ~Stmt() { sqlite3_finalize(stmt_); }
+  ~Stmt() { SqliteStatements::Return(stmt_, owned_); }
   Stmt(const Stmt&) = delete;
   Stmt& operator=(const Stmt&) = delete;
 
@@ -118,6 +121,7 @@ class Stmt {
   bool ok() const { return rc_ == SQLITE_OK; }
   sqlite3* db_;
   sqlite3_stmt* stmt_ = nullptr;
+  bool owned_ = false;
   int rc_;
 };
 
@@ -131,8 +135,15 @@ absl::Status Exec(sqlite3* db, const char* sql) {
   return absl::OkStatus();
 }
 
-absl::StatusOr<int64_t> QueryInt(sqlite3* db, absl::string_view sql) {
-  Stmt st(db, sql);
+// One statement without rows (BEGIN, COMMIT, ...), from the cache.
+absl::Status Run(sqlite3* db, SqliteStatements* cache, absl::string_view sql) {
+  Stmt st(db, cache, sql);
+  if (auto s = st.Run(); !s.ok()) return absl::InternalError(absl::StrCat("sim scheduler: ", sql, ": ", s.message()));
+  return absl::OkStatus();
+}
+
+absl::StatusOr<int64_t> QueryInt(sqlite3* db, SqliteStatements* cache, absl::string_view sql) {
+  Stmt st(db, cache, sql);
   if (!st.status().ok()) return st.status();
   auto row = st.Step();
   if (!row.ok()) return row.status();
@@ -151,6 +162,11 @@ bool ParseId(const std::string& id, int64_t* out) {
 absl::Status UnknownId(const std::string& id) {
   return absl::NotFoundError(absl::StrCat("sim scheduler: no job \"", id, "\""));
 }
+
+// LoadJobs' parameter ?1 (if any).
+void BindArg(Stmt&, std::monostate) {}
+void BindArg(Stmt& st, int64_t v) { st.Bind(1, v); }
+void BindArg(Stmt& st, absl::string_view v) { st.Bind(1, v); }
 
 constexpr char kJobColumns[] =
     "j.id, j.name, j.script, j.cores, j.memory_mb, j.time_limit_s, j.workdir, j.duration_ms, "
@@ -208,6 +224,7 @@ absl::StatusOr<std::unique_ptr<SimAdapter>> SimAdapter::Open(const AdapterContex
         absl::StrCat("sim scheduler: cannot create state_dir \"", ctx.state_dir, "\": ", ec.message()));
   }
   const std::string path = (std::filesystem::path(ctx.state_dir) / kSimDbFile).string();
+  SqliteStatements::BeforeOpen();
   sqlite3* db = nullptr;
   // NOMUTEX: the adapter serializes all use of the connection itself.
   int rc =
@@ -226,10 +243,11 @@ absl::StatusOr<std::unique_ptr<SimAdapter>> SimAdapter::Open(const AdapterContex
 }
 
 SimAdapter::SimAdapter(SimOptions options, const Env* clock, sqlite3* db)
-    : options_(std::move(options)), clock_(clock), db_(db) {}
+    : options_(std::move(options)), clock_(clock), db_(db), statements_(db) {}
 
 SimAdapter::~SimAdapter() {
   absl::MutexLock l(&mu_);
+  statements_.Clear();
   sqlite3_close_v2(db_);
 }
 
@@ -239,7 +257,7 @@ absl::Status SimAdapter::InitSchema() {
   // lock for a moment; wait rather than fail.
   sqlite3_busy_timeout(db_, 5000);
   {
-    Stmt st(db_, "PRAGMA journal_mode=WAL");
+    Stmt st(db_, &statements_, "PRAGMA journal_mode=WAL");
     if (!st.status().ok()) return st.status();
     auto row = st.Step();
     if (!row.ok()) return row.status();
@@ -275,7 +293,7 @@ absl::Status SimAdapter::InitSchema() {
                         "INSERT OR IGNORE INTO meta VALUES('last_tick_ms', 0);");
   if (s.ok()) {
     // A queue made before jobs had an owner: the column is added, empty.
-    auto has_owner = QueryInt(db_, "SELECT COUNT(*) FROM pragma_table_info('jobs') WHERE name='owner'");
+    auto has_owner = QueryInt(db_, &statements_, "SELECT COUNT(*) FROM pragma_table_info('jobs') WHERE name='owner'");
     if (!has_owner.ok()) {
       s = has_owner.status();
     } else if (*has_owner == 0) {
@@ -283,7 +301,7 @@ absl::Status SimAdapter::InitSchema() {
     }
   }
   if (s.ok()) {
-    auto v = QueryInt(db_, "SELECT value FROM meta WHERE key='schema_version'");
+    auto v = QueryInt(db_, &statements_, "SELECT value FROM meta WHERE key='schema_version'");
     if (!v.ok()) {
       s = v.status();
     } else if (*v != kSchemaVersion) {
@@ -310,11 +328,11 @@ void SimAdapter::SetCrashHookForTesting(std::function<void(absl::string_view)> h
 absl::Status SimAdapter::InTransaction(absl::string_view op, const std::function<absl::Status()>& body) {
   // IMMEDIATE: take the write lock up front, so a concurrent writer on
   // another connection waits at BEGIN instead of failing at the first write.
-  if (auto s = Exec(db_, "BEGIN IMMEDIATE"); !s.ok()) return s;
+  if (auto s = Run(db_, &statements_, "BEGIN IMMEDIATE"); !s.ok()) return s;
   const int64_t changes_before = sqlite3_total_changes64(db_);
   absl::Status s;
   int64_t now = NowMs();
-  auto last = QueryInt(db_, "SELECT value FROM meta WHERE key='last_tick_ms'");
+  auto last = QueryInt(db_, &statements_, "SELECT value FROM meta WHERE key='last_tick_ms'");
   if (!last.ok()) {
     s = last.status();
   } else {
@@ -330,15 +348,15 @@ absl::Status SimAdapter::InTransaction(absl::string_view op, const std::function
   // fsync), and replaying the unchanged queue from the older tick next time
   // gives the same result.
   if (s.ok() && sqlite3_total_changes64(db_) != changes_before) {
-    Stmt st(db_, "UPDATE meta SET value=?1 WHERE key='last_tick_ms'");
+    Stmt st(db_, &statements_, "UPDATE meta SET value=?1 WHERE key='last_tick_ms'");
     st.Bind(1, now);
     s = st.Run();
   }
   if (s.ok()) {
     CrashPoint(absl::StrCat(op, ":before-commit"));
-    s = Exec(db_, "COMMIT");
+    s = Run(db_, &statements_, "COMMIT");
   }
-  if (!s.ok()) Exec(db_, "ROLLBACK").IgnoreError();
+  if (!s.ok()) Run(db_, &statements_, "ROLLBACK").IgnoreError();
   return s;
 }
 
@@ -354,12 +372,14 @@ int64_t SimAdapter::LimitMs(int64_t time_limit_s, int64_t duration_ms) const {
   return time_limit_s > 0 ? ScaledMs(static_cast<double>(time_limit_s) * 1000.0) : RunMs(duration_ms);
 }
 
-absl::Status SimAdapter::LoadQueue(Queue* q) {
+absl::Status SimAdapter::LoadQueue(Queue* q, bool with_waiting) {
   q->running.clear();
   q->waiting.clear();
-  Stmt st(db_, absl::StrCat("SELECT id, state, cores, time_limit_s, duration_ms, started_at_ms, finish_at_ms,"
+  q->waiting_loaded = with_waiting;
+  // jobs_by_state(state, id) gives both lists in id order.
+  Stmt st(db_, &statements_, absl::StrCat("SELECT id, state, cores, time_limit_s, duration_ms, started_at_ms, finish_at_ms,"
                             " pinned, key, queued_at_ms FROM jobs WHERE state IN (",
-                            kPendingCode, ",", kRunningCode, ") ORDER BY id"));
+                            with_waiting ? absl::StrCat(kPendingCode, ",") : "", kRunningCode, ") ORDER BY id"));
   for (;;) {
     auto row = st.Step();
     if (!row.ok()) return row.status();
@@ -402,6 +422,14 @@ std::vector<balance::QueuedJob> SimAdapter::Queue::Waiting() const {
 }
 
 absl::Status SimAdapter::StartJobs(int64_t at_ms, Queue* q) {
+  // No free core: EASY starts nothing (every job takes at least one), so
+  // the pending queue, the long list, is not even read.
+  int64_t free = options_.cores;
+  for (const QueueJob& r : q->running) free -= r.cores;
+  if (free <= 0) return absl::OkStatus();
+  if (!q->waiting_loaded) {
+    if (auto s = LoadQueue(q, true); !s.ok()) return s;
+  }
   if (q->waiting.empty()) return absl::OkStatus();
   const std::vector<size_t> go = balance::EasyStartNow(options_.cores, at_ms, q->Running(at_ms), q->Waiting());
   if (go.empty()) return absl::OkStatus();
@@ -410,7 +438,7 @@ absl::Status SimAdapter::StartJobs(int64_t at_ms, Queue* q) {
     QueueJob& j = q->waiting[i];
     j.started_ms = at_ms;
     j.finish_ms = at_ms + j.run_ms;
-    Stmt st(db_,
+    Stmt st(db_, &statements_,
             absl::StrCat("UPDATE jobs SET state=", kRunningCode, ", started_at_ms=?1, finish_at_ms=?2 WHERE id=?3"));
     st.Bind(1, at_ms).Bind(2, j.finish_ms).Bind(3, j.id);
     if (auto s = st.Run(); !s.ok()) return s;
@@ -432,7 +460,7 @@ absl::Status SimAdapter::Advance(int64_t from_ms, int64_t to_ms) {
   // (daemon/balance/easy.h). The queue is read once and kept in step with
   // the rows written.
   Queue q;
-  if (auto s = LoadQueue(&q); !s.ok()) return s;
+  if (auto s = LoadQueue(&q, false); !s.ok()) return s;
   int64_t cursor = from_ms;
   for (;;) {
     if (auto s = StartJobs(cursor, &q); !s.ok()) return s;
@@ -442,7 +470,7 @@ absl::Status SimAdapter::Advance(int64_t from_ms, int64_t to_ms) {
     // A job that ended before from_ms (a queue written by a crashed call
     // cannot hold one, but the clock is not ours to trust) ends now.
     cursor = std::max(cursor, next);
-    Stmt done(db_, absl::StrCat("UPDATE jobs SET state=", kDoneCode, " WHERE state=", kRunningCode,
+    Stmt done(db_, &statements_, absl::StrCat("UPDATE jobs SET state=", kDoneCode, " WHERE state=", kRunningCode,
                                 " AND finish_at_ms<=?1"));
     done.Bind(1, cursor);
     if (auto s = done.Run(); !s.ok()) return s;
@@ -450,12 +478,12 @@ absl::Status SimAdapter::Advance(int64_t from_ms, int64_t to_ms) {
   }
 }
 
-absl::StatusOr<std::vector<Job>> SimAdapter::LoadJobs(absl::string_view where_sql, absl::string_view bind) {
+absl::StatusOr<std::vector<Job>> SimAdapter::LoadJobs(absl::string_view where_sql, const SqlArg& bind) {
   std::vector<Job> jobs;
   std::map<int64_t, size_t> index;
   {
-    Stmt st(db_, absl::StrCat("SELECT ", kJobColumns, " FROM jobs j WHERE ", where_sql, " ORDER BY j.id"));
-    if (!bind.empty()) st.Bind(1, bind);
+    Stmt st(db_, &statements_, absl::StrCat("SELECT ", kJobColumns, " FROM jobs j WHERE ", where_sql, " ORDER BY j.id"));
+    std::visit([&st](const auto& v) { BindArg(st, v); }, bind);
     for (;;) {
       auto row = st.Step();
       if (!row.ok()) return row.status();
@@ -483,10 +511,10 @@ absl::StatusOr<std::vector<Job>> SimAdapter::LoadJobs(absl::string_view where_sq
     }
   }
   if (jobs.empty()) return jobs;
-  Stmt st(db_, absl::StrCat("SELECT e.job_id, e.name, e.value FROM job_env e JOIN jobs j ON j.id = e.job_id"
+  Stmt st(db_, &statements_, absl::StrCat("SELECT e.job_id, e.name, e.value FROM job_env e JOIN jobs j ON j.id = e.job_id"
                             " WHERE ",
                             where_sql));
-  if (!bind.empty()) st.Bind(1, bind);
+  std::visit([&st](const auto& v) { BindArg(st, v); }, bind);
   for (;;) {
     auto row = st.Step();
     if (!row.ok()) return row.status();
@@ -498,7 +526,7 @@ absl::StatusOr<std::vector<Job>> SimAdapter::LoadJobs(absl::string_view where_sq
 }
 
 absl::StatusOr<Job> SimAdapter::LoadJob(int64_t id) {
-  auto jobs = LoadJobs(absl::StrCat("j.id=", id), "");
+  auto jobs = LoadJobs("j.id=?1", id);
   if (!jobs.ok()) return jobs.status();
   if (jobs->empty()) return UnknownId(absl::StrCat(id));
   return std::move(jobs->front());
@@ -506,7 +534,7 @@ absl::StatusOr<Job> SimAdapter::LoadJob(int64_t id) {
 
 absl::StatusOr<JobState> SimAdapter::StateOf(const std::string& id, int64_t* row_id) {
   if (!ParseId(id, row_id)) return UnknownId(id);
-  Stmt st(db_, "SELECT state FROM jobs WHERE id=?1");
+  Stmt st(db_, &statements_, "SELECT state FROM jobs WHERE id=?1");
   st.Bind(1, *row_id);
   auto row = st.Step();
   if (!row.ok()) return row.status();
@@ -515,7 +543,7 @@ absl::StatusOr<JobState> SimAdapter::StateOf(const std::string& id, int64_t* row
 }
 
 absl::Status SimAdapter::SetState(int64_t row_id, JobState s) {
-  Stmt st(db_, "UPDATE jobs SET state=?1 WHERE id=?2");
+  Stmt st(db_, &statements_, "UPDATE jobs SET state=?1 WHERE id=?2");
   st.Bind(1, int64_t{StateCode(s)}).Bind(2, row_id);
   return st.Run();
 }
@@ -524,7 +552,7 @@ absl::StatusOr<std::vector<Job>> SimAdapter::ListJobs() {
   absl::MutexLock l(&mu_);
   std::vector<Job> jobs;
   absl::Status s = InTransaction("list", [&]() -> absl::Status {
-    auto r = LoadJobs(absl::StrCat("j.state IN (", kPendingCode, ",", kHeldCode, ",", kRunningCode, ")"), "");
+    auto r = LoadJobs(absl::StrCat("j.state IN (", kPendingCode, ",", kHeldCode, ",", kRunningCode, ")"), std::monostate());
     if (!r.ok()) return r.status();
     jobs = *std::move(r);
     return absl::OkStatus();
@@ -537,7 +565,7 @@ absl::StatusOr<int64_t> SimAdapter::CountMigratable() {
   absl::MutexLock l(&mu_);
   int64_t n = 0;
   absl::Status s = InTransaction("count", [&]() -> absl::Status {
-    auto r = QueryInt(db_, absl::StrCat("SELECT COUNT(*) FROM jobs WHERE state = ", kPendingCode, " AND pinned = 0"));
+    auto r = QueryInt(db_, &statements_, absl::StrCat("SELECT COUNT(*) FROM jobs WHERE state = ", kPendingCode, " AND pinned = 0"));
     if (!r.ok()) return r.status();
     n = *r;
     return absl::OkStatus();
@@ -684,7 +712,7 @@ absl::StatusOr<Job> SimAdapter::GetJob(const std::string& id) {
 absl::Status SimAdapter::SubmitIn(const JobSpec& spec, const std::string& tag, bool held, std::string* id) {
   if (!tag.empty()) {
     // The `tag <> ''` term lets SQLite use the partial unique index.
-    Stmt st(db_, "SELECT id FROM jobs WHERE tag=?1 AND tag <> ''");
+    Stmt st(db_, &statements_, "SELECT id FROM jobs WHERE tag=?1 AND tag <> ''");
     st.Bind(1, tag);
     auto row = st.Step();
     if (!row.ok()) return row.status();
@@ -694,7 +722,7 @@ absl::Status SimAdapter::SubmitIn(const JobSpec& spec, const std::string& tag, b
     }
   }
   const bool pinned = !options_.pin_marker.empty() && absl::StartsWith(spec.name, options_.pin_marker);
-  Stmt ins(db_,
+  Stmt ins(db_, &statements_,
            "INSERT INTO jobs(name, script, cores, memory_mb, time_limit_s, workdir, duration_ms, cost,"
            " key, state, pinned, tag, queued_at_ms, owner) VALUES(?1,?2,?3,?4,?5,?6,?7,?8,?9,?10,?11,?12,?13,?14)");
   ins.Bind(1, spec.name)
@@ -715,7 +743,7 @@ absl::Status SimAdapter::SubmitIn(const JobSpec& spec, const std::string& tag, b
   const int64_t row = sqlite3_last_insert_rowid(db_);
   CrashPoint("submit:job-row");
   for (const auto& [k, v] : spec.env) {
-    Stmt e(db_, "INSERT INTO job_env(job_id, name, value) VALUES(?1, ?2, ?3)");
+    Stmt e(db_, &statements_, "INSERT INTO job_env(job_id, name, value) VALUES(?1, ?2, ?3)");
     e.Bind(1, row).Bind(2, k).Bind(3, v);
     if (auto s = e.Run(); !s.ok()) return s;
   }
@@ -782,7 +810,7 @@ absl::Status SimAdapter::SetPinned(const std::string& id, bool pinned) {
     int64_t row = 0;
     auto state = StateOf(id, &row);
     if (!state.ok()) return state.status();
-    Stmt st(db_, "UPDATE jobs SET pinned=?1 WHERE id=?2");
+    Stmt st(db_, &statements_, "UPDATE jobs SET pinned=?1 WHERE id=?2");
     st.Bind(1, int64_t{pinned ? 1 : 0}).Bind(2, row);
     return st.Run();
   });
@@ -798,7 +826,7 @@ absl::Status SimAdapter::CheckSpec(const JobSpec& spec) const {
 }
 
 absl::StatusOr<balance::EasyForecast> SimAdapter::ForecastIn(Queue* q) {
-  if (auto s = LoadQueue(q); !s.ok()) return s;
+  if (auto s = LoadQueue(q, true); !s.ok()) return s;
   return balance::EasyForecastStarts(options_.cores, now_ms_, q->Running(now_ms_), q->Waiting());
 }
 
@@ -873,7 +901,7 @@ absl::StatusOr<SimStats> SimAdapter::Stats() {
   absl::MutexLock l(&mu_);
   SimStats stats;
   absl::Status s = InTransaction("stats", [&]() -> absl::Status {
-    Stmt st(db_, "SELECT state, COUNT(*) FROM jobs GROUP BY state");
+    Stmt st(db_, &statements_, "SELECT state, COUNT(*) FROM jobs GROUP BY state");
     for (;;) {
       auto row = st.Step();
       if (!row.ok()) return row.status();

@@ -39,7 +39,9 @@
 //
 // Pending() forecasts with EasyForecastStarts: O(queue^2) in the worst case,
 // about 14 ms for 2,000 pending 1-core jobs on 4 cores (ArrivalStarts the
-// same; a plain call such as CountMigratable, which replays the queue, 6 ms).
+// same). A plain call (CountMigratable, Hold, Submit, ...) replays only the
+// running jobs while every core is busy; the pending queue is read only at
+// an event with a free core.
 //
 // Thread-safety: every method may be called from any thread; calls are
 // serialized on one connection.
@@ -50,6 +52,7 @@
 #include <memory>
 #include <string>
 #include <utility>
+#include <variant>
 #include <vector>
 
 #include "absl/status/status.h"
@@ -58,6 +61,7 @@
 #include "absl/synchronization/mutex.h"
 #include "daemon/balance/easy.h"
 #include "daemon/common/env.h"
+#include "daemon/common/sqlite_statements.h"
 #include "daemon/scheduler/adapter.h"
 #include "daemon/scheduler/registry.h"
 
@@ -177,21 +181,26 @@ class SimAdapter : public SchedulerAdapter {
   struct Queue {
     std::vector<QueueJob> running;
     std::vector<QueueJob> waiting;  // pending (not held), queue order
+    bool waiting_loaded = false;    // false: `waiting` was not read (empty)
     std::vector<balance::RunningJob> Running(int64_t at_ms) const;
     std::vector<balance::QueuedJob> Waiting() const;
   };
   int64_t ScaledMs(double ms) const;
   int64_t RunMs(int64_t duration_ms) const;
   int64_t LimitMs(int64_t time_limit_s, int64_t duration_ms) const;
-  absl::Status LoadQueue(Queue* q) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  // Replays starts and finishes from `from_ms` to `to_ms`, in time order.
+  // The running jobs and, with `with_waiting`, the pending ones.
+  absl::Status LoadQueue(Queue* q, bool with_waiting) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Replays starts and finishes from `from_ms` to `to_ms`, in time order;
+  // reads the pending queue only when a core is free at an event.
   absl::Status Advance(int64_t from_ms, int64_t to_ms) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Starts what EASY starts at `at_ms` (rows and *q).
   absl::Status StartJobs(int64_t at_ms, Queue* q) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // The queue as of the transaction's now and its EASY forecast.
   absl::StatusOr<balance::EasyForecast> ForecastIn(Queue* q) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   absl::StatusOr<Job> LoadJob(int64_t id) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  absl::StatusOr<std::vector<Job>> LoadJobs(absl::string_view where_sql, absl::string_view bind)
+  // The value of ?1 in where_sql, if it has one.
+  using SqlArg = std::variant<std::monostate, int64_t, absl::string_view>;
+  absl::StatusOr<std::vector<Job>> LoadJobs(absl::string_view where_sql, const SqlArg& bind)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   absl::StatusOr<JobState> StateOf(const std::string& id, int64_t* row_id) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   absl::Status SetState(int64_t row_id, JobState s) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
@@ -213,6 +222,8 @@ class SimAdapter : public SchedulerAdapter {
   const Env* const clock_;
   absl::Mutex mu_;
   sqlite3* db_ ABSL_GUARDED_BY(mu_);
+  // Every statement, prepared once.
+  SqliteStatements statements_ ABSL_GUARDED_BY(mu_);
   std::function<void(absl::string_view)> crash_hook_ ABSL_GUARDED_BY(mu_);
   int64_t now_ms_ ABSL_GUARDED_BY(mu_) = 0;  // the running transaction's now
 };

@@ -204,6 +204,8 @@ absl::StatusOr<std::unique_ptr<Daemon>> Daemon::Create(const config::Config& con
                                                            .hysteresis = config.balancer.hysteresis});
   d->site_ =
       std::make_unique<federation::Site>(config, d->adapter_.get(), d->mover_.get(), d->peers_.get(), RealEnv::Get());
+  // The batches of a migration run side by side on the site's executor.
+  d->migrator_->SetExecutor(d->site_->executor());
   // A destination takes only what its own plan of the round sends it
   // (docs/design.md §6.8).
   d->migrator_->SetAdmission([site = d->site_.get()](const migration::TransferRequest& r) {

@@ -16,7 +16,9 @@ class CrashTest : public ::testing::TestWithParam<CrashCase> {};
 
 TEST_P(CrashTest, EveryJobExactlyOnceAfterRestart) {
   const CrashCase c = GetParam();
-  auto f = TestFederation::Start({.sites = 2, .slots = {1, 1}});
+  // max_batch 3: the 10 jobs go in 4 batches, all in flight at once
+  // (migration::kBatchesInFlight), so a crash cuts into overlapping batches.
+  auto f = TestFederation::Start({.sites = 2, .slots = {1, 1}, .max_batch = 3});
   ASSERT_TRUE(f.ok()) << f.status();
   TestFederation& fed = **f;
   // One running blocker at each site, 20 pending at site 0 (10 will move).
