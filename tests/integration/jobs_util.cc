@@ -1,5 +1,6 @@
 #include "tests/integration/jobs_util.h"
 
+#include <httplib.h>
 #include <sys/wait.h>
 
 #include <cstdio>
@@ -104,10 +105,14 @@ absl::StatusOr<RoundResult> RunRound(TestFederation& f, int site, bool dry_run, 
 }
 
 Out Fetch(const std::string& url) {
-  return Shell(
-      "python3 -c 'import urllib.request,sys; sys.stdout.write(urllib.request.urlopen(sys.argv[1], "
-      "timeout=5).read().decode())' " +
-      url);
+  // "http://HOST:PORT/PATH", with cpp-httplib, as the web view test's calls.
+  const size_t path = url.find('/', url.find("://") + 3);
+  httplib::Client c(url.substr(0, path));
+  c.set_connection_timeout(5, 0);
+  c.set_read_timeout(5, 0);
+  auto r = c.Get(path == std::string::npos ? "/" : url.substr(path));
+  if (!r) return {1, httplib::to_string(r.error())};
+  return {r->status == 200 ? 0 : r->status, r->body};
 }
 
 std::map<std::string, double> ParseMetrics(const std::string& text) {
