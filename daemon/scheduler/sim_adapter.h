@@ -205,11 +205,14 @@ class SimAdapter : public SchedulerAdapter {
   absl::StatusOr<JobState> StateOf(const std::string& id, int64_t* row_id) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   absl::Status SetState(int64_t row_id, JobState s) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   enum class StateChange { kHold, kRelease, kCancel };
+  struct StateRule;
+  static StateRule RuleFor(StateChange change);
   // One job's step inside a transaction: the job's own outcome goes to
   // *item, a store failure is returned (and rolls the transaction back).
-  absl::Status ChangeStateIn(StateChange change, const std::string& id, absl::Status* item)
+  absl::Status ChangeStateIn(const StateRule& rule, const std::string& id, absl::Status* item)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  // Hold/Release/Cancel of every id in one transaction.
+  // Hold/Release/Cancel of every id in one transaction: the jobs that can
+  // change in one UPDATE, the others judged one by one by ChangeStateIn.
   std::vector<absl::Status> ChangeStateMany(StateChange change, const std::vector<std::string>& ids)
       ABSL_LOCKS_EXCLUDED(mu_);
   // Inserts a validated spec (or finds the job carrying `tag`).
