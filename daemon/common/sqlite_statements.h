@@ -1,5 +1,7 @@
 #pragma once
 
+// SQLite helpers for the sim adapter's queue and the migration journal.
+//
 // Prepared SQLite statements kept for the life of a connection, so that a
 // statement is parsed once and afterwards only reset and bound again (the
 // sim adapter's queue and the migration journal; docs/benchmarks.md,
@@ -11,11 +13,55 @@
 
 #include <sqlite3.h>
 
+#include <cstdint>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <unordered_map>
+#include <vector>
 
 namespace hyperfed {
+
+// A whole batch as one statement parameter: a JSON array that the statement
+// reads with json_each(?N), so one statement reads or writes every item
+// instead of one statement per item (docs/benchmarks.md, "Migration between
+// two sim sites").
+inline std::string SqlJsonArray(const std::vector<int64_t>& values) {
+  std::string out = "[";
+  for (size_t i = 0; i < values.size(); ++i) {
+    if (i > 0) out += ',';
+    out += std::to_string(values[i]);
+  }
+  out += ']';
+  return out;
+}
+// Texts as JSON strings, byte for byte as json_each gives them back; nullopt
+// when one holds a NUL byte, which json_each would cut there (the caller
+// then goes item by item).
+inline std::optional<std::string> SqlJsonArray(const std::vector<std::string>& values) {
+  static constexpr char kHex[] = "0123456789abcdef";
+  std::string out = "[";
+  for (size_t i = 0; i < values.size(); ++i) {
+    out += i > 0 ? ",\"" : "\"";
+    for (char c : values[i]) {
+      const auto u = static_cast<unsigned char>(c);
+      if (u == 0) return std::nullopt;
+      if (c == '"' || c == '\\') {
+        out += '\\';
+        out += c;
+      } else if (u < 0x20) {  // JSON allows no raw control character
+        out += "\\u00";
+        out += kHex[u >> 4];
+        out += kHex[u & 15];
+      } else {
+        out += c;  // bytes >= 0x80 go through as they are
+      }
+    }
+    out += '"';
+  }
+  out += ']';
+  return out;
+}
 
 class SqliteStatements {
  public:

@@ -170,16 +170,8 @@ void BindArg(Stmt&, std::monostate) {}
 void BindArg(Stmt& st, int64_t v) { st.Bind(1, v); }
 void BindArg(Stmt& st, absl::string_view v) { st.Bind(1, v); }
 
-// The rows of a batch call as one JSON array ("[3,5,8]"), bound as ?1 of
-// kIdInList: one statement reads or writes every job of the batch, instead
-// of one statement per job (docs/benchmarks.md, "Migration between two sim
-// sites").
-std::string IdList(const std::vector<int64_t>& rows) {
-  std::string out = "[";
-  for (size_t i = 0; i < rows.size(); ++i) absl::StrAppend(&out, i ? "," : "", rows[i]);
-  out += "]";
-  return out;
-}
+// The rows of a batch call, bound as ?1 (SqlJsonArray): one statement for
+// the whole batch.
 constexpr char kIdInList[] = "j.id IN (SELECT value FROM json_each(?1))";
 
 constexpr char kJobColumns[] =
@@ -390,29 +382,35 @@ absl::Status SimAdapter::LoadQueue(Queue* q, bool with_waiting) {
   q->running.clear();
   q->waiting.clear();
   q->waiting_loaded = with_waiting;
-  // jobs_by_state(state, id) gives both lists in id order.
-  Stmt st(db_, &statements_, absl::StrCat("SELECT id, state, cores, time_limit_s, duration_ms, started_at_ms, finish_at_ms,"
-                            " pinned, key, queued_at_ms FROM jobs WHERE state IN (",
-                            with_waiting ? absl::StrCat(kPendingCode, ",") : "", kRunningCode, ") ORDER BY id"));
-  for (;;) {
-    auto row = st.Step();
-    if (!row.ok()) return row.status();
-    if (!*row) break;
-    QueueJob j;
-    j.id = st.Int(0);
-    // A job queued wider than the cluster (by an older version, which gave
-    // every job one slot, or before `cores` shrank) takes the whole cluster
-    // rather than waiting for ever; Submit refuses new ones.
-    j.cores = std::clamp<int64_t>(st.Int(2), 1, options_.cores);
-    j.limit_ms = LimitMs(st.Int(3), st.Int(4));
-    j.run_ms = RunMs(st.Int(4));
-    j.started_ms = st.Int(5);
-    j.finish_ms = st.Int(6);
-    j.pinned = st.Int(7) != 0;
-    j.key = st.Text(8);
-    j.queued_at_ms = st.Int(9);
-    j.spec_cores = st.Int(2);
-    (st.Int(1) == kRunningCode ? q->running : q->waiting).push_back(std::move(j));
+  // One state at a time: jobs_by_state(state, id) gives each list in id
+  // order, with no sort (both states at once would sort the whole queue).
+  for (int code : {kRunningCode, kPendingCode}) {
+    if (code == kPendingCode && !with_waiting) break;
+    Stmt st(db_, &statements_,
+            absl::StrCat("SELECT id, cores, time_limit_s, duration_ms, started_at_ms, finish_at_ms, pinned, key,"
+                         " queued_at_ms FROM jobs WHERE state = ",
+                         code, " ORDER BY id"));
+    std::vector<QueueJob>& list = code == kRunningCode ? q->running : q->waiting;
+    for (;;) {
+      auto row = st.Step();
+      if (!row.ok()) return row.status();
+      if (!*row) break;
+      QueueJob j;
+      j.id = st.Int(0);
+      // A job queued wider than the cluster (by an older version, which gave
+      // every job one slot, or before `cores` shrank) takes the whole cluster
+      // rather than waiting for ever; Submit refuses new ones.
+      j.cores = std::clamp<int64_t>(st.Int(1), 1, options_.cores);
+      j.limit_ms = LimitMs(st.Int(2), st.Int(3));
+      j.run_ms = RunMs(st.Int(3));
+      j.started_ms = st.Int(4);
+      j.finish_ms = st.Int(5);
+      j.pinned = st.Int(6) != 0;
+      j.key = st.Text(7);
+      j.queued_at_ms = st.Int(8);
+      j.spec_cores = st.Int(1);
+      list.push_back(std::move(j));
+    }
   }
   return absl::OkStatus();
 }
@@ -654,7 +652,7 @@ std::vector<absl::Status> SimAdapter::ChangeStateMany(StateChange change, const 
       Stmt st(db_, &statements_,
               absl::StrCat("UPDATE jobs AS j SET state=", StateCode(rule.target), " WHERE ", kIdInList,
                            " AND state IN (", from_codes, ") RETURNING id"));
-      st.Bind(1, IdList(rows));
+      st.Bind(1, SqlJsonArray(rows));
       for (;;) {
         auto row = st.Step();
         if (!row.ok()) return row.status();
@@ -712,17 +710,32 @@ std::vector<absl::StatusOr<Job>> SimAdapter::GetJobs(const std::vector<std::stri
   }
   absl::MutexLock l(&mu_);
   absl::Status s = InTransaction("get", [&]() -> absl::Status {
-    std::unordered_map<std::string, Job> found;
+    // Every job of the batch in one statement (and its environment in one
+    // more), not two statements per job.
+    std::vector<Job> jobs;
     if (!rows.empty()) {
-      // Every job of the batch in one statement (and its environment in one
-      // more), not two statements per job.
-      auto jobs = LoadJobs(kIdInList, IdList(rows));
-      if (!jobs.ok()) return jobs.status();
-      for (Job& j : *jobs) found.emplace(j.id, std::move(j));
+      auto loaded = LoadJobs(kIdInList, SqlJsonArray(rows));
+      if (!loaded.ok()) return loaded.status();
+      jobs = *std::move(loaded);
+    }
+    // Each job goes to the first item naming it; a repeated id copies it.
+    std::unordered_map<std::string_view, size_t> first;  // id -> its item
+    first.reserve(jobs.size());
+    for (size_t i = 0; i < ids.size(); ++i) first.emplace(ids[i], i);
+    std::vector<bool> found(ids.size(), false);
+    for (Job& j : jobs) {
+      auto it = first.find(j.id);
+      if (it == first.end()) continue;
+      out[it->second] = std::move(j);
+      found[it->second] = true;
     }
     for (size_t i = 0; i < ids.size(); ++i) {
-      auto it = found.find(ids[i]);
-      out[i] = it == found.end() ? absl::StatusOr<Job>(UnknownId(ids[i])) : absl::StatusOr<Job>(it->second);
+      const size_t f = first.at(ids[i]);
+      if (!found[f]) {
+        out[i] = UnknownId(ids[i]);
+      } else if (f != i) {
+        out[i] = out[f];
+      }
     }
     return absl::OkStatus();
   });
