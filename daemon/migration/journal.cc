@@ -298,15 +298,33 @@ absl::Status Journal::Update(Direction d, const std::string& id, MigrationState 
       return absl::InvalidArgumentError(absl::StrCat("journal: migration ", id, " has ", count.Int(0), " jobs, got ",
                                                      dest_ids->size(), " destination ids"));
     }
-    Stmt set(&statements_, "UPDATE migration_jobs SET dest_id = ?4 WHERE direction = ?1 AND migration_id = ?2 AND idx = ?3");
-    if (!set.ok()) return SqlError("prepare dest id update");
-    for (size_t i = 0; i < dest_ids->size(); ++i) {
-      set.Reset();
-      set.Bind(1, DirectionName(d)).Bind(2, id).Bind(3, static_cast<int64_t>(i)).Bind(4, (*dest_ids)[i]);
-      if (set.Step() != SQLITE_DONE) return SqlError("set dest id");
-    }
+    if (absl::Status s = SetDestIds(d, id, *dest_ids); !s.ok()) return s;
   }
   return tx.Commit() ? absl::OkStatus() : SqlError("commit");
+}
+
+absl::Status Journal::SetDestIds(Direction d, const std::string& id, const std::vector<std::string>& dest_ids) {
+  if (std::optional<std::string> json = SqlJsonArray(dest_ids); json.has_value()) {
+    // Every row in one statement. MATERIALIZED: the ids are read once and
+    // each row is found by its key (without it SQLite scans the array once
+    // per row).
+    Stmt set(&statements_,
+             "WITH d(idx, dest_id) AS MATERIALIZED (SELECT key, value FROM json_each(?3)) "
+             "UPDATE migration_jobs SET dest_id = d.dest_id FROM d "
+             "WHERE direction = ?1 AND migration_id = ?2 AND migration_jobs.idx = d.idx");
+    if (!set.ok() || set.Bind(1, DirectionName(d)).Bind(2, id).Bind(3, *json).Step() != SQLITE_DONE) {
+      return SqlError("set dest ids");
+    }
+    return absl::OkStatus();
+  }
+  Stmt set(&statements_, "UPDATE migration_jobs SET dest_id = ?4 WHERE direction = ?1 AND migration_id = ?2 AND idx = ?3");
+  if (!set.ok()) return SqlError("prepare dest id update");
+  for (size_t i = 0; i < dest_ids.size(); ++i) {
+    set.Reset();
+    set.Bind(1, DirectionName(d)).Bind(2, id).Bind(3, static_cast<int64_t>(i)).Bind(4, dest_ids[i]);
+    if (set.Step() != SQLITE_DONE) return SqlError("set dest id");
+  }
+  return absl::OkStatus();
 }
 
 absl::Status Journal::UpdateWithJobs(Direction d, const std::string& id, MigrationState state, const std::string& note,
@@ -315,11 +333,32 @@ absl::Status Journal::UpdateWithJobs(Direction d, const std::string& id, Migrati
   Transaction tx(&statements_);
   if (!tx.began()) return SqlError("begin");
   if (absl::Status s = UpdateLocked(d, id, state, note, now); !s.ok()) return s;
-  Stmt del(&statements_, "DELETE FROM migration_jobs WHERE direction = ?1 AND migration_id = ?2");
-  if (!del.ok() || del.Bind(1, DirectionName(d)).Bind(2, id).Step() != SQLITE_DONE) {
+  // Usually `jobs` are the record's own rows, in order, with their specs
+  // (PREPARING -> PREPARED, nothing dropped, or dropped only at the end):
+  // each row is then rewritten in place, which touches no index. Else the
+  // rows are replaced.
+  bool in_place = true;
+  {
+    Stmt set(&statements_,
+             "UPDATE migration_jobs SET dest_id = ?6, spec = ?7 "
+             "WHERE direction = ?1 AND migration_id = ?2 AND idx = ?3 AND job_key = ?4 AND source_id = ?5");
+    if (!set.ok()) return SqlError("prepare job update");
+    for (size_t i = 0; i < jobs.size() && in_place; ++i) {
+      set.Reset();
+      set.Bind(1, DirectionName(d)).Bind(2, id).Bind(3, static_cast<int64_t>(i)).Bind(4, jobs[i].key);
+      set.Bind(5, jobs[i].source_id).Bind(6, jobs[i].dest_id).Bind(7, EncodeSpec(jobs[i].spec));
+      if (set.Step() != SQLITE_DONE) return SqlError("update job");
+      in_place = sqlite3_changes(db_) == 1;
+    }
+  }
+  Stmt del(&statements_, "DELETE FROM migration_jobs WHERE direction = ?1 AND migration_id = ?2 AND idx >= ?3");
+  const int64_t keep = in_place ? static_cast<int64_t>(jobs.size()) : 0;
+  if (!del.ok() || del.Bind(1, DirectionName(d)).Bind(2, id).Bind(3, keep).Step() != SQLITE_DONE) {
     return SqlError("delete jobs");
   }
-  if (absl::Status s = InsertJobs(d, id, jobs); !s.ok()) return s;
+  if (!in_place) {
+    if (absl::Status s = InsertJobs(d, id, jobs); !s.ok()) return s;
+  }
   return tx.Commit() ? absl::OkStatus() : SqlError("commit");
 }
 

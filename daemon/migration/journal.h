@@ -136,6 +136,9 @@ class Journal {
                                                      bool with_specs) const;
   absl::Status LoadJobs(MigrationRecord* r, bool with_specs) const;
   absl::Status InsertJobs(Direction d, const std::string& id, const std::vector<JournalJob>& jobs);
+  // The destination ids of a record's rows (one per row, in order), inside
+  // the caller's transaction.
+  absl::Status SetDestIds(Direction d, const std::string& id, const std::vector<std::string>& dest_ids);
   // A record and its jobs, inside the caller's transaction.
   absl::Status InsertLocked(const MigrationRecord& r);
   absl::Status UpdateLocked(Direction d, const std::string& id, MigrationState state, const std::string& note,

@@ -2,6 +2,9 @@
 
 #include <sqlite3.h>
 
+#include <cstdio>
+#include <cstring>
+
 #include "daemon/migration/spec_codec.h"
 #include "gtest/gtest.h"
 #include "tests/migration/test_util.h"
@@ -26,7 +29,7 @@ scheduler::JobSpec OddSpec(const std::string& key) {
   return s;
 }
 
-MigrationRecord Sample(const std::string& id, Direction d, MigrationState st, absl::Time t) {
+MigrationRecord Sample(const std::string& id, Direction d, MigrationState st, absl::Time t, int jobs = 2) {
   MigrationRecord r;
   r.id = id;
   r.direction = d;
@@ -34,7 +37,7 @@ MigrationRecord Sample(const std::string& id, Direction d, MigrationState st, ab
   r.state = st;
   r.round_id = "round-7";
   r.created = r.updated = t;
-  for (int i = 0; i < 2; ++i) {
+  for (int i = 0; i < jobs; ++i) {
     JournalJob j;
     j.key = absl::StrCat(id, "/k", i);
     j.source_id = absl::StrCat("s", i);
@@ -58,6 +61,25 @@ TEST(SpecCodecTest, RoundTripsEveryField) {
   EXPECT_EQ(back->owner, "alice");
   s.owner.clear();
   EXPECT_EQ(EncodeSpec(s), EncodeSpec(OddSpec("k")));
+}
+
+TEST(SpecCodecTest, WritesNumbersAsEarlierVersionsDid) {
+  // Records journaled by earlier versions (printf's %.17g) and now read the
+  // same: the encoding of a spec did not change.
+  for (double cost : {1.0, 0.1 + 0.2, 1e300, 5e-324, 123456789.125, 0.0}) {
+    scheduler::JobSpec s = OddSpec("k");
+    s.cost = cost;
+    char buf[64];
+    std::snprintf(buf, sizeof buf, "%.17g", cost);
+    const std::string encoded = EncodeSpec(s);
+    const std::string tail = absl::StrCat(std::strlen(buf), ":", buf, "1:k");
+    EXPECT_EQ(encoded.substr(encoded.size() - tail.size()), tail) << cost;
+  }
+  scheduler::JobSpec s = OddSpec("k");
+  s.cores = -7;
+  s.memory_mb = int64_t{1} << 40;
+  EXPECT_NE(EncodeSpec(s).find("2:-7"), std::string::npos);
+  EXPECT_NE(EncodeSpec(s).find("13:1099511627776"), std::string::npos);
 }
 
 TEST(SpecCodecTest, RejectsMalformedInput) {
@@ -169,6 +191,57 @@ TEST(JournalTest, ReplacingJobsIsAtomicWithTheStateChange) {
   EXPECT_EQ(got.state, MigrationState::kPrepared);
   ASSERT_EQ(got.jobs.size(), 1u);
   EXPECT_EQ(got.jobs[0].key, "a:1/k1");
+}
+
+TEST(JournalTest, DestinationIdsKeepEveryByte) {
+  TempDir dir;
+  auto j = *Journal::Open(dir.File("j.db"));
+  // Quotes, backslashes, control bytes and non-ASCII go through the
+  // one-statement path; a NUL byte (which that path cannot carry) through
+  // the row-by-row one.
+  const std::vector<std::vector<std::string>> cases = {
+      {"plain", "quote\"back\\slash", "ctl\x01\x1f\n\t", "\xff\xfe caf\xc3\xa9 ]}"},
+      {"12", std::string("nul\0inside", 11), "", "34"},
+  };
+  for (size_t c = 0; c < cases.size(); ++c) {
+    const std::string id = absl::StrCat("a:", c + 1);
+    ASSERT_TRUE(j->Insert(Sample(id, Direction::kIn, MigrationState::kPrepared, absl::UnixEpoch(), 4)).ok());
+    ASSERT_TRUE(j->Update(Direction::kIn, id, MigrationState::kCommitted, "", absl::UnixEpoch(), &cases[c]).ok());
+    auto got = **j->Get(Direction::kIn, id);
+    ASSERT_EQ(got.jobs.size(), 4u);
+    for (size_t i = 0; i < 4; ++i) EXPECT_EQ(got.jobs[i].dest_id, cases[c][i]) << c << "/" << i;
+  }
+}
+
+TEST(JournalTest, PreparedJobsReplaceTheReservedOnesWhateverWasDropped) {
+  TempDir dir;
+  auto j = *Journal::Open(dir.File("j.db"));
+  const MigrationRecord full = Sample("a:0", Direction::kOut, MigrationState::kPrepared, absl::UnixEpoch(), 4);
+  // All kept; the last dropped; one in the middle dropped; none kept.
+  const std::vector<std::vector<size_t>> kept = {{0, 1, 2, 3}, {0, 1, 2}, {0, 2, 3}, {}};
+  for (size_t c = 0; c < kept.size(); ++c) {
+    MigrationRecord reserved = full;
+    reserved.id = absl::StrCat("a:", c + 1);
+    reserved.state = MigrationState::kPreparing;
+    for (JournalJob& jj : reserved.jobs) jj.spec = scheduler::JobSpec{};
+    ASSERT_TRUE(j->Insert(reserved).ok());
+    std::vector<JournalJob> jobs;
+    for (size_t k : kept[c]) jobs.push_back(full.jobs[k]);
+    if (!jobs.empty()) {
+      jobs.front().spec.name = "changed";  // a spec is written, not kept
+      jobs.front().dest_id = "d0";
+    }
+    ASSERT_TRUE(
+        j->UpdateWithJobs(Direction::kOut, reserved.id, MigrationState::kPrepared, "", absl::UnixEpoch(), jobs).ok());
+    auto got = **j->Get(Direction::kOut, reserved.id);
+    ASSERT_EQ(got.jobs.size(), jobs.size()) << c;
+    for (size_t i = 0; i < jobs.size(); ++i) {
+      EXPECT_EQ(got.jobs[i].key, jobs[i].key) << c << "/" << i;
+      EXPECT_EQ(got.jobs[i].source_id, jobs[i].source_id) << c << "/" << i;
+      EXPECT_EQ(got.jobs[i].dest_id, jobs[i].dest_id) << c << "/" << i;
+      EXPECT_EQ(got.jobs[i].spec, jobs[i].spec) << c << "/" << i;
+    }
+  }
 }
 
 TEST(JournalTest, ListsActiveRecentAndJobHistory) {
