@@ -310,9 +310,16 @@ OutResult Migrator::RunBatch(const MigrationRecord& b, bool attempt, int64_t* sh
     return res;
   }
   int64_t dropped = 0;
-  absl::Status st = PrepareBatch(b.id, b.jobs, &dropped);
+  std::optional<MigrationRecord> prepared;
+  absl::Status st = PrepareBatch(b, &dropped, &prepared);
   *shortfall += dropped;
-  if (st.ok()) st = DriveOut(b.id);
+  bool committed = false;
+  if (st.ok() && prepared.has_value()) st = DriveOut(b.id, &*prepared, &committed);
+  if (st.ok() && committed) {  // the usual end: nothing to read back
+    res.job_keys = Keys(*prepared);
+    res.moved = static_cast<int64_t>(prepared->jobs.size());
+    return res;
+  }
   absl::StatusOr<std::optional<MigrationRecord>> after = journal_->Get(Direction::kOut, b.id, false);
   if (!after.ok() || !after->has_value()) {
     res.status = after.ok() ? absl::InternalError("MigrateOut: record vanished") : after.status();
@@ -339,7 +346,10 @@ OutResult Migrator::RunBatch(const MigrationRecord& b, bool attempt, int64_t* sh
   return res;
 }
 
-absl::Status Migrator::PrepareBatch(const std::string& id, std::vector<JournalJob> jobs, int64_t* dropped) {
+absl::Status Migrator::PrepareBatch(const MigrationRecord& b, int64_t* dropped,
+                                    std::optional<MigrationRecord>* prepared) {
+  const std::string& id = b.id;
+  std::vector<JournalJob> jobs = b.jobs;
   std::vector<JournalJob> held;
   std::vector<std::string> notes;
   // Jobs that will not move but may be held now: a hold that timed out may
@@ -405,12 +415,17 @@ absl::Status Migrator::PrepareBatch(const std::string& id, std::vector<JournalJo
   }
   // If this write fails the record stays PREPARING and Recover releases the
   // holds; no Transfer is sent.
-  if (absl::Status s =
-          journal_->UpdateWithJobs(Direction::kOut, id, MigrationState::kPrepared, note, clock_->Now(), ready);
+  const absl::Time now = clock_->Now();
+  if (absl::Status s = journal_->UpdateWithJobs(Direction::kOut, id, MigrationState::kPrepared, note, now, ready);
       !s.ok()) {
     return s;
   }
   CrashPoint(kCrashOutAfterPrepared);
+  MigrationRecord& r = prepared->emplace(b);
+  r.state = MigrationState::kPrepared;
+  r.updated = now;
+  r.note = note;  // b is fresh: its note was empty
+  r.jobs = std::move(ready);
   return absl::OkStatus();
 }
 
@@ -437,13 +452,17 @@ absl::Status Migrator::ReleaseAll(const MigrationRecord& r) {
   return first;
 }
 
-absl::Status Migrator::DriveOut(const std::string& id) {
+absl::Status Migrator::DriveOut(const std::string& id, const MigrationRecord* known, bool* committed) {
   // Each pass moves the record at least one state on, or returns.
   for (int pass = 0; pass < 4; ++pass) {
-    absl::StatusOr<std::optional<MigrationRecord>> got = journal_->Get(Direction::kOut, id);
-    if (!got.ok()) return got.status();
-    if (!got->has_value()) return absl::NotFoundError(absl::StrCat("no outgoing migration ", id));
-    const MigrationRecord& r = **got;
+    std::optional<MigrationRecord> read;
+    if (pass > 0 || known == nullptr) {
+      absl::StatusOr<std::optional<MigrationRecord>> got = journal_->Get(Direction::kOut, id);
+      if (!got.ok()) return got.status();
+      if (!got->has_value()) return absl::NotFoundError(absl::StrCat("no outgoing migration ", id));
+      read = **std::move(got);
+    }
+    const MigrationRecord& r = read.has_value() ? *read : *known;
     switch (r.state) {
       case MigrationState::kCommitted:
       case MigrationState::kAborted:
@@ -455,25 +474,18 @@ absl::Status Migrator::DriveOut(const std::string& id) {
         return SendAbort(r);
       case MigrationState::kPrepared: {
         // Every job was held when PREPARED was written; one that is runnable
-        // again was released behind our back: never send it (again).
-        // Only this record's jobs are looked at (not the whole queue).
-        std::vector<std::string> ids;
-        for (const JournalJob& j : r.jobs) ids.push_back(j.source_id);
-        std::vector<absl::StatusOr<Job>> got_jobs = adapter_->GetJobs(ids);
-        std::vector<std::string> unheld;
-        for (size_t i = 0; i < r.jobs.size(); ++i) {
-          const absl::StatusOr<Job>& j = got_jobs[i];
-          if (!j.ok() && !absl::IsNotFound(j.status()))
-            return Annotate(j.status(), absl::StrCat("migration ", id, ": read job ", ids[i]));
-          // A job not found, done or cancelled has vanished (see above); a
-          // pending or running one was released behind our back.
-          if (j.ok() && (j->state == JobState::kPending || j->state == JobState::kRunning))
-            unheld.push_back(r.jobs[i].key);
-        }
-        if (!unheld.empty()) {
+        // again was released behind our back: never send it (again). Not
+        // asked of a record this call has just held and journaled (`known`,
+        // the first pass): no crash came in between and the record is busy
+        // (no ForceRelease), so an outside release there is the same race as
+        // one just after the check, which CommitOut's cancel settles.
+        const bool fresh = pass == 0 && known != nullptr;
+        absl::StatusOr<std::vector<std::string>> unheld = fresh ? std::vector<std::string>{} : UnheldKeys(r);
+        if (!unheld.ok()) return unheld.status();
+        if (!unheld->empty()) {
           if (absl::Status s = journal_->Update(
                   Direction::kOut, id, MigrationState::kAborting,
-                  absl::StrCat("no longer held at the source: ", absl::StrJoin(unheld, ", ")), clock_->Now());
+                  absl::StrCat("no longer held at the source: ", absl::StrJoin(*unheld, ", ")), clock_->Now());
               !s.ok()) {
             return s;
           }
@@ -481,6 +493,7 @@ absl::Status Migrator::DriveOut(const std::string& id) {
           continue;
         }
         absl::Status s = SendTransfer(r);
+        if (s.ok() && committed != nullptr) *committed = true;
         if (s.ok() || !IsFinalRefusal(s)) return s;
         if (absl::Status j = journal_->Update(Direction::kOut, id, MigrationState::kAborting,
                                               absl::StrCat("transfer refused: ", s.ToString()), clock_->Now());
@@ -493,6 +506,23 @@ absl::Status Migrator::DriveOut(const std::string& id) {
     }
   }
   return absl::InternalError(absl::StrCat("migration ", id, ": no progress"));
+}
+
+absl::StatusOr<std::vector<std::string>> Migrator::UnheldKeys(const MigrationRecord& r) {
+  // Only this record's jobs are looked at (not the whole queue).
+  std::vector<std::string> ids = SourceIds(r.jobs, 0, r.jobs.size());
+  std::vector<absl::StatusOr<Job>> got = adapter_->GetJobs(ids);
+  if (got.size() != ids.size()) return absl::InternalError(absl::StrCat("migration ", r.id, ": no answer from GetJobs"));
+  std::vector<std::string> unheld;
+  for (size_t i = 0; i < r.jobs.size(); ++i) {
+    const absl::StatusOr<Job>& j = got[i];
+    if (!j.ok() && !absl::IsNotFound(j.status()))
+      return Annotate(j.status(), absl::StrCat("migration ", r.id, ": read job ", ids[i]));
+    // A job not found, done or cancelled has vanished (see migrator.h); a
+    // pending or running one was released behind our back.
+    if (j.ok() && (j->state == JobState::kPending || j->state == JobState::kRunning)) unheld.push_back(r.jobs[i].key);
+  }
+  return unheld;
 }
 
 absl::Status Migrator::SendTransfer(const MigrationRecord& r) {

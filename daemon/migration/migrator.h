@@ -103,6 +103,7 @@
 #include <functional>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <set>
 #include <string>
 #include <vector>
@@ -252,8 +253,13 @@ class Migrator {
 
  private:
   // Drives an outgoing record (already marked busy by the caller) as far as
-  // it can go.
-  absl::Status DriveOut(const std::string& id);
+  // it can go. `known`: the record as this call has just journaled it, so
+  // the first step does not read it back; *committed (if given) is set when
+  // this call's Transfer committed it.
+  absl::Status DriveOut(const std::string& id, const MigrationRecord* known = nullptr, bool* committed = nullptr);
+  // The keys of the record's jobs that are pending or running again (its
+  // jobs were all held when it was journaled PREPARED).
+  absl::StatusOr<std::vector<std::string>> UnheldKeys(const MigrationRecord& r);
   absl::Status SendTransfer(const MigrationRecord& r);
   absl::Status SendAbort(const MigrationRecord& r);
   absl::Status CommitOut(const MigrationRecord& r, const std::vector<std::string>& new_ids, const std::string& note);
@@ -261,7 +267,10 @@ class Migrator {
   // Releases every job of the record (unknown, running and done ones are
   // left alone), in chunks.
   absl::Status ReleaseAll(const MigrationRecord& r);
-  absl::Status PrepareBatch(const std::string& id, std::vector<JournalJob> jobs, int64_t* dropped);
+  // Steps 2 and 3 of a PREPARING record: holds, exports, journals
+  // PREPARED (then *prepared is that record) or ABORTED (no job could be
+  // held).
+  absl::Status PrepareBatch(const MigrationRecord& b, int64_t* dropped, std::optional<MigrationRecord>* prepared);
   // MigrateOut's movable jobs in the order it takes them: `only` (those
   // still movable), else the whole queue in kMoveOrder. Caller holds
   // select_mu_.
