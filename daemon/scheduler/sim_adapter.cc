@@ -362,7 +362,10 @@ absl::Status SimAdapter::InTransaction(absl::string_view op, const std::function
     CrashPoint(absl::StrCat(op, ":before-commit"));
     s = Run(db_, &statements_, "COMMIT");
   }
-  if (!s.ok()) Run(db_, &statements_, "ROLLBACK").IgnoreError();
+  if (!s.ok()) {
+    Run(db_, &statements_, "ROLLBACK").IgnoreError();
+    queue_cache_.valid = false;
+  }
   return s;
 }
 
@@ -877,20 +880,32 @@ absl::Status SimAdapter::CheckSpec(const JobSpec& spec) const {
   return absl::OkStatus();
 }
 
-absl::StatusOr<balance::EasyForecast> SimAdapter::ForecastIn(Queue* q) {
-  if (auto s = LoadQueue(q, true); !s.ok()) return s;
-  return balance::EasyForecastStarts(options_.cores, now_ms_, q->Running(now_ms_), q->Waiting());
+absl::StatusOr<balance::EasyForecast> SimAdapter::ForecastIn(const Queue** q) {
+  QueueCache& c = queue_cache_;
+  uint32_t data_version = 0;
+  const bool known = sqlite3_file_control(db_, "main", SQLITE_FCNTL_DATA_VERSION, &data_version) == SQLITE_OK;
+  const int64_t changes = sqlite3_total_changes64(db_);
+  if (!known || !c.valid || c.data_version != data_version || c.changes != changes) {
+    c.valid = false;
+    if (auto s = LoadQueue(&c.queue, true); !s.ok()) return s;
+    c.valid = known;
+    c.data_version = data_version;
+    c.changes = changes;
+  }
+  *q = &c.queue;
+  return balance::EasyForecastStarts(options_.cores, now_ms_, c.queue.Running(now_ms_), c.queue.Waiting());
 }
 
 absl::StatusOr<std::vector<PendingJob>> SimAdapter::Pending() {
   absl::MutexLock l(&mu_);
   std::vector<PendingJob> out;
   absl::Status s = InTransaction("pending", [&]() -> absl::Status {
-    Queue q;
+    const Queue* q = nullptr;
     auto f = ForecastIn(&q);
     if (!f.ok()) return f.status();
-    for (size_t i = 0; i < q.waiting.size(); ++i) {
-      const QueueJob& j = q.waiting[i];
+    out.reserve(q->waiting.size());
+    for (size_t i = 0; i < q->waiting.size(); ++i) {
+      const QueueJob& j = q->waiting[i];
       // Pinned jobs keep their place in the queue (and in the forecast) but
       // cannot move.
       if (j.pinned) continue;
@@ -920,7 +935,7 @@ absl::StatusOr<std::vector<int64_t>> SimAdapter::ArrivalStarts(const std::vector
   absl::MutexLock l(&mu_);
   std::vector<int64_t> out;
   absl::Status s = InTransaction("arrival", [&]() -> absl::Status {
-    Queue q;
+    const Queue* q = nullptr;
     auto f = ForecastIn(&q);
     if (!f.ok()) return f.status();
     for (int64_t w : widths) out.push_back(balance::TailStart(*f, w));
@@ -934,7 +949,7 @@ absl::StatusOr<std::vector<std::pair<int64_t, int64_t>>> SimAdapter::FreeCores()
   absl::MutexLock l(&mu_);
   std::vector<std::pair<int64_t, int64_t>> out;
   absl::Status s = InTransaction("free cores", [&]() -> absl::Status {
-    Queue q;
+    const Queue* q = nullptr;
     auto f = ForecastIn(&q);
     if (!f.ok()) return f.status();
     out = f->free_cores;

@@ -39,7 +39,9 @@
 //
 // Pending() forecasts with EasyForecastStarts: O(queue^2) in the worst case,
 // about 14 ms for 2,000 pending 1-core jobs on 4 cores (ArrivalStarts the
-// same). A plain call (CountMigratable, Hold, Submit, ...) replays only the
+// same). The queue it forecasts is kept in memory and read again only after
+// the database changed, so a round's Pending, FreeCores and Pending again
+// read it once. A plain call (CountMigratable, Hold, Submit, ...) replays only the
 // running jobs while every core is busy; the pending queue is read only at
 // an event with a free core.
 //
@@ -195,8 +197,12 @@ class SimAdapter : public SchedulerAdapter {
   absl::Status Advance(int64_t from_ms, int64_t to_ms) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Starts what EASY starts at `at_ms` (rows and *q).
   absl::Status StartJobs(int64_t at_ms, Queue* q) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  // The queue as of the transaction's now and its EASY forecast.
-  absl::StatusOr<balance::EasyForecast> ForecastIn(Queue* q) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // The queue as of the transaction's now (*q, valid until the next call)
+  // and its EASY forecast. The queue is read from the rows only when the
+  // database changed since it was last read: a write by this connection
+  // (sqlite3_total_changes64) or a commit by any (SQLITE_FCNTL_DATA_VERSION).
+  // The forecast is computed each time (it depends on now).
+  absl::StatusOr<balance::EasyForecast> ForecastIn(const Queue** q) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   absl::StatusOr<Job> LoadJob(int64_t id) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // The value of ?1 in where_sql, if it has one.
   using SqlArg = std::variant<std::monostate, int64_t, absl::string_view>;
@@ -229,6 +235,16 @@ class SimAdapter : public SchedulerAdapter {
   SqliteStatements statements_ ABSL_GUARDED_BY(mu_);
   std::function<void(absl::string_view)> crash_hook_ ABSL_GUARDED_BY(mu_);
   int64_t now_ms_ ABSL_GUARDED_BY(mu_) = 0;  // the running transaction's now
+  // ForecastIn's queue and the database's state when it was read; `valid`
+  // is cleared by a rolled-back transaction (its writes are undone without
+  // moving either counter).
+  struct QueueCache {
+    Queue queue;
+    uint32_t data_version = 0;
+    int64_t changes = 0;
+    bool valid = false;
+  };
+  QueueCache queue_cache_ ABSL_GUARDED_BY(mu_);
 };
 
 // Registers "sim" (SimAdapter::Open) in `registry`. Called once from main;

@@ -412,6 +412,36 @@ TEST_F(SimAdapterTest, TwoConnectionsOnOneQueueStayConsistent) {
   EXPECT_EQ(State(a.get(), id), "cancelled");
 }
 
+// Pending's queue is kept between calls: every write, of this connection or
+// another, must show in the next answer.
+TEST_F(SimAdapterTest, PendingSeesEveryWriteOfEitherConnection) {
+  auto a = Open({{"slots", "1"}});
+  auto b = Open({{"slots", "1"}});
+  auto pending = [&a] {
+    std::vector<std::string> ids;
+    auto p = a->Pending();
+    EXPECT_TRUE(p.ok()) << p.status();
+    for (const PendingJob& j : p.value_or(std::vector<PendingJob>{})) ids.push_back(j.id);
+    return ids;
+  };
+  const std::string blocker = MustSubmit(a.get(), Spec("blocker", 1'000));
+  const std::string p1 = MustSubmit(a.get(), Spec("p1", 1'000));
+  EXPECT_EQ(pending(), std::vector<std::string>{p1});
+  EXPECT_EQ(pending(), std::vector<std::string>{p1});
+  const std::string p2 = MustSubmit(b.get(), Spec("p2", 1'000));
+  EXPECT_EQ(pending(), (std::vector<std::string>{p1, p2})) << "another connection's submit";
+  ASSERT_TRUE(a->Hold(p1).ok());
+  EXPECT_EQ(pending(), std::vector<std::string>{p2}) << "this connection's hold";
+  ASSERT_TRUE(b->SetPinned(p2, true).ok());
+  EXPECT_TRUE(pending().empty()) << "another connection's pin";
+  ASSERT_TRUE(b->SetPinned(p2, false).ok());
+  ASSERT_TRUE(b->Release(p1).ok());
+  EXPECT_EQ(pending(), (std::vector<std::string>{p1, p2}));
+  clock_.Advance(absl::Seconds(1));  // the blocker ends, p1 starts
+  EXPECT_EQ(pending(), std::vector<std::string>{p2}) << "a start by the passing of time";
+  EXPECT_EQ(State(a.get(), blocker), "done");
+}
+
 TEST_F(SimAdapterTest, ConcurrentSubmitsOfOneTagMakeOneJob) {
   auto a = Open();
   std::vector<std::thread> threads;
