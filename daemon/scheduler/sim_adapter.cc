@@ -7,8 +7,6 @@
 #include <filesystem>
 #include <limits>
 #include <system_error>
-#include <unordered_map>
-#include <unordered_set>
 #include <utility>
 #include <variant>
 
@@ -493,9 +491,10 @@ absl::Status SimAdapter::Advance(int64_t from_ms, int64_t to_ms) {
   }
 }
 
-absl::StatusOr<std::vector<Job>> SimAdapter::LoadJobs(absl::string_view where_sql, const SqlArg& bind) {
+absl::StatusOr<std::vector<Job>> SimAdapter::LoadJobs(absl::string_view where_sql, const SqlArg& bind,
+                                                       std::vector<int64_t>* rows_out) {
   std::vector<Job> jobs;
-  std::map<int64_t, size_t> index;
+  std::vector<int64_t> rows;  // jobs[i]'s id; ascending (ORDER BY j.id)
   {
     Stmt st(db_, &statements_, absl::StrCat("SELECT ", kJobColumns, " FROM jobs j WHERE ", where_sql, " ORDER BY j.id"));
     std::visit([&st](const auto& v) { BindArg(st, v); }, bind);
@@ -521,11 +520,14 @@ absl::StatusOr<std::vector<Job>> SimAdapter::LoadJobs(absl::string_view where_sq
       j.tag = st.Text(12);
       j.queued_at_ms = st.Int(13);
       j.spec.owner = st.Text(14);
-      index[st.Int(0)] = jobs.size();
+      rows.push_back(st.Int(0));
       jobs.push_back(std::move(j));
     }
   }
-  if (jobs.empty()) return jobs;
+  if (jobs.empty()) {
+    if (rows_out != nullptr) rows_out->clear();
+    return jobs;
+  }
   Stmt st(db_, &statements_, absl::StrCat("SELECT e.job_id, e.name, e.value FROM job_env e JOIN jobs j ON j.id = e.job_id"
                             " WHERE ",
                             where_sql));
@@ -534,9 +536,10 @@ absl::StatusOr<std::vector<Job>> SimAdapter::LoadJobs(absl::string_view where_sq
     auto row = st.Step();
     if (!row.ok()) return row.status();
     if (!*row) break;
-    auto it = index.find(st.Int(0));
-    if (it != index.end()) jobs[it->second].spec.env[st.Text(1)] = st.Text(2);
+    auto it = std::lower_bound(rows.begin(), rows.end(), st.Int(0));
+    if (it != rows.end() && *it == st.Int(0)) jobs[it - rows.begin()].spec.env[st.Text(1)] = st.Text(2);
   }
+  if (rows_out != nullptr) *rows_out = std::move(rows);
   return jobs;
 }
 
@@ -650,22 +653,25 @@ std::vector<absl::Status> SimAdapter::ChangeStateMany(StateChange change, const 
   absl::Status s = InTransaction(rule.verb, [&]() -> absl::Status {
     // Every job that can change changes in one statement; the rest (no-ops,
     // refusals, unknown ids: rare in a batch) are judged one by one.
-    std::unordered_set<int64_t> changed;
+    std::vector<int64_t> changed;
     if (!rows.empty()) {
+      // `+state`: each job is found by its id, not looked up in
+      // jobs_by_state once per state it may leave.
       Stmt st(db_, &statements_,
               absl::StrCat("UPDATE jobs AS j SET state=", StateCode(rule.target), " WHERE ", kIdInList,
-                           " AND state IN (", from_codes, ") RETURNING id"));
+                           " AND +state IN (", from_codes, ") RETURNING id"));
       st.Bind(1, SqlJsonArray(rows));
       for (;;) {
         auto row = st.Step();
         if (!row.ok()) return row.status();
         if (!*row) break;
-        changed.insert(st.Int(0));
+        changed.push_back(st.Int(0));
       }
+      std::sort(changed.begin(), changed.end());
     }
     for (size_t i = 0; i < ids.size(); ++i) {
       int64_t row = 0;
-      if (ParseId(ids[i], &row) && changed.contains(row)) continue;  // out[i] is OK
+      if (ParseId(ids[i], &row) && std::binary_search(changed.begin(), changed.end(), row)) continue;  // OK
       if (absl::Status st = ChangeStateIn(rule, ids[i], &out[i]); !st.ok()) return st;
     }
     return absl::OkStatus();
@@ -705,39 +711,43 @@ std::vector<absl::StatusOr<JobSpec>> SimAdapter::ExportMany(const std::vector<st
 
 std::vector<absl::StatusOr<Job>> SimAdapter::GetJobs(const std::vector<std::string>& ids) {
   std::vector<absl::StatusOr<Job>> out(ids.size(), absl::UnknownError("not read"));
-  std::vector<int64_t> rows;
-  rows.reserve(ids.size());
-  for (const std::string& id : ids) {
+  // (row, item) of every well-formed id, by row: the jobs come back by row,
+  // so each goes to its items in one merge.
+  std::vector<std::pair<int64_t, size_t>> wanted;
+  wanted.reserve(ids.size());
+  for (size_t i = 0; i < ids.size(); ++i) {
     int64_t row = 0;
-    if (ParseId(id, &row)) rows.push_back(row);
+    if (ParseId(ids[i], &row)) {
+      wanted.emplace_back(row, i);
+    } else {
+      out[i] = UnknownId(ids[i]);
+    }
   }
+  std::sort(wanted.begin(), wanted.end());
+  std::vector<int64_t> rows;
+  rows.reserve(wanted.size());
+  for (const auto& [row, i] : wanted) rows.push_back(row);
   absl::MutexLock l(&mu_);
   absl::Status s = InTransaction("get", [&]() -> absl::Status {
     // Every job of the batch in one statement (and its environment in one
     // more), not two statements per job.
     std::vector<Job> jobs;
+    std::vector<int64_t> found;  // jobs[k]'s row, ascending
     if (!rows.empty()) {
-      auto loaded = LoadJobs(kIdInList, SqlJsonArray(rows));
+      auto loaded = LoadJobs(kIdInList, SqlJsonArray(rows), &found);
       if (!loaded.ok()) return loaded.status();
       jobs = *std::move(loaded);
     }
-    // Each job goes to the first item naming it; a repeated id copies it.
-    std::unordered_map<std::string_view, size_t> first;  // id -> its item
-    first.reserve(jobs.size());
-    for (size_t i = 0; i < ids.size(); ++i) first.emplace(ids[i], i);
-    std::vector<bool> found(ids.size(), false);
-    for (Job& j : jobs) {
-      auto it = first.find(j.id);
-      if (it == first.end()) continue;
-      out[it->second] = std::move(j);
-      found[it->second] = true;
-    }
-    for (size_t i = 0; i < ids.size(); ++i) {
-      const size_t f = first.at(ids[i]);
-      if (!found[f]) {
+    size_t next = 0;
+    for (size_t w = 0; w < wanted.size(); ++w) {
+      const auto [row, i] = wanted[w];
+      while (next < found.size() && found[next] < row) ++next;
+      if (next < found.size() && found[next] == row) {
+        // A repeated id copies the job; its last item takes it.
+        const bool last = w + 1 == wanted.size() || wanted[w + 1].first != row;
+        out[i] = last ? std::move(jobs[next]) : jobs[next];
+      } else {
         out[i] = UnknownId(ids[i]);
-      } else if (f != i) {
-        out[i] = out[f];
       }
     }
     return absl::OkStatus();
@@ -882,14 +892,16 @@ absl::Status SimAdapter::CheckSpec(const JobSpec& spec) const {
 
 absl::StatusOr<balance::EasyForecast> SimAdapter::ForecastIn(const Queue** q) {
   QueueCache& c = queue_cache_;
-  uint32_t data_version = 0;
-  const bool known = sqlite3_file_control(db_, "main", SQLITE_FCNTL_DATA_VERSION, &data_version) == SQLITE_OK;
+  // PRAGMA data_version moves with every other connection's commit,
+  // total_changes with every write of this one.
+  auto data_version = QueryInt(db_, &statements_, "PRAGMA data_version");
+  if (!data_version.ok()) return data_version.status();
   const int64_t changes = sqlite3_total_changes64(db_);
-  if (!known || !c.valid || c.data_version != data_version || c.changes != changes) {
+  if (!c.valid || c.data_version != *data_version || c.changes != changes) {
     c.valid = false;
     if (auto s = LoadQueue(&c.queue, true); !s.ok()) return s;
-    c.valid = known;
-    c.data_version = data_version;
+    c.valid = true;
+    c.data_version = *data_version;
     c.changes = changes;
   }
   *q = &c.queue;

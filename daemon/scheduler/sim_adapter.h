@@ -200,14 +200,15 @@ class SimAdapter : public SchedulerAdapter {
   // The queue as of the transaction's now (*q, valid until the next call)
   // and its EASY forecast. The queue is read from the rows only when the
   // database changed since it was last read: a write by this connection
-  // (sqlite3_total_changes64) or a commit by any (SQLITE_FCNTL_DATA_VERSION).
+  // (sqlite3_total_changes64) or a commit by another (PRAGMA data_version).
   // The forecast is computed each time (it depends on now).
   absl::StatusOr<balance::EasyForecast> ForecastIn(const Queue** q) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   absl::StatusOr<Job> LoadJob(int64_t id) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // The value of ?1 in where_sql, if it has one.
   using SqlArg = std::variant<std::monostate, int64_t, absl::string_view>;
-  absl::StatusOr<std::vector<Job>> LoadJobs(absl::string_view where_sql, const SqlArg& bind)
-      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // In id order; *rows (if given) gets each job's id as a number.
+  absl::StatusOr<std::vector<Job>> LoadJobs(absl::string_view where_sql, const SqlArg& bind,
+                                            std::vector<int64_t>* rows = nullptr) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   absl::StatusOr<JobState> StateOf(const std::string& id, int64_t* row_id) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   absl::Status SetState(int64_t row_id, JobState s) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   enum class StateChange { kHold, kRelease, kCancel };
@@ -240,7 +241,7 @@ class SimAdapter : public SchedulerAdapter {
   // moving either counter).
   struct QueueCache {
     Queue queue;
-    uint32_t data_version = 0;
+    int64_t data_version = 0;
     int64_t changes = 0;
     bool valid = false;
   };
