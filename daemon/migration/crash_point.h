@@ -11,7 +11,7 @@
 // file, not in the process).
 //
 // The "_one" points fire after each adapter batch call of the Migrator,
-// which covers a chunk of up to Migrator's adapter_chunk jobs (256 by
+// which covers a chunk of up to Migrator's adapter_chunk jobs (1,000 by
 // default), so ":N" counts chunks, not jobs: "out_after_hold_one:2" is after
 // the second chunk of holds, with the first chunk's jobs held.
 //

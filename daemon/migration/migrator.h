@@ -132,10 +132,13 @@ struct OutResult {
   absl::Status status;  // OK when committed; else why not
 };
 
-// Jobs per adapter batch call (see "Batches to the scheduler" above). A few
-// hundred: one transaction of that size is still short, so a local submit
-// waiting on the scheduler's lock is not held up for long.
-inline constexpr int64_t kDefaultAdapterChunk = 256;
+// Jobs per adapter batch call (see "Batches to the scheduler" above): a
+// whole batch of the default max_batch. One transaction of that size is
+// still short (sim: a few ms), so a local submit waiting on the scheduler's
+// lock is not held up for long, and each chunk costs each site one commit
+// (one fsync) instead of four (docs/benchmarks.md, "Migration between two
+// sim sites").
+inline constexpr int64_t kDefaultAdapterChunk = 1000;
 
 // Batches of one MigrateOut call in flight at once (with an executor): the
 // source prepares one while the destination submits another. Well below
