@@ -492,9 +492,11 @@ absl::Status SimAdapter::Advance(int64_t from_ms, int64_t to_ms) {
 }
 
 absl::StatusOr<std::vector<Job>> SimAdapter::LoadJobs(absl::string_view where_sql, const SqlArg& bind,
-                                                       std::vector<int64_t>* rows_out) {
+                                                       std::vector<int64_t>* rows_out, size_t expected) {
   std::vector<Job> jobs;
   std::vector<int64_t> rows;  // jobs[i]'s id; ascending (ORDER BY j.id)
+  jobs.reserve(expected);
+  rows.reserve(expected);
   {
     Stmt st(db_, &statements_, absl::StrCat("SELECT ", kJobColumns, " FROM jobs j WHERE ", where_sql, " ORDER BY j.id"));
     std::visit([&st](const auto& v) { BindArg(st, v); }, bind);
@@ -734,7 +736,7 @@ std::vector<absl::StatusOr<Job>> SimAdapter::GetJobs(const std::vector<std::stri
     std::vector<Job> jobs;
     std::vector<int64_t> found;  // jobs[k]'s row, ascending
     if (!rows.empty()) {
-      auto loaded = LoadJobs(kIdInList, SqlJsonArray(rows), &found);
+      auto loaded = LoadJobs(kIdInList, SqlJsonArray(rows), &found, rows.size());
       if (!loaded.ok()) return loaded.status();
       jobs = *std::move(loaded);
     }
@@ -890,7 +892,7 @@ absl::Status SimAdapter::CheckSpec(const JobSpec& spec) const {
   return absl::OkStatus();
 }
 
-absl::StatusOr<balance::EasyForecast> SimAdapter::ForecastIn(const Queue** q) {
+absl::StatusOr<const balance::EasyForecast*> SimAdapter::ForecastIn(const Queue** q) {
   QueueCache& c = queue_cache_;
   // PRAGMA data_version moves with every other connection's commit,
   // total_changes with every write of this one.
@@ -899,13 +901,32 @@ absl::StatusOr<balance::EasyForecast> SimAdapter::ForecastIn(const Queue** q) {
   const int64_t changes = sqlite3_total_changes64(db_);
   if (!c.valid || c.data_version != *data_version || c.changes != changes) {
     c.valid = false;
+    c.forecast_until = 0;
     if (auto s = LoadQueue(&c.queue, true); !s.ok()) return s;
     c.valid = true;
     c.data_version = *data_version;
     c.changes = changes;
   }
   *q = &c.queue;
-  return balance::EasyForecastStarts(options_.cores, now_ms_, c.queue.Running(now_ms_), c.queue.Waiting());
+  balance::EasyForecast& f = c.forecast;
+  if (now_ms_ >= f.now && now_ms_ < c.forecast_until) {
+    // Nothing happened since the forecast was made (see QueueCache): the
+    // same steps from a later now.
+    if (f.last_start == f.now) f.last_start = now_ms_;  // no job starts
+    f.now = now_ms_;
+    f.free_cores.front().first = now_ms_;
+    return &f;
+  }
+  const std::vector<balance::RunningJob> running = c.queue.Running(now_ms_);
+  f = balance::EasyForecastStarts(options_.cores, now_ms_, running, c.queue.Waiting());
+  // Valid until the first end it expects, unless a job starts right now (a
+  // start at now depends on now: what backfills then; the Advance to now has
+  // started those already, so this is a guard).
+  c.forecast_until = std::numeric_limits<int64_t>::max();
+  for (const balance::RunningJob& r : running) c.forecast_until = std::min(c.forecast_until, r.end);
+  for (int64_t start : f.starts)
+    if (start == now_ms_) c.forecast_until = 0;
+  return &f;
 }
 
 absl::StatusOr<std::vector<PendingJob>> SimAdapter::Pending() {
@@ -921,7 +942,7 @@ absl::StatusOr<std::vector<PendingJob>> SimAdapter::Pending() {
       // Pinned jobs keep their place in the queue (and in the forecast) but
       // cannot move.
       if (j.pinned) continue;
-      const int64_t start = f->starts[i];
+      const int64_t start = (*f)->starts[i];
       out.push_back({.id = absl::StrCat(j.id),
                      .key = j.key,
                      .cores = j.spec_cores,
@@ -950,7 +971,7 @@ absl::StatusOr<std::vector<int64_t>> SimAdapter::ArrivalStarts(const std::vector
     const Queue* q = nullptr;
     auto f = ForecastIn(&q);
     if (!f.ok()) return f.status();
-    for (int64_t w : widths) out.push_back(balance::TailStart(*f, w));
+    for (int64_t w : widths) out.push_back(balance::TailStart(**f, w));
     return absl::OkStatus();
   });
   if (!s.ok()) return s;
@@ -964,7 +985,7 @@ absl::StatusOr<std::vector<std::pair<int64_t, int64_t>>> SimAdapter::FreeCores()
     const Queue* q = nullptr;
     auto f = ForecastIn(&q);
     if (!f.ok()) return f.status();
-    out = f->free_cores;
+    out = (*f)->free_cores;
     return absl::OkStatus();
   });
   if (!s.ok()) return s;

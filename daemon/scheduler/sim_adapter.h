@@ -39,9 +39,10 @@
 //
 // Pending() forecasts with EasyForecastStarts: O(queue^2) in the worst case,
 // about 14 ms for 2,000 pending 1-core jobs on 4 cores (ArrivalStarts the
-// same). The queue it forecasts is kept in memory and read again only after
-// the database changed, so a round's Pending, FreeCores and Pending again
-// read it once. A plain call (CountMigratable, Hold, Submit, ...) replays only the
+// same). The queue it forecasts, and the forecast, are kept in memory: the
+// queue is read again only after the database changed, the forecast made
+// again only then or once a job is expected to end, so a round's Pending,
+// FreeCores and Pending again usually forecast once. A plain call (CountMigratable, Hold, Submit, ...) replays only the
 // running jobs while every core is busy; the pending queue is read only at
 // an event with a free core.
 //
@@ -197,18 +198,17 @@ class SimAdapter : public SchedulerAdapter {
   absl::Status Advance(int64_t from_ms, int64_t to_ms) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Starts what EASY starts at `at_ms` (rows and *q).
   absl::Status StartJobs(int64_t at_ms, Queue* q) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  // The queue as of the transaction's now (*q, valid until the next call)
-  // and its EASY forecast. The queue is read from the rows only when the
-  // database changed since it was last read: a write by this connection
-  // (sqlite3_total_changes64) or a commit by another (PRAGMA data_version).
-  // The forecast is computed each time (it depends on now).
-  absl::StatusOr<balance::EasyForecast> ForecastIn(const Queue** q) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // The queue as of the transaction's now and its EASY forecast (both valid
+  // until the next call), from QueueCache when it can.
+  absl::StatusOr<const balance::EasyForecast*> ForecastIn(const Queue** q) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   absl::StatusOr<Job> LoadJob(int64_t id) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // The value of ?1 in where_sql, if it has one.
   using SqlArg = std::variant<std::monostate, int64_t, absl::string_view>;
   // In id order; *rows (if given) gets each job's id as a number.
+  // `expected`: how many jobs the caller expects (room is made for them).
   absl::StatusOr<std::vector<Job>> LoadJobs(absl::string_view where_sql, const SqlArg& bind,
-                                            std::vector<int64_t>* rows = nullptr) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+                                            std::vector<int64_t>* rows = nullptr, size_t expected = 0)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   absl::StatusOr<JobState> StateOf(const std::string& id, int64_t* row_id) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   absl::Status SetState(int64_t row_id, JobState s) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   enum class StateChange { kHold, kRelease, kCancel };
@@ -236,14 +236,22 @@ class SimAdapter : public SchedulerAdapter {
   SqliteStatements statements_ ABSL_GUARDED_BY(mu_);
   std::function<void(absl::string_view)> crash_hook_ ABSL_GUARDED_BY(mu_);
   int64_t now_ms_ ABSL_GUARDED_BY(mu_) = 0;  // the running transaction's now
-  // ForecastIn's queue and the database's state when it was read; `valid`
-  // is cleared by a rolled-back transaction (its writes are undone without
-  // moving either counter).
+  // ForecastIn's queue and forecast. The queue is read from the rows again
+  // only when the database changed since: a write by this connection
+  // (sqlite3_total_changes64) or a commit by another (PRAGMA data_version);
+  // `valid` is cleared by a rolled-back transaction (its writes are undone
+  // without moving either counter). The forecast of an unchanged queue is
+  // the same from any later now before `forecast_until`, the first end it
+  // expects, when no job starts at the now it was made for: the EASY steps
+  // then begin at that end either way (daemon/balance/easy.h); only `now`,
+  // the first free-cores step and an empty last start move.
   struct QueueCache {
     Queue queue;
     int64_t data_version = 0;
     int64_t changes = 0;
     bool valid = false;
+    balance::EasyForecast forecast;
+    int64_t forecast_until = 0;  // exclusive; 0: make it again
   };
   QueueCache queue_cache_ ABSL_GUARDED_BY(mu_);
 };

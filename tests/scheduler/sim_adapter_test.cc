@@ -551,6 +551,48 @@ class SimEasyTest : public SimAdapterTest {
   }
 };
 
+// The adapter keeps its forecast while nothing happens (QueueCache): at any
+// moment it must answer what an adapter forecasting afresh answers. Random
+// queues with time limits (some jobs running past theirs), small steps of
+// time, now and then a submit or a hold from the other connection.
+TEST_F(SimEasyTest, AKeptForecastIsTheForecastMadeAfresh) {
+  std::mt19937_64 rng(16);
+  for (int trial = 0; trial < 6; ++trial) {
+    TempDir dir;
+    auto open = [&] {
+      auto a = SimAdapter::Open({.state_dir = dir.path(), .options = {{"cores", "4"}}, .clock = &clock_});
+      EXPECT_TRUE(a.ok()) << a.status();
+      return *std::move(a);
+    };
+    auto kept = open();
+    auto other = open();
+    auto job = [&](int i) {
+      return Wide(absl::StrCat("j", i), 1 + static_cast<int>(rng() % 4), 500 + static_cast<int64_t>(rng() % 30'000),
+                  static_cast<int64_t>(rng() % 3) == 0 ? 0 : 1 + static_cast<int64_t>(rng() % 20));
+    };
+    for (int i = 0; i < 12; ++i) MustSubmit(kept.get(), job(i));
+    for (int step = 0; step < 60; ++step) {
+      clock_.Advance(absl::Milliseconds(static_cast<int64_t>(rng() % 1'500)));
+      if (step % 15 == 7) MustSubmit(other.get(), job(100 + step));
+      if (step % 20 == 11) {
+        auto p = other->Pending();
+        if (p.ok() && !p->empty()) ASSERT_TRUE(other->Hold(p->back().id).ok());
+      }
+      auto afresh = open();  // no forecast kept yet
+      auto want = afresh->Pending();
+      auto got = kept->Pending();
+      ASSERT_TRUE(want.ok() && got.ok());
+      ASSERT_EQ(got->size(), want->size()) << trial << "/" << step;
+      for (size_t i = 0; i < got->size(); ++i) {
+        EXPECT_EQ((*got)[i].id, (*want)[i].id) << trial << "/" << step;
+        EXPECT_EQ((*got)[i].start_ms, (*want)[i].start_ms) << trial << "/" << step << " job " << (*got)[i].id;
+      }
+      EXPECT_EQ(*kept->FreeCores(), *afresh->FreeCores()) << trial << "/" << step;
+      EXPECT_EQ(*kept->ArrivalStarts({1, 2, 3, 4}), *afresh->ArrivalStarts({1, 2, 3, 4})) << trial << "/" << step;
+    }
+  }
+}
+
 // 4 cores. A (2 cores, 10 s) starts; B (4 cores) cannot and reserves t=10
 // (A's end); C (2 cores, 5 s) ends before that and backfills at once; D
 // (2 cores, 20 s) would end after it with no extra core, so it waits; E
