@@ -231,10 +231,16 @@ absl::Status Journal::InsertJobs(Direction d, const std::string& id, const std::
            "INSERT INTO migration_jobs(direction, migration_id, idx, job_key, source_id, dest_id, spec) "
            "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)");
   if (!ins.ok()) return SqlError("prepare job insert");
+  // A PREPARING record's jobs have no spec yet: that encoding is made once.
+  static const scheduler::JobSpec kNoSpec;
+  static const std::string kNoSpecEncoded = EncodeSpec(kNoSpec);
+  std::string encoded;
   for (size_t i = 0; i < jobs.size(); ++i) {
+    const bool none = jobs[i].spec == kNoSpec;
+    if (!none) encoded = EncodeSpec(jobs[i].spec);
     ins.Reset();
     ins.Bind(1, DirectionName(d)).Bind(2, id).Bind(3, static_cast<int64_t>(i)).Bind(4, jobs[i].key);
-    ins.Bind(5, jobs[i].source_id).Bind(6, jobs[i].dest_id).Bind(7, EncodeSpec(jobs[i].spec));
+    ins.Bind(5, jobs[i].source_id).Bind(6, jobs[i].dest_id).Bind(7, none ? kNoSpecEncoded : encoded);
     if (ins.Step() != SQLITE_DONE) return SqlError("insert job");
   }
   return absl::OkStatus();

@@ -6,6 +6,8 @@
 #include <functional>
 #include <limits>
 #include <map>
+#include <string_view>
+#include <unordered_set>
 #include <utility>
 
 #include "absl/strings/match.h"
@@ -268,10 +270,12 @@ absl::StatusOr<std::vector<Job>> Migrator::Candidates(const std::vector<std::str
   absl::StatusOr<std::vector<Job>> listed;
   if (only) {
     std::vector<std::string> ids;
-    std::set<std::string> seen;
+    ids.reserve(only->size());
+    std::unordered_set<std::string_view> seen;
+    seen.reserve(only->size());
     for (const std::string& id : *only)
       if (seen.insert(id).second) ids.push_back(id);  // each job once, whatever the list says
-    listed.emplace();
+    listed.emplace().reserve(ids.size());
     std::vector<absl::StatusOr<Job>> got = adapter_->GetJobs(ids);
     for (size_t i = 0; i < ids.size(); ++i) {
       if (i >= got.size()) return absl::InternalError("MigrateOut: no answer from GetJobs");
@@ -285,17 +289,15 @@ absl::StatusOr<std::vector<Job>> Migrator::Candidates(const std::vector<std::str
   }
   absl::StatusOr<std::set<std::string>> active = journal_->ActiveOutJobIds();
   if (!active.ok()) return active.status();
-  std::vector<Job> out;
-  for (Job& j : *listed) {
-    if (WhyNotMovable(j).empty() && !active->count(j.id)) out.push_back(std::move(j));
-  }
+  std::vector<Job>& out = *listed;
+  std::erase_if(out, [&active](const Job& j) { return !WhyNotMovable(j).empty() || active->count(j.id) > 0; });
   if (!only) {
     // kMoveOrder: most recently queued first; among equal times, later in
     // queue order.
     std::stable_sort(out.begin(), out.end(), [](const Job& a, const Job& b) { return a.queued_at_ms < b.queued_at_ms; });
     std::reverse(out.begin(), out.end());
   }
-  return out;
+  return listed;
 }
 
 OutResult Migrator::RunBatch(const MigrationRecord& b, bool attempt, int64_t* shortfall) {
