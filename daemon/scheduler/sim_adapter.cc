@@ -7,6 +7,7 @@
 #include <filesystem>
 #include <limits>
 #include <system_error>
+#include <unordered_map>
 #include <utility>
 #include <variant>
 
@@ -773,15 +774,35 @@ absl::StatusOr<Job> SimAdapter::GetJob(const std::string& id) {
   return job;
 }
 
-absl::Status SimAdapter::SubmitIn(const JobSpec& spec, const std::string& tag, bool held, std::string* id) {
+absl::StatusOr<std::unordered_map<std::string, int64_t>> SimAdapter::JobsByTag(const std::vector<std::string>& tags) {
+  std::unordered_map<std::string, int64_t> found;
+  if (tags.empty()) return found;
+  // The `tag <> ''` terms let SQLite use the partial unique index.
+  if (std::optional<std::string> json = SqlJsonArray(tags); json.has_value()) {
+    Stmt st(db_, &statements_, "SELECT tag, id FROM jobs WHERE tag IN (SELECT value FROM json_each(?1)) AND tag <> ''");
+    st.Bind(1, *json);
+    for (;;) {
+      auto row = st.Step();
+      if (!row.ok()) return row.status();
+      if (!*row) return found;
+      found.emplace(st.Text(0), st.Int(1));
+    }
+  }
+  for (const std::string& tag : tags) {
+    Stmt st(db_, &statements_, "SELECT id FROM jobs WHERE tag=?1 AND tag <> ''");
+    st.Bind(1, tag);
+    auto row = st.Step();
+    if (!row.ok()) return row.status();
+    if (*row) found.emplace(tag, st.Int(0));
+  }
+  return found;
+}
+
+absl::StatusOr<int64_t> SimAdapter::InsertJob(const JobSpec& spec, const std::string& tag, bool held) {
   const bool pinned = !options_.pin_marker.empty() && absl::StartsWith(spec.name, options_.pin_marker);
-  // Idempotent by tag in one statement: a known tag inserts nothing, and
-  // only then is its job looked up (a retry), so a new job costs one
-  // statement. (Not ON CONFLICT DO NOTHING: that would use up an id.)
   Stmt ins(db_, &statements_,
            "INSERT INTO jobs(name, script, cores, memory_mb, time_limit_s, workdir, duration_ms, cost,"
-           " key, state, pinned, tag, queued_at_ms, owner) SELECT ?1,?2,?3,?4,?5,?6,?7,?8,?9,?10,?11,?12,?13,?14"
-           " WHERE NOT EXISTS (SELECT 1 FROM jobs WHERE tag=?12 AND tag <> '')");
+           " key, state, pinned, tag, queued_at_ms, owner) VALUES(?1,?2,?3,?4,?5,?6,?7,?8,?9,?10,?11,?12,?13,?14)");
   ins.Bind(1, spec.name)
       .Bind(2, spec.script)
       .Bind(3, int64_t{spec.cores})
@@ -797,16 +818,6 @@ absl::Status SimAdapter::SubmitIn(const JobSpec& spec, const std::string& tag, b
       .Bind(13, NowMs())
       .Bind(14, spec.owner);
   if (auto s = ins.Run(); !s.ok()) return s;
-  if (sqlite3_changes(db_) == 0) {
-    // The tag is known: that job's id.
-    Stmt st(db_, &statements_, "SELECT id FROM jobs WHERE tag=?1 AND tag <> ''");
-    st.Bind(1, tag);
-    auto row = st.Step();
-    if (!row.ok()) return row.status();
-    if (!*row) return absl::InternalError(absl::StrCat("sim scheduler: tag ", tag, " refused but not found"));
-    *id = absl::StrCat(st.Int(0));
-    return absl::OkStatus();
-  }
   const int64_t row = sqlite3_last_insert_rowid(db_);
   CrashPoint("submit:job-row");
   for (const auto& [k, v] : spec.env) {
@@ -814,17 +825,11 @@ absl::Status SimAdapter::SubmitIn(const JobSpec& spec, const std::string& tag, b
     e.Bind(1, row).Bind(2, k).Bind(3, v);
     if (auto s = e.Run(); !s.ok()) return s;
   }
-  *id = absl::StrCat(row);
-  return absl::OkStatus();
+  return row;
 }
 
 absl::StatusOr<std::string> SimAdapter::Submit(const JobSpec& spec, const std::string& tag, bool held) {
-  if (auto s = CheckSpec(spec); !s.ok()) return s;
-  absl::MutexLock l(&mu_);
-  std::string id;
-  absl::Status s = InTransaction("submit", [&] { return SubmitIn(spec, tag, held, &id); });
-  if (!s.ok()) return s;
-  return id;
+  return std::move(SubmitMany({{spec, tag}}, held)[0]);
 }
 
 std::vector<absl::StatusOr<std::string>> SimAdapter::SubmitMany(
@@ -832,19 +837,32 @@ std::vector<absl::StatusOr<std::string>> SimAdapter::SubmitMany(
   std::vector<absl::StatusOr<std::string>> out(spec_and_tag.size(), absl::UnknownError("not submitted"));
   // Invalid specs are refused one by one, before the transaction.
   std::vector<bool> valid(spec_and_tag.size());
+  std::vector<std::string> tags;
   for (size_t i = 0; i < spec_and_tag.size(); ++i) {
     absl::Status v = CheckSpec(spec_and_tag[i].first);
     valid[i] = v.ok();
     if (!v.ok()) out[i] = v;
+    if (v.ok() && !spec_and_tag[i].second.empty()) tags.push_back(spec_and_tag[i].second);
   }
   absl::MutexLock l(&mu_);
   absl::Status s = InTransaction("submit", [&]() -> absl::Status {
+    // Idempotent by tag: the batch's known tags are looked up in one
+    // statement, then each new job is one insert.
+    auto known = JobsByTag(tags);
+    if (!known.ok()) return known.status();
     for (size_t i = 0; i < spec_and_tag.size(); ++i) {
       if (!valid[i]) continue;
-      std::string id;
-      // A tag met earlier in this batch is found by the SELECT: same id.
-      if (absl::Status st = SubmitIn(spec_and_tag[i].first, spec_and_tag[i].second, held, &id); !st.ok()) return st;
-      out[i] = std::move(id);
+      const auto& [spec, tag] = spec_and_tag[i];
+      if (!tag.empty()) {
+        if (auto it = known->find(tag); it != known->end()) {
+          out[i] = absl::StrCat(it->second);
+          continue;
+        }
+      }
+      auto row = InsertJob(spec, tag, held);
+      if (!row.ok()) return row.status();
+      if (!tag.empty()) known->emplace(tag, *row);  // a tag met again later in this batch: the same job
+      out[i] = absl::StrCat(*row);
     }
     return absl::OkStatus();
   });

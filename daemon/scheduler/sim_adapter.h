@@ -54,6 +54,7 @@
 #include <map>
 #include <memory>
 #include <string>
+#include <unordered_map>
 #include <utility>
 #include <variant>
 #include <vector>
@@ -222,8 +223,12 @@ class SimAdapter : public SchedulerAdapter {
   // change in one UPDATE, the others judged one by one by ChangeStateIn.
   std::vector<absl::Status> ChangeStateMany(StateChange change, const std::vector<std::string>& ids)
       ABSL_LOCKS_EXCLUDED(mu_);
-  // Inserts a validated spec (or finds the job carrying `tag`).
-  absl::Status SubmitIn(const JobSpec& spec, const std::string& tag, bool held, std::string* id)
+  // tag -> id of the jobs carrying these tags (an empty tag carries none):
+  // one statement (row by row when a tag holds a NUL byte).
+  absl::StatusOr<std::unordered_map<std::string, int64_t>> JobsByTag(const std::vector<std::string>& tags)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Inserts a validated spec as a new job; its id.
+  absl::StatusOr<int64_t> InsertJob(const JobSpec& spec, const std::string& tag, bool held)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void CrashPoint(absl::string_view point) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   int64_t NowMs() const;

@@ -327,6 +327,30 @@ TEST_F(SimAdapterTest, StringsWithAnyByteRoundTrip) {
   EXPECT_EQ(a->FindByTag(std::string("t\0a", 3))->size(), 1u);
 }
 
+// A batch's tags are looked up in one statement (a JSON array; row by row
+// when a tag holds a NUL byte): a retry finds every job, whatever its tag.
+TEST_F(SimAdapterTest, RetriedSubmitsFindTagsOfAnyByte) {
+  auto a = Open();
+  const std::vector<std::vector<std::string>> batches = {
+      {"plain", "quote\"back\\slash", "ctl\x01\x1f\n", "\xff\xfe caf\xc3\xa9 ]}", "[1,2]"},
+      {"plain-2", std::string("nul\0inside", 11), "x"},
+  };
+  for (const std::vector<std::string>& tags : batches) {
+    std::vector<std::pair<JobSpec, std::string>> batch;
+    for (const std::string& t : tags) batch.emplace_back(Spec("j", 10), t);
+    auto first = a->SubmitMany(batch, true);
+    auto again = a->SubmitMany(batch, true);
+    ASSERT_EQ(first.size(), tags.size());
+    ASSERT_EQ(again.size(), tags.size());
+    for (size_t i = 0; i < tags.size(); ++i) {
+      ASSERT_TRUE(first[i].ok() && again[i].ok()) << first[i].status() << again[i].status();
+      EXPECT_EQ(*again[i], *first[i]) << i;
+      EXPECT_EQ(a->FindByTag(tags[i])->size(), 1u) << i;
+    }
+  }
+  EXPECT_EQ(a->ListJobs()->size(), 8u);
+}
+
 TEST_F(SimAdapterTest, StatsCountEveryState) {
   auto a = Open({{"slots", "1"}});
   const std::string done = MustSubmit(a.get(), Spec("done", 10));
