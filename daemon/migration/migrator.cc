@@ -337,7 +337,9 @@ OutResult Migrator::RunBatch(const MigrationRecord& b, bool attempt, int64_t* sh
       break;
     case MigrationState::kAborted:
     case MigrationState::kForced:
-      *shortfall += n;
+      // A record PrepareBatch aborted itself (no job held) has its jobs in
+      // `dropped` already.
+      if (prepared.has_value()) *shortfall += n;
       res.status = st.ok() ? absl::AbortedError(absl::StrCat("migration ", r.id, " aborted: ", r.note)) : st;
       break;
     default:  // PREPARING, PREPARED, ABORTING: held, settled later

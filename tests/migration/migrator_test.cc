@@ -187,6 +187,26 @@ TEST_F(MigratorTest, AHoldThatFailedAfterTakingEffectIsReleased) {
   EXPECT_EQ(live["k1"], std::make_pair(std::string("A"), JobState::kPending)) << "released, not held";
 }
 
+// A batch none of whose jobs could be held ends ABORTED, never sent; its
+// jobs count once in the shortfall.
+TEST_F(MigratorTest, ABatchWithNoJobHeldIsAShortfallOfItsJobsOnce) {
+  Site& a = Make("A");
+  Make("B");
+  AddJob(a, "k0");
+  AddJob(a, "k1");
+  a.adapter->HoldsTakeEffectButFail(2);
+  auto res = a.migrator->MigrateOut("B", 2, "r1");
+  ASSERT_TRUE(res.ok()) << res.status();
+  ASSERT_EQ(res->size(), 1u);
+  EXPECT_EQ((*res)[0].moved, 0);
+  EXPECT_EQ((*res)[0].shortfall, 2);
+  EXPECT_EQ(OutState(a, (*res)[0].migration_id), MigrationState::kAborted);
+  EXPECT_EQ(transport_.transfers_delivered(), 0);
+  auto live = Live();
+  EXPECT_EQ(live["k0"], std::make_pair(std::string("A"), JobState::kPending));
+  EXPECT_EQ(live["k1"], std::make_pair(std::string("A"), JobState::kPending));
+}
+
 // A destination whose scheduler refuses one spec refuses the transfer before
 // submitting anything; the source aborts and keeps every job, runnable.
 TEST_F(MigratorTest, ASpecTheDestinationRefusesKeepsTheWholeBatchAtTheSource) {
