@@ -220,11 +220,11 @@ absl::StatusOr<std::vector<OutResult>> Migrator::MigrateOut(const std::string& d
       r.round_id = round_id;
       r.created = r.updated = now;
       for (int64_t i = b * max_batch_; i < std::min(take, (b + 1) * max_batch_); ++i) {
-        const Job& j = (*candidates)[i];
+        Job& j = (*candidates)[i];
         JournalJob jj;
-        jj.source_id = j.id;
         // A job that has no federation key yet gets one on its first move.
-        jj.key = j.spec.key.empty() ? absl::StrCat(self_site_, ":", j.id) : j.spec.key;
+        jj.key = j.spec.key.empty() ? absl::StrCat(self_site_, ":", j.id) : std::move(j.spec.key);
+        jj.source_id = std::move(j.id);
         r.jobs.push_back(std::move(jj));
       }
       // Busy before the record exists, so a concurrent Recover never
@@ -256,7 +256,7 @@ absl::StatusOr<std::vector<OutResult>> Migrator::MigrateOut(const std::string& d
   const size_t workers = std::min<size_t>(batches.size(), static_cast<size_t>(kBatchesInFlight));
   ParallelFor(executor_, workers, [&](size_t) {
     for (size_t i = next.fetch_add(1); i < batches.size(); i = next.fetch_add(1)) {
-      results[i] = RunBatch(batches[i], !stopped.load(), &batch_shortfall[i]);
+      results[i] = RunBatch(std::move(batches[i]), !stopped.load(), &batch_shortfall[i]);
       if (!results[i].status.ok()) stopped.store(true);
     }
   });
@@ -300,7 +300,7 @@ absl::StatusOr<std::vector<Job>> Migrator::Candidates(const std::vector<std::str
   return listed;
 }
 
-OutResult Migrator::RunBatch(const MigrationRecord& b, bool attempt, int64_t* shortfall) {
+OutResult Migrator::RunBatch(MigrationRecord b, bool attempt, int64_t* shortfall) {
   BusyGuard guard([this, key = OutKey(b.id)] { ReleaseBusy(key); });
   OutResult res;
   res.migration_id = b.id;
@@ -313,16 +313,16 @@ OutResult Migrator::RunBatch(const MigrationRecord& b, bool attempt, int64_t* sh
   }
   int64_t dropped = 0;
   std::optional<MigrationRecord> prepared;
-  absl::Status st = PrepareBatch(b, &dropped, &prepared);
+  absl::Status st = PrepareBatch(std::move(b), &dropped, &prepared);
   *shortfall += dropped;
   bool committed = false;
-  if (st.ok() && prepared.has_value()) st = DriveOut(b.id, &*prepared, &committed);
+  if (st.ok() && prepared.has_value()) st = DriveOut(res.migration_id, &*prepared, &committed);
   if (st.ok() && committed) {  // the usual end: nothing to read back
     res.job_keys = Keys(*prepared);
     res.moved = static_cast<int64_t>(prepared->jobs.size());
     return res;
   }
-  absl::StatusOr<std::optional<MigrationRecord>> after = journal_->Get(Direction::kOut, b.id, false);
+  absl::StatusOr<std::optional<MigrationRecord>> after = journal_->Get(Direction::kOut, res.migration_id, false);
   if (!after.ok() || !after->has_value()) {
     res.status = after.ok() ? absl::InternalError("MigrateOut: record vanished") : after.status();
     return res;
@@ -350,10 +350,9 @@ OutResult Migrator::RunBatch(const MigrationRecord& b, bool attempt, int64_t* sh
   return res;
 }
 
-absl::Status Migrator::PrepareBatch(const MigrationRecord& b, int64_t* dropped,
-                                    std::optional<MigrationRecord>* prepared) {
+absl::Status Migrator::PrepareBatch(MigrationRecord b, int64_t* dropped, std::optional<MigrationRecord>* prepared) {
   const std::string& id = b.id;
-  std::vector<JournalJob> jobs = b.jobs;
+  std::vector<JournalJob> jobs = std::move(b.jobs);
   std::vector<JournalJob> held;
   std::vector<std::string> notes;
   // Jobs that will not move but may be held now: a hold that timed out may
@@ -425,7 +424,7 @@ absl::Status Migrator::PrepareBatch(const MigrationRecord& b, int64_t* dropped,
     return s;
   }
   CrashPoint(kCrashOutAfterPrepared);
-  MigrationRecord& r = prepared->emplace(b);
+  MigrationRecord& r = prepared->emplace(std::move(b));
   r.state = MigrationState::kPrepared;
   r.updated = now;
   r.note = note;  // b is fresh: its note was empty
@@ -685,7 +684,7 @@ absl::Status Migrator::Validate(const TransferRequest& req) const {
   return absl::OkStatus();
 }
 
-absl::StatusOr<std::vector<std::string>> Migrator::CompleteIn(const MigrationRecord& r) {
+absl::StatusOr<std::vector<std::string>> Migrator::CompleteIn(MigrationRecord r) {
   std::vector<std::string> ids;
   ids.reserve(r.jobs.size());
   absl::Status failed = absl::OkStatus();
@@ -695,7 +694,7 @@ absl::StatusOr<std::vector<std::string>> Migrator::CompleteIn(const MigrationRec
     // submitted again.
     std::vector<std::pair<scheduler::JobSpec, std::string>> batch;
     batch.reserve(end - begin);
-    for (size_t i = begin; i < end; ++i) batch.emplace_back(r.jobs[i].spec, Tag(r.id, i));
+    for (size_t i = begin; i < end; ++i) batch.emplace_back(std::move(r.jobs[i].spec), Tag(r.id, i));
     std::vector<absl::StatusOr<std::string>> got = adapter_->SubmitMany(batch, false);
     for (size_t i = begin; i < end; ++i) {
       absl::StatusOr<std::string> id =
@@ -787,6 +786,7 @@ absl::StatusOr<TransferReply> Migrator::HandleTransfer(const TransferRequest& re
     r.state = MigrationState::kPrepared;
     r.round_id = req.round_id;
     r.created = r.updated = clock_->Now();
+    r.jobs.reserve(req.jobs.size());
     for (const scheduler::JobSpec& s : req.jobs) {
       JournalJob j;
       j.key = s.key;
@@ -796,7 +796,7 @@ absl::StatusOr<TransferReply> Migrator::HandleTransfer(const TransferRequest& re
     if (absl::Status s = journal_->Insert(r); !s.ok()) return s;
     CrashPoint(kCrashInAfterPrepared);
   }
-  absl::StatusOr<std::vector<std::string>> ids = CompleteIn(r);
+  absl::StatusOr<std::vector<std::string>> ids = CompleteIn(std::move(r));
   if (!ids.ok()) return ids.status();
   return TransferReply{*std::move(ids)};
 }

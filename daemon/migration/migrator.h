@@ -273,7 +273,7 @@ class Migrator {
   // Steps 2 and 3 of a PREPARING record: holds, exports, journals
   // PREPARED (then *prepared is that record) or ABORTED (no job could be
   // held).
-  absl::Status PrepareBatch(const MigrationRecord& b, int64_t* dropped, std::optional<MigrationRecord>* prepared);
+  absl::Status PrepareBatch(MigrationRecord b, int64_t* dropped, std::optional<MigrationRecord>* prepared);
   // MigrateOut's movable jobs in the order it takes them: `only` (those
   // still movable), else the whole queue in kMoveOrder. Caller holds
   // select_mu_.
@@ -281,10 +281,11 @@ class Migrator {
   // One batch of MigrateOut, journaled PREPARING and marked busy by the
   // caller (RunBatch clears the mark): prepares and drives it, or, when not
   // `attempt`, abandons it. Adds the jobs that did not move to *shortfall.
-  OutResult RunBatch(const MigrationRecord& b, bool attempt, int64_t* shortfall);
+  OutResult RunBatch(MigrationRecord b, bool attempt, int64_t* shortfall);
   // Destination: submits what is missing of an IN PREPARED record, journals
-  // COMMITTED and returns the new ids. Caller holds the record busy.
-  absl::StatusOr<std::vector<std::string>> CompleteIn(const MigrationRecord& r);
+  // COMMITTED and returns the new ids. Caller holds the record busy. Takes
+  // the record: its specs go to the scheduler without another copy.
+  absl::StatusOr<std::vector<std::string>> CompleteIn(MigrationRecord r);
   // Destination: the scheduler refused a job of an IN PREPARED record for
   // good. Cancels what was submitted of it and journals ABORTED
   // (then kFailedPrecondition); kUnavailable if a submitted job could not
