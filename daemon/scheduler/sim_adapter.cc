@@ -910,7 +910,7 @@ absl::Status SimAdapter::CheckSpec(const JobSpec& spec) const {
   return absl::OkStatus();
 }
 
-absl::StatusOr<const balance::EasyForecast*> SimAdapter::ForecastIn(const Queue** q) {
+absl::StatusOr<std::shared_ptr<const SimAdapter::Queue>> SimAdapter::QueueNow() {
   QueueCache& c = queue_cache_;
   // PRAGMA data_version moves with every other connection's commit,
   // total_changes with every write of this one.
@@ -919,58 +919,88 @@ absl::StatusOr<const balance::EasyForecast*> SimAdapter::ForecastIn(const Queue*
   const int64_t changes = sqlite3_total_changes64(db_);
   if (!c.valid || c.data_version != *data_version || c.changes != changes) {
     c.valid = false;
-    c.forecast_until = 0;
-    if (auto s = LoadQueue(&c.queue, true); !s.ok()) return s;
+    auto q = std::make_shared<Queue>();
+    if (auto s = LoadQueue(q.get(), true); !s.ok()) return s;
+    c.queue = std::move(q);
+    c.forecast.reset();
     c.valid = true;
     c.data_version = *data_version;
     c.changes = changes;
   }
-  *q = &c.queue;
-  balance::EasyForecast& f = c.forecast;
-  if (now_ms_ >= f.now && now_ms_ < c.forecast_until) {
-    // Nothing happened since the forecast was made (see QueueCache): the
-    // same steps from a later now.
-    if (f.last_start == f.now) f.last_start = now_ms_;  // no job starts
-    f.now = now_ms_;
-    f.free_cores.front().first = now_ms_;
-    return &f;
+  return c.queue;
+}
+
+absl::StatusOr<SimAdapter::Forecast> SimAdapter::ForecastNow() {
+  Forecast out;
+  int64_t now = 0;
+  std::shared_ptr<const balance::EasyForecast> kept;
+  int64_t kept_until = 0;
+  {
+    absl::MutexLock l(&mu_);
+    absl::Status s = InTransaction("forecast", [&]() -> absl::Status {
+      auto q = QueueNow();
+      if (!q.ok()) return q.status();
+      out.queue = *std::move(q);
+      now = now_ms_;
+      kept = queue_cache_.forecast;
+      kept_until = queue_cache_.forecast_until;
+      return absl::OkStatus();
+    });
+    if (!s.ok()) return s;
   }
-  const std::vector<balance::RunningJob> running = c.queue.Running(now_ms_);
-  f = balance::EasyForecastStarts(options_.cores, now_ms_, running, c.queue.Waiting());
+  // The forecast is made outside the lock (on the queue as read, which
+  // nobody changes): the scheduler's other calls do not wait for it.
+  if (kept != nullptr && now >= kept->now && now < kept_until) {
+    // Nothing happened since the kept forecast was made (see QueueCache):
+    // the same steps from a later now.
+    auto f = std::make_shared<balance::EasyForecast>(*kept);
+    if (f->last_start == f->now) f->last_start = now;  // no job starts
+    f->now = now;
+    f->free_cores.front().first = now;
+    out.forecast = std::move(f);
+    return out;
+  }
+  const std::vector<balance::RunningJob> running = out.queue->Running(now);
+  auto f = std::make_shared<const balance::EasyForecast>(
+      balance::EasyForecastStarts(options_.cores, now, running, out.queue->Waiting()));
   // Valid until the first end it expects, unless a job starts right now (a
   // start at now depends on now: what backfills then; the Advance to now has
   // started those already, so this is a guard).
-  c.forecast_until = std::numeric_limits<int64_t>::max();
-  for (const balance::RunningJob& r : running) c.forecast_until = std::min(c.forecast_until, r.end);
-  for (int64_t start : f.starts)
-    if (start == now_ms_) c.forecast_until = 0;
-  return &f;
+  int64_t until = std::numeric_limits<int64_t>::max();
+  for (const balance::RunningJob& r : running) until = std::min(until, r.end);
+  for (int64_t start : f->starts)
+    if (start == now) until = 0;
+  {
+    absl::MutexLock l(&mu_);
+    QueueCache& c = queue_cache_;
+    if (c.valid && c.queue == out.queue && (c.forecast == nullptr || c.forecast->now <= now)) {
+      c.forecast = f;
+      c.forecast_until = until;
+    }
+  }
+  out.forecast = std::move(f);
+  return out;
 }
 
 absl::StatusOr<std::vector<PendingJob>> SimAdapter::Pending() {
-  absl::MutexLock l(&mu_);
+  auto f = ForecastNow();
+  if (!f.ok()) return f.status();
+  const Queue& q = *f->queue;
   std::vector<PendingJob> out;
-  absl::Status s = InTransaction("pending", [&]() -> absl::Status {
-    const Queue* q = nullptr;
-    auto f = ForecastIn(&q);
-    if (!f.ok()) return f.status();
-    out.reserve(q->waiting.size());
-    for (size_t i = 0; i < q->waiting.size(); ++i) {
-      const QueueJob& j = q->waiting[i];
-      // Pinned jobs keep their place in the queue (and in the forecast) but
-      // cannot move.
-      if (j.pinned) continue;
-      const int64_t start = (*f)->starts[i];
-      out.push_back({.id = absl::StrCat(j.id),
-                     .key = j.key,
-                     .cores = j.spec_cores,
-                     .queued_at_ms = j.queued_at_ms,
-                     .limit_ms = j.limit_ms,
-                     .start_ms = start == balance::kNeverStarts ? 0 : start});
-    }
-    return absl::OkStatus();
-  });
-  if (!s.ok()) return s;
+  out.reserve(q.waiting.size());
+  for (size_t i = 0; i < q.waiting.size(); ++i) {
+    const QueueJob& j = q.waiting[i];
+    // Pinned jobs keep their place in the queue (and in the forecast) but
+    // cannot move.
+    if (j.pinned) continue;
+    const int64_t start = f->forecast->starts[i];
+    out.push_back({.id = absl::StrCat(j.id),
+                   .key = j.key,
+                   .cores = j.spec_cores,
+                   .queued_at_ms = j.queued_at_ms,
+                   .limit_ms = j.limit_ms,
+                   .start_ms = start == balance::kNeverStarts ? 0 : start});
+  }
   return out;
 }
 
@@ -983,31 +1013,17 @@ absl::StatusOr<std::vector<int64_t>> SimAdapter::ArrivalStarts(const std::vector
           absl::StrCat("sim scheduler: no job of ", w, " cores can run here (1 to ", options_.cores, " cores)"));
     }
   }
-  absl::MutexLock l(&mu_);
+  auto f = ForecastNow();
+  if (!f.ok()) return f.status();
   std::vector<int64_t> out;
-  absl::Status s = InTransaction("arrival", [&]() -> absl::Status {
-    const Queue* q = nullptr;
-    auto f = ForecastIn(&q);
-    if (!f.ok()) return f.status();
-    for (int64_t w : widths) out.push_back(balance::TailStart(**f, w));
-    return absl::OkStatus();
-  });
-  if (!s.ok()) return s;
+  for (int64_t w : widths) out.push_back(balance::TailStart(*f->forecast, w));
   return out;
 }
 
 absl::StatusOr<std::vector<std::pair<int64_t, int64_t>>> SimAdapter::FreeCores() {
-  absl::MutexLock l(&mu_);
-  std::vector<std::pair<int64_t, int64_t>> out;
-  absl::Status s = InTransaction("free cores", [&]() -> absl::Status {
-    const Queue* q = nullptr;
-    auto f = ForecastIn(&q);
-    if (!f.ok()) return f.status();
-    out = (*f)->free_cores;
-    return absl::OkStatus();
-  });
-  if (!s.ok()) return s;
-  return out;
+  auto f = ForecastNow();
+  if (!f.ok()) return f.status();
+  return f->forecast->free_cores;
 }
 
 absl::Status SimAdapter::Tick() {

@@ -199,9 +199,17 @@ class SimAdapter : public SchedulerAdapter {
   absl::Status Advance(int64_t from_ms, int64_t to_ms) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Starts what EASY starts at `at_ms` (rows and *q).
   absl::Status StartJobs(int64_t at_ms, Queue* q) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  // The queue as of the transaction's now and its EASY forecast (both valid
-  // until the next call), from QueueCache when it can.
-  absl::StatusOr<const balance::EasyForecast*> ForecastIn(const Queue** q) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // The pending and running jobs as of the transaction's now: QueueCache's,
+  // read again from the rows only when the database changed.
+  absl::StatusOr<std::shared_ptr<const Queue>> QueueNow() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // The queue as of now and its EASY forecast (kept in QueueCache when it
+  // can be). Takes mu_ only to read the queue: the forecast is made
+  // without it.
+  struct Forecast {
+    std::shared_ptr<const Queue> queue;
+    std::shared_ptr<const balance::EasyForecast> forecast;
+  };
+  absl::StatusOr<Forecast> ForecastNow() ABSL_LOCKS_EXCLUDED(mu_);
   absl::StatusOr<Job> LoadJob(int64_t id) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // The value of ?1 in where_sql, if it has one.
   using SqlArg = std::variant<std::monostate, int64_t, absl::string_view>;
@@ -241,22 +249,24 @@ class SimAdapter : public SchedulerAdapter {
   SqliteStatements statements_ ABSL_GUARDED_BY(mu_);
   std::function<void(absl::string_view)> crash_hook_ ABSL_GUARDED_BY(mu_);
   int64_t now_ms_ ABSL_GUARDED_BY(mu_) = 0;  // the running transaction's now
-  // ForecastIn's queue and forecast. The queue is read from the rows again
-  // only when the database changed since: a write by this connection
-  // (sqlite3_total_changes64) or a commit by another (PRAGMA data_version);
-  // `valid` is cleared by a rolled-back transaction (its writes are undone
-  // without moving either counter). The forecast of an unchanged queue is
-  // the same from any later now before `forecast_until`, the first end it
-  // expects, when no job starts at the now it was made for: the EASY steps
-  // then begin at that end either way (daemon/balance/easy.h); only `now`,
-  // the first free-cores step and an empty last start move.
+  // The queue and forecast of QueueNow and ForecastNow. The queue is read
+  // from the rows again only when the database changed since: a write by
+  // this connection (sqlite3_total_changes64) or a commit by another (PRAGMA
+  // data_version); `valid` is cleared by a rolled-back transaction (its
+  // writes are undone without moving either counter). A queue once read is
+  // never changed (the next read makes a new one), so a forecast can be made
+  // from it outside the lock. The forecast of an unchanged queue is the same
+  // from any later now before `forecast_until`, the first end it expects,
+  // when no job starts at the now it was made for: the EASY steps then begin
+  // at that end either way (daemon/balance/easy.h); only `now`, the first
+  // free-cores step and an empty last start move.
   struct QueueCache {
-    Queue queue;
+    std::shared_ptr<const Queue> queue;
     int64_t data_version = 0;
     int64_t changes = 0;
     bool valid = false;
-    balance::EasyForecast forecast;
-    int64_t forecast_until = 0;  // exclusive; 0: make it again
+    std::shared_ptr<const balance::EasyForecast> forecast;  // of `queue`, or null
+    int64_t forecast_until = 0;                             // exclusive
   };
   QueueCache queue_cache_ ABSL_GUARDED_BY(mu_);
 };

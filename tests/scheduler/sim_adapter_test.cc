@@ -5,6 +5,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <cmath>
 #include <filesystem>
 #include <iostream>
@@ -464,6 +465,46 @@ TEST_F(SimAdapterTest, PendingSeesEveryWriteOfEitherConnection) {
   clock_.Advance(absl::Seconds(1));  // the blocker ends, p1 starts
   EXPECT_EQ(pending(), std::vector<std::string>{p2}) << "a start by the passing of time";
   EXPECT_EQ(State(a.get(), blocker), "done");
+}
+
+// Forecasts are made outside the adapter's lock, on the queue as read:
+// calls that change the queue meanwhile neither wait for them nor show in
+// them half-done, and the next forecast sees every change.
+TEST_F(SimAdapterTest, ForecastsWhileTheQueueChangesStayWhole) {
+  auto a = Open({{"slots", "1"}});
+  MustSubmit(a.get(), Spec("blocker", 1'000'000));
+  std::atomic<bool> done{false};
+  std::vector<std::thread> readers;
+  std::atomic<int> bad{0};
+  for (int t = 0; t < 3; ++t) {
+    readers.emplace_back([&] {
+      while (!done.load()) {
+        auto p = a->Pending();
+        auto f = a->FreeCores();
+        if (!p.ok() || !f.ok() || f->empty()) ++bad;
+        // One core, busy: the queue's jobs start one after another.
+        for (size_t i = 1; p.ok() && i < p->size(); ++i)
+          if ((*p)[i].start_ms <= (*p)[i - 1].start_ms) ++bad;
+      }
+    });
+  }
+  std::vector<std::string> ids;
+  for (int i = 0; i < 200; ++i) {
+    ids.push_back(MustSubmit(a.get(), Spec(absl::StrCat("j", i), 1'000)));
+    if (i % 3 == 0) ASSERT_TRUE(a->Hold(ids[i / 2]).ok());
+  }
+  done.store(true);
+  for (auto& th : readers) th.join();
+  EXPECT_EQ(bad.load(), 0);
+  auto fresh = Open({{"slots", "1"}});
+  auto want = fresh->Pending();
+  auto got = a->Pending();
+  ASSERT_TRUE(want.ok() && got.ok());
+  ASSERT_EQ(got->size(), want->size());
+  for (size_t i = 0; i < got->size(); ++i) {
+    EXPECT_EQ((*got)[i].id, (*want)[i].id);
+    EXPECT_EQ((*got)[i].start_ms, (*want)[i].start_ms);
+  }
 }
 
 TEST_F(SimAdapterTest, ConcurrentSubmitsOfOneTagMakeOneJob) {
