@@ -1,8 +1,12 @@
 // hyperfedd benchmarks, measured in one run on this machine:
 //   - the loopback RPC round trip (the floor): grpc.health.v1.Health/Check
 //     over mutual TLS;
-//   - a full round's latency (operator's Balance with wait, end to end) for
-//     8, 16 and 32 sites, p50 and p99, without and with migrations;
+//   - a full round's latency (operator's Balance with wait, end to end, over
+//     an open connection) for 8, 16 and 32 sites, p50 and p99, without and
+//     with migrations, with the CPU time and context switches per round and
+//     site (from /proc);
+//   - the instructions one round costs the coordinator and a participant
+//     (--cpu: two of 8 sites under callgrind);
 //   - jobs per second migrated between two sites, journal and scheduler
 //     state on a real disk (fsync on) and on tmpfs, with the ratio to the
 //     goal (50,000 jobs/s);
@@ -10,7 +14,7 @@
 //   - a soak: many rounds on a local 8-site federation, with the
 //     coordinator's threads, VmSize and RSS every 200 rounds (they must stay
 //     flat: one bounded executor per site, docs/design.md §9).
-// Run: build/hyperfed_daemon_bench [--quick | --throughput | --soak [ROUNDS]]
+// Run: build/hyperfed_daemon_bench [--quick | --rounds [SITES] | --cpu [ROUNDS] | --throughput | --soak [ROUNDS]]
 // (figures in docs/benchmarks.md)
 
 #include <dirent.h>
@@ -19,6 +23,7 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <filesystem>
 #include <fstream>
 #include <sstream>
 #include <thread>
@@ -39,18 +44,8 @@ double Percentile(std::vector<double> v, double q) {
   return v.empty() ? 0 : v[std::min(v.size() - 1, static_cast<size_t>(q * (v.size() - 1) + 0.5))];
 }
 
-std::unique_ptr<grpc::health::v1::Health::Stub> HealthStub(TestFederation& f, int i) {
-  grpc::SslCredentialsOptions o;
-  o.pem_root_certs = ReadFile(f.CertDir() + "/ca.pem");
-  o.pem_cert_chain = ReadFile(f.CertDir() + "/admin.pem");
-  o.pem_private_key = ReadFile(f.CertDir() + "/admin-key.pem");
-  grpc::ChannelArguments args;
-  args.SetSslTargetNameOverride(f.SiteId(i));
-  return grpc::health::v1::Health::NewStub(grpc::CreateCustomChannel(f.Endpoint(i), grpc::SslCredentials(o), args));
-}
-
 double RpcFloorMs(TestFederation& f, int calls) {
-  auto stub = HealthStub(f, 0);
+  auto stub = grpc::health::v1::Health::NewStub(f.Channel(0));
   std::vector<double> ms;
   for (int i = 0; i < calls + 50; ++i) {
     grpc::health::v1::HealthCheckRequest req;
@@ -65,13 +60,49 @@ double RpcFloorMs(TestFederation& f, int calls) {
   return Percentile(ms, 0.5);
 }
 
+double CpuSeconds(pid_t pid) {
+  std::string stat = ReadFile(absl::StrCat("/proc/", pid, "/stat"));
+  std::istringstream in(stat.substr(stat.rfind(')') + 2));
+  std::string field;
+  long long utime = 0, stime = 0;
+  for (int i = 3; i <= 15 && in >> field; ++i) {
+    if (i == 14) utime = std::stoll(field);
+    if (i == 15) stime = std::stoll(field);
+  }
+  return (utime + stime) / static_cast<double>(sysconf(_SC_CLK_TCK));
+}
+
+// Context switches (voluntary and not) of every thread of a process.
+long long ContextSwitches(pid_t pid) {
+  long long n = 0;
+  const std::string tasks = absl::StrCat("/proc/", pid, "/task");
+  if (DIR* d = opendir(tasks.c_str())) {
+    while (dirent* e = readdir(d)) {
+      if (e->d_name[0] == '.') continue;
+      std::istringstream st(ReadFile(absl::StrCat(tasks, "/", e->d_name, "/status")));
+      std::string line;
+      while (std::getline(st, line))
+        if (line.find("ctxt_switches:") != std::string::npos) n += std::stoll(line.substr(line.find(':') + 1));
+    }
+    closedir(d);
+  }
+  return n;
+}
+
 void Rounds(int sites, int rounds, bool migrations, double floor_ms) {
   auto f = TestFederation::Start({.sites = sites, .step_timeout = "20s", .peer_timeout = "5s", .heartbeat = "1s"});
   if (!f.ok()) {
     std::printf("  %d sites: could not start: %s\n", sites, std::string(f.status().message()).c_str());
     return;
   }
+  // One operator connection for every round, opened by a first round that
+  // is not timed: a round's figure is the round's, not a TLS handshake's.
+  auto admin = (*f)->Admin(0);
+  (void)RunRound(**f, *admin);
   std::vector<double> ms;
+  double cpu0 = 0;
+  long long cs0 = 0;
+  for (int i = 0; i < sites; ++i) cpu0 += CpuSeconds((*f)->Pid(i)), cs0 += ContextSwitches((*f)->Pid(i));
   for (int r = 0; r < rounds; ++r) {
     if (migrations) {
       // 10 jobs per site at one site (rotating): the round moves 9/10 of them.
@@ -79,16 +110,34 @@ void Rounds(int sites, int rounds, bool migrations, double floor_ms) {
       std::this_thread::sleep_for(std::chrono::milliseconds(50));
     }
     const absl::Time t = absl::Now();
-    auto res = RunRound(**f, 0);
+    auto res = RunRound(**f, *admin);
     if (res.ok() && res->ok()) ms.push_back(absl::ToDoubleMilliseconds(absl::Now() - t));
   }
+  double cpu1 = 0;
+  long long cs1 = 0;
+  for (int i = 0; i < sites; ++i) cpu1 += CpuSeconds((*f)->Pid(i)), cs1 += ContextSwitches((*f)->Pid(i));
   int n = 0;
   while ((1 << n) < sites) ++n;
+  // Issue 16's goal: 5 x (dimensions + 2) x the round trip.
+  const double goal_ms = 5 * (n + 2) * floor_ms;
   std::printf(
       "  %2d sites (%d dimensions), %s: round p50 %.2f ms, p99 %.2f ms over %zu rounds; "
-      "p50 / (dimensions x RPC floor) = %.1f\n",
+      "p50 / (5 x (dimensions + 2) x RPC floor = %.2f ms) = %.2f; per round and site: %.2f ms CPU, %.1f context "
+      "switches\n",
       sites, n, migrations ? "with migrations   " : "without migrations", Percentile(ms, 0.5), Percentile(ms, 0.99),
-      ms.size(), Percentile(ms, 0.5) / (n * floor_ms));
+      ms.size(), goal_ms, Percentile(ms, 0.5) / goal_ms, 1000 * (cpu1 - cpu0) / rounds / sites,
+      static_cast<double>(cs1 - cs0) / rounds / sites);
+}
+
+// The loopback round trip of a site started for it (0.2 ms when none
+// starts).
+double RpcFloor(int calls = 2000) {
+  auto f = TestFederation::Start({.sites = 1});
+  if (!f.ok()) {
+    std::printf("cannot start a site: %s\n", std::string(f.status().message()).c_str());
+    return 0.2;
+  }
+  return RpcFloorMs(**f, calls);
 }
 
 // The goal of issue 16 for a migration between two sim sites.
@@ -123,20 +172,9 @@ void Idle(int sites, int seconds) {
   auto f = TestFederation::Start({.sites = sites, .heartbeat = "1s"});
   if (!f.ok()) return;
   std::this_thread::sleep_for(std::chrono::seconds(2));
-  auto cpu = [&](pid_t pid) {
-    std::string stat = ReadFile(absl::StrCat("/proc/", pid, "/stat"));
-    std::istringstream in(stat.substr(stat.rfind(')') + 2));
-    std::string field;
-    long long utime = 0, stime = 0;
-    for (int i = 3; i <= 15 && in >> field; ++i) {
-      if (i == 14) utime = std::stoll(field);
-      if (i == 15) stime = std::stoll(field);
-    }
-    return (utime + stime) / static_cast<double>(sysconf(_SC_CLK_TCK));
-  };
-  const double c0 = cpu((*f)->Pid(0));
+  const double c0 = CpuSeconds((*f)->Pid(0));
   std::this_thread::sleep_for(std::chrono::seconds(seconds));
-  const double c1 = cpu((*f)->Pid(0));
+  const double c1 = CpuSeconds((*f)->Pid(0));
   long rss_kb = 0;
   std::istringstream st(ReadFile(absl::StrCat("/proc/", (*f)->Pid(0), "/status")));
   std::string line;
@@ -144,6 +182,79 @@ void Idle(int sites, int seconds) {
     if (line.rfind("VmRSS:", 0) == 0) rss_kb = std::stol(line.substr(6));
   std::printf("  idle daemon (one of %d sites, heartbeat 1s): %.2f%% CPU over %d s, %.1f MB resident\n", sites,
               100.0 * (c1 - c0) / seconds, seconds, rss_kb / 1024.0);
+}
+
+// Instructions (callgrind's Ir) site i has run since its counters were last
+// zeroed: `callgrind_control --dump`, then the dump's "totals:" line; -1
+// when that fails.
+int64_t DumpedInstructions(TestFederation& f, int i, const std::string& out_file, int dump) {
+  if (std::system(absl::StrCat("callgrind_control --dump ", f.Pid(i), " >/dev/null 2>&1").c_str()) != 0) return -1;
+  const std::string path = absl::StrCat(out_file, ".", dump);
+  for (int tries = 0; tries < 100; ++tries) {
+    std::istringstream in(ReadFile(path));
+    std::string line;
+    while (std::getline(in, line))
+      if (line.rfind("totals:", 0) == 0) return std::stoll(line.substr(7));
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }
+  return -1;
+}
+
+bool ZeroInstructions(TestFederation& f, int i) {
+  return std::system(absl::StrCat("callgrind_control --zero ", f.Pid(i), " >/dev/null 2>&1").c_str()) == 0;
+}
+
+// The CPU one round without migrations costs a site, in instructions
+// (callgrind counts them the same on a busy or an idle machine): the
+// coordinator (site 0) and a participant (site 5) of an 8-site federation
+// run under callgrind; their count over `rounds` rounds, less their count
+// over the same time idle (heartbeats, gRPC's own background work), per
+// round.
+int CpuPerRound(int rounds) {
+  const std::vector<int> measured = {0, 5};
+  const std::string dir = absl::StrCat("/tmp/hyperfed-bench-callgrind-", getpid());
+  std::filesystem::create_directories(dir);
+  FederationOptions o{.sites = 8, .step_timeout = "120s", .peer_timeout = "60s", .heartbeat = "2s"};
+  o.run_under.resize(8);
+  for (int i : measured)
+    o.run_under[i] = {"valgrind", "--tool=callgrind", "--quiet",
+                      absl::StrCat("--callgrind-out-file=", dir, "/site-", i)};
+  auto f = TestFederation::Start(o);
+  if (!f.ok()) {
+    std::printf("cpu: could not start 8 sites (valgrind installed?): %s\n", std::string(f.status().message()).c_str());
+    return 1;
+  }
+  auto admin = (*f)->Admin(0);  // one operator connection for every round
+  for (int r = 0; r < 3; ++r) (void)RunRound(**f, *admin, false, absl::Minutes(5));  // warm-up
+  int dump = 0;
+  for (int i : measured) ZeroInstructions(**f, i);
+  const absl::Time t = absl::Now();
+  int ok = 0;
+  for (int r = 0; r < rounds; ++r) {
+    auto res = RunRound(**f, *admin, false, absl::Minutes(5));
+    ok += res.ok() && res->ok();
+  }
+  const absl::Duration took = absl::Now() - t;
+  ++dump;
+  std::vector<int64_t> busy;
+  for (int i : measured) busy.push_back(DumpedInstructions(**f, i, absl::StrCat(dir, "/site-", i), dump));
+  for (int i : measured) ZeroInstructions(**f, i);
+  absl::SleepFor(took);
+  ++dump;
+  std::printf("CPU per round without migrations, 8 sites, %d of %d rounds done, %.1f s under callgrind:\n", ok,
+              rounds, absl::ToDoubleSeconds(took));
+  for (size_t k = 0; k < measured.size(); ++k) {
+    const int i = measured[k];
+    const int64_t idle = DumpedInstructions(**f, i, absl::StrCat(dir, "/site-", i), dump);
+    if (busy[k] < 0 || idle < 0) {
+      std::printf("  site-%d: callgrind_control failed\n", i);
+      continue;
+    }
+    std::printf("  site-%d (%s): %.2f M instructions per round (%.1f M over the rounds, %.1f M idle as long)\n", i,
+                i == 0 ? "coordinator" : "participant", (busy[k] - idle) / 1e6 / rounds, busy[k] / 1e6, idle / 1e6);
+  }
+  if (!getenv("HYPERFED_KEEP_TEST_DIR")) std::filesystem::remove_all(dir);
+  return ok == rounds ? 0 : 1;
 }
 
 // Threads, VmSize and VmRSS (kB) of a process.
@@ -226,21 +337,21 @@ int main(int argc, char** argv) {
   const std::string mode = argc > 1 ? argv[1] : "";
   const bool quick = mode == "--quick";
   if (mode == "--soak") return Soak(argc > 2 ? std::atoi(argv[2]) : 2000);
+  if (mode == "--cpu") return CpuPerRound(argc > 2 ? std::atoi(argv[2]) : 20);
+  if (mode == "--rounds") {  // round latency only, at SITES (8) sites
+    const double floor_ms = RpcFloor();
+    const int sites = argc > 2 ? std::atoi(argv[2]) : 8;
+    Rounds(sites, 300, false, floor_ms);
+    Rounds(sites, 40, true, floor_ms);
+    return 0;
+  }
   if (mode == "--throughput") {
     Throughput(10000, true);
     Throughput(10000, false);
     return 0;
   }
   std::printf("hyperfedd benchmarks (%s)\n", quick ? "quick" : "full");
-  double floor_ms = 0.2;
-  {
-    auto f = TestFederation::Start({.sites = 1});
-    if (!f.ok()) {
-      std::printf("cannot start a site: %s\n", std::string(f.status().message()).c_str());
-      return 1;
-    }
-    floor_ms = RpcFloorMs(**f, quick ? 300 : 2000);
-  }
+  const double floor_ms = RpcFloor(quick ? 300 : 2000);
   const int rounds = quick ? 10 : 40;
   for (int sites : {8, 16, 32}) {
     Rounds(sites, rounds, false, floor_ms);
