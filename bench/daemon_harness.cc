@@ -72,7 +72,10 @@ double CpuSeconds(pid_t pid) {
   return (utime + stime) / static_cast<double>(sysconf(_SC_CLK_TCK));
 }
 
-// Context switches (voluntary and not) of every thread of a process.
+// Voluntary context switches of every thread of a process: each is a thread
+// that blocked (a hand-off, a wait for a peer or a lock). Switches forced by
+// other processes (nonvoluntary) depend on the machine's load and are left
+// out.
 long long ContextSwitches(pid_t pid) {
   long long n = 0;
   const std::string tasks = absl::StrCat("/proc/", pid, "/task");
@@ -82,7 +85,7 @@ long long ContextSwitches(pid_t pid) {
       std::istringstream st(ReadFile(absl::StrCat(tasks, "/", e->d_name, "/status")));
       std::string line;
       while (std::getline(st, line))
-        if (line.find("ctxt_switches:") != std::string::npos) n += std::stoll(line.substr(line.find(':') + 1));
+        if (line.rfind("voluntary_ctxt_switches:", 0) == 0) n += std::stoll(line.substr(line.find(':') + 1));
     }
     closedir(d);
   }
@@ -122,8 +125,8 @@ void Rounds(int sites, int rounds, bool migrations, double floor_ms) {
   const double goal_ms = 5 * (n + 2) * floor_ms;
   std::printf(
       "  %2d sites (%d dimensions), %s: round p50 %.2f ms, p99 %.2f ms over %zu rounds; "
-      "p50 / (5 x (dimensions + 2) x RPC floor = %.2f ms) = %.2f; per round and site: %.2f ms CPU, %.1f context "
-      "switches\n",
+      "p50 / (5 x (dimensions + 2) x RPC floor = %.2f ms) = %.2f; per round and site: %.2f ms CPU, %.1f voluntary "
+      "context switches\n",
       sites, n, migrations ? "with migrations   " : "without migrations", Percentile(ms, 0.5), Percentile(ms, 0.99),
       ms.size(), goal_ms, Percentile(ms, 0.5) / goal_ms, 1000 * (cpu1 - cpu0) / rounds / sites,
       static_cast<double>(cs1 - cs0) / rounds / sites);

@@ -152,8 +152,9 @@ void Coordinator::Coordinate(RoundSpec spec) {
   // site that dies mid-round never reports: once every site still missing
   // is down in this site's view, the round ends without it.
   const absl::Time give_up = spec.deadline + timeouts_.report;
+  auto gone = [&] { return !running_ || running_->spec.round_id != spec.round_id; };  // OnReport finished it
   while (true) {
-    if (!running_ || running_->spec.round_id != spec.round_id) return;
+    if (gone()) return;
     if (CompleteLocked()) return FinishLocked("");
     if (stopping_) return FinishLocked("the coordinator is stopping");
     std::vector<std::string> missing;
@@ -169,7 +170,7 @@ void Coordinator::Coordinate(RoundSpec spec) {
     // Liveness changes with time, not with a notification: look again
     // every heartbeat interval.
     env_->WaitUntil(l, cv_, std::min(give_up, env_->Now() + config_.balancer.heartbeat_interval),
-                    [&] { return stopping_ || CompleteLocked(); });
+                    [&] { return stopping_ || gone() || CompleteLocked(); });
   }
 }
 
@@ -226,7 +227,15 @@ absl::Status Coordinator::OnReport(const RoundReport& report) {
       r.moved += t.count;
     }
   });
-  cv_.notify_all();
+  // The last report ends the round here, on the reporter's thread: waking
+  // Coordinate's thread to do it would add a thread switch to every round's
+  // critical path (docs/benchmarks.md, "Round latency"). Coordinate then
+  // finds the round gone and returns.
+  if (CompleteLocked()) {
+    FinishLocked("");
+  } else {
+    cv_.notify_all();
+  }
   return absl::OkStatus();
 }
 
