@@ -14,16 +14,23 @@
 //   - a soak: many rounds on a local 8-site federation, with the
 //     coordinator's threads, VmSize and RSS every 200 rounds (they must stay
 //     flat: one bounded executor per site, docs/design.md §9).
-// Run: build/hyperfed_daemon_bench [--quick | --rounds [SITES] | --cpu [ROUNDS] | --throughput | --soak [ROUNDS]]
+//   - Slurm to Slurm: jobs per second migrated between two single-node
+//     Slurm clusters in one round, against plain sbatch of the same scripts
+//     with the same parallelism, with the ratio to the goal (0.5).
+// Run: build/hyperfed_daemon_bench [--quick | --rounds [SITES] | --cpu [ROUNDS] | --throughput |
+//                                   --soak [ROUNDS] | --slurm [JOBS [RUNS]]]
 // (figures in docs/benchmarks.md)
 
 #include <dirent.h>
 #include <sys/resource.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cstdio>
 #include <filesystem>
+#include <functional>
 #include <fstream>
 #include <sstream>
 #include <thread>
@@ -31,9 +38,11 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "daemon/scheduler/slurm_adapter.h"
 #include "grpc/health/v1/health.grpc.pb.h"
 #include "tests/integration/federation_harness.h"
 #include "tests/integration/jobs_util.h"
+#include "tests/scheduler/slurm_cluster.h"
 
 using namespace hyperfed::testing;
 
@@ -334,6 +343,225 @@ int Soak(int rounds) {
   return failed == 0 ? 0 : 1;
 }
 
+// ---- Slurm to Slurm (issue 16) ----
+
+// The goal: a migration at least half as fast as plain sbatch of the same
+// scripts at the destination, with the same parallelism.
+constexpr double kSlurmGoalRatio = 0.5;
+
+// Calls fn(i) for every i in [0, n) on `threads` threads; returns when all
+// have returned.
+void OnThreads(int n, int threads, const std::function<void(int)>& fn) {
+  std::atomic<int> next{0};
+  std::vector<std::thread> pool;
+  for (int t = 0; t < std::min(n, threads); ++t) {
+    pool.emplace_back([&] {
+      for (int i = next++; i < n; i = next++) fn(i);
+    });
+  }
+  for (std::thread& t : pool) t.join();
+}
+
+// Job n's batch script: no #SBATCH line, so the script sbatch gets is the
+// same whether it comes from a user or from hyperfed (which rewrites most
+// of those lines, docs/adapters.md).
+std::string BenchScript(int n) {
+  return absl::StrCat("#!/bin/sh\n# job ", n, " of the Slurm benchmark\necho \"job ", n,
+                      " ran at $SLURM_CLUSTER_NAME\"\nsleep 600\n");
+}
+
+// A cluster whose partition is DOWN: every job stays pending, so Slurm does
+// the same work for each submission (queue it, no start) whoever submits.
+absl::StatusOr<std::unique_ptr<SlurmCluster>> DownCluster(const std::string& name) {
+  auto c = SlurmCluster::Start(name);
+  if (!c.ok()) return c.status();
+  if (auto r = (*c)->Cmd({"scontrol", "update", "PartitionName=debug", "State=DOWN"}); !r.ok()) return r.status();
+  return c;
+}
+
+// `jobs` jobs move-<n> (n from `first`) submitted with plain sbatch, `parallel`
+// at a time, as users would; the seconds it took, or the first failure.
+absl::StatusOr<double> PlainSbatch(const SlurmCluster& c, int first, int jobs, int parallel, const std::string& cwd) {
+  std::vector<absl::Status> st(jobs);
+  const absl::Time t = absl::Now();
+  OnThreads(jobs, parallel, [&](int i) {
+    const int n = first + i;
+    st[i] = c.Cmd({"sbatch", "--parsable", absl::StrCat("--job-name=move-", n)}, BenchScript(n), cwd).status();
+  });
+  const double s = absl::ToDoubleSeconds(absl::Now() - t);
+  for (const absl::Status& s1 : st)
+    if (!s1.ok()) return s1;
+  return s;
+}
+
+// Live (pending, held, running) jobs of a cluster, by squeue.
+int LiveJobs(const SlurmCluster& c) {
+  auto r = c.Cmd({"squeue", "-h", "-o", "%i"});
+  if (!r.ok()) return -1;
+  return static_cast<int>(std::count(r->out.begin(), r->out.end(), '\n'));
+}
+
+absl::StatusOr<std::unique_ptr<hyperfed::scheduler::SlurmAdapter>> BenchAdapter(const SlurmCluster& c,
+                                                                                  const std::string& work) {
+  return hyperfed::scheduler::SlurmAdapter::Open({.state_dir = work,
+                                                  .options = {{"slurm_conf", c.conf()},
+                                                              {"submit_dir", work},
+                                                              {"timeout", "60s"},
+                                                              {"run_as", "account"},
+                                                              {"run_as_account", "nobody"},
+                                                              {"mark_key", work + "/keys/" + c.name() + ".key"}}});
+}
+
+// The adapter calls a move of `jobs` jobs makes, timed one by one, at a
+// fresh source holding 2 x jobs and a fresh destination: what the round
+// below costs in Slurm's commands, without the daemons.
+bool AdapterSteps(int jobs, int parallel, double plain_s, const std::string& work) {
+  auto src = DownCluster("src");
+  auto dst = src.ok() ? DownCluster("dst") : src.status();
+  if (!dst.ok()) return false;
+  if (!PlainSbatch(**src, 0, 2 * jobs, parallel, work).ok()) return false;
+  auto from = BenchAdapter(**src, work);
+  auto to = BenchAdapter(**dst, work);
+  if (!from.ok() || !to.ok()) return false;
+  double total = 0;
+  auto step = [&](const char* what, auto&& call) {
+    const absl::Time t = absl::Now();
+    const int ok = call();
+    const double s = absl::ToDoubleSeconds(absl::Now() - t);
+    total += s;
+    std::printf("    %-26s %4d jobs in %6.2f s = %6.1f jobs/s\n", what, ok, s, ok / s);
+    return ok == jobs;
+  };
+  std::vector<std::string> ids;
+  if (!step("ListJobs (source)", [&] {
+        auto listed = (*from)->ListJobs();
+        for (size_t i = jobs; listed.ok() && i < listed->size(); ++i) ids.push_back((*listed)[i].id);  // the newest
+        return static_cast<int>(ids.size());
+      })) {
+    return false;
+  }
+  auto count = [](const auto& results) {
+    return static_cast<int>(std::count_if(results.begin(), results.end(), [](const auto& r) { return r.ok(); }));
+  };
+  std::vector<std::pair<hyperfed::scheduler::JobSpec, std::string>> batch;
+  const bool done =
+      step("HoldMany (source)", [&] { return count((*from)->HoldMany(ids)); }) &&
+      step("ExportMany (source)",
+           [&] {
+             auto specs = (*from)->ExportMany(ids);
+             for (size_t i = 0; i < specs.size(); ++i)
+               if (specs[i].ok()) batch.push_back({*specs[i], absl::StrCat("bench:", i)});
+             return count(specs);
+           }) &&
+      step("SubmitMany (destination)", [&] { return count((*to)->SubmitMany(batch, false)); }) &&
+      step("CancelMany (source)", [&] { return count((*from)->CancelMany(ids)); });
+  if (!done) return false;
+  std::printf("    %-26s %4d jobs in %6.2f s = %6.1f jobs/s = %.2f x plain sbatch\n", "all five", jobs, total,
+              jobs / total, (jobs / total) / (jobs / plain_s));
+  return true;
+}
+
+// Plain sbatch of `jobs` scripts at a fresh cluster, `parallel` at a time:
+// the seconds it took.
+absl::StatusOr<double> PlainRun(int jobs, int parallel, const std::string& work) {
+  auto c = DownCluster("plain");
+  if (!c.ok()) return c.status();
+  return PlainSbatch(**c, 0, jobs, parallel, work);
+}
+
+struct Moved {
+  int64_t jobs = 0;
+  double seconds = 0;
+};
+
+// One operator round between two fresh sites on Slurm, 2 x jobs pending at
+// slurm-a and none at slurm-b: it moves half. Checks that every job is
+// live exactly once afterwards.
+absl::StatusOr<Moved> RoundRun(int jobs, int parallel, const std::string& work) {
+  auto a = DownCluster("slurm-a");
+  if (!a.ok()) return a.status();
+  auto b = DownCluster("slurm-b");
+  if (!b.ok()) return b.status();
+  if (auto s = PlainSbatch(**a, 0, 2 * jobs, parallel, work); !s.ok()) return s.status();
+  FederationOptions o{.sites = 2, .step_timeout = "300s", .peer_timeout = "10s", .heartbeat = "1s"};
+  o.adapter = "slurm";
+  for (const SlurmCluster* c : {a->get(), b->get()}) {
+    o.adapter_options.push_back({{"slurm_conf", c->conf()},
+                                 {"submit_dir", work},
+                                 {"timeout", "60s"},
+                                 {"run_as", "account"},
+                                 {"run_as_account", "nobody"},
+                                 {"mark_key", absl::StrCat(work, "/keys/", c->name(), ".key")}});
+  }
+  auto f = TestFederation::Start(o);
+  if (!f.ok()) return f.status();
+  const absl::Time t = absl::Now();
+  auto res = RunRound(**f, 0, false, absl::Minutes(10));
+  const double s = absl::ToDoubleSeconds(absl::Now() - t);
+  if (!res.ok()) return res.status();
+  if (!res->ok()) return absl::InternalError("the round failed: " + res->message());
+  const int at_a = LiveJobs(**a), at_b = LiveJobs(**b);
+  if (at_a + at_b != 2 * jobs || at_b != res->moved()) {
+    return absl::InternalError(absl::StrCat("after the round: ", at_a, " jobs at slurm-a and ", at_b,
+                                            " at slurm-b; want ", 2 * jobs, " in all, ", res->moved(), " at slurm-b"));
+  }
+  return Moved{.jobs = res->moved(), .seconds = s};
+}
+
+int SlurmMigration(int jobs, int runs) {
+  if (std::string why = SlurmMissing(); !why.empty()) {
+    std::printf("slurm: skipped: %s\n", why.c_str());
+    return 1;
+  }
+  const int parallel = static_cast<int>(hyperfed::scheduler::kSlurmParallelCommands);
+  std::string work = (std::filesystem::temp_directory_path() / "hyperfed-slurm-bench-XXXXXX").string();
+  if (mkdtemp(work.data()) == nullptr) return 1;
+  chmod(work.c_str(), 01777);  // moved jobs run as nobody (run_as_account)
+  struct Cleanup {
+    std::string dir;
+    ~Cleanup() {
+      std::error_code ec;
+      std::filesystem::remove_all(dir, ec);
+    }
+  } cleanup{work};
+  std::printf(
+      "Slurm to Slurm: %d jobs, %d commands at a time (kSlurmParallelCommands), every partition DOWN (jobs stay "
+      "pending), each measurement on fresh single-node clusters\n",
+      jobs, parallel);
+  std::vector<double> ratios;
+  for (int run = 1; run <= runs; ++run) {
+    auto plain = PlainRun(jobs, parallel, work);
+    if (!plain.ok()) {
+      std::printf("  plain sbatch failed: %s\n", std::string(plain.status().message()).c_str());
+      return 1;
+    }
+    if (run == 1) {
+      std::printf("  the slurm adapter's calls of a move, one by one (plain sbatch just before: %.1f jobs/s):\n",
+                  jobs / *plain);
+      if (!AdapterSteps(jobs, parallel, *plain, work)) {
+        std::printf("  an adapter call failed\n");
+        return 1;
+      }
+    }
+    auto moved = RoundRun(jobs, parallel, work);
+    if (!moved.ok()) {
+      std::printf("  the migration failed: %s\n", std::string(moved.status().message()).c_str());
+      return 1;
+    }
+    const double a = jobs / *plain, b = moved->jobs / moved->seconds;
+    ratios.push_back(b / a);
+    std::printf(
+        "  run %d: plain sbatch %d jobs in %.2f s = %.1f jobs/s; migrated slurm-a -> slurm-b in one round %lld jobs "
+        "in %.2f s = %.1f jobs/s; ratio %.2f\n",
+        run, jobs, *plain, a, static_cast<long long>(moved->jobs), moved->seconds, b, b / a);
+    std::fflush(stdout);
+  }
+  const double median = Percentile(ratios, 0.5);
+  std::printf("  migration / plain sbatch, median of %d runs = %.2f (goal >= %.1f: %s)\n", runs, median,
+              kSlurmGoalRatio, median >= kSlurmGoalRatio ? "met" : "NOT met");
+  return 0;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -348,6 +576,8 @@ int main(int argc, char** argv) {
     Rounds(sites, 40, true, floor_ms);
     return 0;
   }
+  if (mode == "--slurm")
+    return SlurmMigration(argc > 2 ? std::atoi(argv[2]) : 500, argc > 3 ? std::atoi(argv[3]) : 3);
   if (mode == "--throughput") {
     Throughput(10000, true);
     Throughput(10000, false);
