@@ -158,7 +158,7 @@ inline constexpr size_t kSlurmChangeBatch = 500;
 // The per-job commands of one batch (sbatch, `scontrol write batch_script`)
 // that run at once. A command's time is mostly waiting (process start,
 // munge, slurmctld's answer), and slurmctld serves RPCs on many threads;
-// docs/benchmarks.md, "Slurm to Slurm", has the rate per setting.
+// docs/benchmarks.md, "Slurm to Slurm", has plain sbatch's rate at 1 to 32.
 inline constexpr size_t kSlurmParallelCommands = 8;
 
 // Where the commands are looked up when bin_dir is unset.
@@ -375,8 +375,8 @@ class SlurmAdapter : public SchedulerAdapter {
   // Every job slurmctld holds, in every state, managed or not.
   absl::StatusOr<Queue> ReadQueue() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // The job's batch script as slurmctld gives it; FailedPrecondition when it
-  // has none to give. Touches no state (ExportMany runs it on several
-  // threads and keeps the scripts in scripts_).
+  // has none to give. Touches no member state (ExportMany runs it on
+  // several threads and keeps the scripts in scripts_).
   absl::StatusOr<std::string> FetchScript(const std::string& id) const;
   enum class Change { kHold, kRelease, kCancel };
   // What the queue `q` already answers for job `id` (not found, already so,
@@ -394,8 +394,8 @@ class SlurmAdapter : public SchedulerAdapter {
   std::vector<absl::Status> ChangeMany(Change c, const std::vector<std::string>& ids);
   // CheckSpec with the node limits given.
   absl::Status CheckSpecWithin(const JobSpec& spec, const NodeLimits& limits) const;
-  // One sbatch. Touches no state: SubmitMany runs it on several threads
-  // while it holds mu_ (so the tags it looked up stay true).
+  // One sbatch. Touches no member state: SubmitMany runs it on several
+  // threads while it holds mu_ (so the tags it looked up stay true).
   absl::StatusOr<std::string> SubmitIn(const JobSpec& spec, const std::string& tag, bool held,
                                        const NodeLimits& limits) const;
   // The queue entry of a job Export can give, or why it cannot (unknown,
