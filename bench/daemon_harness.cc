@@ -1,8 +1,12 @@
 // hyperfedd benchmarks, measured in one run on this machine:
 //   - the loopback RPC round trip (the floor): grpc.health.v1.Health/Check
 //     over mutual TLS;
-//   - a full round's latency (operator's Balance with wait, end to end) for
-//     8, 16 and 32 sites, p50 and p99, without and with migrations;
+//   - a full round's latency (operator's Balance with wait, end to end, over
+//     an open connection) for 8, 16 and 32 sites, p50 and p99, without and
+//     with migrations, with the CPU time and context switches per round and
+//     site (from /proc);
+//   - the instructions one round costs the coordinator and a participant
+//     (--cpu: two of 8 sites under callgrind);
 //   - jobs per second migrated between two sites, journal and scheduler
 //     state on a real disk (fsync on) and on tmpfs, with the ratio to the
 //     goal (50,000 jobs/s);
@@ -10,15 +14,23 @@
 //   - a soak: many rounds on a local 8-site federation, with the
 //     coordinator's threads, VmSize and RSS every 200 rounds (they must stay
 //     flat: one bounded executor per site, docs/design.md §9).
-// Run: build/hyperfed_daemon_bench [--quick | --throughput | --soak [ROUNDS]]
+//   - Slurm to Slurm: jobs per second migrated between two single-node
+//     Slurm clusters in one round, against plain sbatch of the same scripts
+//     with the same parallelism, with the ratio to the goal (0.5).
+// Run: build/hyperfed_daemon_bench [--quick | --rounds [SITES] | --cpu [ROUNDS] | --throughput |
+//                                   --soak [ROUNDS] | --slurm [JOBS [RUNS]]]
 // (figures in docs/benchmarks.md)
 
 #include <dirent.h>
 #include <sys/resource.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cstdio>
+#include <filesystem>
+#include <functional>
 #include <fstream>
 #include <sstream>
 #include <thread>
@@ -26,9 +38,11 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "daemon/scheduler/slurm_adapter.h"
 #include "grpc/health/v1/health.grpc.pb.h"
 #include "tests/integration/federation_harness.h"
 #include "tests/integration/jobs_util.h"
+#include "tests/scheduler/slurm_cluster.h"
 
 using namespace hyperfed::testing;
 
@@ -39,18 +53,8 @@ double Percentile(std::vector<double> v, double q) {
   return v.empty() ? 0 : v[std::min(v.size() - 1, static_cast<size_t>(q * (v.size() - 1) + 0.5))];
 }
 
-std::unique_ptr<grpc::health::v1::Health::Stub> HealthStub(TestFederation& f, int i) {
-  grpc::SslCredentialsOptions o;
-  o.pem_root_certs = ReadFile(f.CertDir() + "/ca.pem");
-  o.pem_cert_chain = ReadFile(f.CertDir() + "/admin.pem");
-  o.pem_private_key = ReadFile(f.CertDir() + "/admin-key.pem");
-  grpc::ChannelArguments args;
-  args.SetSslTargetNameOverride(f.SiteId(i));
-  return grpc::health::v1::Health::NewStub(grpc::CreateCustomChannel(f.Endpoint(i), grpc::SslCredentials(o), args));
-}
-
 double RpcFloorMs(TestFederation& f, int calls) {
-  auto stub = HealthStub(f, 0);
+  auto stub = grpc::health::v1::Health::NewStub(f.Channel(0));
   std::vector<double> ms;
   for (int i = 0; i < calls + 50; ++i) {
     grpc::health::v1::HealthCheckRequest req;
@@ -65,13 +69,52 @@ double RpcFloorMs(TestFederation& f, int calls) {
   return Percentile(ms, 0.5);
 }
 
+double CpuSeconds(pid_t pid) {
+  std::string stat = ReadFile(absl::StrCat("/proc/", pid, "/stat"));
+  std::istringstream in(stat.substr(stat.rfind(')') + 2));
+  std::string field;
+  long long utime = 0, stime = 0;
+  for (int i = 3; i <= 15 && in >> field; ++i) {
+    if (i == 14) utime = std::stoll(field);
+    if (i == 15) stime = std::stoll(field);
+  }
+  return (utime + stime) / static_cast<double>(sysconf(_SC_CLK_TCK));
+}
+
+// Voluntary context switches of every thread of a process: each is a thread
+// that blocked (a hand-off, a wait for a peer or a lock). Switches forced by
+// other processes (nonvoluntary) depend on the machine's load and are left
+// out.
+long long ContextSwitches(pid_t pid) {
+  long long n = 0;
+  const std::string tasks = absl::StrCat("/proc/", pid, "/task");
+  if (DIR* d = opendir(tasks.c_str())) {
+    while (dirent* e = readdir(d)) {
+      if (e->d_name[0] == '.') continue;
+      std::istringstream st(ReadFile(absl::StrCat(tasks, "/", e->d_name, "/status")));
+      std::string line;
+      while (std::getline(st, line))
+        if (line.rfind("voluntary_ctxt_switches:", 0) == 0) n += std::stoll(line.substr(line.find(':') + 1));
+    }
+    closedir(d);
+  }
+  return n;
+}
+
 void Rounds(int sites, int rounds, bool migrations, double floor_ms) {
   auto f = TestFederation::Start({.sites = sites, .step_timeout = "20s", .peer_timeout = "5s", .heartbeat = "1s"});
   if (!f.ok()) {
     std::printf("  %d sites: could not start: %s\n", sites, std::string(f.status().message()).c_str());
     return;
   }
+  // One operator connection for every round, opened by a first round that
+  // is not timed: a round's figure is the round's, not a TLS handshake's.
+  auto admin = (*f)->Admin(0);
+  (void)RunRound(**f, *admin);
   std::vector<double> ms;
+  double cpu0 = 0;
+  long long cs0 = 0;
+  for (int i = 0; i < sites; ++i) cpu0 += CpuSeconds((*f)->Pid(i)), cs0 += ContextSwitches((*f)->Pid(i));
   for (int r = 0; r < rounds; ++r) {
     if (migrations) {
       // 10 jobs per site at one site (rotating): the round moves 9/10 of them.
@@ -79,16 +122,34 @@ void Rounds(int sites, int rounds, bool migrations, double floor_ms) {
       std::this_thread::sleep_for(std::chrono::milliseconds(50));
     }
     const absl::Time t = absl::Now();
-    auto res = RunRound(**f, 0);
+    auto res = RunRound(**f, *admin);
     if (res.ok() && res->ok()) ms.push_back(absl::ToDoubleMilliseconds(absl::Now() - t));
   }
+  double cpu1 = 0;
+  long long cs1 = 0;
+  for (int i = 0; i < sites; ++i) cpu1 += CpuSeconds((*f)->Pid(i)), cs1 += ContextSwitches((*f)->Pid(i));
   int n = 0;
   while ((1 << n) < sites) ++n;
+  // Issue 16's goal: 5 x (dimensions + 2) x the round trip.
+  const double goal_ms = 5 * (n + 2) * floor_ms;
   std::printf(
       "  %2d sites (%d dimensions), %s: round p50 %.2f ms, p99 %.2f ms over %zu rounds; "
-      "p50 / (dimensions x RPC floor) = %.1f\n",
+      "p50 / (5 x (dimensions + 2) x RPC floor = %.2f ms) = %.2f; per round and site: %.2f ms CPU, %.1f voluntary "
+      "context switches\n",
       sites, n, migrations ? "with migrations   " : "without migrations", Percentile(ms, 0.5), Percentile(ms, 0.99),
-      ms.size(), Percentile(ms, 0.5) / (n * floor_ms));
+      ms.size(), goal_ms, Percentile(ms, 0.5) / goal_ms, 1000 * (cpu1 - cpu0) / rounds / sites,
+      static_cast<double>(cs1 - cs0) / rounds / sites);
+}
+
+// The loopback round trip of a site started for it (0.2 ms when none
+// starts).
+double RpcFloor(int calls = 2000) {
+  auto f = TestFederation::Start({.sites = 1});
+  if (!f.ok()) {
+    std::printf("cannot start a site: %s\n", std::string(f.status().message()).c_str());
+    return 0.2;
+  }
+  return RpcFloorMs(**f, calls);
 }
 
 // The goal of issue 16 for a migration between two sim sites.
@@ -123,20 +184,9 @@ void Idle(int sites, int seconds) {
   auto f = TestFederation::Start({.sites = sites, .heartbeat = "1s"});
   if (!f.ok()) return;
   std::this_thread::sleep_for(std::chrono::seconds(2));
-  auto cpu = [&](pid_t pid) {
-    std::string stat = ReadFile(absl::StrCat("/proc/", pid, "/stat"));
-    std::istringstream in(stat.substr(stat.rfind(')') + 2));
-    std::string field;
-    long long utime = 0, stime = 0;
-    for (int i = 3; i <= 15 && in >> field; ++i) {
-      if (i == 14) utime = std::stoll(field);
-      if (i == 15) stime = std::stoll(field);
-    }
-    return (utime + stime) / static_cast<double>(sysconf(_SC_CLK_TCK));
-  };
-  const double c0 = cpu((*f)->Pid(0));
+  const double c0 = CpuSeconds((*f)->Pid(0));
   std::this_thread::sleep_for(std::chrono::seconds(seconds));
-  const double c1 = cpu((*f)->Pid(0));
+  const double c1 = CpuSeconds((*f)->Pid(0));
   long rss_kb = 0;
   std::istringstream st(ReadFile(absl::StrCat("/proc/", (*f)->Pid(0), "/status")));
   std::string line;
@@ -144,6 +194,79 @@ void Idle(int sites, int seconds) {
     if (line.rfind("VmRSS:", 0) == 0) rss_kb = std::stol(line.substr(6));
   std::printf("  idle daemon (one of %d sites, heartbeat 1s): %.2f%% CPU over %d s, %.1f MB resident\n", sites,
               100.0 * (c1 - c0) / seconds, seconds, rss_kb / 1024.0);
+}
+
+// Instructions (callgrind's Ir) site i has run since its counters were last
+// zeroed: `callgrind_control --dump`, then the dump's "totals:" line; -1
+// when that fails.
+int64_t DumpedInstructions(TestFederation& f, int i, const std::string& out_file, int dump) {
+  if (std::system(absl::StrCat("callgrind_control --dump ", f.Pid(i), " >/dev/null 2>&1").c_str()) != 0) return -1;
+  const std::string path = absl::StrCat(out_file, ".", dump);
+  for (int tries = 0; tries < 100; ++tries) {
+    std::istringstream in(ReadFile(path));
+    std::string line;
+    while (std::getline(in, line))
+      if (line.rfind("totals:", 0) == 0) return std::stoll(line.substr(7));
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }
+  return -1;
+}
+
+bool ZeroInstructions(TestFederation& f, int i) {
+  return std::system(absl::StrCat("callgrind_control --zero ", f.Pid(i), " >/dev/null 2>&1").c_str()) == 0;
+}
+
+// The CPU one round without migrations costs a site, in instructions
+// (callgrind counts them the same on a busy or an idle machine): the
+// coordinator (site 0) and a participant (site 5) of an 8-site federation
+// run under callgrind; their count over `rounds` rounds, less their count
+// over the same time idle (heartbeats, gRPC's own background work), per
+// round.
+int CpuPerRound(int rounds) {
+  const std::vector<int> measured = {0, 5};
+  const std::string dir = absl::StrCat("/tmp/hyperfed-bench-callgrind-", getpid());
+  std::filesystem::create_directories(dir);
+  FederationOptions o{.sites = 8, .step_timeout = "120s", .peer_timeout = "60s", .heartbeat = "2s"};
+  o.run_under.resize(8);
+  for (int i : measured)
+    o.run_under[i] = {"valgrind", "--tool=callgrind", "--quiet",
+                      absl::StrCat("--callgrind-out-file=", dir, "/site-", i)};
+  auto f = TestFederation::Start(o);
+  if (!f.ok()) {
+    std::printf("cpu: could not start 8 sites (valgrind installed?): %s\n", std::string(f.status().message()).c_str());
+    return 1;
+  }
+  auto admin = (*f)->Admin(0);  // one operator connection for every round
+  for (int r = 0; r < 3; ++r) (void)RunRound(**f, *admin, false, absl::Minutes(5));  // warm-up
+  int dump = 0;
+  for (int i : measured) ZeroInstructions(**f, i);
+  const absl::Time t = absl::Now();
+  int ok = 0;
+  for (int r = 0; r < rounds; ++r) {
+    auto res = RunRound(**f, *admin, false, absl::Minutes(5));
+    ok += res.ok() && res->ok();
+  }
+  const absl::Duration took = absl::Now() - t;
+  ++dump;
+  std::vector<int64_t> busy;
+  for (int i : measured) busy.push_back(DumpedInstructions(**f, i, absl::StrCat(dir, "/site-", i), dump));
+  for (int i : measured) ZeroInstructions(**f, i);
+  absl::SleepFor(took);
+  ++dump;
+  std::printf("CPU per round without migrations, 8 sites, %d of %d rounds done, %.1f s under callgrind:\n", ok,
+              rounds, absl::ToDoubleSeconds(took));
+  for (size_t k = 0; k < measured.size(); ++k) {
+    const int i = measured[k];
+    const int64_t idle = DumpedInstructions(**f, i, absl::StrCat(dir, "/site-", i), dump);
+    if (busy[k] < 0 || idle < 0) {
+      std::printf("  site-%d: callgrind_control failed\n", i);
+      continue;
+    }
+    std::printf("  site-%d (%s): %.2f M instructions per round (%.1f M over the rounds, %.1f M idle as long)\n", i,
+                i == 0 ? "coordinator" : "participant", (busy[k] - idle) / 1e6 / rounds, busy[k] / 1e6, idle / 1e6);
+  }
+  if (!getenv("HYPERFED_KEEP_TEST_DIR")) std::filesystem::remove_all(dir);
+  return ok == rounds ? 0 : 1;
 }
 
 // Threads, VmSize and VmRSS (kB) of a process.
@@ -220,27 +343,256 @@ int Soak(int rounds) {
   return failed == 0 ? 0 : 1;
 }
 
+// ---- Slurm to Slurm (issue 16) ----
+
+// The goal: a migration at least half as fast as plain sbatch of the same
+// scripts at the destination, with the same parallelism.
+constexpr double kSlurmGoalRatio = 0.5;
+
+// Calls fn(i) for every i in [0, n) on `threads` threads; returns when all
+// have returned.
+void OnThreads(int n, int threads, const std::function<void(int)>& fn) {
+  std::atomic<int> next{0};
+  std::vector<std::thread> pool;
+  for (int t = 0; t < std::min(n, threads); ++t) {
+    pool.emplace_back([&] {
+      for (int i = next++; i < n; i = next++) fn(i);
+    });
+  }
+  for (std::thread& t : pool) t.join();
+}
+
+// Job n's batch script: no #SBATCH line, so the script sbatch gets is the
+// same whether it comes from a user or from hyperfed (which rewrites most
+// of those lines, docs/adapters.md).
+std::string BenchScript(int n) {
+  return absl::StrCat("#!/bin/sh\n# job ", n, " of the Slurm benchmark\necho \"job ", n,
+                      " ran at $SLURM_CLUSTER_NAME\"\nsleep 600\n");
+}
+
+// A cluster whose partition is DOWN: every job stays pending, so Slurm does
+// the same work for each submission (queue it, no start) whoever submits.
+absl::StatusOr<std::unique_ptr<SlurmCluster>> DownCluster(const std::string& name) {
+  auto c = SlurmCluster::Start(name);
+  if (!c.ok()) return c.status();
+  if (auto r = (*c)->Cmd({"scontrol", "update", "PartitionName=debug", "State=DOWN"}); !r.ok()) return r.status();
+  return c;
+}
+
+// `jobs` jobs move-<n> (n from `first`) submitted with plain sbatch, `parallel`
+// at a time, as users would; the seconds it took, or the first failure.
+absl::StatusOr<double> PlainSbatch(const SlurmCluster& c, int first, int jobs, int parallel, const std::string& cwd) {
+  std::vector<absl::Status> st(jobs);
+  const absl::Time t = absl::Now();
+  OnThreads(jobs, parallel, [&](int i) {
+    const int n = first + i;
+    st[i] = c.Cmd({"sbatch", "--parsable", absl::StrCat("--job-name=move-", n)}, BenchScript(n), cwd).status();
+  });
+  const double s = absl::ToDoubleSeconds(absl::Now() - t);
+  for (const absl::Status& s1 : st)
+    if (!s1.ok()) return s1;
+  return s;
+}
+
+// Live (pending, held, running) jobs of a cluster, by squeue.
+int LiveJobs(const SlurmCluster& c) {
+  auto r = c.Cmd({"squeue", "-h", "-o", "%i"});
+  if (!r.ok()) return -1;
+  return static_cast<int>(std::count(r->out.begin(), r->out.end(), '\n'));
+}
+
+absl::StatusOr<std::unique_ptr<hyperfed::scheduler::SlurmAdapter>> BenchAdapter(const SlurmCluster& c,
+                                                                                  const std::string& work) {
+  return hyperfed::scheduler::SlurmAdapter::Open({.state_dir = work,
+                                                  .options = {{"slurm_conf", c.conf()},
+                                                              {"submit_dir", work},
+                                                              {"timeout", "60s"},
+                                                              {"run_as", "account"},
+                                                              {"run_as_account", "nobody"},
+                                                              {"mark_key", work + "/keys/" + c.name() + ".key"}}});
+}
+
+// The adapter calls a move of `jobs` jobs makes, timed one by one, at a
+// fresh source holding 2 x jobs and a fresh destination: what the round
+// below costs in Slurm's commands, without the daemons.
+bool AdapterSteps(int jobs, int parallel, double plain_s, const std::string& work) {
+  auto src = DownCluster("src");
+  auto dst = src.ok() ? DownCluster("dst") : src.status();
+  if (!dst.ok()) return false;
+  if (!PlainSbatch(**src, 0, 2 * jobs, parallel, work).ok()) return false;
+  auto from = BenchAdapter(**src, work);
+  auto to = BenchAdapter(**dst, work);
+  if (!from.ok() || !to.ok()) return false;
+  double total = 0;
+  auto step = [&](const char* what, auto&& call) {
+    const absl::Time t = absl::Now();
+    const int ok = call();
+    const double s = absl::ToDoubleSeconds(absl::Now() - t);
+    total += s;
+    std::printf("    %-26s %4d jobs in %6.2f s = %6.1f jobs/s\n", what, ok, s, ok / s);
+    return ok == jobs;
+  };
+  std::vector<std::string> ids;
+  if (!step("ListJobs (source)", [&] {
+        auto listed = (*from)->ListJobs();
+        for (size_t i = jobs; listed.ok() && i < listed->size(); ++i) ids.push_back((*listed)[i].id);  // the newest
+        return static_cast<int>(ids.size());
+      })) {
+    return false;
+  }
+  auto count = [](const auto& results) {
+    return static_cast<int>(std::count_if(results.begin(), results.end(), [](const auto& r) { return r.ok(); }));
+  };
+  std::vector<std::pair<hyperfed::scheduler::JobSpec, std::string>> batch;
+  const bool done =
+      step("HoldMany (source)", [&] { return count((*from)->HoldMany(ids)); }) &&
+      step("ExportMany (source)",
+           [&] {
+             auto specs = (*from)->ExportMany(ids);
+             for (size_t i = 0; i < specs.size(); ++i)
+               if (specs[i].ok()) batch.push_back({*specs[i], absl::StrCat("bench:", i)});
+             return count(specs);
+           }) &&
+      step("SubmitMany (destination)", [&] { return count((*to)->SubmitMany(batch, false)); }) &&
+      step("CancelMany (source)", [&] { return count((*from)->CancelMany(ids)); });
+  if (!done) return false;
+  std::printf("    %-26s %4d jobs in %6.2f s = %6.1f jobs/s = %.2f x plain sbatch\n", "all five", jobs, total,
+              jobs / total, (jobs / total) / (jobs / plain_s));
+  return true;
+}
+
+// Plain sbatch of `jobs` scripts at a fresh cluster, `parallel` at a time:
+// the seconds it took.
+absl::StatusOr<double> PlainRun(int jobs, int parallel, const std::string& work) {
+  auto c = DownCluster("plain");
+  if (!c.ok()) return c.status();
+  return PlainSbatch(**c, 0, jobs, parallel, work);
+}
+
+struct Moved {
+  int64_t jobs = 0;
+  double seconds = 0;
+};
+
+// One operator round between two fresh sites on Slurm, 2 x jobs pending at
+// slurm-a and none at slurm-b: it moves half. Checks that every job is
+// live exactly once afterwards.
+absl::StatusOr<Moved> RoundRun(int jobs, int parallel, const std::string& work) {
+  auto a = DownCluster("slurm-a");
+  if (!a.ok()) return a.status();
+  auto b = DownCluster("slurm-b");
+  if (!b.ok()) return b.status();
+  if (auto s = PlainSbatch(**a, 0, 2 * jobs, parallel, work); !s.ok()) return s.status();
+  FederationOptions o{.sites = 2, .step_timeout = "300s", .peer_timeout = "10s", .heartbeat = "1s"};
+  o.adapter = "slurm";
+  for (const SlurmCluster* c : {a->get(), b->get()}) {
+    o.adapter_options.push_back({{"slurm_conf", c->conf()},
+                                 {"submit_dir", work},
+                                 {"timeout", "60s"},
+                                 {"run_as", "account"},
+                                 {"run_as_account", "nobody"},
+                                 {"mark_key", absl::StrCat(work, "/keys/", c->name(), ".key")}});
+  }
+  auto f = TestFederation::Start(o);
+  if (!f.ok()) return f.status();
+  const absl::Time t = absl::Now();
+  auto res = RunRound(**f, 0, false, absl::Minutes(10));
+  const double s = absl::ToDoubleSeconds(absl::Now() - t);
+  if (!res.ok()) return res.status();
+  if (!res->ok()) return absl::InternalError("the round failed: " + res->message());
+  const int at_a = LiveJobs(**a), at_b = LiveJobs(**b);
+  if (at_a + at_b != 2 * jobs || at_b != res->moved()) {
+    return absl::InternalError(absl::StrCat("after the round: ", at_a, " jobs at slurm-a and ", at_b,
+                                            " at slurm-b; want ", 2 * jobs, " in all, ", res->moved(), " at slurm-b"));
+  }
+  return Moved{.jobs = res->moved(), .seconds = s};
+}
+
+int SlurmMigration(int jobs, int runs) {
+  if (std::string why = SlurmMissing(); !why.empty()) {
+    std::printf("slurm: skipped: %s\n", why.c_str());
+    return 1;
+  }
+  const int parallel = static_cast<int>(hyperfed::scheduler::kSlurmParallelCommands);
+  std::string work = (std::filesystem::temp_directory_path() / "hyperfed-slurm-bench-XXXXXX").string();
+  if (mkdtemp(work.data()) == nullptr) return 1;
+  chmod(work.c_str(), 01777);  // moved jobs run as nobody (run_as_account)
+  struct Cleanup {
+    std::string dir;
+    ~Cleanup() {
+      std::error_code ec;
+      std::filesystem::remove_all(dir, ec);
+    }
+  } cleanup{work};
+  std::printf(
+      "Slurm to Slurm: %d jobs, %d commands at a time (kSlurmParallelCommands), every partition DOWN (jobs stay "
+      "pending), each measurement on fresh single-node clusters\n",
+      jobs, parallel);
+  // Each run brackets the round with two plain runs and compares with
+  // their mean: the machine's load drifts (it is shared), and both sides of
+  // the ratio should see the same.
+  std::vector<double> ratios;
+  for (int run = 1; run <= runs; ++run) {
+    auto before = PlainRun(jobs, parallel, work);
+    if (!before.ok()) {
+      std::printf("  plain sbatch failed: %s\n", std::string(before.status().message()).c_str());
+      return 1;
+    }
+    if (run == 1) {
+      std::printf("  the slurm adapter's calls of a move, one by one (plain sbatch just before: %.1f jobs/s):\n",
+                  jobs / *before);
+      if (!AdapterSteps(jobs, parallel, *before, work)) {
+        std::printf("  an adapter call failed\n");
+        return 1;
+      }
+    }
+    auto moved = RoundRun(jobs, parallel, work);
+    if (!moved.ok()) {
+      std::printf("  the migration failed: %s\n", std::string(moved.status().message()).c_str());
+      return 1;
+    }
+    auto after = PlainRun(jobs, parallel, work);
+    if (!after.ok()) {
+      std::printf("  plain sbatch failed: %s\n", std::string(after.status().message()).c_str());
+      return 1;
+    }
+    const double a = jobs / ((*before + *after) / 2), b = moved->jobs / moved->seconds;
+    ratios.push_back(b / a);
+    std::printf(
+        "  run %d: plain sbatch %d jobs in %.2f s and %.2f s = %.1f jobs/s; migrated slurm-a -> slurm-b in one round "
+        "%lld jobs in %.2f s = %.1f jobs/s; ratio %.2f\n",
+        run, jobs, *before, *after, a, static_cast<long long>(moved->jobs), moved->seconds, b, b / a);
+    std::fflush(stdout);
+  }
+  const double median = Percentile(ratios, 0.5);
+  std::printf("  migration / plain sbatch, median of %d runs = %.2f (goal >= %.1f: %s)\n", runs, median,
+              kSlurmGoalRatio, median >= kSlurmGoalRatio ? "met" : "NOT met");
+  return 0;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
   const std::string mode = argc > 1 ? argv[1] : "";
   const bool quick = mode == "--quick";
   if (mode == "--soak") return Soak(argc > 2 ? std::atoi(argv[2]) : 2000);
+  if (mode == "--cpu") return CpuPerRound(argc > 2 ? std::atoi(argv[2]) : 20);
+  if (mode == "--rounds") {  // round latency only, at SITES (8) sites
+    const double floor_ms = RpcFloor();
+    const int sites = argc > 2 ? std::atoi(argv[2]) : 8;
+    Rounds(sites, 300, false, floor_ms);
+    Rounds(sites, 40, true, floor_ms);
+    return 0;
+  }
+  if (mode == "--slurm")
+    return SlurmMigration(argc > 2 ? std::atoi(argv[2]) : 500, argc > 3 ? std::atoi(argv[3]) : 3);
   if (mode == "--throughput") {
     Throughput(10000, true);
     Throughput(10000, false);
     return 0;
   }
   std::printf("hyperfedd benchmarks (%s)\n", quick ? "quick" : "full");
-  double floor_ms = 0.2;
-  {
-    auto f = TestFederation::Start({.sites = 1});
-    if (!f.ok()) {
-      std::printf("cannot start a site: %s\n", std::string(f.status().message()).c_str());
-      return 1;
-    }
-    floor_ms = RpcFloorMs(**f, quick ? 300 : 2000);
-  }
+  const double floor_ms = RpcFloor(quick ? 300 : 2000);
   const int rounds = quick ? 10 : 40;
   for (int sites : {8, 16, 32}) {
     Rounds(sites, rounds, false, floor_ms);

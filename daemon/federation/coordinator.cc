@@ -120,26 +120,28 @@ void Coordinator::Coordinate(RoundSpec spec) {
     std::lock_guard<std::mutex> l(mu_);
     live = running_->live;
   }
-  // Start the round everywhere at once.
-  std::vector<char> ok(live.size(), 0);  // not vector<bool>: items are written from several threads
-  std::vector<std::string> why(live.size());
-  ParallelFor(executor_, live.size(), [&](size_t i) {
+  // Start the round here, then at every other live site at once.
+  std::vector<PeerClient::StartAnswer> answers(live.size());
+  std::vector<std::string> others;
+  for (size_t i = 0; i < live.size(); ++i) {
     if (live[i] == config_.site.id) {
-      ok[i] = participant_->OnStartRound(spec, &why[i]);
-      return;
+      answers[i].accepted = participant_->OnStartRound(spec, &answers[i].why_not);
+    } else {
+      others.push_back(live[i]);
     }
-    auto r = peers_->StartRound(live[i], spec, timeouts_.step, &why[i]);
-    if (!r.ok()) why[i] = std::string(r.status().message());
-    ok[i] = r.ok() && *r;
-  });
+  }
+  std::vector<PeerClient::StartAnswer> theirs = peers_->StartRound(others, spec, timeouts_.step);
+  theirs.resize(others.size(), {false, "no answer"});
+  for (size_t i = 0, k = 0; i < live.size(); ++i)
+    if (live[i] != config_.site.id) answers[i] = std::move(theirs[k++]);
   std::vector<std::string> events;
   std::unique_lock<std::mutex> l(mu_);
   Running& run = *running_;
   for (size_t i = 0; i < live.size(); ++i) {
-    if (ok[i]) {
+    if (answers[i].accepted) {
       run.accepted.push_back(live[i]);
     } else {
-      events.push_back(absl::StrCat(live[i], " did not take part: ", why[i]));
+      events.push_back(absl::StrCat(live[i], " did not take part: ", answers[i].why_not));
       run.any_failed = true;
     }
   }
@@ -152,8 +154,9 @@ void Coordinator::Coordinate(RoundSpec spec) {
   // site that dies mid-round never reports: once every site still missing
   // is down in this site's view, the round ends without it.
   const absl::Time give_up = spec.deadline + timeouts_.report;
+  auto gone = [&] { return !running_ || running_->spec.round_id != spec.round_id; };  // OnReport finished it
   while (true) {
-    if (!running_ || running_->spec.round_id != spec.round_id) return;
+    if (gone()) return;
     if (CompleteLocked()) return FinishLocked("");
     if (stopping_) return FinishLocked("the coordinator is stopping");
     std::vector<std::string> missing;
@@ -169,7 +172,7 @@ void Coordinator::Coordinate(RoundSpec spec) {
     // Liveness changes with time, not with a notification: look again
     // every heartbeat interval.
     env_->WaitUntil(l, cv_, std::min(give_up, env_->Now() + config_.balancer.heartbeat_interval),
-                    [&] { return stopping_ || CompleteLocked(); });
+                    [&] { return stopping_ || gone() || CompleteLocked(); });
   }
 }
 
@@ -226,7 +229,15 @@ absl::Status Coordinator::OnReport(const RoundReport& report) {
       r.moved += t.count;
     }
   });
-  cv_.notify_all();
+  // The last report ends the round here, on the reporter's thread: waking
+  // Coordinate's thread to do it would add a thread switch to every round's
+  // critical path (docs/benchmarks.md, "Round latency"). Coordinate then
+  // finds the round gone and returns.
+  if (CompleteLocked()) {
+    FinishLocked("");
+  } else {
+    cv_.notify_all();
+  }
   return absl::OkStatus();
 }
 

@@ -98,9 +98,14 @@ class PeerClient {
   // kExchange returns the callee's rows; the other kinds return nothing.
   virtual absl::StatusOr<balance::LoadTable> Exchange(const std::string& site, const ExchangeMessage& m,
                                                       absl::Duration timeout) = 0;
-  // True when the site accepted the round; `busy_with` says why not.
-  virtual absl::StatusOr<bool> StartRound(const std::string& site, const RoundSpec& spec, absl::Duration timeout,
-                                          std::string* why_not) = 0;
+  // Asks every site of `sites` at once to take part in `spec` and returns
+  // once all have answered or timed out: one answer per site, in order.
+  struct StartAnswer {
+    bool accepted = false;
+    std::string why_not;  // refused (the site's reason) or unreachable
+  };
+  virtual std::vector<StartAnswer> StartRound(const std::vector<std::string>& sites, const RoundSpec& spec,
+                                              absl::Duration timeout) = 0;
   virtual absl::Status ReportRound(const std::string& site, const RoundReport& report, absl::Duration timeout) = 0;
   // Returns the id of the round that will serve the request.
   virtual absl::StatusOr<std::string> RequestBalance(const std::string& site, const std::string& from,

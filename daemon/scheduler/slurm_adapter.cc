@@ -6,11 +6,16 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cerrno>
 #include <cmath>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <functional>
+#include <numeric>
+#include <system_error>
+#include <thread>
 #include <tuple>
 
 #include "absl/strings/ascii.h"
@@ -171,6 +176,45 @@ bool QueueOrder(const Job& a, const Job& b) {
 
 absl::Status NotFound(const std::string& id) {
   return absl::NotFoundError(absl::StrCat("slurm: no job ", id, " in the managed partitions"));
+}
+
+// Calls run(i) for every i in [0, n), at most kSlurmParallelCommands at a
+// time (the calling thread is one of them), and returns the results in
+// input order; every thread has ended on return. Once a call returns
+// DeadlineExceeded, Slurm is not answering: items not started yet get that
+// error without running (each would wait as long again), and so does every
+// later call given the same `stuck`.
+template <typename T>
+std::vector<absl::StatusOr<T>> RunParallel(size_t n, absl::Status* stuck,
+                                           const std::function<absl::StatusOr<T>(size_t)>& run) {
+  std::vector<absl::StatusOr<T>> out(n, absl::InternalError("slurm: not run"));
+  absl::Mutex mu;  // guards *stuck
+  std::atomic<size_t> next{0};
+  auto work = [&] {
+    for (size_t i = next++; i < n; i = next++) {
+      absl::Status timed_out;
+      {
+        absl::MutexLock l(&mu);
+        timed_out = *stuck;
+      }
+      out[i] = timed_out.ok() ? run(i) : timed_out;
+      if (absl::IsDeadlineExceeded(out[i].status())) {
+        absl::MutexLock l(&mu);
+        if (stuck->ok()) *stuck = out[i].status();
+      }
+    }
+  };
+  std::vector<std::thread> helpers;
+  for (size_t t = 1; t < std::min<size_t>(n, kSlurmParallelCommands); ++t) {
+    try {
+      helpers.emplace_back(work);
+    } catch (const std::system_error&) {
+      break;  // no thread to be had: fewer at a time, never fewer done
+    }
+  }
+  work();
+  for (std::thread& t : helpers) t.join();
+  return out;
 }
 
 }  // namespace
@@ -558,9 +602,7 @@ absl::StatusOr<SlurmAdapter::Queue> SlurmAdapter::ReadQueue() {
   return q;
 }
 
-absl::StatusOr<std::string> SlurmAdapter::Script(const JobKey& key) {
-  if (auto it = scripts_.find(key); it != scripts_.end()) return it->second;
-  const std::string& id = key.first;
+absl::StatusOr<std::string> SlurmAdapter::FetchScript(const std::string& id) const {
   const std::vector<std::string> argv = {"scontrol", "write", "batch_script", id, "-"};
   auto r = Run(argv);
   if (!r.ok()) return r.status();
@@ -570,15 +612,7 @@ absl::StatusOr<std::string> SlurmAdapter::Script(const JobKey& key) {
     return absl::FailedPreconditionError(
         absl::StrCat("`", CommandLine(argv), "` printed no batch script: ", absl::StripAsciiWhitespace(r->err)));
   }
-  scripts_[key] = r->out;
-  return r->out;
-}
-
-absl::Status SlurmAdapter::FillScript(Job* job) {
-  auto s = Script({job->id, job->queued_at_ms});
-  if (!s.ok()) return s.status();
-  job->spec.script = *s;
-  return absl::OkStatus();
+  return std::move(r->out);
 }
 
 void SlurmAdapter::TrimScripts(const Queue& q) {
@@ -794,7 +828,7 @@ std::vector<absl::Status> SlurmAdapter::CancelMany(const std::vector<std::string
   return ChangeMany(Change::kCancel, ids);
 }
 
-absl::StatusOr<JobSpec> SlurmAdapter::ExportIn(const Queue& q, const std::string& id) {
+absl::StatusOr<const SlurmAdapter::Entry*> SlurmAdapter::ExportableIn(const Queue& q, const std::string& id) {
   if (!AllDigits(id)) return NotFound(id);
   auto it = q.find(id);
   if (it == q.end() || !it->second.Visible()) return NotFound(id);
@@ -805,16 +839,7 @@ absl::StatusOr<JobSpec> SlurmAdapter::ExportIn(const Queue& q, const std::string
   }
   if (absl::StrContains(e.fixed_pin, "environment variable"))
     return absl::FailedPreconditionError(absl::StrCat("slurm: job ", id, " ", e.fixed_pin, "; it is pinned"));
-  Job job = e.job;
-  if (auto st = FillScript(&job); !st.ok()) {
-    if (absl::IsFailedPrecondition(st)) {
-      // slurmctld answered and has no script for it: it never will.
-      unreadable_.insert({id, e.job.queued_at_ms});
-      return absl::FailedPreconditionError(absl::StrCat(st.message(), "; job ", id, " is pinned from now on"));
-    }
-    return st;
-  }
-  return job.spec;
+  return &e;
 }
 
 absl::StatusOr<JobSpec> SlurmAdapter::Export(const std::string& id) { return ExportMany({id})[0]; }
@@ -824,8 +849,46 @@ std::vector<absl::StatusOr<JobSpec>> SlurmAdapter::ExportMany(const std::vector<
   absl::MutexLock l(&mu_);
   auto q = ReadQueue();
   if (!q.ok()) return std::vector<absl::StatusOr<JobSpec>>(ids.size(), q.status());
+  auto key_of = [](const Job& j) { return JobKey{j.id, j.queued_at_ms}; };
+  // What the queue answers, and the scripts not cached yet: each job's once.
+  std::vector<absl::StatusOr<const Entry*>> found;
+  std::vector<JobKey> fetch;
+  std::set<JobKey> fetching;
+  for (const auto& id : ids) {
+    found.push_back(ExportableIn(*q, id));
+    if (!found.back().ok()) continue;
+    const JobKey key = key_of((*found.back())->job);
+    if (!scripts_.contains(key) && fetching.insert(key).second) fetch.push_back(key);
+  }
+  absl::Status stuck;
+  std::vector<absl::StatusOr<std::string>> got =
+      RunParallel<std::string>(fetch.size(), &stuck, [&](size_t k) { return FetchScript(fetch[k].first); });
+  std::map<JobKey, absl::Status> failed;
+  for (size_t k = 0; k < fetch.size(); ++k) {
+    if (got[k].ok()) {
+      scripts_[fetch[k]] = *std::move(got[k]);
+      continue;
+    }
+    absl::Status st = got[k].status();
+    if (absl::IsFailedPrecondition(st)) {
+      // slurmctld answered and has no script for it: it never will.
+      unreadable_.insert(fetch[k]);
+      st = absl::FailedPreconditionError(absl::StrCat(st.message(), "; job ", fetch[k].first, " is pinned from now on"));
+    }
+    failed[fetch[k]] = st;
+  }
   std::vector<absl::StatusOr<JobSpec>> out;
-  for (const auto& id : ids) out.push_back(ExportIn(*q, id));
+  for (const auto& e : found) {
+    if (!e.ok()) {
+      out.push_back(e.status());
+    } else if (auto it = failed.find(key_of((*e)->job)); it != failed.end()) {
+      out.push_back(it->second);
+    } else {
+      JobSpec spec = (*e)->job.spec;
+      spec.script = scripts_.at(key_of((*e)->job));
+      out.push_back(std::move(spec));
+    }
+  }
   return out;
 }
 
@@ -1036,7 +1099,9 @@ SlurmAdapter::NodeLimits SlurmAdapter::Limits() const {
   return got;
 }
 
-absl::Status SlurmAdapter::CheckSpec(const JobSpec& s) const {
+absl::Status SlurmAdapter::CheckSpec(const JobSpec& s) const { return CheckSpecWithin(s, Limits()); }
+
+absl::Status SlurmAdapter::CheckSpecWithin(const JobSpec& s, const NodeLimits& limits) const {
   if (auto st = SchedulerAdapter::CheckSpec(s); !st.ok()) return st;
   if (!absl::StartsWith(s.script, "#!"))
     return absl::InvalidArgumentError("job spec: a Slurm batch script must start with \"#!\"");
@@ -1053,7 +1118,6 @@ absl::Status SlurmAdapter::CheckSpec(const JobSpec& s) const {
   }
   // sbatch takes these and the job then waits for ever (BadConstraints,
   // PartitionConfig): refuse now, so the source keeps it.
-  const NodeLimits limits = Limits();
   const std::string where =
       options_.submit_partition.empty() ? std::string("this site") : "partition " + options_.submit_partition;
   if (limits.cpus > 0 && s.cores > limits.cpus) {
@@ -1069,8 +1133,9 @@ absl::Status SlurmAdapter::CheckSpec(const JobSpec& s) const {
   return CommentFits(EncodeSlurmComment(m));
 }
 
-absl::StatusOr<std::string> SlurmAdapter::SubmitIn(const JobSpec& spec, const std::string& tag, bool held) {
-  if (auto st = CheckSpec(spec); !st.ok()) return st;
+absl::StatusOr<std::string> SlurmAdapter::SubmitIn(const JobSpec& spec, const std::string& tag, bool held,
+                                                   const NodeLimits& limits) const {
+  if (auto st = CheckSpecWithin(spec, limits); !st.ok()) return st;
   auto user = RunAs(spec);
   if (!user.ok()) return user.status();
   SlurmJobMeta meta = MetaFor(spec, tag);
@@ -1141,11 +1206,11 @@ absl::StatusOr<std::string> SlurmAdapter::Submit(const JobSpec& spec, const std:
 std::vector<absl::StatusOr<std::string>> SlurmAdapter::SubmitMany(
     const std::vector<std::pair<JobSpec, std::string>>& spec_and_tag, bool held) {
   if (spec_and_tag.empty()) return {};
+  // Held for the whole batch: no other call reads the queue between the tag
+  // lookup below and the sbatch that adds a tag.
   absl::MutexLock l(&mu_);
   std::map<std::string, std::string> by_tag;  // tag -> the first job carrying it
-  bool any_tag = false;
-  for (const auto& [spec, tag] : spec_and_tag) any_tag = any_tag || !tag.empty();
-  if (any_tag) {
+  if (std::any_of(spec_and_tag.begin(), spec_and_tag.end(), [](const auto& st) { return !st.second.empty(); })) {
     auto q = ReadQueue();
     if (!q.ok()) return std::vector<absl::StatusOr<std::string>>(spec_and_tag.size(), q.status());
     std::vector<const Job*> tagged;
@@ -1153,26 +1218,42 @@ std::vector<absl::StatusOr<std::string>> SlurmAdapter::SubmitMany(
       if (e.marked && !e.meta.tag.empty()) tagged.push_back(&e.job);
     std::sort(tagged.begin(), tagged.end(), [](const Job* a, const Job* b) { return QueueOrder(*a, *b); });
     for (const Job* j : tagged) by_tag.emplace(j->tag, j->id);
-    std::vector<absl::StatusOr<std::string>> out;
-    absl::Status stuck;  // as in ChangeMany
-    for (const auto& [spec, tag] : spec_and_tag) {
-      if (!tag.empty()) {
-        if (auto it = by_tag.find(tag); it != by_tag.end()) {
-          out.push_back(it->second);
-          continue;
-        }
-      }
-      out.push_back(stuck.ok() ? SubmitIn(spec, tag, held) : stuck);
-      if (out.back().ok() && !tag.empty()) by_tag[tag] = *out.back();
-      if (absl::IsDeadlineExceeded(out.back().status())) stuck = out.back().status();
-    }
-    return out;
   }
-  std::vector<absl::StatusOr<std::string>> out;
+  // One sinfo for the batch (CheckSpec's node limits), not one per thread.
+  const NodeLimits limits = Limits();
+  std::vector<absl::StatusOr<std::string>> out(spec_and_tag.size(), absl::InternalError("slurm: not submitted"));
   absl::Status stuck;
-  for (const auto& [spec, tag] : spec_and_tag) {
-    out.push_back(stuck.ok() ? SubmitIn(spec, tag, held) : stuck);
-    if (absl::IsDeadlineExceeded(out.back().status())) stuck = out.back().status();
+  // Waves of sbatch commands, each run in parallel. A wave takes every item
+  // left whose tag no job carries yet and no earlier item of the wave
+  // carries; an item whose tag appears earlier waits for the next wave,
+  // which answers it with that item's id, or submits it when that item
+  // failed: what one-by-one submission would do. Nearly every batch is one
+  // wave (a migration's tags are distinct).
+  std::vector<size_t> todo(spec_and_tag.size());
+  std::iota(todo.begin(), todo.end(), size_t{0});
+  while (!todo.empty()) {
+    std::vector<size_t> wave, later;
+    std::set<std::string> wave_tags;
+    for (size_t i : todo) {
+      const std::string& tag = spec_and_tag[i].second;
+      if (auto it = tag.empty() ? by_tag.end() : by_tag.find(tag); it != by_tag.end()) {
+        out[i] = it->second;
+      } else if (!tag.empty() && !wave_tags.insert(tag).second) {
+        later.push_back(i);
+      } else {
+        wave.push_back(i);
+      }
+    }
+    std::vector<absl::StatusOr<std::string>> got = RunParallel<std::string>(wave.size(), &stuck, [&](size_t k) {
+      const auto& [spec, tag] = spec_and_tag[wave[k]];
+      return SubmitIn(spec, tag, held, limits);
+    });
+    for (size_t k = 0; k < wave.size(); ++k) {
+      const std::string& tag = spec_and_tag[wave[k]].second;
+      if (got[k].ok() && !tag.empty()) by_tag.emplace(tag, *got[k]);
+      out[wave[k]] = std::move(got[k]);
+    }
+    todo = std::move(later);
   }
   return out;
 }

@@ -119,7 +119,9 @@
 // spec's (a refused name pins the job).
 //
 // Thread-safety: every method may be called from any thread; calls are
-// serialized on one mutex (Slurm orders them anyway).
+// serialized on one mutex (Slurm orders them anyway). Within one batch call,
+// the per-job commands run on up to kSlurmParallelCommands threads, joined
+// before it returns.
 
 #include <cstdint>
 #include <map>
@@ -151,10 +153,15 @@ inline constexpr int64_t kSlurmMaxTimeMinutes = 35791393;
 // --mem is in MB and slurmctld works in bytes within 63 bits (the top bit
 // flags "per CPU").
 inline constexpr int64_t kSlurmMaxMemoryMb = int64_t{1} << 40;
-// Where the commands are looked up when bin_dir is unset.
 // Jobs per `scontrol hold|release` or `scancel` command (they take lists).
 inline constexpr size_t kSlurmChangeBatch = 500;
+// The per-job commands of one batch (sbatch, `scontrol write batch_script`)
+// that run at once. A command's time is mostly waiting (process start,
+// munge, slurmctld's answer), and slurmctld serves RPCs on many threads;
+// docs/benchmarks.md, "Slurm to Slurm", has plain sbatch's rate at 1 to 32.
+inline constexpr size_t kSlurmParallelCommands = 8;
 
+// Where the commands are looked up when bin_dir is unset.
 inline constexpr char kSlurmSafePath[] = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin";
 
 // The #SBATCH directives a moved job's script keeps (docs/adapters.md,
@@ -302,9 +309,12 @@ class SlurmAdapter : public SchedulerAdapter {
   // or ended meanwhile is FailedPrecondition.
   //
   // One `squeue --json` per batch instead of one per item (two for Hold and
-  // Cancel: before and after). After a command
-  // of the batch times out, the items not yet done get that error without
-  // trying (each would wait as long again).
+  // Cancel: before and after). Holds, releases and cancels take one command
+  // per kSlurmChangeBatch jobs; SubmitMany and ExportMany run their per-job
+  // commands (sbatch, `scontrol write batch_script`) kSlurmParallelCommands
+  // at a time, each job with its own result. After a command of the batch
+  // times out, the items not yet started get that error without trying
+  // (each would wait as long again).
   std::vector<absl::Status> HoldMany(const std::vector<std::string>& ids) override;
   std::vector<absl::Status> ReleaseMany(const std::vector<std::string>& ids) override;
   std::vector<absl::Status> CancelMany(const std::vector<std::string>& ids) override;
@@ -364,9 +374,10 @@ class SlurmAdapter : public SchedulerAdapter {
                                        const std::map<std::string, std::string>& extra_env = {}) const;
   // Every job slurmctld holds, in every state, managed or not.
   absl::StatusOr<Queue> ReadQueue() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  // The job's batch script (cached: a Slurm job's script never changes).
-  absl::StatusOr<std::string> Script(const JobKey& key) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  absl::Status FillScript(Job* job) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // The job's batch script as slurmctld gives it; FailedPrecondition when it
+  // has none to give. Touches no member state (ExportMany runs it on
+  // several threads and keeps the scripts in scripts_).
+  absl::StatusOr<std::string> FetchScript(const std::string& id) const;
   enum class Change { kHold, kRelease, kCancel };
   // What the queue `q` already answers for job `id` (not found, already so,
   // cannot be changed), or nullopt when the job needs the command.
@@ -381,9 +392,15 @@ class SlurmAdapter : public SchedulerAdapter {
                             const absl::StatusOr<Queue>* after);
   // Hold, release or cancel: one command per kSlurmChangeBatch jobs.
   std::vector<absl::Status> ChangeMany(Change c, const std::vector<std::string>& ids);
-  absl::StatusOr<std::string> SubmitIn(const JobSpec& spec, const std::string& tag, bool held)
-      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  absl::StatusOr<JobSpec> ExportIn(const Queue& q, const std::string& id) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // CheckSpec with the node limits given.
+  absl::Status CheckSpecWithin(const JobSpec& spec, const NodeLimits& limits) const;
+  // One sbatch. Touches no member state: SubmitMany runs it on several
+  // threads while it holds mu_ (so the tags it looked up stay true).
+  absl::StatusOr<std::string> SubmitIn(const JobSpec& spec, const std::string& tag, bool held,
+                                       const NodeLimits& limits) const;
+  // The queue entry of a job Export can give, or why it cannot (unknown,
+  // no batch script, a refused environment variable).
+  static absl::StatusOr<const Entry*> ExportableIn(const Queue& q, const std::string& id);
   // Drops cached scripts of jobs no longer in the queue.
   void TrimScripts(const Queue& q) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 
@@ -394,6 +411,7 @@ class SlurmAdapter : public SchedulerAdapter {
   mutable NodeLimits limits_ ABSL_GUARDED_BY(limits_mu_);
   mutable absl::Time limits_at_ ABSL_GUARDED_BY(limits_mu_) = absl::InfinitePast();
   absl::Mutex mu_;
+  // Batch scripts fetched (a Slurm job's script never changes).
   std::map<JobKey, std::string> scripts_ ABSL_GUARDED_BY(mu_);
   // Jobs whose script slurmctld could not give: pinned while they exist.
   std::set<JobKey> unreadable_ ABSL_GUARDED_BY(mu_);

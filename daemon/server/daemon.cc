@@ -1,7 +1,6 @@
 #include "daemon/server/daemon.h"
 
 #include <grpcpp/ext/proto_server_reflection_plugin.h>
-#include <grpcpp/health_check_service_interface.h>
 #include <grpcpp/impl/server_builder_option.h>
 #include <grpcpp/impl/server_builder_plugin.h>
 #include <grpcpp/resource_quota.h>
@@ -225,7 +224,7 @@ absl::StatusOr<int> Daemon::Start() {
   // A restart first finishes what the journal left half done.
   if (auto st = migrator_->Recover(); !st.ok())
     LogError(absl::StrCat("recovery incomplete (retried in the background): ", st.message()));
-  grpc::EnableDefaultHealthCheckService(true);
+  grpc::EnableDefaultHealthCheckService(false);  // ours is HealthService
   // Reflection lists every service and message to whoever asks, before any
   // credential is checked: off unless configured.
   if (config_.security.reflection) grpc::reflection::InitProtoReflectionServerBuilderPlugin();
@@ -265,11 +264,10 @@ absl::StatusOr<int> Daemon::Start() {
   b.experimental().SetInterceptorCreators(std::move(interceptors));
   b.RegisterService(peer_service_.get());
   b.RegisterService(admin_service_.get());
+  b.RegisterService(&health_service_);
   server_ = b.BuildAndStart();
   if (!server_ || port == 0)
     return absl::UnavailableError(absl::StrCat("cannot listen on ", config_.site.listen, " (in use?)"));
-  server_->GetHealthCheckService()->SetServingStatus("hyperfed.v1.Peer", true);
-  server_->GetHealthCheckService()->SetServingStatus("hyperfed.v1.Admin", true);
   site_->Start();
   recovery_ = std::thread([this] {
     std::unique_lock<std::mutex> l(stop_mu_);
@@ -302,6 +300,7 @@ absl::StatusOr<int> Daemon::Start() {
 
 void Daemon::Shutdown() {
   if (stopping_.exchange(true)) return;
+  health_service_.SetNotServing();
   stop_cv_.notify_all();
   if (recovery_.joinable()) recovery_.join();
   site_->Stop();

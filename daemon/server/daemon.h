@@ -61,6 +61,7 @@ class Daemon {
   std::unique_ptr<federation::Site> site_;
   std::unique_ptr<PeerService> peer_service_;
   std::unique_ptr<AdminService> admin_service_;
+  HealthService health_service_;
   std::unique_ptr<grpc::Server> server_;
   std::unique_ptr<MetricsServer> metrics_;
   std::thread recovery_;

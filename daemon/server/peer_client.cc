@@ -104,18 +104,51 @@ absl::StatusOr<balance::LoadTable> GrpcPeers::Exchange(const std::string& site, 
   return FromProto(reply.rows());
 }
 
-absl::StatusOr<bool> GrpcPeers::StartRound(const std::string& site, const federation::RoundSpec& spec,
-                                           absl::Duration timeout, std::string* why_not) {
-  Conn* c = Get(site);
-  if (!c) return Unknown(site);
-  if (PartitionedFrom(site)) return Cut(site);
+std::vector<federation::PeerClient::StartAnswer> GrpcPeers::StartRound(const std::vector<std::string>& sites,
+                                                                       const federation::RoundSpec& spec,
+                                                                       absl::Duration timeout) {
   v1::StartRoundRequest req;
   ToProto(spec, &req);
-  v1::StartRoundReply reply;
-  auto ctx = ContextWithDeadline(timeout);
-  if (auto st = c->peer->StartRound(ctx.get(), req, &reply); !st.ok()) return FromGrpc(st);
-  *why_not = reply.why_not();
-  return reply.accepted();
+  struct Call {
+    grpc::ClientContext ctx;
+    v1::StartRoundReply reply;
+    grpc::Status status;
+    std::unique_ptr<grpc::ClientAsyncResponseReader<v1::StartRoundReply>> rpc;
+  };
+  std::vector<StartAnswer> out(sites.size());
+  std::vector<std::unique_ptr<Call>> calls(sites.size());
+  grpc::CompletionQueue cq;
+  size_t pending = 0;
+  for (size_t i = 0; i < sites.size(); ++i) {
+    Conn* c = Get(sites[i]);
+    if (!c || PartitionedFrom(sites[i])) {
+      out[i].why_not = std::string((c ? Cut(sites[i]) : Unknown(sites[i])).message());
+      continue;
+    }
+    calls[i] = std::make_unique<Call>();
+    calls[i]->ctx.set_deadline(absl::ToChronoTime(absl::Now() + timeout));
+    calls[i]->rpc = c->peer->AsyncStartRound(&calls[i]->ctx, req, &cq);
+    calls[i]->rpc->Finish(&calls[i]->reply, &calls[i]->status, reinterpret_cast<void*>(i));
+    ++pending;
+  }
+  // Every call has a deadline, so each ends.
+  void* tag;
+  bool ok;
+  while (pending > 0 && cq.Next(&tag, &ok)) {
+    --pending;
+    Call& call = *calls[reinterpret_cast<size_t>(tag)];
+    StartAnswer& a = out[reinterpret_cast<size_t>(tag)];
+    if (!call.status.ok()) {
+      a.why_not = std::string(FromGrpc(call.status).message());
+    } else {
+      a.accepted = call.reply.accepted();
+      a.why_not = call.reply.why_not();
+    }
+  }
+  cq.Shutdown();
+  while (cq.Next(&tag, &ok)) {
+  }
+  return out;
 }
 
 absl::Status GrpcPeers::ReportRound(const std::string& site, const federation::RoundReport& report,

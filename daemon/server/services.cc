@@ -504,4 +504,17 @@ grpc::Status AdminService::Rounds(grpc::ServerContext* ctx, const v1::RoundsRequ
   return grpc::Status::OK;
 }
 
+// ------------------------------------------------------------------ Health
+
+grpc::Status HealthService::Check(grpc::ServerContext*, const ::grpc::health::v1::HealthCheckRequest* req,
+                                  ::grpc::health::v1::HealthCheckResponse* reply) {
+  const std::string& name = req->service();
+  if (!name.empty() && name != v1::Peer::service_full_name() && name != v1::Admin::service_full_name())
+    return grpc::Status(grpc::StatusCode::NOT_FOUND, absl::StrCat("no service named '", name, "' here"));
+  reply->set_status(serving_ ? ::grpc::health::v1::HealthCheckResponse::SERVING
+                             : ::grpc::health::v1::HealthCheckResponse::NOT_SERVING);
+  return grpc::Status::OK;
+}
+
 }  // namespace hyperfed::server
+

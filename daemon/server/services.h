@@ -6,6 +6,7 @@
 
 #include <grpcpp/grpcpp.h>
 
+#include <atomic>
 #include <memory>
 #include <string>
 
@@ -15,6 +16,7 @@
 #include "daemon/scheduler/adapter.h"
 #include "daemon/server/peer_client.h"
 #include "daemon/server/peer_limits.h"
+#include "grpc/health/v1/health.grpc.pb.h"
 #include "hyperfed/v1/hyperfed.grpc.pb.h"
 
 namespace hyperfed::server {
@@ -78,6 +80,24 @@ class AdminService final : public v1::Admin::Service {
   // token, which the other site's Admin checks (docs/operations.md, "Secure").
   bool IsOther(const std::string& site) const { return !site.empty() && site != d_.config->site.id; }
   ServiceDeps d_;
+};
+
+// The standard health service (grpc.health.v1), answered on the handler
+// threads like every other call. gRPC's built-in one
+// (EnableDefaultHealthCheckService) is written with the callback API, which
+// adds two polling threads that take the server's reads and hand each call
+// to a handler thread: twice the thread switches per call
+// (docs/benchmarks.md, "Round latency"). Check says SERVING for "" and the
+// two hyperfed services until SetNotServing, NOT_FOUND for any other name;
+// Watch is UNIMPLEMENTED (a watcher would hold a bounded handler thread).
+class HealthService final : public ::grpc::health::v1::Health::Service {
+ public:
+  grpc::Status Check(grpc::ServerContext* ctx, const ::grpc::health::v1::HealthCheckRequest* req,
+                     ::grpc::health::v1::HealthCheckResponse* reply) override;
+  void SetNotServing() { serving_ = false; }
+
+ private:
+  std::atomic<bool> serving_{true};
 };
 
 }  // namespace hyperfed::server

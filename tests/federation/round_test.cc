@@ -32,8 +32,9 @@ class InProcessPeers : public PeerClient {
     if (it == boxes_.end()) return absl::UnavailableError("no such site");
     return it->second->Deliver(m, timeout);
   }
-  absl::StatusOr<bool> StartRound(const std::string&, const RoundSpec&, absl::Duration, std::string*) override {
-    return absl::UnimplementedError("not used");
+  std::vector<StartAnswer> StartRound(const std::vector<std::string>& sites, const RoundSpec&,
+                                      absl::Duration) override {
+    return std::vector<StartAnswer>(sites.size(), {false, "not used"});
   }
   absl::Status ReportRound(const std::string&, const RoundReport&, absl::Duration) override {
     return absl::UnimplementedError("not used");

@@ -50,11 +50,18 @@ class InProcessPeers : public PeerClient {
     if (!to) return absl::UnavailableError("cut");
     return to->OnExchange(m);
   }
-  absl::StatusOr<bool> StartRound(const std::string& s, const RoundSpec& spec, absl::Duration,
-                                  std::string* why_not) override {
-    Site* to = To(s);
-    if (!to) return absl::UnavailableError("cut");
-    return to->OnStartRound(spec, why_not);
+  std::vector<StartAnswer> StartRound(const std::vector<std::string>& sites, const RoundSpec& spec,
+                                      absl::Duration) override {
+    std::vector<StartAnswer> out(sites.size());
+    for (size_t i = 0; i < sites.size(); ++i) {
+      Site* to = To(sites[i]);
+      if (!to) {
+        out[i].why_not = "cut";
+        continue;
+      }
+      out[i].accepted = to->OnStartRound(spec, &out[i].why_not);
+    }
+    return out;
   }
   absl::Status ReportRound(const std::string& s, const RoundReport& r, absl::Duration) override {
     {

@@ -4,9 +4,11 @@
 #include <sys/wait.h>
 
 #include <cstdio>
+#include <filesystem>
 #include <thread>
 
 #include "absl/strings/str_cat.h"
+#include "grpc/health/v1/health.grpc.pb.h"
 #include "gtest/gtest.h"
 #include "tests/integration/federation_harness.h"
 #include "tests/integration/jobs_util.h"
@@ -94,6 +96,30 @@ TEST_F(CtlTest, DryRunTopologyHealthDrainExplain) {
   Out e = Shell(Ctl(0, "explain no-such-job"));
   EXPECT_EQ(e.code, 0) << e.text;
   EXPECT_NE(e.text.find("unknown here"), std::string::npos) << e.text;
+}
+
+// The health service answers on the server's handler threads: no callback
+// polling threads ("nexting_thread", what gRPC's built-in health service
+// brings) hand calls over (docs/benchmarks.md, "Round latency").
+TEST_F(CtlTest, HealthIsAnsweredOnHandlerThreadsAndWatchIsNotOffered) {
+  auto health = grpc::health::v1::Health::NewStub(fed_->Channel(3));
+  grpc::health::v1::HealthCheckRequest req;
+  req.set_service("hyperfed.v1.Peer");
+  grpc::health::v1::HealthCheckResponse r;
+  grpc::ClientContext ctx;
+  ctx.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(10));
+  ASSERT_TRUE(health->Check(&ctx, req, &r).ok());
+  EXPECT_EQ(r.status(), grpc::health::v1::HealthCheckResponse::SERVING);
+  grpc::ClientContext watch_ctx;
+  watch_ctx.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(10));
+  auto watch = health->Watch(&watch_ctx, req);
+  grpc::health::v1::HealthCheckResponse w;
+  EXPECT_FALSE(watch->Read(&w));
+  EXPECT_EQ(watch->Finish().error_code(), grpc::StatusCode::UNIMPLEMENTED);
+  std::string threads;
+  for (const auto& t : std::filesystem::directory_iterator(absl::StrCat("/proc/", fed_->Pid(3), "/task")))
+    threads += ReadFile(t.path().string() + "/comm");
+  EXPECT_EQ(threads.find("nexting"), std::string::npos) << threads;
 }
 
 TEST_F(CtlTest, UnreachableDaemonIsOneLineAndExitOne) {

@@ -154,15 +154,18 @@ absl::Status TestFederation::StartSite(int i, const std::map<std::string, std::s
     unsetenv("HYPERFED_PARTITION_FILE");
     if (opts_.partition_hook) setenv("HYPERFED_PARTITION_FILE", absl::StrCat(dir_, "/partition-", i).c_str(), 1);
     for (const auto& [k, v] : env) setenv(k.c_str(), v.c_str(), 1);
+    // `ip netns exec` enters the namespace and execs the daemon in the same
+    // process, so the PID we hold is the daemon's.
     const std::string ns = i < static_cast<int>(opts_.netns.size()) ? opts_.netns[i] : "";
-    if (ns.empty()) {
-      execl(bin.c_str(), bin.c_str(), "--config", cfg.c_str(), static_cast<char*>(nullptr));
-    } else {
-      // `ip netns exec` enters the namespace and execs the daemon in the
-      // same process, so the PID we hold is the daemon's.
-      execlp("ip", "ip", "netns", "exec", ns.c_str(), bin.c_str(), "--config", cfg.c_str(),
-             static_cast<char*>(nullptr));
-    }
+    std::vector<std::string> argv;
+    if (!ns.empty()) argv = {"ip", "netns", "exec", ns};
+    if (i < static_cast<int>(opts_.run_under.size()))
+      argv.insert(argv.end(), opts_.run_under[i].begin(), opts_.run_under[i].end());
+    argv.insert(argv.end(), {bin, "--config", cfg});
+    std::vector<char*> args;
+    for (std::string& a : argv) args.push_back(a.data());
+    args.push_back(nullptr);
+    execvp(args[0], args.data());
     _exit(127);
   }
   sites_[i].pid = pid;
@@ -213,7 +216,9 @@ void TestFederation::Stop(int i) {
   if (!WaitExit(i, absl::Seconds(5))) Kill(i);
 }
 
-std::unique_ptr<v1::Admin::Stub> TestFederation::Admin(int i) const {
+std::unique_ptr<v1::Admin::Stub> TestFederation::Admin(int i) const { return v1::Admin::NewStub(Channel(i)); }
+
+std::shared_ptr<grpc::Channel> TestFederation::Channel(int i) const {
   std::shared_ptr<grpc::ChannelCredentials> creds;
   grpc::ChannelArguments args;
   // Daemons start while the test already dials them: retry connects quickly.
@@ -229,7 +234,7 @@ std::unique_ptr<v1::Admin::Stub> TestFederation::Admin(int i) const {
     creds = grpc::SslCredentials(o);
     args.SetSslTargetNameOverride(SiteId(i));
   }
-  return v1::Admin::NewStub(grpc::CreateCustomChannel(Endpoint(i), creds, args));
+  return grpc::CreateCustomChannel(Endpoint(i), creds, args);
 }
 
 std::unique_ptr<grpc::ClientContext> TestFederation::Context(absl::Duration timeout) const {

@@ -48,6 +48,10 @@ struct FederationOptions {
   // (tests/integration/netns.h).
   std::vector<std::string> hosts;
   std::vector<std::string> netns;
+  // A command site i's daemon runs under (empty or missing: none), e.g.
+  // valgrind for the benchmark's instruction counts; it must exec the daemon
+  // in its own process, so that Pid(i) stays the daemon's.
+  std::vector<std::vector<std::string>> run_under;
   // The scheduler adapter of every site. "sim" uses `slots`; any other
   // adapter gets adapter_options[i] as site i's scheduler.options.
   std::string adapter = "sim";
@@ -80,6 +84,9 @@ class TestFederation {
 
   // An Admin stub for site i, authenticated with the admin certificate.
   std::unique_ptr<v1::Admin::Stub> Admin(int i) const;
+  // A new channel to site i with the admin certificate (for other services'
+  // stubs).
+  std::shared_ptr<grpc::Channel> Channel(int i) const;
   // A context with a deadline and the admin token.
   std::unique_ptr<grpc::ClientContext> Context(absl::Duration timeout = absl::Seconds(10)) const;
 

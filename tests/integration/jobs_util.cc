@@ -81,13 +81,17 @@ std::multiset<std::string> AllKeys(TestFederation& f) {
 
 absl::StatusOr<RoundResult> RunRound(TestFederation& f, int site, bool dry_run, absl::Duration timeout,
                                      const std::string& mode) {
+  return RunRound(f, *f.Admin(site), dry_run, timeout, mode);
+}
+
+absl::StatusOr<RoundResult> RunRound(TestFederation& f, v1::Admin::Stub& admin, bool dry_run, absl::Duration timeout,
+                                     const std::string& mode) {
   v1::BalanceRequest req;
   req.set_wait(true);
   req.set_dry_run(dry_run);
   req.set_mode(mode);
   auto ctx = f.Context(timeout);
-  auto stub = f.Admin(site);
-  auto reader = stub->Balance(ctx.get(), req);
+  auto reader = admin.Balance(ctx.get(), req);
   RoundResult r;
   v1::RoundEvent e;
   bool final = false;

@@ -47,6 +47,10 @@ class RoundResult {
 };
 absl::StatusOr<RoundResult> RunRound(TestFederation& f, int site, bool dry_run = false,
                                      absl::Duration timeout = absl::Seconds(120), const std::string& mode = "");
+// The same over a connection the caller keeps (f.Admin(site)): the
+// benchmarks time rounds, not a TLS handshake per round.
+absl::StatusOr<RoundResult> RunRound(TestFederation& f, v1::Admin::Stub& admin, bool dry_run = false,
+                                     absl::Duration timeout = absl::Seconds(120), const std::string& mode = "");
 
 // An HTTP GET of `url`: the body, or what went wrong (code != 0).
 Out Fetch(const std::string& url);

@@ -11,6 +11,7 @@
 #include <filesystem>
 #include <fstream>
 #include <iostream>
+#include <set>
 #include <thread>
 
 #include "absl/strings/match.h"
@@ -585,6 +586,109 @@ TEST_F(SlurmAdapterTest, ABatchedHoldIsOneCommandAndOneRefusedJobFailsAlone) {
   }
   EXPECT_EQ(releases, 1);
   EXPECT_EQ(cancels, 1);
+}
+
+// SubmitMany and ExportMany run their per-job commands (sbatch, `scontrol
+// write batch_script`) several at a time, yet each job keeps its own result:
+// one that slurmctld refuses fails alone, the others are submitted, answered
+// in input order, each tag once. bin_dir wrappers around the real commands
+// count how many of them run at once (each lasts at least 0.3 s) and send
+// the job whose script says REFUSE to a partition the cluster lacks.
+TEST_F(SlurmAdapterTest, PerJobCommandsRunInParallelAndARefusedJobFailsAlone) {
+  StartCluster();
+  // Down: the jobs stay pending for the whole test.
+  ASSERT_TRUE(cluster_->Cmd({"scontrol", "update", "PartitionName=debug", "State=DOWN"}).ok());
+  TempDir bin;
+  for (const char* cmd : {"squeue", "sinfo", "sbatch", "scancel", "scontrol"}) {
+    std::ofstream f(bin.Sub(cmd));
+    f << "#!/bin/sh\n";
+    const std::string running = bin.Sub(std::string("running-") + cmd);
+    const std::string mine = running + "/$$";
+    // Running now: this one and those that have not left yet.
+    const std::string count = absl::StrCat("mkdir -p ", running, "; touch ", mine, "; ls ", running, " | wc -l >> ",
+                                           bin.Sub(std::string(cmd) + ".counts"), "\n");
+    if (std::string(cmd) == "sbatch") {
+      f << count << "in=$(mktemp); cat > \"$in\"\nextra=\"\"\n"
+        << "grep -q REFUSE \"$in\" && extra=--partition=nosuch\nsleep 0.3\n"
+        << "/usr/bin/sbatch \"$@\" $extra < \"$in\"; rc=$?\nrm -f \"$in\" " << mine << "\nexit $rc\n";
+    } else if (std::string(cmd) == "scontrol") {
+      f << "[ \"$1\" = write ] || exec /usr/bin/scontrol \"$@\"\n"
+        << count << "sleep 0.3\n/usr/bin/scontrol \"$@\"; rc=$?\nrm -f " << mine << "\nexit $rc\n";
+    } else {
+      f << "exec /usr/bin/" << cmd << " \"$@\"\n";
+    }
+    f.close();
+    ASSERT_EQ(chmod(bin.Sub(cmd).c_str(), 0755), 0);
+  }
+  // The most that ran at once, and how many ran, of a wrapped command.
+  auto most = [&](const std::string& cmd) {
+    std::ifstream in(bin.Sub(cmd + ".counts"));
+    int top = 0, runs = 0;
+    for (int n; in >> n; ++runs) top = std::max(top, n);
+    return std::make_pair(top, runs);
+  };
+  auto a = Adapter({{"bin_dir", bin.path()}});
+  ASSERT_NE(a, nullptr);
+  // Ten jobs t0..t9, t4 refused; then t2 again (the same job) and t4 again
+  // (tried again, refused again), as one-by-one submission would.
+  std::vector<std::pair<JobSpec, std::string>> batch;
+  auto script = [](int i) { return absl::StrCat("#!/bin/sh\n# job ", i, i == 4 ? " REFUSE" : "", "\ntrue\n"); };
+  for (int i = 0; i < 10; ++i)
+    batch.push_back({{.name = absl::StrCat("j", i), .script = script(i), .key = absl::StrCat("k", i)},
+                     absl::StrCat("t", i)});
+  batch.push_back(batch[2]);
+  batch.push_back(batch[4]);
+  auto ids = a->SubmitMany(batch);
+  ASSERT_EQ(ids.size(), 12u);
+  for (size_t i : {size_t{4}, size_t{11}}) {
+    EXPECT_TRUE(absl::IsInvalidArgument(ids[i].status())) << "slurmctld refused it: final; " << ids[i].status();
+    EXPECT_TRUE(absl::StrContains(ids[i].status().message(), "invalid partition")) << ids[i].status();
+  }
+  ASSERT_TRUE(ids[10].ok()) << ids[10].status();
+  EXPECT_EQ(*ids[10], *ids[2]) << "a tag earlier in the batch: that job, not another";
+  std::vector<std::string> submitted;
+  for (int i = 0; i < 10; ++i) {
+    if (i == 4) continue;
+    ASSERT_TRUE(ids[i].ok()) << i << ": " << ids[i].status();
+    submitted.push_back(*ids[i]);
+  }
+  const auto [sbatch_top, sbatch_runs] = most("sbatch");
+  EXPECT_GT(sbatch_top, 1) << "sbatch ran one at a time";
+  EXPECT_LE(sbatch_top, static_cast<int>(kSlurmParallelCommands));
+  EXPECT_EQ(sbatch_runs, 11) << "t0..t9 once each, t4 again";
+  // In input order: the job at place i carries tag t<i>; nine jobs, each tag once.
+  auto jobs = a->GetJobs(submitted);
+  for (size_t k = 0; k < jobs.size(); ++k) {
+    ASSERT_TRUE(jobs[k].ok()) << jobs[k].status();
+    const int i = static_cast<int>(k < 4 ? k : k + 1);
+    EXPECT_EQ(jobs[k]->tag, absl::StrCat("t", i));
+    EXPECT_EQ(jobs[k]->spec.name, absl::StrCat("j", i));
+    EXPECT_EQ(jobs[k]->state, JobState::kPending);
+  }
+  auto listed = a->ListJobs();
+  ASSERT_TRUE(listed.ok()) << listed.status();
+  std::multiset<std::string> tags;
+  for (const Job& j : *listed) tags.insert(j.tag);
+  EXPECT_EQ(tags.size(), 9u);
+  for (int i = 0; i < 10; ++i) EXPECT_EQ(tags.count(absl::StrCat("t", i)), i == 4 ? 0u : 1u) << i;
+
+  // The scripts come back the same way: in order, fetched in parallel, and
+  // an unknown job fails alone.
+  std::vector<std::string> wanted = submitted;
+  wanted.insert(wanted.begin() + 1, "999999");
+  auto specs = a->ExportMany(wanted);
+  ASSERT_EQ(specs.size(), wanted.size());
+  EXPECT_TRUE(absl::IsNotFound(specs[1].status())) << specs[1].status();
+  for (size_t k = 0; k < specs.size(); ++k) {
+    if (k == 1) continue;
+    ASSERT_TRUE(specs[k].ok()) << specs[k].status();
+    const size_t at = k == 0 ? 0 : k - 1;  // place in `submitted`
+    const int i = static_cast<int>(at < 4 ? at : at + 1);
+    EXPECT_EQ(specs[k]->script, script(i)) << wanted[k];
+  }
+  const auto [write_top, write_runs] = most("scontrol");
+  EXPECT_GT(write_top, 1) << "scontrol write batch_script ran one at a time";
+  EXPECT_EQ(write_runs, 9);
 }
 
 TEST_F(SlurmAdapterTest, AHungControllerIsATimeoutNotAHang) {

@@ -98,7 +98,7 @@ TEST_F(HostileSlurmSpec, Row1_CheckSpecRefusesEveryReservedEnvironmentName) {
       EXPECT_TRUE(absl::StrContains(st.message(), "is refused")) << st;
     }
   }
-  for (const std::string& name : {"A", "_X", "OMP_NUM_THREADS", "LDX", "PATHS", "MY_SLURM_THING"}) {
+  for (const char* name : {"A", "_X", "OMP_NUM_THREADS", "LDX", "PATHS", "MY_SLURM_THING"}) {
     JobSpec s = Good();
     s.env = {{name, "a value, with 'quotes' and\nnewlines"}};
     EXPECT_TRUE(slurm->CheckSpec(s).ok()) << name << ": " << slurm->CheckSpec(s);
