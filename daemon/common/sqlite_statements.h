@@ -1,11 +1,10 @@
 #pragma once
 
-// SQLite helpers for the sim adapter's queue and the migration journal.
-//
-// Prepared SQLite statements kept for the life of a connection, so that a
-// statement is parsed once and afterwards only reset and bound again (the
-// sim adapter's queue and the migration journal; docs/benchmarks.md,
-// "hyperfedd": parsing was the top cost of a migration).
+// SQLite helpers for the sim adapter's queue and the migration journal:
+// SqliteStatements, prepared statements kept for the life of a connection,
+// so that a statement is parsed once and afterwards only reset and bound
+// again (docs/benchmarks.md, "hyperfedd": parsing was the top cost of a
+// migration), and SqlJsonArray, a whole batch as one statement parameter.
 //
 // Not thread-safe: the owner serializes use of the connection (both owners
 // hold their own mutex around every call). Header-only; its users link

@@ -323,7 +323,8 @@ absl::Status Journal::SetDestIds(Direction d, const std::string& id, const std::
     }
     return absl::OkStatus();
   }
-  Stmt set(&statements_, "UPDATE migration_jobs SET dest_id = ?4 WHERE direction = ?1 AND migration_id = ?2 AND idx = ?3");
+  Stmt set(&statements_,
+           "UPDATE migration_jobs SET dest_id = ?4 WHERE direction = ?1 AND migration_id = ?2 AND idx = ?3");
   if (!set.ok()) return SqlError("prepare dest id update");
   for (size_t i = 0; i < dest_ids.size(); ++i) {
     set.Reset();

@@ -515,7 +515,9 @@ absl::StatusOr<std::vector<std::string>> Migrator::UnheldKeys(const MigrationRec
   // Only this record's jobs are looked at (not the whole queue).
   std::vector<std::string> ids = SourceIds(r.jobs, 0, r.jobs.size());
   std::vector<absl::StatusOr<Job>> got = adapter_->GetJobs(ids);
-  if (got.size() != ids.size()) return absl::InternalError(absl::StrCat("migration ", r.id, ": no answer from GetJobs"));
+  if (got.size() != ids.size()) {
+    return absl::InternalError(absl::StrCat("migration ", r.id, ": no answer from GetJobs"));
+  }
   std::vector<std::string> unheld;
   for (size_t i = 0; i < r.jobs.size(); ++i) {
     const absl::StatusOr<Job>& j = got[i];

@@ -42,9 +42,10 @@
 // same). The queue it forecasts, and the forecast, are kept in memory: the
 // queue is read again only after the database changed, the forecast made
 // again only then or once a job is expected to end, so a round's Pending,
-// FreeCores and Pending again usually forecast once. A plain call (CountMigratable, Hold, Submit, ...) replays only the
-// running jobs while every core is busy; the pending queue is read only at
-// an event with a free core.
+// FreeCores and Pending again usually forecast once; the forecast is made
+// outside the adapter's lock. A plain call (CountMigratable, Hold, Submit,
+// ...) replays only the running jobs while every core is busy; the pending
+// queue is read only at an event with a free core.
 //
 // Thread-safety: every method may be called from any thread; calls are
 // serialized on one connection.
