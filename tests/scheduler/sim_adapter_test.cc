@@ -491,7 +491,9 @@ TEST_F(SimAdapterTest, ForecastsWhileTheQueueChangesStayWhole) {
   std::vector<std::string> ids;
   for (int i = 0; i < 200; ++i) {
     ids.push_back(MustSubmit(a.get(), Spec(absl::StrCat("j", i), 1'000)));
-    if (i % 3 == 0) ASSERT_TRUE(a->Hold(ids[i / 2]).ok());
+    if (i % 3 == 0) {
+      ASSERT_TRUE(a->Hold(ids[i / 2]).ok());
+    }
   }
   done.store(true);
   for (auto& th : readers) th.join();
@@ -641,7 +643,9 @@ TEST_F(SimEasyTest, AKeptForecastIsTheForecastMadeAfresh) {
       if (step % 15 == 7) MustSubmit(other.get(), job(100 + step));
       if (step % 20 == 11) {
         auto p = other->Pending();
-        if (p.ok() && !p->empty()) ASSERT_TRUE(other->Hold(p->back().id).ok());
+        if (p.ok() && !p->empty()) {
+          ASSERT_TRUE(other->Hold(p->back().id).ok());
+        }
       }
       auto afresh = open();  // no forecast kept yet
       auto want = afresh->Pending();
