@@ -55,7 +55,8 @@ class Coordinator {
   // each site of the running round: FailedPrecondition for another round,
   // PermissionDenied from a site outside it, AlreadyExists for a second
   // report, InvalidArgument for a transfer to a site outside it
-  // (docs/design.md §6.6).
+  // (docs/design.md §6.6). The last report ends the round on the calling
+  // thread (history and log, under the coordinator's lock; design.md §9).
   absl::Status OnReport(const RoundReport& report);
   // The round this site coordinates now, if any.
   std::string running() const;

@@ -351,7 +351,7 @@ OutResult Migrator::RunBatch(MigrationRecord b, bool attempt, int64_t* shortfall
 }
 
 absl::Status Migrator::PrepareBatch(MigrationRecord b, int64_t* dropped, std::optional<MigrationRecord>* prepared) {
-  const std::string& id = b.id;
+  const std::string id = b.id;  // b is moved from below
   std::vector<JournalJob> jobs = std::move(b.jobs);
   std::vector<JournalJob> held;
   std::vector<std::string> notes;
@@ -477,13 +477,12 @@ absl::Status Migrator::DriveOut(const std::string& id, const MigrationRecord* kn
         return SendAbort(r);
       case MigrationState::kPrepared: {
         // Every job was held when PREPARED was written; one that is runnable
-        // again was released behind our back: never send it (again). Not
-        // asked of a record this call has just held and journaled (`known`,
-        // the first pass): no crash came in between and the record is busy
-        // (no ForceRelease), so an outside release there is the same race as
-        // one just after the check, which CommitOut's cancel settles.
-        const bool fresh = pass == 0 && known != nullptr;
-        absl::StatusOr<std::vector<std::string>> unheld = fresh ? std::vector<std::string>{} : UnheldKeys(r);
+        // again was released behind our back: never send it (again). Asked
+        // of a record this call has just held and journaled too: on Slurm
+        // the hold, export and journal of a batch take about a second, in
+        // which an administrator's release would let the job start here
+        // while it is sent (one GetJobs per batch).
+        absl::StatusOr<std::vector<std::string>> unheld = UnheldKeys(r);
         if (!unheld.ok()) return unheld.status();
         if (!unheld->empty()) {
           if (absl::Status s = journal_->Update(

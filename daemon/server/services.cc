@@ -4,6 +4,7 @@
 #include <cmath>
 #include <set>
 
+#include "absl/strings/escaping.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
@@ -510,7 +511,8 @@ grpc::Status HealthService::Check(grpc::ServerContext*, const ::grpc::health::v1
                                   ::grpc::health::v1::HealthCheckResponse* reply) {
   const std::string& name = req->service();
   if (!name.empty() && name != v1::Peer::service_full_name() && name != v1::Admin::service_full_name())
-    return grpc::Status(grpc::StatusCode::NOT_FOUND, absl::StrCat("no service named '", name, "' here"));
+    return grpc::Status(grpc::StatusCode::NOT_FOUND,
+                        absl::StrCat("no service named '", absl::CEscape(name.substr(0, 100)), "' here"));
   reply->set_status(serving_ ? ::grpc::health::v1::HealthCheckResponse::SERVING
                              : ::grpc::health::v1::HealthCheckResponse::NOT_SERVING);
   return grpc::Status::OK;

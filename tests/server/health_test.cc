@@ -38,6 +38,11 @@ TEST(HealthTest, AnyOtherNameIsNotFound) {
     EXPECT_EQ(st.error_code(), grpc::StatusCode::NOT_FOUND) << name;
     EXPECT_NE(st.error_message().find(name), std::string::npos) << st.error_message();
   }
+  // A caller's name is quoted bounded and escaped, never copied whole.
+  HealthCheckResponse r;
+  grpc::Status st = Check(h, std::string(1 << 20, 'x') + "\n", &r);
+  EXPECT_EQ(st.error_code(), grpc::StatusCode::NOT_FOUND);
+  EXPECT_LT(st.error_message().size(), 200u);
 }
 
 }  // namespace
