@@ -27,10 +27,8 @@
 #include <unistd.h>
 
 #include <algorithm>
-#include <atomic>
 #include <cstdio>
 #include <filesystem>
-#include <functional>
 #include <fstream>
 #include <sstream>
 #include <thread>
@@ -38,6 +36,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "daemon/common/executor.h"
 #include "daemon/scheduler/slurm_adapter.h"
 #include "grpc/health/v1/health.grpc.pb.h"
 #include "tests/integration/federation_harness.h"
@@ -349,19 +348,6 @@ int Soak(int rounds) {
 // scripts at the destination, with the same parallelism.
 constexpr double kSlurmGoalRatio = 0.5;
 
-// Calls fn(i) for every i in [0, n) on `threads` threads; returns when all
-// have returned.
-void OnThreads(int n, int threads, const std::function<void(int)>& fn) {
-  std::atomic<int> next{0};
-  std::vector<std::thread> pool;
-  for (int t = 0; t < std::min(n, threads); ++t) {
-    pool.emplace_back([&] {
-      for (int i = next++; i < n; i = next++) fn(i);
-    });
-  }
-  for (std::thread& t : pool) t.join();
-}
-
 // Job n's batch script: no #SBATCH line, so the script sbatch gets is the
 // same whether it comes from a user or from hyperfed (which rewrites most
 // of those lines, docs/adapters.md).
@@ -384,7 +370,9 @@ absl::StatusOr<std::unique_ptr<SlurmCluster>> DownCluster(const std::string& nam
 absl::StatusOr<double> PlainSbatch(const SlurmCluster& c, int first, int jobs, int parallel, const std::string& cwd) {
   std::vector<absl::Status> st(jobs);
   const absl::Time t = absl::Now();
-  OnThreads(jobs, parallel, [&](int i) {
+  // `parallel` at a time: the executor's parallel - 1 threads and this one.
+  hyperfed::Executor pool(parallel - 1);
+  hyperfed::ParallelFor(&pool, jobs, [&](size_t i) {
     const int n = first + i;
     st[i] = c.Cmd({"sbatch", "--parsable", absl::StrCat("--job-name=move-", n)}, BenchScript(n), cwd).status();
   });
