@@ -35,16 +35,18 @@ constexpr size_t kMaxIdLength = 64;
 constexpr size_t kMaxErrors = 20;                  // more would bury the first one
 constexpr std::uintmax_t kMaxFileBytes = 1 << 20;  // a site config is a few hundred bytes
 
-const char* const kTopKeys[] = {"site", "roster", "capacity", "balancer", "scheduler", "state_dir", "security", "log"};
+const char* const kTopKeys[] = {"site",      "roster",    "seeds",    "capacity", "balancer",
+                                "scheduler", "state_dir", "security", "log"};
 const char* const kSiteKeys[] = {"id", "label", "listen", "advertise", "metrics_listen", "web"};
-const char* const kRosterKeys[] = {"id", "label", "endpoint", "cost", "max_capacity"};
+const char* const kRosterKeys[] = {"id", "label", "endpoint", "cost", "max_capacity", "drained"};
+const char* const kSeedKeys[] = {"id", "endpoint"};
 const char* const kCapacityKeys[] = {"units", "speed"};
 const char* const kBalancerKeys[] = {"algorithm",          "interval",     "underload_threshold", "min_imbalance",
                                      "heartbeat_interval", "peer_timeout", "step_timeout",        "max_batch",
                                      "job_choice",         "hysteresis"};
 const char* const kSchedulerKeys[] = {"adapter", "options"};
-const char* const kSecurityKeys[] = {"insecure",           "cert",       "key", "ca", "admin_token_file", "reflection",
-                                     "max_calls_per_peer", "max_threads"};
+const char* const kSecurityKeys[] = {"insecure",   "cert",        "key",       "ca",        "admin_token_file",
+                                     "reflection", "roster_key", "max_calls_per_peer", "max_threads"};
 const char* const kLogKeys[] = {"level", "format"};
 
 // A broken rule: the key path it concerns ("roster[2].endpoint") and why.
@@ -160,22 +162,60 @@ std::string HostOf(const std::string& s) {
   return colon == std::string::npos ? s : s.substr(0, colon);
 }
 
+// "" when `id` may name a site, else why not.
+std::string IdProblem(const std::string& id) {
+  if (!ValidId(id))
+    return absl::StrCat("site id must be 1 to ", kMaxIdLength, " characters of [A-Za-z0-9._-], got ", Quote(id));
+  // The operator certificate's CN: a site of that name could pass as the
+  // operator, or the operator's certificate as the site.
+  if (id == kAdminCommonName) return absl::StrCat(Quote(id), " is reserved for the operator's certificate");
+  return "";
+}
+
+std::string LabelProblem(int label) {
+  if (label < 0 || label >= kMaxLabel) return absl::StrCat("label must be in 0..", kMaxLabel - 1, ", got ", label);
+  return "";
+}
+
+}  // namespace
+
+std::vector<std::pair<std::string, std::string>> RosterProblems(const std::vector<RosterEntry>& sites,
+                                                                const std::string& prefix) {
+  std::vector<std::pair<std::string, std::string>> out;
+  auto add = [&](std::string key, std::string message) { out.emplace_back(std::move(key), std::move(message)); };
+  std::map<std::string, size_t> by_id, by_endpoint;
+  std::map<int, size_t> by_label;
+  for (size_t i = 0; i < sites.size(); ++i) {
+    const RosterEntry& e = sites[i];
+    std::string k = absl::StrCat(prefix, "[", i, "]");
+    if (std::string m = IdProblem(e.id); !m.empty()) add(k + ".id", m);
+    if (std::string m = LabelProblem(e.label); !m.empty()) add(k + ".label", m);
+    if (std::string m = CheckHostPort(e.endpoint, false); !m.empty()) add(k + ".endpoint", m);
+    if (e.cost < 0) add(k + ".cost", absl::StrCat("cost must be >= 0, got ", e.cost));
+    if (!(e.max_capacity > 0) || !std::isfinite(e.max_capacity))
+      add(k + ".max_capacity", absl::StrCat("max_capacity must be finite and > 0, got ", e.max_capacity));
+    if (auto [it, fresh] = by_id.emplace(e.id, i); !fresh)
+      add(k + ".id", absl::StrCat("duplicate site id ", Quote(e.id), " (also ", prefix, "[", it->second, "])"));
+    if (auto [it, fresh] = by_label.emplace(e.label, i); !fresh)
+      add(k + ".label", absl::StrCat("duplicate label ", e.label, " (also ", prefix, "[", it->second, "], ",
+                                     Quote(sites[it->second].id), ")"));
+    if (auto [it, fresh] = by_endpoint.emplace(e.endpoint, i); !fresh)
+      add(k + ".endpoint",
+          absl::StrCat("duplicate endpoint ", Quote(e.endpoint), " (also ", prefix, "[", it->second, "])"));
+  }
+  return out;
+}
+
+namespace {
+
 std::vector<Issue> CheckRules(const Config& c) {
   std::vector<Issue> issues;
   auto add = [&](std::string key, std::string message) { issues.push_back({std::move(key), std::move(message)}); };
   auto check_label = [&](const std::string& key, int label) {
-    if (label < 0 || label >= kMaxLabel) {
-      add(key, absl::StrCat("label must be in 0..", kMaxLabel - 1, ", got ", label));
-    }
+    if (std::string m = LabelProblem(label); !m.empty()) add(key, m);
   };
   auto check_id = [&](const std::string& key, const std::string& id) {
-    if (!ValidId(id)) {
-      add(key, absl::StrCat("site id must be 1 to ", kMaxIdLength, " characters of [A-Za-z0-9._-], got ", Quote(id)));
-    } else if (id == kAdminCommonName) {
-      // The operator certificate's CN: a site of that name could pass as
-      // the operator, or the operator's certificate as the site.
-      add(key, absl::StrCat(Quote(id), " is reserved for the operator's certificate"));
-    }
+    if (std::string m = IdProblem(id); !m.empty()) add(key, m);
   };
 
   // site
@@ -194,35 +234,22 @@ std::vector<Issue> CheckRules(const Config& c) {
     add("site.web", absl::StrCat(Quote(c.site.web), ": expected loopback, on or off"));
 
   // roster
-  if (c.roster.empty()) add("roster", "must list every site, this one included");
-  std::map<std::string, size_t> by_id, by_endpoint;
-  std::map<int, size_t> by_label;
-  for (size_t i = 0; i < c.roster.size(); ++i) {
-    const RosterEntry& e = c.roster[i];
-    std::string k = absl::StrCat("roster[", i, "]");
-    check_id(k + ".id", e.id);
-    check_label(k + ".label", e.label);
-    if (std::string m = CheckHostPort(e.endpoint, false); !m.empty()) add(k + ".endpoint", m);
-    if (e.cost < 0) add(k + ".cost", absl::StrCat("cost must be >= 0, got ", e.cost));
-    if (!(e.max_capacity > 0) || !std::isfinite(e.max_capacity))
-      add(k + ".max_capacity", absl::StrCat("max_capacity must be finite and > 0, got ", e.max_capacity));
-    if (auto [it, fresh] = by_id.emplace(e.id, i); !fresh) {
-      add(k + ".id", absl::StrCat("duplicate site id ", Quote(e.id), " (also roster[", it->second, "])"));
-    }
-    if (auto [it, fresh] = by_label.emplace(e.label, i); !fresh) {
-      add(k + ".label", absl::StrCat("duplicate label ", e.label, " (also roster[", it->second, "], ",
-                                     Quote(c.roster[it->second].id), ")"));
-    }
-    if (auto [it, fresh] = by_endpoint.emplace(e.endpoint, i); !fresh) {
-      add(k + ".endpoint", absl::StrCat("duplicate endpoint ", Quote(e.endpoint), " (also roster[", it->second, "])"));
-    }
+  if (c.roster.sites.empty() && c.seeds.empty())
+    add("roster", "must list every site, this one included (or give seeds to fetch it from)");
+  for (auto& [key, why] : RosterProblems(c.roster.sites, "roster")) add(key, why);
+  for (size_t i = 0; i < c.seeds.size(); ++i) {
+    std::string k = absl::StrCat("seeds[", i, "]");
+    check_id(k + ".id", c.seeds[i].id);
+    if (std::string m = CheckHostPort(c.seeds[i].endpoint, false); !m.empty()) add(k + ".endpoint", m);
   }
-  if (!c.roster.empty() && !c.site.id.empty()) {
+  std::map<std::string, size_t> by_id;
+  for (size_t i = 0; i < c.roster.sites.size(); ++i) by_id.emplace(c.roster.sites[i].id, i);
+  if (!c.roster.sites.empty() && !c.site.id.empty()) {
     auto it = by_id.find(c.site.id);
     if (it == by_id.end()) {
       add("roster", absl::StrCat("this site ", Quote(c.site.id), " (site.id) is not in the roster"));
     } else {
-      const RosterEntry& self = c.roster[it->second];
+      const RosterEntry& self = c.roster.sites[it->second];
       std::string k = absl::StrCat("roster[", it->second, "]");
       if (self.label != c.site.label) {
         add(k + ".label",
@@ -312,6 +339,8 @@ std::vector<Issue> CheckRules(const Config& c) {
                        Quote(c.site.metrics_listen)));
     }
   }
+  if (!s.roster_key.empty())
+    if (std::string e = CheckReadableFile(s.roster_key); !e.empty()) add("security.roster_key", e);
   if (s.max_calls_per_peer < 1 || s.max_calls_per_peer > 10000) {
     add("security.max_calls_per_peer", absl::StrCat("must be in 1..10000, got ", s.max_calls_per_peer));
   }
@@ -391,7 +420,8 @@ class Parser {
     Fields top;
     Map(root, "", root_line_, std::begin(kTopKeys), std::end(kTopKeys), &top);
     if (Require(top, "", "site")) ParseSite(top["site"], c);
-    if (Require(top, "", "roster")) ParseRoster(top["roster"], c);
+    if (top.count("roster")) ParseRoster(top["roster"], c);
+    if (top.count("seeds")) ParseSeeds(top["seeds"], c);
     if (top.count("capacity")) ParseCapacity(top["capacity"], c);
     if (top.count("balancer")) ParseBalancer(top["balancer"], c);
     if (top.count("scheduler")) ParseScheduler(top["scheduler"], c);
@@ -565,8 +595,28 @@ class Parser {
         if (Require(f, k, "endpoint")) String(f["endpoint"], k + ".endpoint", &e.endpoint);
         if (f.count("cost")) Integer(f["cost"], k + ".cost", &e.cost);
         if (f.count("max_capacity")) Double(f["max_capacity"], k + ".max_capacity", &e.max_capacity);
+        if (f.count("drained")) Bool(f["drained"], k + ".drained", &e.drained);
       }
-      c->roster.push_back(std::move(e));
+      c->roster.sites.push_back(std::move(e));
+    }
+  }
+
+  void ParseSeeds(const YAML::Node& n, Config* c) {
+    if (!n.IsSequence()) {
+      Error(ValueLine(n, "seeds"), "seeds", "expected a list of {id, endpoint}");
+      return;
+    }
+    for (size_t i = 0; i < n.size(); ++i) {
+      const YAML::Node item = n[i];
+      std::string k = absl::StrCat("seeds[", i, "]");
+      lines_[k] = ValueLine(item, "seeds");
+      Fields f;
+      Seed seed;
+      if (Map(item, k, lines_[k], std::begin(kSeedKeys), std::end(kSeedKeys), &f)) {
+        if (Require(f, k, "id")) String(f["id"], k + ".id", &seed.id);
+        if (Require(f, k, "endpoint")) String(f["endpoint"], k + ".endpoint", &seed.endpoint);
+      }
+      c->seeds.push_back(std::move(seed));
     }
   }
 
@@ -646,6 +696,7 @@ class Parser {
       String(f["admin_token_file"], "security.admin_token_file", &s.admin_token_file);
     }
     if (f.count("reflection")) Bool(f["reflection"], "security.reflection", &s.reflection);
+    if (f.count("roster_key")) String(f["roster_key"], "security.roster_key", &s.roster_key);
     if (f.count("max_calls_per_peer")) {
       Integer(f["max_calls_per_peer"], "security.max_calls_per_peer", &s.max_calls_per_peer);
     }
@@ -671,7 +722,8 @@ void ResolvePaths(const std::string& config_path, Config* c) {
   fs::path base = fs::path(config_path).parent_path();
   if (base.empty()) return;
   for (std::string* p :
-       {&c->state_dir, &c->security.cert, &c->security.key, &c->security.ca, &c->security.admin_token_file}) {
+       {&c->state_dir, &c->security.cert, &c->security.key, &c->security.ca, &c->security.admin_token_file,
+        &c->security.roster_key}) {
     if (!p->empty() && fs::path(*p).is_relative()) *p = (base / *p).lexically_normal().string();
   }
 }
@@ -701,23 +753,23 @@ std::string CheckSecretFileMode(const std::string& path) {
                       ": group and others must have no access to a secret (chmod 600, owned by the daemon's user)");
 }
 
-int Config::Dimension() const {
+int Roster::Dimension() const {
   int max_label = 0;
-  for (const RosterEntry& e : roster) max_label = std::max(max_label, e.label);
+  for (const RosterEntry& e : sites) max_label = std::max(max_label, e.label);
   int n = 0;
   while (n < 31 && (int64_t{1} << n) <= max_label) ++n;
   return n;
 }
 
-const RosterEntry* Config::FindSite(const std::string& id) const {
-  for (const RosterEntry& e : roster) {
+const RosterEntry* Roster::FindSite(const std::string& id) const {
+  for (const RosterEntry& e : sites) {
     if (e.id == id) return &e;
   }
   return nullptr;
 }
 
-const RosterEntry* Config::FindLabel(int label) const {
-  for (const RosterEntry& e : roster) {
+const RosterEntry* Roster::FindLabel(int label) const {
+  for (const RosterEntry& e : sites) {
     if (e.label == label) return &e;
   }
   return nullptr;

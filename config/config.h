@@ -40,6 +40,36 @@ struct RosterEntry {
   // The most capacity (units x speed) this site may report; a heartbeat,
   // round message or report claiming more is refused (docs/security.md).
   double max_capacity = 1e6;
+  // The roster drains this site: it reports capacity 0, so its pending jobs
+  // leave at the next round (the first step of `hyperfedctl roster remove`).
+  bool drained = false;
+};
+
+// The sites of the federation. Version 0 is the one in a site's YAML; the
+// operators' signed rosters (docs/operations.md, "Join and leave") are
+// versions 1, 2, ... and replace it.
+struct Roster {
+  int64_t version = 0;
+  std::vector<RosterEntry> sites;
+
+  // The smallest hypercube dimension that holds every label.
+  int Dimension() const;
+  const RosterEntry* FindSite(const std::string& id) const;
+  const RosterEntry* FindLabel(int label) const;
+};
+
+// Every rule a roster's sites break, as (key, why) with keys like
+// "roster[2].endpoint" (`prefix` = "roster"): ids, labels and endpoints
+// well formed and unique, cost >= 0, max_capacity finite and > 0. The one
+// check of a roster, whether read from YAML or received signed.
+std::vector<std::pair<std::string, std::string>> RosterProblems(const std::vector<RosterEntry>& sites,
+                                                                const std::string& prefix);
+
+// A site a joining daemon asks for the roster: its id (its certificate must
+// name it) and endpoint.
+struct Seed {
+  std::string id;
+  std::string endpoint;
 };
 
 // The most migratable pending jobs a site may report (docs/security.md):
@@ -88,6 +118,9 @@ struct SecurityConfig {
   std::string ca;                // PEM: the federation's CA
   std::string admin_token_file;  // file holding the admin bearer token (no group or other access)
   bool reflection = false;       // serve gRPC reflection (off unless configured)
+  // PEM: the federation operators' public key (Ed25519). Rosters signed
+  // with its private key replace the YAML roster; "" = none is accepted.
+  std::string roster_key;
   int max_calls_per_peer = 16;   // Peer calls in flight per calling site; beyond: RESOURCE_EXHAUSTED
   int max_threads = 64;          // gRPC handler threads (grpc::ResourceQuota::SetMaxThreads)
 };
@@ -95,7 +128,10 @@ struct SecurityConfig {
 struct Config {
   std::string path;  // the file it was read from
   SiteConfig site;
-  std::vector<RosterEntry> roster;  // every site, this one included
+  // The roster in this file (version 0): every site, this one included. May
+  // be empty when `seeds` are given: the site then fetches the roster.
+  Roster roster;
+  std::vector<Seed> seeds;
   CapacityConfig capacity;
   BalancerConfig balancer;
   SchedulerConfig scheduler;
@@ -103,11 +139,6 @@ struct Config {
   SecurityConfig security;
   // log: {level: debug|info|warning|error, format: text|json} (default info, text).
   LogOptions log;
-
-  // The smallest hypercube dimension that holds every roster label.
-  int Dimension() const;
-  const RosterEntry* FindSite(const std::string& id) const;
-  const RosterEntry* FindLabel(int label) const;
 };
 
 // Reads and validates `path`. Relative paths inside the file (certificates,

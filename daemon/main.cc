@@ -66,18 +66,25 @@ int main(int argc, char** argv) {
     return 2;
   }
   if (check) {
-    std::cout << config_path << ": OK (site " << config->site.id << ", label " << config->site.label << ", "
-              << config->roster.size() << " sites in a " << config->Dimension() << "-cube)\n";
+    if (config->roster.sites.empty()) {
+      std::cout << config_path << ": OK (site " << config->site.id << ", joins with " << config->seeds.size()
+                << " seed" << (config->seeds.size() == 1 ? "" : "s") << ")\n";
+    } else {
+      std::cout << config_path << ": OK (site " << config->site.id << ", label " << config->site.label << ", "
+                << config->roster.sites.size() << " sites in a " << config->roster.Dimension() << "-cube)\n";
+    }
     if (config->security.insecure)
       std::cout << config_path << ": WARNING: insecure: true: plain text, peers and operators not authenticated "
                 << "(allowed on loopback only; local demos only)\n";
     return 0;
   }
-  // SIGTERM and SIGINT end the daemon cleanly; the main thread waits for them.
+  // SIGTERM and SIGINT end the daemon cleanly, SIGHUP reloads the config
+  // file (docs/operations.md, "Reload"); the main thread waits for them.
   sigset_t set;
   sigemptyset(&set);
   sigaddset(&set, SIGTERM);
   sigaddset(&set, SIGINT);
+  sigaddset(&set, SIGHUP);
   pthread_sigmask(SIG_BLOCK, &set, nullptr);
   signal(SIGPIPE, SIG_IGN);
 
@@ -92,7 +99,14 @@ int main(int argc, char** argv) {
     return 1;
   }
   int sig = 0;
-  sigwait(&set, &sig);
+  while (sigwait(&set, &sig) == 0 && sig == SIGHUP) {
+    auto changed = (*daemon)->Reload(config_path);
+    if (changed.ok()) {
+      hyperfed::LogInfo("reloaded " + config_path + ": " + *changed);
+    } else {
+      hyperfed::LogError(std::string(changed.status().message()));
+    }
+  }
   hyperfed::LogInfo(std::string(strsignal(sig)) + ": shutting down");
   (*daemon)->Shutdown();
   return 0;

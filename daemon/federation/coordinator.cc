@@ -25,31 +25,43 @@ std::string Labels(const std::vector<int>& v) { return v.empty() ? "none" : absl
 
 }  // namespace
 
-Coordinator::Coordinator(const config::Config& config, const Env* env, Executor* executor, Membership* membership,
+Coordinator::Coordinator(const LiveConfig* live, const Env* env, Executor* executor, Membership* membership,
                          Participant* participant, PeerClient* peers, RoundHistory* history,
                          std::function<absl::Status()> refresh_self)
-    : config_(config),
+    : live_(live),
+      self_(live->self()),
       env_(env),
       executor_(executor),
       membership_(membership),
       participant_(participant),
       peers_(peers),
       history_(history),
-      refresh_self_(std::move(refresh_self)),
-      timeouts_(ComputeRoundTimeouts(config.balancer, config.Dimension())) {}
+      refresh_self_(std::move(refresh_self)) {}
 
 absl::StatusOr<std::string> Coordinator::Begin(bool dry_run, const std::string& reason, const std::string& mode_name) {
-  const std::string name = mode_name.empty() ? config_.balancer.algorithm : mode_name;
+  // One roster and one set of settings for the whole round.
+  const config::BalancerConfig settings = live_->balancer();
+  const std::shared_ptr<const config::Roster> roster = live_->roster();
+  if (!roster->FindSite(self_))
+    return absl::FailedPreconditionError(absl::StrCat("this site is not in roster version ", roster->version));
+  const std::string name = mode_name.empty() ? settings.algorithm : mode_name;
   const balance::RoundMode* mode = balance::FindRoundMode(name);
   if (!mode) return balance::CheckRoundMode(name);
   if (auto st = refresh_self_(); !st.ok()) return st;
   // One view for both the fault set and the live rows: a peer timing out
-  // between two reads would be in neither.
-  const std::vector<PeerInfo> peers = membership_->View();
-  const std::vector<int> faults = Membership::FaultLabelsOf(peers, membership_->dimension());
-  balance::RoundShape shape{membership_->dimension(), {faults.begin(), faults.end()}};
+  // between two reads would be in neither. Rows of the round's roster only
+  // (the view may be of a newer one).
+  std::vector<PeerInfo> peers = membership_->View();
+  std::erase_if(peers, [&](const PeerInfo& p) {
+    const config::RosterEntry* e = roster->FindSite(p.site);
+    return !e || e->label != p.label;
+  });
+  const int dimension = roster->Dimension();
+  const std::vector<int> faults = Membership::FaultLabelsOf(peers, dimension);
+  balance::RoundShape shape{dimension, {faults.begin(), faults.end()}};
   RoundView view;
-  view.spec.coordinator = config_.site.id;
+  view.spec.coordinator = self_;
+  view.spec.roster_version = roster->version;
   view.spec.faults = faults;
   view.spec.dimension = shape.dimension;
   view.spec.mode = name;
@@ -70,7 +82,7 @@ absl::StatusOr<std::string> Coordinator::Begin(bool dry_run, const std::string& 
     if (!plan.ok()) return plan.status();
     {
       std::lock_guard<std::mutex> l(mu_);
-      view.id = absl::StrCat("dry-", config_.site.id, "-", ++seq_);
+      view.id = absl::StrCat("dry-", self_, "-", ++seq_);
     }
     view.spec.round_id = view.id;
     view.transfers = plan->transfers;
@@ -96,11 +108,12 @@ absl::StatusOr<std::string> Coordinator::Begin(bool dry_run, const std::string& 
   // permitting) than any an earlier coordinator started.
   spec.epoch =
       std::max({participant_->highest_epoch() + 1, membership_->HighestEpoch() + 1, absl::ToUnixMillis(view.started)});
-  spec.deadline = view.started + timeouts_.round;
-  view.id = spec.round_id = absl::StrCat(config_.site.id, "-", absl::ToUnixMillis(view.started), "-", ++seq_);
+  const RoundTimeouts timeouts = ComputeRoundTimeouts(settings, dimension);
+  spec.deadline = view.started + timeouts.round;
+  view.id = spec.round_id = absl::StrCat(self_, "-", absl::ToUnixMillis(view.started), "-", ++seq_);
   view.events.push_back(absl::StrCat("round ", view.id, " (", reason, "): ", name, " over ", view.before.size(),
                                      " live sites of the ", shape.dimension, "-cube, faults ", Labels(faults)));
-  running_ = Running{spec, live, {}, false, {}, false};
+  running_ = Running{spec, live, {}, false, {}, false, roster, timeouts};
   history_->Add(view);
   if (!executor_->Submit([this, spec] { Coordinate(spec); })) {
     running_.reset();
@@ -116,24 +129,26 @@ absl::StatusOr<std::string> Coordinator::Begin(bool dry_run, const std::string& 
 
 void Coordinator::Coordinate(RoundSpec spec) {
   std::vector<std::string> live;
+  RoundTimeouts timeouts;
   {
     std::lock_guard<std::mutex> l(mu_);
     live = running_->live;
+    timeouts = running_->timeouts;
   }
   // Start the round here, then at every other live site at once.
   std::vector<PeerClient::StartAnswer> answers(live.size());
   std::vector<std::string> others;
   for (size_t i = 0; i < live.size(); ++i) {
-    if (live[i] == config_.site.id) {
+    if (live[i] == self_) {
       answers[i].accepted = participant_->OnStartRound(spec, &answers[i].why_not);
     } else {
       others.push_back(live[i]);
     }
   }
-  std::vector<PeerClient::StartAnswer> theirs = peers_->StartRound(others, spec, timeouts_.step);
+  std::vector<PeerClient::StartAnswer> theirs = peers_->StartRound(others, spec, timeouts.step);
   theirs.resize(others.size(), {false, "no answer"});
   for (size_t i = 0, k = 0; i < live.size(); ++i)
-    if (live[i] != config_.site.id) answers[i] = std::move(theirs[k++]);
+    if (live[i] != self_) answers[i] = std::move(theirs[k++]);
   std::vector<std::string> events;
   std::unique_lock<std::mutex> l(mu_);
   Running& run = *running_;
@@ -153,7 +168,7 @@ void Coordinator::Coordinate(RoundSpec spec) {
   // Wait for every report (the parts end by themselves at the deadline). A
   // site that dies mid-round never reports: once every site still missing
   // is down in this site's view, the round ends without it.
-  const absl::Time give_up = spec.deadline + timeouts_.report;
+  const absl::Time give_up = spec.deadline + timeouts.report;
   auto gone = [&] { return !running_ || running_->spec.round_id != spec.round_id; };  // OnReport finished it
   while (true) {
     if (gone()) return;
@@ -171,7 +186,7 @@ void Coordinator::Coordinate(RoundSpec spec) {
     if (env_->Now() >= give_up) return FinishLocked("gave up waiting for the remaining reports");
     // Liveness changes with time, not with a notification: look again
     // every heartbeat interval.
-    env_->WaitUntil(l, cv_, std::min(give_up, env_->Now() + config_.balancer.heartbeat_interval),
+    env_->WaitUntil(l, cv_, std::min(give_up, env_->Now() + live_->balancer().heartbeat_interval),
                     [&] { return stopping_ || gone() || CompleteLocked(); });
   }
 }
@@ -192,17 +207,19 @@ absl::Status Coordinator::OnReport(const RoundReport& report) {
     return absl::PermissionDeniedError(absl::StrCat(report.site, " is not in round ", report.round_id));
   if (running_->reports.count(report.site))
     return absl::AlreadyExistsError(absl::StrCat(report.site, " has already reported round ", report.round_id));
+  const std::shared_ptr<const config::Roster> round_roster = running_->roster;  // FinishLocked may end running_
+  const config::Roster& roster = *round_roster;
   for (const balance::Transfer& t : report.transfers) {
-    const config::RosterEntry* to = config_.FindLabel(t.to);
+    const config::RosterEntry* to = roster.FindLabel(t.to);
     if (!to || to->id == report.site || std::find(live.begin(), live.end(), to->id) == live.end())
       return absl::InvalidArgumentError(absl::StrCat("a transfer to label ", t.to, ", which is not in the round"));
   }
   running_->reports.emplace(report.site, report);
   if (!report.ok) running_->any_failed = true;
-  const config::RosterEntry* e = config_.FindSite(report.site);
+  const config::RosterEntry* e = roster.FindSite(report.site);
   std::vector<std::string> sends;
   for (const auto& t : report.transfers) {
-    const config::RosterEntry* to = config_.FindLabel(t.to);
+    const config::RosterEntry* to = roster.FindLabel(t.to);
     sends.push_back(absl::StrCat(t.count, " to ", to ? to->id : absl::StrCat("label ", t.to)));
   }
   history_->Update(report.round_id, [&](RoundView& r) {

@@ -43,7 +43,7 @@ struct SiteCounters {
 class Coordinator {
  public:
   // `refresh_self` updates this site's own row in `membership` first.
-  Coordinator(const config::Config& config, const Env* env, Executor* executor, Membership* membership,
+  Coordinator(const LiveConfig* live, const Env* env, Executor* executor, Membership* membership,
               Participant* participant, PeerClient* peers, RoundHistory* history,
               std::function<absl::Status()> refresh_self);
 
@@ -72,12 +72,15 @@ class Coordinator {
     bool start_answered = false;
     std::map<std::string, RoundReport> reports;  // first report of each site
     bool any_failed = false;
+    std::shared_ptr<const config::Roster> roster;  // the one it was planned with
+    RoundTimeouts timeouts;
   };
   void Coordinate(RoundSpec spec);
   bool CompleteLocked() const;
   void FinishLocked(const std::string& why);
 
-  const config::Config& config_;
+  const LiveConfig* live_;
+  const std::string self_;
   const Env* env_;
   Executor* executor_;
   Membership* membership_;
@@ -85,7 +88,6 @@ class Coordinator {
   PeerClient* peers_;
   RoundHistory* history_;
   std::function<absl::Status()> refresh_self_;
-  const RoundTimeouts timeouts_;
 
   mutable std::mutex mu_;
   std::condition_variable cv_;

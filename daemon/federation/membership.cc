@@ -9,22 +9,40 @@
 
 namespace hyperfed::federation {
 
-Membership::Membership(const config::Config& config, const Env* env)
-    : env_(env), timeout_(config.balancer.peer_timeout), dimension_(config.Dimension()), self_(config.site.id) {
-  for (const config::RosterEntry& e : config.roster) {
+Membership::Membership(const LiveConfig* live, const Env* env) : live_(live), env_(env), self_(live->self()) {}
+
+void Membership::SyncLocked() const {
+  const std::shared_ptr<const config::Roster> roster = live_->roster();
+  if (roster->version == roster_version_) return;
+  std::map<std::string, PeerInfo> old;
+  for (auto& [label, p] : by_label_) old.emplace(p.site, std::move(p));
+  by_label_.clear();
+  for (const config::RosterEntry& e : roster->sites) {
     PeerInfo p;
+    if (auto it = old.find(e.id); it != old.end()) p = std::move(it->second);  // what it last said
     p.site = e.id;
     p.label = e.label;
     p.endpoint = e.endpoint;
-    p.self = e.id == config.site.id;
-    by_label_[e.label] = p;
+    p.self = e.id == self_;
+    by_label_[e.label] = std::move(p);
   }
+  roster_version_ = roster->version;
+  dimension_ = roster->Dimension();
 }
 
-bool Membership::UpLocked(const PeerInfo& p, absl::Time now) const { return p.self || now - p.last_seen <= timeout_; }
+int Membership::dimension() const {
+  std::lock_guard<std::mutex> l(mu_);
+  SyncLocked();
+  return dimension_;
+}
+
+bool Membership::UpLocked(const PeerInfo& p, absl::Time now, absl::Duration timeout) const {
+  return p.self || now - p.last_seen <= timeout;
+}
 
 bool Membership::Seen(const HeartbeatInfo& hb) {
   std::lock_guard<std::mutex> l(mu_);
+  SyncLocked();
   for (auto& [label, p] : by_label_) {
     if (p.site != hb.site || p.self) continue;
     p.last_seen = env_->Now();
@@ -34,15 +52,20 @@ bool Membership::Seen(const HeartbeatInfo& hb) {
     p.last_round = hb.last_round;
     p.epoch = hb.epoch;
     p.widest = hb.widest;
+    p.roster_version = hb.roster_version;
+    p.protocol = hb.protocol;
     return true;
   }
   return false;
 }
 
 void Membership::SetSelf(int64_t load, double capacity, bool drained, const std::string& last_round) {
+  const int64_t version = live_->roster()->version;
   std::lock_guard<std::mutex> l(mu_);
+  SyncLocked();
   for (auto& [label, p] : by_label_) {
     if (!p.self) continue;
+    p.roster_version = version;
     p.last_seen = env_->Now();
     p.load = load;
     p.capacity = capacity;
@@ -52,12 +75,14 @@ void Membership::SetSelf(int64_t load, double capacity, bool drained, const std:
 }
 
 std::vector<PeerInfo> Membership::View() const {
+  const absl::Duration timeout = live_->balancer().peer_timeout;
   std::lock_guard<std::mutex> l(mu_);
+  SyncLocked();
   const absl::Time now = env_->Now();
   std::vector<PeerInfo> out;
   for (const auto& [label, p] : by_label_) {
     PeerInfo q = p;
-    q.up = UpLocked(p, now);
+    q.up = UpLocked(p, now, timeout);
     out.push_back(q);
   }
   return out;
@@ -76,12 +101,15 @@ std::optional<PeerInfo> Membership::Find(const std::string& site) const {
   return std::nullopt;
 }
 
-std::vector<int> Membership::FaultLabels() const { return FaultLabelsOf(View(), dimension_); }
+std::vector<int> Membership::FaultLabels() const {
+  std::vector<PeerInfo> view = View();
+  return FaultLabelsOf(view, dimension());  // a roster change in between: checked below
+}
 
 std::vector<int> Membership::FaultLabelsOf(const std::vector<PeerInfo>& view, int dimension) {
   std::vector<bool> live(size_t{1} << dimension, false);
   for (const PeerInfo& p : view)
-    if (p.up) live[p.label] = true;
+    if (p.up && p.label < static_cast<int>(live.size())) live[p.label] = true;
   std::vector<int> faults;
   for (size_t i = 0; i < live.size(); ++i)
     if (!live[i]) faults.push_back(static_cast<int>(i));
@@ -110,9 +138,9 @@ int64_t Membership::HighestEpoch() const {
   return e;
 }
 
-absl::Status CheckReportedRow(const config::Config& config, int label, int64_t load, double capacity,
+absl::Status CheckReportedRow(const config::Roster& roster, int label, int64_t load, double capacity,
                               const balance::StartProfile& profile) {
-  const config::RosterEntry* e = config.FindLabel(label);
+  const config::RosterEntry* e = roster.FindLabel(label);
   if (!e) return absl::InvalidArgumentError(absl::StrCat("label ", label, " is no roster site's"));
   if (load < 0 || load > config::kMaxReportedLoad)
     return absl::InvalidArgumentError(
@@ -131,17 +159,18 @@ absl::Status CheckReportedRow(const config::Config& config, int label, int64_t l
 
 // ------------------------------------------------------------------ Heartbeater
 
-Heartbeater::Heartbeater(const config::Config& config, Membership* membership, PeerClient* peers, Executor* executor)
-    : config_(config), membership_(membership), peers_(peers), executor_(executor) {}
+Heartbeater::Heartbeater(const LiveConfig* live, Membership* membership, PeerClient* peers, Executor* executor)
+    : live_(live), membership_(membership), peers_(peers), executor_(executor) {}
 
 void Heartbeater::Tick(const HeartbeatInfo& self) {
   std::vector<std::string> others;
-  for (const config::RosterEntry& e : config_.roster)
-    if (e.id != config_.site.id) others.push_back(e.id);
+  for (const config::RosterEntry& e : live_->roster()->sites)
+    if (e.id != live_->self()) others.push_back(e.id);
+  const absl::Duration timeout = live_->balancer().heartbeat_interval;
   ParallelFor(executor_, others.size(), [&](size_t i) {
     // A peer that does not answer is simply not heard from: its own
     // heartbeats, not ours, decide whether it is up here.
-    (void)peers_->Heartbeat(others[i], self, config_.balancer.heartbeat_interval);
+    (void)peers_->Heartbeat(others[i], self, timeout);
   });
   for (const PeerInfo& p : membership_->View()) {
     if (p.self) continue;

@@ -19,6 +19,7 @@
 #include "daemon/balance/choice.h"
 #include "daemon/common/env.h"
 #include "daemon/common/executor.h"
+#include "daemon/federation/live_config.h"
 
 namespace hyperfed::federation {
 
@@ -31,7 +32,7 @@ class PeerClient;
 // The same for a start profile (docs/algorithms.md, "Jobs that gain"): the
 // widest job at most that max_capacity, the profile well formed
 // (balance::CheckStartProfile) with waits up to config::kMaxReportedWaitMs.
-absl::Status CheckReportedRow(const config::Config& config, int label, int64_t load, double capacity,
+absl::Status CheckReportedRow(const config::Roster& roster, int label, int64_t load, double capacity,
                               const balance::StartProfile& profile = {});
 
 // What a site says of itself in a heartbeat.
@@ -45,6 +46,8 @@ struct HeartbeatInfo {
   std::string last_round;
   int64_t epoch = 0;  // the highest round epoch it has seen
   int64_t widest = 0;  // the most cores one job can have there (0: not said)
+  int64_t roster_version = 0;
+  std::string protocol;  // "MAJOR.MINOR"
 };
 
 // What the last heartbeat from a site said.
@@ -61,11 +64,15 @@ struct PeerInfo {
   std::string last_round;
   int64_t epoch = 0;
   int64_t widest = 0;
+  int64_t roster_version = 0;  // the roster version it said it has
+  std::string protocol;
 };
 
 class Membership {
  public:
-  Membership(const config::Config& config, const Env* env);
+  // The sites are the live roster's: a new roster version adds and removes
+  // rows (keeping what the sites that stay last said) and sets the dimension.
+  Membership(const LiveConfig* live, const Env* env);
 
   // Records a heartbeat (from a roster site other than this one; false if not).
   bool Seen(const HeartbeatInfo& hb);
@@ -94,31 +101,35 @@ class Membership {
   bool MayCoordinate(const std::string& site) const;
   // The highest round epoch any live peer has reported.
   int64_t HighestEpoch() const;
-  int dimension() const { return dimension_; }
+  // The dimension of the roster the rows are from.
+  int dimension() const;
   const std::string& self() const { return self_; }
 
  private:
-  bool UpLocked(const PeerInfo& p, absl::Time now) const;
+  bool UpLocked(const PeerInfo& p, absl::Time now, absl::Duration timeout) const;
+  // Rebuilds the rows when the live roster has a new version.
+  void SyncLocked() const;
 
+  const LiveConfig* live_;
   const Env* env_;
-  const absl::Duration timeout_;
-  const int dimension_;
   const std::string self_;
   mutable std::mutex mu_;
-  std::map<int, PeerInfo> by_label_;  // guarded by mu_
+  mutable int64_t roster_version_ = -1;       // guarded by mu_; the rows' roster
+  mutable int dimension_ = 0;                 // guarded by mu_
+  mutable std::map<int, PeerInfo> by_label_;  // guarded by mu_
 };
 
 // Sends this site's heartbeat to every other roster site at once (one
 // Tick), and logs each peer's change between up and down.
 class Heartbeater {
  public:
-  Heartbeater(const config::Config& config, Membership* membership, PeerClient* peers, Executor* executor);
+  Heartbeater(const LiveConfig* live, Membership* membership, PeerClient* peers, Executor* executor);
   // One heartbeat to every peer; returns when every call has answered or
   // timed out (one heartbeat interval).
   void Tick(const HeartbeatInfo& self);
 
  private:
-  const config::Config& config_;
+  const LiveConfig* live_;
   Membership* membership_;
   PeerClient* peers_;
   Executor* executor_;

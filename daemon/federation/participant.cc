@@ -8,29 +8,36 @@
 
 namespace hyperfed::federation {
 
-Participant::Participant(const config::Config& config, const Env* env, Executor* executor, PeerClient* peers,
+Participant::Participant(const LiveConfig* live, const Env* env, Executor* executor, PeerClient* peers,
                          JobMover* mover, Snapshot snapshot, Done done)
-    : config_(config),
+    : live_(live),
       env_(env),
       executor_(executor),
-      mailbox_(env, config.site.label, config.Dimension()),
+      mailbox_(env, -1, 0),
       allowance_(env),
       snapshot_(std::move(snapshot)),
       done_(std::move(done)) {
-  ctx_.self_site = config_.site.id;
-  ctx_.self_label = config_.site.label;
-  ctx_.site_of_label = [this](int label) {
-    const config::RosterEntry* e = config_.FindLabel(label);
-    return e ? e->id : std::string();
-  };
-  ctx_.peers = peers;
-  ctx_.mailbox = &mailbox_;
-  ctx_.allowance = &allowance_;
-  ctx_.mover = mover;
-  ctx_.env = env;
-  ctx_.executor = executor;
-  ctx_.timeouts = ComputeRoundTimeouts(config_.balancer, config_.Dimension());
-  ctx_.event = [](const std::string& e) { LogInfo(e); };
+  base_.self_site = live->self();
+  base_.peers = peers;
+  base_.mailbox = &mailbox_;
+  base_.allowance = &allowance_;
+  base_.mover = mover;
+  base_.env = env;
+  base_.executor = executor;
+  base_.event = [](const std::string& e) { LogInfo(e); };
+  SyncMailbox();
+}
+
+absl::Duration Participant::SyncMailbox() {
+  const std::shared_ptr<const config::Roster> roster = live_->roster();
+  const config::RosterEntry* self = roster->FindSite(live_->self());
+  {
+    // A round in progress keeps the place it began with (OnStartRound).
+    std::lock_guard<std::mutex> l(mu_);
+    // Not in the roster: no label, so no message is expected.
+    if (!current_) mailbox_.SetPosition(self ? self->label : -1, roster->Dimension());
+  }
+  return live_->balancer().step_timeout;
 }
 
 bool Participant::OnStartRound(const RoundSpec& spec, std::string* why_not) {
@@ -42,6 +49,16 @@ bool Participant::OnStartRound(const RoundSpec& spec, std::string* why_not) {
   }
   if (spec.deadline <= env_->Now()) {
     *why_not = absl::StrCat("round ", spec.round_id, " is past its deadline");
+    return false;
+  }
+  std::shared_ptr<const config::Roster> roster = live_->roster();
+  if (spec.roster_version != roster->version) {
+    *why_not = absl::StrCat("round ", spec.round_id, " was planned with roster version ", spec.roster_version,
+                            ", this site has version ", roster->version);
+    return false;
+  }
+  if (!roster->FindSite(live_->self())) {
+    *why_not = absl::StrCat("this site is not in roster version ", roster->version);
     return false;
   }
   // Not newer than the last round started here: refused, so that a round
@@ -58,10 +75,11 @@ bool Participant::OnStartRound(const RoundSpec& spec, std::string* why_not) {
   highest_epoch_ = spec.epoch;
   current_ = spec;
   // Opening the round fences off the older one: its waits end now.
+  mailbox_.SetPosition(roster->FindSite(live_->self())->label, roster->Dimension());
   mailbox_.Open(spec.round_id, spec.epoch);
   ++parts_running_;
   cv_.notify_all();  // a replaced part that has not begun ends
-  if (!executor_->Submit([this, spec] { RunPart(spec); })) {
+  if (!executor_->Submit([this, spec, roster] { RunPart(spec, roster); })) {
     --parts_running_;
     current_.reset();
     *why_not = "the site is stopping";
@@ -70,7 +88,15 @@ bool Participant::OnStartRound(const RoundSpec& spec, std::string* why_not) {
   return true;
 }
 
-void Participant::RunPart(const RoundSpec& spec) {
+void Participant::RunPart(const RoundSpec& spec, std::shared_ptr<const config::Roster> roster) {
+  // The round's own context: the roster and settings it began with.
+  RoundContext ctx = base_;
+  ctx.self_label = roster->FindSite(live_->self())->label;
+  ctx.site_of_label = [roster](int label) {
+    const config::RosterEntry* e = roster->FindLabel(label);
+    return e ? e->id : std::string();
+  };
+  ctx.timeouts = ComputeRoundTimeouts(live_->balancer(), spec.dimension);
   bool replaced, stopped;
   {
     // A replaced part may still be unwinding (a move in flight): one part
@@ -85,8 +111,8 @@ void Participant::RunPart(const RoundSpec& spec) {
   if (replaced) {
     RoundReport report;
     report.round_id = spec.round_id;
-    report.site = config_.site.id;
-    report.label = config_.site.label;
+    report.site = ctx.self_site;
+    report.label = ctx.self_label;
     report.error = stopped ? "the site is stopping" : "replaced by a newer round before it began";
     {
       std::lock_guard<std::mutex> l(mu_);
@@ -105,11 +131,11 @@ void Participant::RunPart(const RoundSpec& spec) {
   auto snap = snapshot_();
   if (!snap.ok()) {
     report.round_id = spec.round_id;
-    report.site = config_.site.id;
-    report.label = config_.site.label;
+    report.site = ctx.self_site;
+    report.label = ctx.self_label;
     report.error = absl::StrCat("load snapshot failed: ", snap.status().message());
   } else {
-    report = RunRound(ctx_, spec, *snap);
+    report = RunRound(ctx, spec, *snap);
   }
   (report.ok ? LogInfo : LogError)(
       absl::StrCat("round ", spec.round_id, report.ok ? " done" : " ended: " + report.error, ": load ",
@@ -127,11 +153,11 @@ void Participant::RunPart(const RoundSpec& spec) {
 }
 
 absl::StatusOr<balance::LoadTable> Participant::OnExchange(const ExchangeMessage& m) {
-  return mailbox_.Deliver(m, ctx_.timeouts.step);
+  return mailbox_.Deliver(m, SyncMailbox());
 }
 
 absl::Status Participant::AdmitTransfer(const std::string& source_site, const std::string& round_id, int64_t jobs) {
-  return allowance_.Admit(round_id, source_site, jobs, ctx_.timeouts.step);
+  return allowance_.Admit(round_id, source_site, jobs, live_->balancer().step_timeout);
 }
 
 std::string Participant::current_round() const {

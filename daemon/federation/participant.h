@@ -17,6 +17,7 @@
 #include "config/config.h"
 #include "daemon/common/env.h"
 #include "daemon/common/executor.h"
+#include "daemon/federation/live_config.h"
 #include "daemon/federation/round.h"
 
 namespace hyperfed::federation {
@@ -27,12 +28,13 @@ class Participant {
   // every part's report (the site sends it to the coordinator).
   using Snapshot = std::function<absl::StatusOr<SiteSnapshot>()>;
   using Done = std::function<void(const RoundSpec&, const RoundReport&)>;
-  Participant(const config::Config& config, const Env* env, Executor* executor, PeerClient* peers, JobMover* mover,
+  Participant(const LiveConfig* live, const Env* env, Executor* executor, PeerClient* peers, JobMover* mover,
               Snapshot snapshot, Done done);
 
   // Takes part in `spec` unless it is past its deadline, older than a round
-  // this site has seen, or not newer than the one it is in (then false, and
-  // `why_not` says why). A repeated start of the current round is true.
+  // this site has seen, not newer than the one it is in, or planned with
+  // another roster version than this site's (then false, and `why_not` says
+  // why). A repeated start of the current round is true.
   bool OnStartRound(const RoundSpec& spec, std::string* why_not);
   absl::StatusOr<balance::LoadTable> OnExchange(const ExchangeMessage& m);
   // Takes `jobs` of what round_id's plan, as this site derived it, lets
@@ -48,14 +50,16 @@ class Participant {
   void Stop();
 
  private:
-  void RunPart(const RoundSpec& spec);
+  void RunPart(const RoundSpec& spec, std::shared_ptr<const config::Roster> roster);
+  // The mailbox's place from the live roster; the step timeout.
+  absl::Duration SyncMailbox();
 
-  const config::Config& config_;
+  const LiveConfig* live_;
   const Env* env_;
   Executor* executor_;
   Mailbox mailbox_;
   TransferAllowance allowance_;
-  RoundContext ctx_;
+  RoundContext base_;  // what every round's context shares
   Snapshot snapshot_;
   Done done_;
 

@@ -41,6 +41,12 @@ RoundTimeouts ComputeRoundTimeouts(const config::BalancerConfig& b, int dimensio
 
 // ------------------------------------------------------------------ Mailbox
 
+void Mailbox::SetPosition(int self_label, int dimension) {
+  std::lock_guard<std::mutex> l(mu_);
+  self_label_ = self_label;
+  dimension_ = dimension;
+}
+
 bool Mailbox::StaleLocked(const std::string& round_id, int64_t epoch) const {
   return round_id != fence_round_ && epoch <= fence_epoch_;
 }

@@ -59,6 +59,9 @@ struct RoundSpec {
   std::vector<int> faults;  // sorted labels
   int dimension = 0;
   std::string mode;  // a name in the registry of round modes
+  // The version of the roster the coordinator planned with: a site on
+  // another version does not take part (docs/design.md §6.9).
+  int64_t roster_version = 0;
 };
 
 struct RoundReport {
@@ -158,6 +161,8 @@ class Mailbox {
   // The mailbox of the site at `self_label` in a `dimension`-cube.
   Mailbox(const Env* env, int self_label, int dimension)
       : env_(env), self_label_(self_label), dimension_(dimension) {}
+  // The site's place changed with a new roster version.
+  void SetPosition(int self_label, int dimension);
 
   // Rounds not yet started here whose messages are kept from one sender (a
   // peer may start before this site hears of the round); a message of one
@@ -202,9 +207,9 @@ class Mailbox {
   absl::Status ExpectedLocked(const ExchangeMessage& m) const;
 
   const Env* env_;
-  const int self_label_;
-  const int dimension_;
   std::mutex mu_;
+  int self_label_;  // guarded by mu_
+  int dimension_;   // guarded by mu_
   std::condition_variable cv_;
   // The last round opened here: older rounds are fenced off.
   std::string fence_round_;                                       // guarded by mu_

@@ -1,6 +1,7 @@
 #include "daemon/federation/site.h"
 
 #include <random>
+#include <utility>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
@@ -17,37 +18,39 @@ balance::StartProfile WidestOnly(int64_t widest) {
 }
 }  // namespace
 
-Site::Site(const config::Config& config, scheduler::SchedulerAdapter* adapter, JobMover* mover, PeerClient* peers,
-           const Env* env)
+Site::Site(const config::Config& config, LiveConfig* live, scheduler::SchedulerAdapter* adapter, JobMover* mover,
+           PeerClient* peers, const Env* env)
     : config_(config),
+      live_(live),
       adapter_(adapter),
       mover_(mover),
       peers_(peers),
       env_(env),
-      membership_(config_, env),
-      heartbeater_(config_, &membership_, peers, &executor_),
+      membership_(live, env),
+      heartbeater_(live, &membership_, peers, &executor_),
       history_(env),
       participant_(
-          config_, env, &executor_, peers, mover, [this] { return Snapshot(/*with_waits=*/true); },
+          live, env, &executor_, peers, mover, [this] { return Snapshot(/*with_waits=*/true); },
           [this](const RoundSpec& spec, const RoundReport& r) { PartDone(spec, r); }),
-      coordinator_(config_, env, &executor_, &membership_, &participant_, peers, &history_,
+      coordinator_(live, env, &executor_, &membership_, &participant_, peers, &history_,
                    [this] { return RefreshSelf(); }),
-      next_timer_(env->Now() + config_.balancer.interval) {}
+      timer_from_(env->Now()) {}
 
 Site::~Site() { Stop(); }
 
 void Site::Start() {
-  heartbeat_thread_ = std::thread([this] { Loop(config_.balancer.heartbeat_interval, &Site::HeartbeatOnce); });
-  timer_thread_ = std::thread([this] { Loop(config_.balancer.heartbeat_interval, &Site::TimerOnce); });
+  heartbeat_thread_ = std::thread([this] { Loop(&Site::HeartbeatOnce); });
+  timer_thread_ = std::thread([this] { Loop(&Site::TimerOnce); });
 }
 
-void Site::Loop(absl::Duration period, void (Site::*once)()) {
+void Site::Loop(void (Site::*once)()) {
   while (true) {
     {
       std::unique_lock<std::mutex> l(mu_);
       if (stopping_) return;
     }
     (this->*once)();
+    const absl::Duration period = live_->balancer().heartbeat_interval;
     std::unique_lock<std::mutex> l(mu_);
     env_->WaitFor(l, cv_, period, [this] { return stopping_; });
   }
@@ -120,7 +123,7 @@ absl::StatusOr<SiteSnapshot> Site::Snapshot(bool with_waits) {
   if (!widest.ok() && with_waits)
     LogWarning(absl::StrCat("widest job unknown this round: ", widest.status().message()));
   const int64_t runs = widest.ok() ? std::max<int64_t>(*widest, 0) : 0;
-  const config::RosterEntry* self = config_.FindSite(config_.site.id);
+  const std::optional<config::RosterEntry> self = live_->SelfEntry();
   // Peers refuse a widest job above the roster's max_capacity (as for the
   // capacity below).
   snap.profile.widest = self ? std::min<int64_t>(runs, static_cast<int64_t>(self->max_capacity)) : runs;
@@ -143,7 +146,7 @@ absl::StatusOr<SiteSnapshot> Site::Snapshot(bool with_waits) {
   } else {
     capacity = static_cast<double>(config_.capacity.units) * config_.capacity.speed;
   }
-  if (drained_) capacity = 0;
+  if (drained_ || (self && self->drained)) capacity = 0;
   // Peers refuse a row above the roster's ceiling (docs/security.md): this
   // site reports at most that, and says so once.
   if (self && capacity > self->max_capacity) {
@@ -160,9 +163,15 @@ absl::Status Site::RefreshSelf() {
   auto snap = Snapshot();
   if (!snap.ok()) return snap.status();
   auto last = participant_.last_report();
-  membership_.SetSelf(snap->load, snap->capacity, drained_, last ? last->round_id : "");
+  membership_.SetSelf(snap->load, snap->capacity, drained(), last ? last->round_id : "");
   widest_.store(snap->profile.widest);
   return absl::OkStatus();
+}
+
+bool Site::drained() const {
+  if (drained_) return true;
+  const std::optional<config::RosterEntry> self = live_->SelfEntry();
+  return self && self->drained;
 }
 
 void Site::SetDrained(bool drained) {
@@ -180,8 +189,9 @@ NextRound Site::Next() const {
   NextRound next;
   next.faults = membership_.FaultLabels();
   const balance::RoundShape shape{membership_.dimension(), {next.faults.begin(), next.faults.end()}};
-  const balance::RoundMode* mode = balance::FindRoundMode(config_.balancer.algorithm);
-  next.mode = mode ? mode->Describe(shape) : config_.balancer.algorithm;
+  const std::string algorithm = live_->balancer().algorithm;
+  const balance::RoundMode* mode = balance::FindRoundMode(algorithm);
+  next.mode = mode ? mode->Describe(shape) : algorithm;
   if (!next.faults.empty()) {
     auto topo = balance::Topology::Hypercube(shape.dimension, shape.faults);
     if (topo.ok())
@@ -193,17 +203,28 @@ NextRound Site::Next() const {
 // ------------------------------------------------------------------ loops
 
 void Site::HeartbeatOnce() {
+  const std::optional<config::RosterEntry> entry = live_->SelfEntry();
+  if (!entry) {
+    // Joining (the roster is fetched from the seeds) or removed: no label to
+    // speak for, and peers would refuse the call.
+    if (!std::exchange(said_not_in_roster_, true))
+      LogWarning(absl::StrCat("this site is not in roster version ", live_->roster()->version,
+                              ": it sends no heartbeats and takes no part in rounds until a roster lists it"));
+    return;
+  }
+  said_not_in_roster_ = false;
   (void)RefreshSelf();
   HeartbeatInfo hb;
   hb.site = config_.site.id;
-  hb.label = config_.site.label;
+  hb.label = entry->label;
+  hb.roster_version = live_->roster()->version;
   auto self = membership_.Find(config_.site.id);
   if (self) {
     hb.load = self->load;
     hb.capacity = self->capacity;
     hb.last_round = self->last_round;
   }
-  hb.drained = drained_;
+  hb.drained = drained();
   hb.widest = widest_.load();
   hb.round_id = participant_.current_round();
   hb.epoch = participant_.highest_epoch();
@@ -212,29 +233,30 @@ void Site::HeartbeatOnce() {
 
 void Site::TimerOnce() {
   const absl::Time now = env_->Now();
+  const config::BalancerConfig b = live_->balancer();
+  if (!live_->SelfEntry()) return;  // no part in rounds (HeartbeatOnce says so)
   const bool busy = !participant_.current_round().empty() || !coordinator_.running().empty();
-  if (config_.balancer.interval > absl::ZeroDuration() && now >= next_timer_) {
-    next_timer_ = now + config_.balancer.interval;
+  if (b.interval > absl::ZeroDuration() && now >= timer_from_ + b.interval) {
+    timer_from_ = now;
     if (IsCoordinator() && !busy) {
       balance::LoadTable t;
       for (const PeerInfo& p : View())
         if (p.up) t.push_back({p.label, p.load, p.capacity});
-      if (ShareError(t) >= static_cast<double>(config_.balancer.min_imbalance)) {
+      if (ShareError(t) >= static_cast<double>(b.min_imbalance)) {
         auto id = Balance(false, "timer");
         if (!id.ok()) LogError(absl::StrCat("timer round not started: ", id.status().message()));
       }
     }
   }
-  if (config_.balancer.underload_threshold > 0 && !busy &&
-      now - last_underload_request_ > std::max(config_.balancer.interval, absl::Seconds(5))) {
+  if (b.underload_threshold > 0 && !busy && now - last_underload_request_ > std::max(b.interval, absl::Seconds(5))) {
     auto snap = Snapshot();
-    if (snap.ok() && snap->load < config_.balancer.underload_threshold && !drained_) {
+    if (snap.ok() && snap->load < b.underload_threshold && !drained()) {
       bool others_have_work = false;
       for (const PeerInfo& p : membership_.View())
-        if (!p.self && p.up && p.load > config_.balancer.underload_threshold) others_have_work = true;
+        if (!p.self && p.up && p.load > b.underload_threshold) others_have_work = true;
       if (others_have_work) {
         last_underload_request_ = now;
-        LogInfo(absl::StrCat("underloaded (", snap->load, " pending < ", config_.balancer.underload_threshold,
+        LogInfo(absl::StrCat("underloaded (", snap->load, " pending < ", b.underload_threshold,
                              "): asking for a round"));
         auto id = Balance(false, "underload");
         if (!id.ok()) LogError(absl::StrCat("balancing request failed: ", id.status().message()));
@@ -266,13 +288,14 @@ void Site::PartDone(const RoundSpec& spec, const RoundReport& report) {
       LogError(absl::StrCat("own report of round ", spec.round_id, " not taken: ", st.message()));
     return;
   }
-  auto st = peers_->ReportRound(spec.coordinator, report, ComputeRoundTimeouts(config_.balancer, spec.dimension).step);
+  auto st =
+      peers_->ReportRound(spec.coordinator, report, ComputeRoundTimeouts(live_->balancer(), spec.dimension).step);
   if (!st.ok()) LogError(absl::StrCat("could not report round ", spec.round_id, ": ", st.message()));
 }
 
 absl::StatusOr<std::string> Site::Balance(bool dry_run, const std::string& reason, const std::string& mode) {
   if (!dry_run && !IsCoordinator())
-    return peers_->RequestBalance(Coordinator(), config_.site.id, reason, config_.balancer.step_timeout);
+    return peers_->RequestBalance(Coordinator(), config_.site.id, reason, live_->balancer().step_timeout);
   return coordinator_.Begin(dry_run, reason, mode);
 }
 
@@ -334,7 +357,7 @@ absl::StatusOr<std::vector<std::string>> Site::ExplainJob(const std::string& job
                              config_.site.id));
   if (std::string why = migration::WhyNotMovable(*job); !why.empty())
     out.push_back(why);
-  else if (drained_)
+  else if (drained())
     out.push_back("this site is drained: its pending jobs leave at the next round");
   if (auto rep = participant_.last_report()) {
     out.push_back(absl::StrCat("in the last round (", rep->round_id, ") this site had ", rep->load_before,

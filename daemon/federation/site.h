@@ -24,6 +24,7 @@
 #include "daemon/common/env.h"
 #include "daemon/common/executor.h"
 #include "daemon/federation/coordinator.h"
+#include "daemon/federation/live_config.h"
 #include "daemon/federation/membership.h"
 #include "daemon/federation/participant.h"
 #include "daemon/federation/round.h"
@@ -57,8 +58,10 @@ class Site {
   // fan-outs of both (whose callers also run items themselves).
   static constexpr int kExecutorThreads = 8;
 
-  Site(const config::Config& config, scheduler::SchedulerAdapter* adapter, JobMover* mover, PeerClient* peers,
-       const Env* env);
+  // `live` holds the roster and balancer settings in force (the daemon
+  // replaces them); `config` gives the rest.
+  Site(const config::Config& config, LiveConfig* live, scheduler::SchedulerAdapter* adapter, JobMover* mover,
+       PeerClient* peers, const Env* env);
   ~Site();
 
   // Starts the heartbeat and timer loops. Stop() ends them and every round
@@ -96,7 +99,9 @@ class Site {
   // The rounds this site coordinated, newest first (RoundHistory::Recent).
   std::vector<RoundView> RecentRounds(size_t limit, bool dry_runs) const { return history_.Recent(limit, dry_runs); }
   void SetDrained(bool drained);
-  bool drained() const { return drained_.load(); }
+  // Drained by an operator here, or by the roster (`hyperfedctl roster
+  // remove` drains a site before it removes it).
+  bool drained() const;
   // Every roster site with this site's own row fresh.
   std::vector<PeerInfo> View();
   NextRound Next() const;
@@ -105,6 +110,7 @@ class Site {
   absl::StatusOr<std::vector<std::string>> ExplainJob(const std::string& job);
 
   const config::Config& config() const { return config_; }
+  LiveConfig* live() { return live_; }
   std::string Coordinator() const { return membership_.Coordinator(); }
   bool IsCoordinator() const { return Coordinator() == config_.site.id; }
   SiteCounters counters() const { return coordinator_.counters(); }
@@ -123,9 +129,11 @@ class Site {
   // ArrivalStarts, else the widest job alone).
   balance::StartProfile StartProfileNow(int64_t widest);
   void PartDone(const RoundSpec& spec, const RoundReport& report);
-  void Loop(absl::Duration period, void (Site::*once)());
+  // Runs `once` every heartbeat interval (as set when it returns).
+  void Loop(void (Site::*once)());
 
   const config::Config config_;
+  LiveConfig* live_;
   scheduler::SchedulerAdapter* adapter_;
   JobMover* mover_;
   PeerClient* peers_;
@@ -141,8 +149,10 @@ class Site {
   Participant participant_;
   federation::Coordinator coordinator_;
 
-  // Timer-loop state (that thread only).
-  absl::Time next_timer_;
+  // Timer-loop state (that thread only): the timer counts balancer.interval
+  // from here, so that a reloaded interval takes effect at once.
+  absl::Time timer_from_;
+  bool said_not_in_roster_ = false;  // heartbeat thread only
   absl::Time last_underload_request_ = absl::InfinitePast();
 
   std::mutex mu_;

@@ -26,8 +26,8 @@ bool BearerTokenMatches(std::string_view header_value, std::string_view token) {
   return CRYPTO_memcmp(a, b, sizeof a) == 0;
 }
 
-bool IsAdminCertificate(const std::string& cn, const std::vector<std::string>& uris, const config::Config& config) {
-  if (config.FindSite(cn)) return false;
+bool IsAdminCertificate(const std::string& cn, const std::vector<std::string>& uris, const config::Roster& roster) {
+  if (roster.FindSite(cn)) return false;
   return std::find(uris.begin(), uris.end(), kAdminRoleUri) != uris.end();
 }
 

@@ -25,6 +25,6 @@ bool BearerTokenMatches(std::string_view header_value, std::string_view token);
 // True when a verified client certificate with common name `cn` and URI
 // subjectAltNames `uris` is an operator's: it carries kAdminRoleUri and its
 // CN is no site of the roster.
-bool IsAdminCertificate(const std::string& cn, const std::vector<std::string>& uris, const config::Config& config);
+bool IsAdminCertificate(const std::string& cn, const std::vector<std::string>& uris, const config::Roster& roster);
 
 }  // namespace hyperfed::server

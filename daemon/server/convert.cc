@@ -165,6 +165,7 @@ void ToProto(const federation::RoundSpec& in, v1::StartRoundRequest* out) {
   out->set_mode(in.mode);
   out->set_epoch(in.epoch);
   out->set_deadline_unix_ms(absl::ToUnixMillis(in.deadline));
+  out->set_roster_version(in.roster_version);
 }
 
 federation::RoundSpec FromProto(const v1::StartRoundRequest& in) {
@@ -177,6 +178,7 @@ federation::RoundSpec FromProto(const v1::StartRoundRequest& in) {
   s.mode = in.mode();
   s.epoch = in.epoch();
   s.deadline = absl::FromUnixMillis(in.deadline_unix_ms());
+  s.roster_version = in.roster_version();
   return s;
 }
 
@@ -190,6 +192,7 @@ void ToProto(const federation::HeartbeatInfo& in, v1::HeartbeatRequest* out) {
   out->set_last_round(in.last_round);
   out->set_epoch(in.epoch);
   out->set_widest(in.widest);
+  out->set_roster_version(in.roster_version);
 }
 
 federation::HeartbeatInfo FromProto(const v1::HeartbeatRequest& in) {
@@ -203,6 +206,8 @@ federation::HeartbeatInfo FromProto(const v1::HeartbeatRequest& in) {
   h.last_round = in.last_round();
   h.epoch = in.epoch();
   h.widest = in.widest();
+  h.roster_version = in.roster_version();
+  h.protocol = in.protocol();
   return h;
 }
 

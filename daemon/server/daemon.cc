@@ -15,11 +15,13 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "absl/strings/str_join.h"
 #include "absl/strings/strip.h"
 #include "daemon/common/log.h"
 #include "daemon/scheduler/exec_adapter.h"
 #include "daemon/scheduler/sim_adapter.h"
 #include "daemon/scheduler/slurm_adapter.h"
+#include "daemon/server/protocol.h"
 #include "daemon/server/web.h"
 
 namespace hyperfed::server {
@@ -176,6 +178,8 @@ absl::Status CheckRuntime(const config::Config& c) {
   }
   if (auto tls = ReadTlsFiles(c.security); !tls.ok()) return tls.status();
   if (auto t = ReadToken(c.security.admin_token_file); !t.ok()) return t.status();
+  federation::LiveConfig live(c);
+  if (auto k = RosterKeeper::Open(c, &live); !k.ok()) return k.status();
   return absl::OkStatus();
 }
 
@@ -192,17 +196,22 @@ absl::StatusOr<std::unique_ptr<Daemon>> Daemon::Create(const config::Config& con
   auto journal = migration::Journal::Open(config.state_dir + "/journal.db");
   if (!journal.ok()) return journal.status();
   d->journal_ = *std::move(journal);
+  d->live_ = std::make_unique<federation::LiveConfig>(config);
+  auto keeper = RosterKeeper::Open(config, d->live_.get());
+  if (!keeper.ok()) return keeper.status();
+  d->roster_ = *std::move(keeper);
   auto tls = ReadTlsFiles(config.security);
   if (!tls.ok()) return tls.status();
-  d->peers_ = std::make_unique<GrpcPeers>(config, *tls);
+  d->peers_ = std::make_unique<GrpcPeers>(config, d->live_.get(), *tls);
+  d->peers_->SetRosterKeeper(d->roster_.get());
   d->migrator_ = std::make_unique<migration::Migrator>(config.site.id, d->adapter_.get(), d->journal_.get(),
                                                        d->peers_.get(), RealEnv::Get(), config.balancer.max_batch);
   auto choice = balance::ParseJobChoice(config.balancer.job_choice);  // checked with the config
   d->mover_ = std::make_unique<MigratorMover>(
       d->migrator_.get(), migration::Migrator::ChoiceRules{.choice = choice.ok() ? *choice : balance::JobChoice::kGain,
                                                            .hysteresis = config.balancer.hysteresis});
-  d->site_ =
-      std::make_unique<federation::Site>(config, d->adapter_.get(), d->mover_.get(), d->peers_.get(), RealEnv::Get());
+  d->site_ = std::make_unique<federation::Site>(config, d->live_.get(), d->adapter_.get(), d->mover_.get(),
+                                                d->peers_.get(), RealEnv::Get());
   // The batches of a migration run side by side on the site's executor.
   d->migrator_->SetExecutor(d->site_->executor());
   // A destination takes only what its own plan of the round sends it
@@ -213,8 +222,9 @@ absl::StatusOr<std::unique_ptr<Daemon>> Daemon::Create(const config::Config& con
   auto token = ReadToken(config.security.admin_token_file);
   if (!token.ok()) return token.status();
   d->peer_calls_ = std::make_unique<PeerCallLimiter>(config.security.max_calls_per_peer);
-  ServiceDeps deps{&d->config_,     d->site_.get(), d->migrator_.get(),  d->adapter_.get(),
-                   d->peers_.get(), *token,         d->peer_calls_.get()};
+  ServiceDeps deps{&d->config_,         d->live_.get(),  d->roster_.get(), d->site_.get(),
+                   d->migrator_.get(),    d->adapter_.get(), d->peers_.get(), *token,
+                   d->peer_calls_.get()};
   d->peer_service_ = std::make_unique<PeerService>(deps);
   d->admin_service_ = std::make_unique<AdminService>(deps);
   return d;
@@ -292,10 +302,110 @@ absl::StatusOr<int> Daemon::Start() {
                          config_.site.metrics_listen.substr(0, config_.site.metrics_listen.rfind(':')), ":",
                          metrics_->port(), "/metrics"));
   }
-  LogInfo(absl::StrCat("serving on port ", port, " (label ", config_.site.label, ", ", config_.roster.size(),
-                       " sites in a ", config_.Dimension(), "-cube, adapter ", config_.scheduler.adapter, ", mode ",
-                       config_.balancer.algorithm, ")"));
+  const std::shared_ptr<const config::Roster> roster = live_->roster();
+  const config::RosterEntry* self = roster->FindSite(config_.site.id);
+  LogInfo(absl::StrCat("serving on port ", port, " (",
+                       self ? absl::StrCat("label ", self->label) : std::string("not in the roster yet"), ", roster version ",
+                       roster->version, ": ", roster->sites.size(), " sites in a ", roster->Dimension(),
+                       "-cube, adapter ", config_.scheduler.adapter, ", mode ", config_.balancer.algorithm,
+                       ", protocol ", ProtocolVersion(), ")"));
+  if (!config_.seeds.empty()) join_ = std::thread([this] { JoinLoop(); });
   return port;
+}
+
+void Daemon::JoinLoop() {
+  bool said = false;
+  std::unique_lock<std::mutex> l(stop_mu_);
+  while (!stopping_) {
+    if (live_->SelfEntry()) {
+      said = false;
+    } else {
+      l.unlock();
+      std::vector<std::string> why;
+      for (const config::Seed& seed : config_.seeds) {
+        auto took = peers_->FetchRoster(seed);
+        if (!took.ok()) why.push_back(absl::StrCat(seed.id, ": ", took.status().message()));
+        if (live_->SelfEntry()) break;
+      }
+      if (!live_->SelfEntry() && !std::exchange(said, true))
+        LogWarning(absl::StrCat("joining: no seed has a roster that lists ", config_.site.id, " yet (",
+                                why.empty() ? std::string("theirs do not") : absl::StrJoin(why, "; "),
+                                "); an operator adds it with `hyperfedctl roster add ", config_.site.id,
+                                " --endpoint ", config_.site.advertise, "`; asking again every heartbeat interval"));
+      l.lock();
+    }
+    stop_cv_.wait_for(l, absl::ToChronoNanoseconds(live_->balancer().heartbeat_interval),
+                      [this] { return stopping_.load(); });
+  }
+}
+
+absl::StatusOr<std::string> Daemon::Reload(const std::string& path) {
+  auto next = config::LoadConfig(path);
+  if (!next.ok()) return next.status();
+  const config::Config& n = *next;
+  const config::Config& o = config_;
+  // What a running daemon cannot change: each needs a restart.
+  std::vector<std::string> restart;
+  auto differs = [&](bool changed, const char* key) {
+    if (changed) restart.push_back(key);
+  };
+  differs(n.site.id != o.site.id || n.site.label != o.site.label || n.site.listen != o.site.listen ||
+              n.site.advertise != o.site.advertise || n.site.metrics_listen != o.site.metrics_listen ||
+              n.site.web != o.site.web,
+          "site");
+  auto same_roster = [](const config::Roster& a, const config::Roster& b) {
+    if (a.sites.size() != b.sites.size()) return false;
+    for (size_t i = 0; i < a.sites.size(); ++i) {
+      const config::RosterEntry &x = a.sites[i], &y = b.sites[i];
+      if (x.id != y.id || x.label != y.label || x.endpoint != y.endpoint || x.cost != y.cost ||
+          x.max_capacity != y.max_capacity || x.drained != y.drained)
+        return false;
+    }
+    return true;
+  };
+  differs(!same_roster(n.roster, o.roster), "roster (a running federation changes it with `hyperfedctl roster`)");
+  bool seeds_same = n.seeds.size() == o.seeds.size();
+  for (size_t i = 0; seeds_same && i < n.seeds.size(); ++i)
+    seeds_same = n.seeds[i].id == o.seeds[i].id && n.seeds[i].endpoint == o.seeds[i].endpoint;
+  differs(!seeds_same, "seeds");
+  differs(n.capacity.from_adapter != o.capacity.from_adapter || n.capacity.units != o.capacity.units ||
+              n.capacity.speed != o.capacity.speed,
+          "capacity");
+  differs(n.scheduler.adapter != o.scheduler.adapter || n.scheduler.options != o.scheduler.options, "scheduler");
+  differs(n.state_dir != o.state_dir, "state_dir");
+  const config::SecurityConfig &ns = n.security, &os = o.security;
+  differs(ns.insecure != os.insecure || ns.cert != os.cert || ns.key != os.key || ns.ca != os.ca ||
+              ns.admin_token_file != os.admin_token_file || ns.reflection != os.reflection ||
+              ns.roster_key != os.roster_key || ns.max_calls_per_peer != os.max_calls_per_peer ||
+              ns.max_threads != os.max_threads,
+          "security");
+  differs(n.log.level != o.log.level || n.log.format != o.log.format, "log");
+  const config::BalancerConfig &nb = n.balancer, ob = live_->balancer();
+  differs(nb.max_batch != ob.max_batch, "balancer.max_batch");
+  differs(nb.job_choice != ob.job_choice, "balancer.job_choice");
+  differs(nb.hysteresis != ob.hysteresis, "balancer.hysteresis");
+  if (!restart.empty())
+    return absl::FailedPreconditionError(absl::StrCat(path, ": not reloaded, nothing changed: ",
+                                                      absl::StrJoin(restart, ", "),
+                                                      restart.size() == 1 ? " changes" : " change",
+                                                      " only with a restart"));
+  std::vector<std::string> changed;
+  auto note = [&](bool diff, const char* key, const std::string& from, const std::string& to) {
+    if (diff) changed.push_back(absl::StrCat("balancer.", key, " ", from, " -> ", to));
+  };
+  auto dur = [](absl::Duration d) { return absl::FormatDuration(d); };
+  note(nb.algorithm != ob.algorithm, "algorithm", ob.algorithm, nb.algorithm);
+  note(nb.interval != ob.interval, "interval", dur(ob.interval), dur(nb.interval));
+  note(nb.underload_threshold != ob.underload_threshold, "underload_threshold",
+       absl::StrCat(ob.underload_threshold), absl::StrCat(nb.underload_threshold));
+  note(nb.min_imbalance != ob.min_imbalance, "min_imbalance", absl::StrCat(ob.min_imbalance),
+       absl::StrCat(nb.min_imbalance));
+  note(nb.heartbeat_interval != ob.heartbeat_interval, "heartbeat_interval", dur(ob.heartbeat_interval),
+       dur(nb.heartbeat_interval));
+  note(nb.peer_timeout != ob.peer_timeout, "peer_timeout", dur(ob.peer_timeout), dur(nb.peer_timeout));
+  note(nb.step_timeout != ob.step_timeout, "step_timeout", dur(ob.step_timeout), dur(nb.step_timeout));
+  live_->SetBalancer(nb);
+  return changed.empty() ? std::string("nothing changed") : absl::StrJoin(changed, ", ");
 }
 
 void Daemon::Shutdown() {
@@ -303,6 +413,7 @@ void Daemon::Shutdown() {
   health_service_.SetNotServing();
   stop_cv_.notify_all();
   if (recovery_.joinable()) recovery_.join();
+  if (join_.joinable()) join_.join();
   site_->Stop();
   if (server_) server_->Shutdown(std::chrono::system_clock::now() + std::chrono::seconds(2));
   metrics_.reset();

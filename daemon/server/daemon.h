@@ -21,6 +21,7 @@
 #include "daemon/server/metrics_http.h"
 #include "daemon/server/peer_client.h"
 #include "daemon/server/peer_limits.h"
+#include "daemon/server/roster_keeper.h"
 #include "daemon/server/services.h"
 
 namespace hyperfed::server {
@@ -44,6 +45,11 @@ class Daemon {
   absl::StatusOr<int> Start();
   // Stops everything (idempotent).
   void Shutdown();
+  // Re-reads the config file (SIGHUP, docs/operations.md "Reload"): the
+  // balancer settings that may change while running take effect at once;
+  // a change to anything else is refused whole, naming the keys that need
+  // a restart, and nothing changes. Returns what changed, in words.
+  absl::StatusOr<std::string> Reload(const std::string& path);
 
   federation::Site* site() { return site_.get(); }
 
@@ -51,7 +57,12 @@ class Daemon {
   Daemon() = default;
   std::string RenderMetrics();
 
+  // While the daemon's roster does not list it: asks the seeds for theirs.
+  void JoinLoop();
+
   config::Config config_;
+  std::unique_ptr<federation::LiveConfig> live_;
+  std::unique_ptr<RosterKeeper> roster_;
   std::unique_ptr<scheduler::SchedulerAdapter> adapter_;
   std::unique_ptr<migration::Journal> journal_;
   std::unique_ptr<GrpcPeers> peers_;
@@ -64,7 +75,7 @@ class Daemon {
   HealthService health_service_;
   std::unique_ptr<grpc::Server> server_;
   std::unique_ptr<MetricsServer> metrics_;
-  std::thread recovery_;
+  std::thread recovery_, join_;
   std::atomic<bool> stopping_{false};
   std::mutex stop_mu_;
   std::condition_variable stop_cv_;

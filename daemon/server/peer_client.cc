@@ -4,7 +4,9 @@
 #include <sstream>
 
 #include "absl/strings/str_cat.h"
+#include "daemon/common/log.h"
 #include "daemon/server/convert.h"
+#include "daemon/server/protocol.h"
 #include "daemon/server/partition_hook.h"
 
 namespace hyperfed::server {
@@ -51,14 +53,10 @@ std::unique_ptr<grpc::ClientContext> ContextWithDeadline(absl::Duration timeout)
   return ctx;
 }
 
-GrpcPeers::GrpcPeers(const config::Config& config, TlsFiles tls) : config_(config), tls_(std::move(tls)) {}
+GrpcPeers::GrpcPeers(const config::Config& config, const federation::LiveConfig* live, TlsFiles tls)
+    : config_(config), live_(live), tls_(std::move(tls)) {}
 
-GrpcPeers::Conn* GrpcPeers::Get(const std::string& site) {
-  std::lock_guard<std::mutex> l(mu_);
-  auto it = conns_.find(site);
-  if (it != conns_.end()) return it->second.get();
-  const config::RosterEntry* e = config_.FindSite(site);
-  if (!e) return nullptr;
+GrpcPeers::Conn* GrpcPeers::DialLocked(const std::string& site, const std::string& endpoint) {
   grpc::ChannelArguments args;
   args.SetMaxReceiveMessageSize(64 << 20);
   // Reconnect quickly after a peer restarts (defaults back off to minutes).
@@ -77,12 +75,39 @@ GrpcPeers::Conn* GrpcPeers::Get(const std::string& site) {
     args.SetSslTargetNameOverride(site);
   }
   auto c = std::make_unique<Conn>();
-  c->channel = grpc::CreateCustomChannel(e->endpoint, creds, args);
+  c->endpoint = endpoint;
+  c->channel = grpc::CreateCustomChannel(endpoint, creds, args);
   c->peer = v1::Peer::NewStub(c->channel);
   c->admin = v1::Admin::NewStub(c->channel);
-  Conn* raw = c.get();
-  conns_[site] = std::move(c);
-  return raw;
+  dialled_.push_back(std::move(c));
+  return dialled_.back().get();
+}
+
+GrpcPeers::Conn* GrpcPeers::Get(const std::string& site) {
+  const std::shared_ptr<const config::Roster> roster = live_->roster();
+  const config::RosterEntry* e = roster->FindSite(site);
+  std::lock_guard<std::mutex> l(mu_);
+  auto it = conns_.find(site);
+  if (it != conns_.end() && (!e || it->second->endpoint == e->endpoint)) return it->second;
+  if (!e) return nullptr;
+  return conns_[site] = DialLocked(site, e->endpoint);
+}
+
+absl::StatusOr<bool> GrpcPeers::FetchRoster(const config::Seed& seed) {
+  Conn* c;
+  {
+    std::lock_guard<std::mutex> l(mu_);
+    auto it = conns_.find(seed.id);
+    c = it != conns_.end() && it->second->endpoint == seed.endpoint ? it->second : DialLocked(seed.id, seed.endpoint);
+  }
+  if (PartitionedFrom(seed.id)) return Cut(seed.id);
+  v1::GetRosterRequest req;
+  req.set_site(live_->self());
+  v1::SignedRoster doc;
+  auto ctx = ContextWithDeadline(live_->balancer().step_timeout);
+  if (auto st = c->peer->GetRoster(ctx.get(), req, &doc); !st.ok()) return FromGrpc(st);
+  if (!keeper_) return false;
+  return keeper_->Offer(doc, seed.id);
 }
 
 v1::Admin::Stub* GrpcPeers::AdminStub(const std::string& site) {
@@ -184,9 +209,31 @@ absl::Status GrpcPeers::Heartbeat(const std::string& site, const federation::Hea
   if (PartitionedFrom(site)) return Cut(site);
   v1::HeartbeatRequest req;
   ToProto(info, &req);
+  req.set_protocol(ProtocolVersion());
+  const std::optional<v1::SignedRoster> mine = keeper_ ? keeper_->Current() : std::nullopt;
+  {
+    std::lock_guard<std::mutex> l(mu_);
+    auto it = peer_roster_version_.find(site);
+    if (mine && it != peer_roster_version_.end() && it->second < info.roster_version) *req.mutable_roster() = *mine;
+  }
   v1::HeartbeatReply reply;
   auto ctx = ContextWithDeadline(timeout);
-  return FromGrpc(c->peer->Heartbeat(ctx.get(), req, &reply));
+  grpc::Status st = c->peer->Heartbeat(ctx.get(), req, &reply);
+  if (st.error_code() == grpc::StatusCode::PERMISSION_DENIED && keeper_) {
+    // Not in the peer's roster: it may have a newer one without this site.
+    if (auto entry = live_->roster()->FindSite(site))
+      if (auto got = FetchRoster({site, entry->endpoint}); !got.ok() && !absl::IsFailedPrecondition(got.status()))
+        LogWarning(absl::StrCat("roster from ", site, " not taken: ", got.status().message()));
+  }
+  if (!st.ok()) return FromGrpc(st);
+  {
+    std::lock_guard<std::mutex> l(mu_);
+    peer_roster_version_[site] = reply.roster_version();
+  }
+  if (reply.has_roster() && keeper_)
+    if (auto took = keeper_->Offer(reply.roster(), site); !took.ok())
+      LogWarning(absl::StrCat("roster from ", site, " refused: ", took.status().message()));
+  return absl::OkStatus();
 }
 
 absl::StatusOr<migration::TransferReply> GrpcPeers::Transfer(const std::string& dest_site,

@@ -2,9 +2,16 @@
 
 // Calls to other sites over gRPC: the federation layer's PeerClient and the
 // migration layer's PeerTransport. One channel per roster site, dialled at
-// the roster's endpoint; with TLS the peer's certificate must name the site
-// id the roster gives that endpoint (the channel checks it as the target
-// name), and this site presents its own certificate as the client.
+// the live roster's endpoint (again when a new roster moves it); with TLS
+// the peer's certificate must name the site id the roster gives that
+// endpoint (the channel checks it as the target name), and this site
+// presents its own certificate as the client. A site a new roster removed
+// keeps its channel, so that migrations with it still settle.
+//
+// Heartbeats carry the roster (docs/operations.md, "Join and leave"): each
+// says this site's roster version and, to a peer that said an older one,
+// the signed roster itself; a reply may carry the peer's newer one. Both go
+// to the RosterKeeper, which verifies them.
 //
 // Thread-safe.
 
@@ -16,8 +23,10 @@
 #include <string>
 
 #include "config/config.h"
+#include "daemon/federation/live_config.h"
 #include "daemon/federation/round.h"
 #include "daemon/migration/transport.h"
+#include "daemon/server/roster_keeper.h"
 #include "hyperfed/v1/hyperfed.grpc.pb.h"
 
 namespace hyperfed::server {
@@ -38,7 +47,14 @@ absl::StatusOr<TlsFiles> ReadTlsFiles(const config::SecurityConfig& sec);
 class GrpcPeers : public federation::PeerClient, public migration::PeerTransport {
  public:
   // `tls` is ignored when config.security.insecure.
-  GrpcPeers(const config::Config& config, TlsFiles tls);
+  GrpcPeers(const config::Config& config, const federation::LiveConfig* live, TlsFiles tls);
+  // Where rosters from peers go (none: they are ignored). Set before the
+  // first heartbeat.
+  void SetRosterKeeper(RosterKeeper* keeper) { keeper_ = keeper; }
+
+  // Asks `seed` for its signed roster and offers it to the keeper (a joining
+  // site, or one the roster removed): true when a newer roster was taken.
+  absl::StatusOr<bool> FetchRoster(const config::Seed& seed);
 
   // federation::PeerClient
   absl::StatusOr<balance::LoadTable> Exchange(const std::string& site, const federation::ExchangeMessage& m,
@@ -65,16 +81,24 @@ class GrpcPeers : public federation::PeerClient, public migration::PeerTransport
 
  private:
   struct Conn {
+    std::string endpoint;
     std::shared_ptr<grpc::Channel> channel;
     std::unique_ptr<v1::Peer::Stub> peer;
     std::unique_ptr<v1::Admin::Stub> admin;
   };
   Conn* Get(const std::string& site);
+  // A channel to `site` at `endpoint` (kept for the daemon's life: stubs
+  // handed out stay valid).
+  Conn* DialLocked(const std::string& site, const std::string& endpoint);
 
   const config::Config config_;
+  const federation::LiveConfig* live_;
   const TlsFiles tls_;
+  RosterKeeper* keeper_ = nullptr;
   std::mutex mu_;
-  std::map<std::string, std::unique_ptr<Conn>> conns_;  // guarded by mu_
+  std::map<std::string, Conn*> conns_;                     // guarded by mu_; by site, the newest
+  std::vector<std::unique_ptr<Conn>> dialled_;             // guarded by mu_
+  std::map<std::string, int64_t> peer_roster_version_;     // guarded by mu_; what each peer said last
 };
 
 // A context with a deadline `timeout` from now.

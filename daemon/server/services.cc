@@ -12,7 +12,9 @@
 #include "daemon/common/log.h"
 #include "daemon/server/auth.h"
 #include "daemon/server/convert.h"
+#include "daemon/roster/roster_doc.h"
 #include "daemon/server/partition_hook.h"
+#include "daemon/server/protocol.h"
 
 namespace hyperfed::server {
 namespace {
@@ -47,13 +49,13 @@ bool EpochOk(int64_t e) { return e > 0 && e <= absl::ToUnixMillis(absl::Now() + 
 
 // Rows of a round message: at most one per position of the cube, each a
 // roster site's with bounded numbers (docs/security.md, "Numbers").
-grpc::Status CheckRows(const config::Config& config, const google::protobuf::RepeatedPtrField<v1::LoadRow>& rows) {
-  const int n = config.Dimension();
+grpc::Status CheckRows(const config::Roster& roster, const google::protobuf::RepeatedPtrField<v1::LoadRow>& rows) {
+  const int n = roster.Dimension();
   if (rows.size() > (1 << n)) return Invalid(absl::StrCat(rows.size(), " rows for a ", n, "-cube"));
   for (const v1::LoadRow& r : rows) {
     if (r.label() < 0 || r.label() >= (1 << n))
       return Invalid(absl::StrCat("row label ", r.label(), " outside the ", n, "-cube"));
-    if (auto st = federation::CheckReportedRow(config, r.label(), r.load(), r.capacity(), ProfileFromProto(r));
+    if (auto st = federation::CheckReportedRow(roster, r.label(), r.load(), r.capacity(), ProfileFromProto(r));
         !st.ok())
       return Invalid(absl::StrCat("row: ", st.message()));
   }
@@ -81,12 +83,13 @@ void FillEvent(const federation::RoundView& r, size_t from, v1::RoundEvent* e) {
 
 // ------------------------------------------------------------------ Peer
 
-grpc::Status PeerService::CheckPeer(grpc::ServerContext* ctx, const std::string& claimed) const {
+grpc::Status PeerService::CheckPeer(grpc::ServerContext* ctx, const std::string& claimed, bool in_roster) const {
   if (d_.peer_calls)
     if (auto st = d_.peer_calls->Admitted(ctx); !st.ok()) return st;  // daemon/server/peer_limits.h
   if (PartitionedFrom(claimed))
     return grpc::Status(grpc::StatusCode::UNAVAILABLE, "no route from " + claimed + " (partition test hook)");
-  if (!d_.config->FindSite(claimed))
+  if (claimed.empty() || claimed.size() > kMaxIdLength) return Invalid("the calling site's id: 1..200 characters");
+  if (in_roster && !d_.live->roster()->FindSite(claimed))
     return grpc::Status(grpc::StatusCode::PERMISSION_DENIED, absl::StrCat("site '", claimed, "' is not in the roster"));
   if (d_.config->security.insecure) return grpc::Status::OK;
   const std::string cn = CommonName(ctx);
@@ -110,8 +113,18 @@ grpc::Status PeerService::RequestBalance(grpc::ServerContext* ctx, const v1::Req
 grpc::Status PeerService::StartRound(grpc::ServerContext* ctx, const v1::StartRoundRequest* req,
                                      v1::StartRoundReply* reply) {
   if (auto st = CheckPeer(ctx, req->coordinator()); !st.ok()) return st;
-  const int n = d_.config->Dimension();
+  const std::shared_ptr<const config::Roster> roster = d_.live->roster();
+  const int n = roster->Dimension();
   if (req->round_id().empty() || req->round_id().size() > kMaxIdLength) return Invalid("round_id: 1..200 characters");
+  if (req->roster_version() != roster->version) {
+    // Not a bad request: the roster has just changed at one of the two.
+    reply->set_accepted(false);
+    reply->set_why_not(absl::StrCat("round ", req->round_id(), " was planned with roster version ",
+                                    req->roster_version(), ", this site has version ", roster->version));
+    return grpc::Status::OK;
+  }
+  const config::RosterEntry* self = roster->FindSite(d_.config->site.id);
+  if (!self) return grpc::Status(grpc::StatusCode::FAILED_PRECONDITION, "this site is not in the roster");
   if (req->dimension() != n)
     return Invalid(absl::StrCat("dimension ", req->dimension(), " but this site's roster makes a ", n, "-cube"));
   if (auto st = balance::CheckRoundMode(req->mode()); !st.ok()) return ToGrpc(st);
@@ -122,7 +135,7 @@ grpc::Status PeerService::StartRound(grpc::ServerContext* ctx, const v1::StartRo
     if (f < 0 || f >= (1 << n)) return Invalid(absl::StrCat("fault label ", f, " outside the cube"));
     if (!faults.insert(f).second) return Invalid(absl::StrCat("fault label ", f, " listed twice"));
   }
-  if (faults.count(d_.config->site.label))
+  if (faults.count(self->label))
     return grpc::Status(grpc::StatusCode::FAILED_PRECONDITION, "this site is in the round's fault set");
   std::string why_not;
   reply->set_accepted(d_.site->OnStartRound(FromProto(*req), &why_not));
@@ -131,11 +144,12 @@ grpc::Status PeerService::StartRound(grpc::ServerContext* ctx, const v1::StartRo
 }
 
 grpc::Status PeerService::Exchange(grpc::ServerContext* ctx, const v1::ExchangeRequest* req, v1::ExchangeReply* reply) {
-  const config::RosterEntry* from = d_.config->FindLabel(req->from_label());
+  const std::shared_ptr<const config::Roster> roster = d_.live->roster();
+  const config::RosterEntry* from = roster->FindLabel(req->from_label());
   if (!from) return Invalid(absl::StrCat("from_label ", req->from_label(), " is no roster site"));
   if (auto st = CheckPeer(ctx, from->id); !st.ok()) return st;
   if (req->round_id().empty() || req->round_id().size() > kMaxIdLength) return Invalid("round_id: 1..200 characters");
-  const int n = d_.config->Dimension();
+  const int n = roster->Dimension();
   if (!EpochOk(req->epoch())) return Invalid("epoch must be > 0 and at most a day ahead of this site's clock");
   switch (req->kind()) {
     case v1::ExchangeRequest::UP:
@@ -157,7 +171,7 @@ grpc::Status PeerService::Exchange(grpc::ServerContext* ctx, const v1::ExchangeR
     default:
       return Invalid("kind must be UP, EXCHANGE, DOWN, BARRIER or PHASE_DONE");
   }
-  if (auto st = CheckRows(*d_.config, req->rows()); !st.ok()) return st;
+  if (auto st = CheckRows(*roster, req->rows()); !st.ok()) return st;
   auto rows = d_.site->OnExchange(FromProto(*req));
   if (!rows.ok()) return ToGrpc(rows.status());
   ToProto(*rows, reply->mutable_rows());
@@ -167,22 +181,22 @@ grpc::Status PeerService::Exchange(grpc::ServerContext* ctx, const v1::ExchangeR
 grpc::Status PeerService::ReportRound(grpc::ServerContext* ctx, const v1::RoundReport* req,
                                       v1::ReportRoundReply* reply) {
   if (auto st = CheckPeer(ctx, req->site()); !st.ok()) return st;
-  const config::RosterEntry* e = d_.config->FindSite(req->site());
-  if (e->label != req->label()) return Invalid("label does not match the roster");
+  const std::shared_ptr<const config::Roster> roster = d_.live->roster();
+  const config::RosterEntry* e = roster->FindSite(req->site());
+  if (!e || e->label != req->label()) return Invalid("label does not match the roster");
   if (req->moved_out() < 0 || req->shortfall() < 0 || req->quota() < 0 || req->kept() < 0)
     return Invalid("negative counts");
-  if (auto st = federation::CheckReportedRow(*d_.config, req->label(), req->load_before(), req->capacity());
-      !st.ok())
+  if (auto st = federation::CheckReportedRow(*roster, req->label(), req->load_before(), req->capacity()); !st.ok())
     return Invalid(std::string(st.message()));
   for (const v1::Transfer& t : req->transfers()) {
-    if (t.count() <= 0 || t.from() != req->label() || t.to() < 0 || t.to() >= (1 << d_.config->Dimension()))
+    if (t.count() <= 0 || t.from() != req->label() || t.to() < 0 || t.to() >= (1 << roster->Dimension()))
       return Invalid("malformed transfer");
   }
   return ToGrpc(d_.site->OnReport(FromProto(*req)));
 }
 
 grpc::Status PeerService::Transfer(grpc::ServerContext* ctx, const v1::TransferRequest* req, v1::TransferReply* reply) {
-  if (auto st = CheckPeer(ctx, req->source_site()); !st.ok()) return st;
+  if (auto st = CheckPeer(ctx, req->source_site(), /*in_roster=*/false); !st.ok()) return st;
   if (req->migration_id().empty() || req->migration_id().size() > kMaxIdLength)
     return Invalid("migration_id: 1..200 characters");
   migration::TransferRequest m;
@@ -197,7 +211,7 @@ grpc::Status PeerService::Transfer(grpc::ServerContext* ctx, const v1::TransferR
 }
 
 grpc::Status PeerService::Abort(grpc::ServerContext* ctx, const v1::AbortRequest* req, v1::AbortReply* reply) {
-  if (auto st = CheckPeer(ctx, req->source_site()); !st.ok()) return st;
+  if (auto st = CheckPeer(ctx, req->source_site(), /*in_roster=*/false); !st.ok()) return st;
   if (req->migration_id().empty() || req->migration_id().size() > kMaxIdLength)
     return Invalid("migration_id: 1..200 characters");
   auto r = d_.migrator->HandleAbort(req->migration_id(), req->source_site());
@@ -210,16 +224,52 @@ grpc::Status PeerService::Abort(grpc::ServerContext* ctx, const v1::AbortRequest
 grpc::Status PeerService::Heartbeat(grpc::ServerContext* ctx, const v1::HeartbeatRequest* req,
                                     v1::HeartbeatReply* reply) {
   if (auto st = CheckPeer(ctx, req->site()); !st.ok()) return st;
-  const config::RosterEntry* e = d_.config->FindSite(req->site());
-  if (e->label != req->label())
+  if (auto st = CheckProtocol(req->protocol()); !st.ok()) {
+    {
+      std::lock_guard<std::mutex> l(refused_mu_);
+      if (refused_protocols_.insert(absl::StrCat(req->site(), " ", req->protocol())).second)
+        LogError(absl::StrCat("heartbeats of ", req->site(), " refused: ", st.message()));
+    }
+    return ToGrpc(st);
+  }
+  // A newer roster first: the row below is checked against it.
+  if (req->has_roster() && d_.roster)
+    if (auto took = d_.roster->Offer(req->roster(), req->site()); !took.ok())
+      return Invalid(absl::StrCat("roster: ", took.status().message()));
+  const std::shared_ptr<const config::Roster> roster = d_.live->roster();
+  reply->set_site(d_.config->site.id);
+  reply->set_roster_version(roster->version);
+  reply->set_protocol(ProtocolVersion());
+  if (req->roster_version() < roster->version && d_.roster)
+    if (auto mine = d_.roster->Current()) *reply->mutable_roster() = *std::move(mine);
+  const config::RosterEntry* e = roster->FindSite(req->site());
+  if (!e) return grpc::Status(grpc::StatusCode::PERMISSION_DENIED, absl::StrCat("site '", req->site(),
+                                                                                "' is not in the roster"));
+  if (e->label != req->label()) {
+    // Its roster and this one differ; the newer one travels with the
+    // heartbeats, so the two agree within one more.
+    if (req->roster_version() != roster->version) return grpc::Status::OK;
     return Invalid(absl::StrCat("site ", req->site(), " has label ", e->label, " in the roster, not ", req->label()));
-  if (auto st = federation::CheckReportedRow(*d_.config, req->label(), req->load(), req->capacity(),
+  }
+  if (auto st = federation::CheckReportedRow(*roster, req->label(), req->load(), req->capacity(),
                                              balance::StartProfile{.widest = req->widest()});
       !st.ok())
     return Invalid(std::string(st.message()));
   if (req->epoch() != 0 && !EpochOk(req->epoch())) return Invalid("epoch must be >= 0 and at most a day ahead");
   d_.site->OnHeartbeat(FromProto(*req));
-  reply->set_site(d_.config->site.id);
+  return grpc::Status::OK;
+}
+
+grpc::Status PeerService::GetRoster(grpc::ServerContext* ctx, const v1::GetRosterRequest* req,
+                                    v1::SignedRoster* reply) {
+  // Any site the CA certified: one joining, or one a newer roster removed.
+  if (auto st = CheckPeer(ctx, req->site(), /*in_roster=*/false); !st.ok()) return st;
+  auto doc = d_.roster ? d_.roster->Current() : std::nullopt;
+  if (!doc)
+    return grpc::Status(grpc::StatusCode::NOT_FOUND,
+                        "this site has no signed roster yet (only its YAML's, version 0): an operator adds the site "
+                        "with `hyperfedctl roster add` first");
+  *reply = *std::move(doc);
   return grpc::Status::OK;
 }
 
@@ -237,7 +287,7 @@ grpc::Status AdminService::CheckAdmin(grpc::ServerContext* ctx) const {
   }
   if (!d_.config->security.insecure) {
     const std::string cn = CommonName(ctx);
-    if (!cn.empty() && IsAdminCertificate(cn, PeerUris(ctx), *d_.config)) return grpc::Status::OK;
+    if (!cn.empty() && IsAdminCertificate(cn, PeerUris(ctx), *d_.live->roster())) return grpc::Status::OK;
     if (!cn.empty())
       return grpc::Status(grpc::StatusCode::PERMISSION_DENIED,
                           absl::StrCat("the certificate of '", cn, "' carries no admin role; admin calls need the ",
@@ -270,7 +320,7 @@ grpc::Status AdminService::Status(grpc::ServerContext* ctx, const v1::StatusRequ
   const std::vector<federation::PeerInfo> view = d_.site->View();
   auto last = d_.site->LastRound();
   reply->set_site(d_.config->site.id);
-  reply->set_algorithm(d_.config->balancer.algorithm);
+  reply->set_algorithm(d_.live->balancer().algorithm);
   reply->set_insecure(d_.config->security.insecure);
   if (last) {
     reply->set_last_round(last->id);
@@ -289,6 +339,8 @@ grpc::Status AdminService::Status(grpc::ServerContext* ctx, const v1::StatusRequ
     s->set_load_per_capacity(p.capacity > 0 ? static_cast<double>(p.load) / p.capacity : 0);
     s->set_last_round(p.self && last ? last->id : p.last_round);
     s->set_age_ms(p.last_seen == absl::InfinitePast() ? -1 : absl::ToInt64Milliseconds(now - p.last_seen));
+    s->set_roster_version(p.roster_version);
+    s->set_protocol(p.self ? ProtocolVersion() : p.protocol);
   }
   return grpc::Status::OK;
 }
@@ -296,7 +348,7 @@ grpc::Status AdminService::Status(grpc::ServerContext* ctx, const v1::StatusRequ
 grpc::Status AdminService::Topology(grpc::ServerContext* ctx, const v1::TopologyRequest* req,
                                     v1::TopologyReply* reply) {
   if (auto st = CheckAdmin(ctx); !st.ok()) return st;
-  reply->set_dimension(d_.config->Dimension());
+  reply->set_dimension(d_.site->membership().dimension());
   for (const federation::PeerInfo& p : d_.site->membership().View()) {
     v1::SiteStatus* s = reply->add_sites();
     s->set_site(p.site);
@@ -407,7 +459,8 @@ grpc::Status AdminService::Balance(grpc::ServerContext* ctx, const v1::BalanceRe
 grpc::Status AdminService::Drain(grpc::ServerContext* ctx, const v1::DrainRequest* req, v1::DrainReply* reply) {
   if (auto st = CheckAdmin(ctx); !st.ok()) return st;
   if (req->site().empty()) return Invalid("drain needs a site");
-  if (!d_.config->FindSite(req->site())) return Invalid(absl::StrCat("site '", req->site(), "' is not in the roster"));
+  if (!d_.live->roster()->FindSite(req->site()))
+    return Invalid(absl::StrCat("site '", req->site(), "' is not in the roster"));
   if (IsOther(req->site()))
     return Forward(d_.peers, req->site(), d_.admin_token, *req, reply,
                    [](v1::Admin::Stub* s, grpc::ClientContext* c, const v1::DrainRequest& r, v1::DrainReply* o) {
@@ -423,7 +476,7 @@ grpc::Status AdminService::Submit(grpc::ServerContext* ctx, const v1::SubmitRequ
   if (req->duration_ms() < 0) return Invalid("duration must be >= 0");
   if (req->cores() < 0) return Invalid("cores must be >= 0");
   if (req->name().size() > 200) return Invalid("name over 200 characters");
-  if (!req->site().empty() && !d_.config->FindSite(req->site()))
+  if (!req->site().empty() && !d_.live->roster()->FindSite(req->site()))
     return Invalid(absl::StrCat("site '", req->site(), "' is not in the roster"));
   if (IsOther(req->site()))
     return Forward(d_.peers, req->site(), d_.admin_token, *req, reply,
@@ -470,7 +523,7 @@ grpc::Status AdminService::ForceRelease(grpc::ServerContext* ctx, const v1::Forc
 grpc::Status AdminService::Rounds(grpc::ServerContext* ctx, const v1::RoundsRequest* req, v1::RoundsReply* reply) {
   if (auto st = CheckAdmin(ctx); !st.ok()) return st;
   if (req->limit() < 0 || req->limit() > 1000) return Invalid("limit must be 0..1000");
-  if (!req->site().empty() && !d_.config->FindSite(req->site()))
+  if (!req->site().empty() && !d_.live->roster()->FindSite(req->site()))
     return Invalid(absl::StrCat("site '", req->site(), "' is not in the roster"));
   // Rounds are recorded where they are coordinated: "" asks the coordinator.
   const std::string site = req->site().empty() ? d_.site->Coordinator() : req->site();
@@ -502,6 +555,37 @@ grpc::Status AdminService::Rounds(grpc::ServerContext* ctx, const v1::RoundsRequ
     ToProto(r.before, o->mutable_before());
     ToProto(r.after, o->mutable_after());
   }
+  return grpc::Status::OK;
+}
+
+grpc::Status AdminService::GetRoster(grpc::ServerContext* ctx, const v1::AdminGetRosterRequest* req,
+                                     v1::AdminGetRosterReply* reply) {
+  if (auto st = CheckAdmin(ctx); !st.ok()) return st;
+  roster::ToProto(*d_.live->roster(), reply->mutable_roster());
+  reply->set_is_signed(d_.roster && d_.roster->Current().has_value());
+  return grpc::Status::OK;
+}
+
+grpc::Status AdminService::SetRoster(grpc::ServerContext* ctx, const v1::SetRosterRequest* req,
+                                     v1::SetRosterReply* reply) {
+  if (auto st = CheckAdmin(ctx); !st.ok()) return st;
+  if (!d_.roster) return grpc::Status(grpc::StatusCode::FAILED_PRECONDITION, "this site takes no signed roster");
+  // A ceiling below what a live site reports would make every peer refuse
+  // that site's rows (docs/security.md, "Numbers"): refused here, at once.
+  const std::vector<federation::PeerInfo> view = d_.site->View();
+  auto ceilings = [&](const config::Roster& next) -> absl::Status {
+    for (const federation::PeerInfo& p : view) {
+      const config::RosterEntry* e = next.FindSite(p.site);
+      if (e && p.up && p.capacity > e->max_capacity)
+        return absl::InvalidArgumentError(absl::StrCat("site ", p.site, " reports capacity ", p.capacity,
+                                                       ", above the max_capacity ", e->max_capacity,
+                                                       " the new roster gives it"));
+    }
+    return absl::OkStatus();
+  };
+  auto version = d_.roster->Replace(req->roster(), req->expected_version(), ceilings);
+  if (!version.ok()) return ToGrpc(version.status());
+  reply->set_version(*version);
   return grpc::Status::OK;
 }
 

@@ -8,6 +8,8 @@
 
 #include <atomic>
 #include <memory>
+#include <mutex>
+#include <set>
 #include <string>
 
 #include "config/config.h"
@@ -16,6 +18,7 @@
 #include "daemon/scheduler/adapter.h"
 #include "daemon/server/peer_client.h"
 #include "daemon/server/peer_limits.h"
+#include "daemon/server/roster_keeper.h"
 #include "grpc/health/v1/health.grpc.pb.h"
 #include "hyperfed/v1/hyperfed.grpc.pb.h"
 
@@ -24,6 +27,8 @@ namespace hyperfed::server {
 // Everything the handlers reach. Not owned.
 struct ServiceDeps {
   const config::Config* config = nullptr;
+  federation::LiveConfig* live = nullptr;  // the roster and settings in force
+  RosterKeeper* roster = nullptr;
   federation::Site* site = nullptr;
   migration::Migrator* migrator = nullptr;
   scheduler::SchedulerAdapter* adapter = nullptr;
@@ -44,12 +49,17 @@ class PeerService final : public v1::Peer::Service {
   grpc::Status Transfer(grpc::ServerContext* ctx, const v1::TransferRequest* req, v1::TransferReply* reply) override;
   grpc::Status Abort(grpc::ServerContext* ctx, const v1::AbortRequest* req, v1::AbortReply* reply) override;
   grpc::Status Heartbeat(grpc::ServerContext* ctx, const v1::HeartbeatRequest* req, v1::HeartbeatReply* reply) override;
+  grpc::Status GetRoster(grpc::ServerContext* ctx, const v1::GetRosterRequest* req, v1::SignedRoster* reply) override;
 
  private:
-  // The calling site must be `claimed` (its certificate names it) and in the
-  // roster. With `insecure: true` only the roster is checked.
-  grpc::Status CheckPeer(grpc::ServerContext* ctx, const std::string& claimed) const;
+  // The calling site must be `claimed` (its certificate names it) and, with
+  // `in_roster`, in the roster in force. With `insecure: true` only the
+  // roster is checked. Transfer and Abort take a site the roster no longer
+  // lists (its migrations still settle; a new one needs a round's plan).
+  grpc::Status CheckPeer(grpc::ServerContext* ctx, const std::string& claimed, bool in_roster = true) const;
   ServiceDeps d_;
+  std::mutex refused_mu_;
+  std::set<std::string> refused_protocols_;  // guarded by refused_mu_; logged once each
 };
 
 class AdminService final : public v1::Admin::Service {
@@ -69,6 +79,9 @@ class AdminService final : public v1::Admin::Service {
   grpc::Status ForceRelease(grpc::ServerContext* ctx, const v1::ForceReleaseRequest* req,
                             v1::ForceReleaseReply* reply) override;
   grpc::Status Rounds(grpc::ServerContext* ctx, const v1::RoundsRequest* req, v1::RoundsReply* reply) override;
+  grpc::Status GetRoster(grpc::ServerContext* ctx, const v1::AdminGetRosterRequest* req,
+                         v1::AdminGetRosterReply* reply) override;
+  grpc::Status SetRoster(grpc::ServerContext* ctx, const v1::SetRosterRequest* req, v1::SetRosterReply* reply) override;
 
  private:
   // The admin bearer token ("authorization: Bearer T"), or a client

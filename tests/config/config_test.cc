@@ -89,12 +89,12 @@ TEST_F(ConfigTest, FullConfigParsesEveryField) {
   EXPECT_EQ(c->site.listen, "0.0.0.0:7001");
   EXPECT_EQ(c->site.advertise, "127.0.0.1:7001");
   EXPECT_EQ(c->site.metrics_listen, "127.0.0.1:9101");
-  ASSERT_EQ(c->roster.size(), 3u);
-  EXPECT_EQ(c->roster[1].id, "site-b");
-  EXPECT_EQ(c->roster[1].label, 1);
-  EXPECT_EQ(c->roster[1].endpoint, "127.0.0.1:7002");
-  EXPECT_EQ(c->roster[1].cost, 3);
-  EXPECT_EQ(c->roster[2].cost, 1);
+  ASSERT_EQ(c->roster.sites.size(), 3u);
+  EXPECT_EQ(c->roster.sites[1].id, "site-b");
+  EXPECT_EQ(c->roster.sites[1].label, 1);
+  EXPECT_EQ(c->roster.sites[1].endpoint, "127.0.0.1:7002");
+  EXPECT_EQ(c->roster.sites[1].cost, 3);
+  EXPECT_EQ(c->roster.sites[2].cost, 1);
   EXPECT_FALSE(c->capacity.from_adapter);
   EXPECT_EQ(c->capacity.units, 64);
   EXPECT_DOUBLE_EQ(c->capacity.speed, 1.5);
@@ -117,13 +117,13 @@ TEST_F(ConfigTest, FullConfigParsesEveryField) {
   EXPECT_EQ(c->security.admin_token_file, dir_ / "certs/admin-token");
   EXPECT_EQ(c->log.level, LogLevel::kDebug);
   EXPECT_EQ(c->log.format, LogFormat::kJson);
-  EXPECT_EQ(c->Dimension(), 2);
-  ASSERT_NE(c->FindSite("site-c"), nullptr);
-  EXPECT_EQ(c->FindSite("site-c")->label, 2);
-  EXPECT_EQ(c->FindSite("site-z"), nullptr);
-  ASSERT_NE(c->FindLabel(1), nullptr);
-  EXPECT_EQ(c->FindLabel(1)->id, "site-b");
-  EXPECT_EQ(c->FindLabel(3), nullptr);
+  EXPECT_EQ(c->roster.Dimension(), 2);
+  ASSERT_NE(c->roster.FindSite("site-c"), nullptr);
+  EXPECT_EQ(c->roster.FindSite("site-c")->label, 2);
+  EXPECT_EQ(c->roster.FindSite("site-z"), nullptr);
+  ASSERT_NE(c->roster.FindLabel(1), nullptr);
+  EXPECT_EQ(c->roster.FindLabel(1)->id, "site-b");
+  EXPECT_EQ(c->roster.FindLabel(3), nullptr);
   EXPECT_TRUE(Validate(*c).ok());
 }
 
@@ -148,7 +148,7 @@ security:
   insecure: true
 )");
   ASSERT_TRUE(c.ok()) << c.status();
-  EXPECT_EQ(c->roster.size(), 2u);
+  EXPECT_EQ(c->roster.sites.size(), 2u);
   EXPECT_TRUE(c->capacity.from_adapter);
   EXPECT_EQ(c->scheduler.options.at("slots"), "4");
 }
@@ -160,7 +160,7 @@ TEST_F(ConfigTest, DefaultsAreThoseOfTheHeader) {
   EXPECT_EQ(c->site.label, 0);
   EXPECT_EQ(c->site.advertise, "127.0.0.1:7001");  // advertise defaults to listen
   EXPECT_EQ(c->site.metrics_listen, "");
-  EXPECT_EQ(c->roster[0].cost, 1);
+  EXPECT_EQ(c->roster.sites[0].cost, 1);
   EXPECT_TRUE(c->capacity.from_adapter);
   EXPECT_DOUBLE_EQ(c->capacity.speed, 1.0);
   EXPECT_EQ(c->balancer.algorithm, "exact");
@@ -179,15 +179,15 @@ TEST_F(ConfigTest, DefaultsAreThoseOfTheHeader) {
   EXPECT_EQ(c->security.admin_token_file, "");
   EXPECT_EQ(c->log.level, LogLevel::kInfo);
   EXPECT_EQ(c->log.format, LogFormat::kText);
-  EXPECT_EQ(c->Dimension(), 0);
+  EXPECT_EQ(c->roster.Dimension(), 0);
   EXPECT_EQ(defaults.balancer.interval, c->balancer.interval);
 }
 
 TEST(ConfigDimensionTest, SmallestCubeHoldingEveryLabel) {
   auto dimension = [](std::vector<int> labels) {
     Config c;
-    for (int l : labels) c.roster.push_back({absl::StrCat("s", l), l, "h:1", 1});
-    return c.Dimension();
+    for (int l : labels) c.roster.sites.push_back({absl::StrCat("s", l), l, "h:1", 1});
+    return c.roster.Dimension();
   };
   EXPECT_EQ(dimension({}), 0);
   EXPECT_EQ(dimension({0}), 0);
@@ -221,7 +221,7 @@ TEST_F(ConfigTest, LabelsMustBeInRange) {
   EXPECT_TRUE(ErrorContains(c, "site-a.yaml:4: roster[1].label: label must be in 0..1048575"));
   c = ParseFullWith("id: site-b, label: 1,", "id: site-b, label: 1048575,");
   EXPECT_TRUE(c.ok()) << c.status();
-  EXPECT_EQ(c->Dimension(), 20);
+  EXPECT_EQ(c->roster.Dimension(), 20);
   c = ParseFullWith("id: site-b, label: 1,", "id: site-b, label: one,");
   EXPECT_TRUE(ErrorContains(c, "site-a.yaml:4: roster[1].label: expected an integer, got \"one\""));
 }
@@ -309,6 +309,43 @@ security: {insecure: true}
   EXPECT_TRUE(ErrorContains(c, "site-a.yaml:5: roster[2]: expected a mapping"));
 }
 
+TEST_F(ConfigTest, SeedsAloneLetASiteJoinAndAreChecked) {
+  // A joining site: no roster, its id, and where to fetch the roster.
+  auto c = Parse(R"(site: {id: site-e, listen: "127.0.0.1:7005"}
+seeds: [{id: site-a, endpoint: "127.0.0.1:7001"}]
+state_dir: s
+security: {insecure: true, roster_key: keys/roster-pub.pem}
+)");
+  EXPECT_TRUE(ErrorContains(c, "site-a.yaml:4: security.roster_key: \"" + (dir_ / "keys/roster-pub.pem") +
+                                   "\" does not exist"))
+      << "a relative roster_key is taken from the file's folder";
+  WriteFile(dir_ / "keys/roster-pub.pem", "key");
+  c = Parse(R"(site: {id: site-e, listen: "127.0.0.1:7005"}
+seeds: [{id: site-a, endpoint: "127.0.0.1:7001"}]
+state_dir: s
+security: {insecure: true, roster_key: keys/roster-pub.pem}
+)");
+  ASSERT_TRUE(c.ok()) << c.status();
+  EXPECT_TRUE(c->roster.sites.empty());
+  ASSERT_EQ(c->seeds.size(), 1u);
+  EXPECT_EQ(c->seeds[0].id, "site-a");
+  EXPECT_EQ(c->seeds[0].endpoint, "127.0.0.1:7001");
+  c = Parse(R"(site: {id: site-e, listen: "127.0.0.1:7005"}
+seeds:
+  - {id: site-a, endpoint: "127.0.0.1:7001"}
+  - {id: "b c", endpoint: "nowhere"}
+state_dir: s
+security: {insecure: true}
+)");
+  EXPECT_TRUE(ErrorContains(c, "site-a.yaml:4: seeds[1].id: site id must be"));
+  EXPECT_TRUE(ErrorContains(c, "site-a.yaml:4: seeds[1].endpoint: expected host:port"));
+  c = Parse(R"(site: {id: site-e, listen: "127.0.0.1:7005"}
+state_dir: s
+security: {insecure: true}
+)");
+  EXPECT_TRUE(ErrorContains(c, "roster: must list every site, this one included (or give seeds"));
+}
+
 TEST_F(ConfigTest, AlgorithmMustBeKnown) {
   for (const char* ok : {"exact", "improved-dem", "mcwa"}) {
     auto c = ParseFullWith("algorithm: improved-dem", absl::StrCat("algorithm: ", ok));
@@ -356,8 +393,8 @@ TEST_F(ConfigTest, CountsMustNotBeNegative) {
 TEST_F(ConfigTest, MaxCapacityIsAPositiveNumberPerRosterSite) {
   auto c = ParseFullWith("cost: 3", "cost: 3, max_capacity: 512");
   ASSERT_TRUE(c.ok()) << c.status();
-  EXPECT_EQ(c->roster[1].max_capacity, 512);
-  EXPECT_EQ(c->roster[0].max_capacity, 1e6) << "the default";
+  EXPECT_EQ(c->roster.sites[1].max_capacity, 512);
+  EXPECT_EQ(c->roster.sites[0].max_capacity, 1e6) << "the default";
   c = ParseFullWith("cost: 3", "max_capacity: 0");
   EXPECT_TRUE(ErrorContains(c, "site-a.yaml:4: roster[1].max_capacity: max_capacity must be finite and > 0, got 0"));
   c = ParseFullWith("cost: 3", "max_capacity: .inf");
@@ -619,7 +656,7 @@ TEST_F(ConfigTest, UnknownKeysAreErrorsWithSuggestions) {
   c = ParseFullWith("cost: 3", "colour: blue");
   EXPECT_TRUE(ErrorContains(c,
                             "site-a.yaml:4: roster[1].colour: unknown key (expected one of id, "
-                            "label, endpoint, cost, max_capacity)"));
+                            "label, endpoint, cost, max_capacity, drained)"));
   c = Parse(std::string(kFull) + "frobnicate: 1\n");
   EXPECT_TRUE(ErrorContains(c, "site-a.yaml:12: frobnicate: unknown key (expected one of"));
 }
@@ -668,12 +705,12 @@ TEST(ConfigValidateTest, NamesKeysWithoutLines) {
   Config c;
   c.path = "built.yaml";
   c.site = {"a", 0, "127.0.0.1:7001", "127.0.0.1:7001", ""};
-  c.roster = {{"a", 0, "127.0.0.1:7001", 1}, {"b", 1, "127.0.0.1:7002", 1}};
+  c.roster.sites = {{"a", 0, "127.0.0.1:7001", 1}, {"b", 1, "127.0.0.1:7002", 1}};
   c.state_dir = "/tmp/state";
   c.security.insecure = true;
   EXPECT_TRUE(Validate(c).ok()) << Validate(c);
 
-  c.roster[1].endpoint = "localhost";
+  c.roster.sites[1].endpoint = "localhost";
   c.balancer.algorithm = "fastest";
   absl::Status s = Validate(c);
   ASSERT_FALSE(s.ok());
@@ -719,8 +756,8 @@ TEST(ConfigExamplesTest, AllExamplesValidateWithCertificatesInPlace) {
       ASSERT_TRUE(c.ok()) << path << ": " << c.status();
       EXPECT_EQ(c->site.id, id);
       EXPECT_EQ(c->site.label, i);
-      EXPECT_EQ(c->roster.size(), static_cast<size_t>(n));
-      EXPECT_EQ(c->Dimension(), n == 4 ? 2 : 3);
+      EXPECT_EQ(c->roster.sites.size(), static_cast<size_t>(n));
+      EXPECT_EQ(c->roster.Dimension(), n == 4 ? 2 : 3);
       EXPECT_EQ(c->site.listen, absl::StrCat("127.0.0.1:", (n == 4 ? 7101 : 7201) + i));
       EXPECT_FALSE(c->security.insecure);
       EXPECT_EQ(c->security.cert, certs + "/" + id + ".pem");
@@ -729,7 +766,7 @@ TEST(ConfigExamplesTest, AllExamplesValidateWithCertificatesInPlace) {
   absl::StatusOr<Config> demo = LoadConfig(dir / "demo-insecure.yaml");
   ASSERT_TRUE(demo.ok()) << demo.status();
   EXPECT_TRUE(demo->security.insecure);
-  EXPECT_EQ(demo->Dimension(), 0);
+  EXPECT_EQ(demo->roster.Dimension(), 0);
   absl::StatusOr<Config> slurm = LoadConfig(dir / "slurm-site.yaml");
   ASSERT_TRUE(slurm.ok()) << slurm.status();
   EXPECT_EQ(slurm->scheduler.adapter, "slurm");

@@ -21,14 +21,15 @@ config::Config FiveSites() {
   config::Config c;
   c.site.id = "s1";
   c.site.label = 1;
-  for (int i = 0; i < 5; ++i) c.roster.push_back({"s" + std::to_string(i), i, "127.0.0.1:" + std::to_string(7000 + i)});
+  for (int i = 0; i < 5; ++i) c.roster.sites.push_back({"s" + std::to_string(i), i, "127.0.0.1:" + std::to_string(7000 + i)});
   c.balancer.peer_timeout = absl::Seconds(3);
   return c;
 }
 
 TEST(MembershipTest, EmptyPositionsAndSilentSitesAreFaults) {
   FakeEnv clock;
-  Membership m(FiveSites(), &clock);
+  LiveConfig live(FiveSites());
+  Membership m(&live, &clock);
   EXPECT_EQ(m.dimension(), 3);  // 5 sites sit in a 3-cube
   // Nobody heard yet: only this site is up; 5..7 are empty.
   EXPECT_EQ(m.FaultLabels(), (std::vector<int>{0, 2, 3, 4, 5, 6, 7}));
@@ -47,7 +48,8 @@ TEST(MembershipTest, EmptyPositionsAndSilentSitesAreFaults) {
 
 TEST(MembershipTest, OnlyASiteWithNoLiveSiteBelowItMayCoordinate) {
   FakeEnv clock;
-  Membership m(FiveSites(), &clock);  // this site is s1
+  LiveConfig live(FiveSites());
+  Membership m(&live, &clock);  // this site is s1
   EXPECT_TRUE(m.MayCoordinate("s0")) << "its call is the sign it is up";
   EXPECT_TRUE(m.MayCoordinate("s1"));
   EXPECT_FALSE(m.MayCoordinate("s3")) << "this site, label 1, is below it";
@@ -60,15 +62,36 @@ TEST(MembershipTest, OnlyASiteWithNoLiveSiteBelowItMayCoordinate) {
 
 TEST(MembershipTest, ReportedNumbersAreBoundedByTheRoster) {
   config::Config c = FiveSites();
-  c.roster[2].max_capacity = 64;
-  EXPECT_TRUE(CheckReportedRow(c, 2, 10, 64).ok());
-  EXPECT_TRUE(CheckReportedRow(c, 3, config::kMaxReportedLoad, 1e6).ok()) << "the default ceiling";
+  c.roster.sites[2].max_capacity = 64;
+  EXPECT_TRUE(CheckReportedRow(c.roster, 2, 10, 64).ok());
+  EXPECT_TRUE(CheckReportedRow(c.roster, 3, config::kMaxReportedLoad, 1e6).ok()) << "the default ceiling";
   for (double bad : {64.5, -1.0, std::numeric_limits<double>::infinity(), std::nan("")})
-    EXPECT_EQ(CheckReportedRow(c, 2, 10, bad).code(), absl::StatusCode::kInvalidArgument) << bad;
-  EXPECT_EQ(CheckReportedRow(c, 3, 10, 1e6 + 1).code(), absl::StatusCode::kInvalidArgument);
-  EXPECT_EQ(CheckReportedRow(c, 2, -1, 1).code(), absl::StatusCode::kInvalidArgument);
-  EXPECT_EQ(CheckReportedRow(c, 2, config::kMaxReportedLoad + 1, 1).code(), absl::StatusCode::kInvalidArgument);
-  EXPECT_EQ(CheckReportedRow(c, 6, 1, 1).code(), absl::StatusCode::kInvalidArgument) << "no site at label 6";
+    EXPECT_EQ(CheckReportedRow(c.roster, 2, 10, bad).code(), absl::StatusCode::kInvalidArgument) << bad;
+  EXPECT_EQ(CheckReportedRow(c.roster, 3, 10, 1e6 + 1).code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(CheckReportedRow(c.roster, 2, -1, 1).code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(CheckReportedRow(c.roster, 2, config::kMaxReportedLoad + 1, 1).code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(CheckReportedRow(c.roster, 6, 1, 1).code(), absl::StatusCode::kInvalidArgument) << "no site at label 6";
+}
+
+TEST(MembershipTest, ANewRosterVersionAddsAndRemovesRowsAndKeepsWhatStayingSitesSaid) {
+  FakeEnv clock;
+  LiveConfig live(FiveSites());  // s0..s4, this site s1
+  Membership m(&live, &clock);
+  for (int i : {0, 2, 3, 4}) ASSERT_TRUE(m.Seen(Hb(i)));
+  ASSERT_EQ(m.dimension(), 3);
+  auto next = std::make_shared<config::Roster>(*live.roster());
+  next->version = 7;
+  std::erase_if(next->sites, [](const config::RosterEntry& e) { return e.id == "s3"; });
+  next->sites.push_back({"s8", 8, "127.0.0.1:7008"});
+  ASSERT_TRUE(live.SetRoster(next));
+  EXPECT_EQ(m.dimension(), 4) << "label 8 needs a 4-cube";
+  std::vector<std::string> sites;
+  for (const PeerInfo& p : m.View()) sites.push_back(p.site);
+  EXPECT_EQ(sites, (std::vector<std::string>{"s0", "s1", "s2", "s4", "s8"}));
+  EXPECT_TRUE(m.Find("s2")->up) << "a staying site keeps its last heartbeat";
+  EXPECT_FALSE(m.Find("s8")->up) << "a new site is up once heard from";
+  EXPECT_FALSE(m.Seen(Hb(3))) << "a removed site's heartbeat is not taken";
+  EXPECT_FALSE(live.SetRoster(std::make_shared<config::Roster>(*next))) << "the same version again";
 }
 
 }  // namespace

@@ -121,7 +121,7 @@ config::Config SiteConfig(int self, int sites) {
   config::Config c;
   c.site.id = Id(self);
   c.site.label = self;
-  for (int i = 0; i < sites; ++i) c.roster.push_back({Id(i), i, absl::StrCat("127.0.0.1:", 7000 + i)});
+  for (int i = 0; i < sites; ++i) c.roster.sites.push_back({Id(i), i, absl::StrCat("127.0.0.1:", 7000 + i)});
   c.capacity.from_adapter = false;
   c.capacity.units = 2;
   c.balancer.interval = absl::Seconds(10);
@@ -153,7 +153,9 @@ class SiteTest : public ::testing::Test {
       config::Config c = SiteConfig(i, n);
       if (tweak) tweak(c);
       movers_.push_back(std::make_unique<InProcessMover>(adapters_[i].get(), &all_));
-      sites_.push_back(std::make_unique<Site>(c, adapters_[i].get(), movers_[i].get(), &peers_, &env_));
+      lives_.push_back(std::make_unique<LiveConfig>(c));
+      sites_.push_back(
+          std::make_unique<Site>(c, lives_.back().get(), adapters_[i].get(), movers_[i].get(), &peers_, &env_));
       peers_.sites[Id(i)] = sites_.back().get();
     }
   }
@@ -185,6 +187,7 @@ class SiteTest : public ::testing::Test {
   std::vector<std::unique_ptr<migration::testing::FakeAdapter>> adapters_;
   std::map<std::string, migration::testing::FakeAdapter*> all_;
   std::vector<std::unique_ptr<InProcessMover>> movers_;
+  std::vector<std::unique_ptr<LiveConfig>> lives_;
   std::vector<std::unique_ptr<Site>> sites_;
   int next_key_ = 0;
 };

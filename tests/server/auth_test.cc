@@ -20,15 +20,15 @@ TEST(BearerTokenTest, OnlyTheExactTokenMatches) {
 
 TEST(AdminCertificateTest, OnlyTheAdminRoleOnANonSiteCertificatePasses) {
   config::Config c;
-  c.roster = {{"site-0", 0, "127.0.0.1:1", 1}, {"site-1", 1, "127.0.0.1:2", 1}};
-  EXPECT_TRUE(IsAdminCertificate("hyperfed-admin", {kAdminRoleUri}, c));
-  EXPECT_TRUE(IsAdminCertificate("alice", {"spiffe://x/y", kAdminRoleUri}, c));
+  c.roster.sites = {{"site-0", 0, "127.0.0.1:1", 1}, {"site-1", 1, "127.0.0.1:2", 1}};
+  EXPECT_TRUE(IsAdminCertificate("hyperfed-admin", {kAdminRoleUri}, c.roster));
+  EXPECT_TRUE(IsAdminCertificate("alice", {"spiffe://x/y", kAdminRoleUri}, c.roster));
   // The CN alone is no role (a CA may sign any name) ...
-  EXPECT_FALSE(IsAdminCertificate("hyperfed-admin", {}, c));
-  EXPECT_FALSE(IsAdminCertificate("hyperfed-admin", {"hyperfed:role:peer"}, c));
+  EXPECT_FALSE(IsAdminCertificate("hyperfed-admin", {}, c.roster));
+  EXPECT_FALSE(IsAdminCertificate("hyperfed-admin", {"hyperfed:role:peer"}, c.roster));
   // ... and a site's certificate never passes, even with the role.
-  EXPECT_FALSE(IsAdminCertificate("site-1", {}, c));
-  EXPECT_FALSE(IsAdminCertificate("site-1", {kAdminRoleUri}, c));
+  EXPECT_FALSE(IsAdminCertificate("site-1", {}, c.roster));
+  EXPECT_FALSE(IsAdminCertificate("site-1", {kAdminRoleUri}, c.roster));
 }
 
 }  // namespace

@@ -1,0 +1,121 @@
+#include "daemon/roster/roster_doc.h"
+
+#include <openssl/bio.h>
+#include <openssl/evp.h>
+#include <openssl/pem.h>
+
+#include <memory>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+
+namespace hyperfed::roster {
+namespace {
+
+struct KeyFree {
+  void operator()(EVP_PKEY* k) const { EVP_PKEY_free(k); }
+};
+struct CtxFree {
+  void operator()(EVP_MD_CTX* c) const { EVP_MD_CTX_free(c); }
+};
+using Key = std::unique_ptr<EVP_PKEY, KeyFree>;
+using Ctx = std::unique_ptr<EVP_MD_CTX, CtxFree>;
+
+absl::StatusOr<Key> ReadKey(std::string_view pem, bool is_private) {
+  std::unique_ptr<BIO, decltype(&BIO_free)> bio(BIO_new_mem_buf(pem.data(), static_cast<int>(pem.size())), BIO_free);
+  if (!bio) return absl::InternalError("out of memory reading a key");
+  Key key(is_private ? PEM_read_bio_PrivateKey(bio.get(), nullptr, nullptr, nullptr)
+                     : PEM_read_bio_PUBKEY(bio.get(), nullptr, nullptr, nullptr));
+  const char* what = is_private ? "private" : "public";
+  if (!key) return absl::InvalidArgumentError(absl::StrCat("no PEM ", what, " key"));
+  if (EVP_PKEY_id(key.get()) != EVP_PKEY_ED25519)
+    return absl::InvalidArgumentError(absl::StrCat("the ", what, " key is not an Ed25519 key"));
+  return key;
+}
+
+std::string Signed(const std::string& body) { return std::string(kSignedPrefix) + body; }
+
+}  // namespace
+
+void ToProto(const config::Roster& r, v1::RosterBody* out) {
+  out->set_version(r.version);
+  for (const config::RosterEntry& e : r.sites) {
+    v1::RosterSite* s = out->add_sites();
+    s->set_id(e.id);
+    s->set_label(e.label);
+    s->set_endpoint(e.endpoint);
+    s->set_max_capacity(e.max_capacity);
+    s->set_drained(e.drained);
+    s->set_cost(e.cost);
+  }
+}
+
+absl::StatusOr<config::Roster> FromProto(const v1::RosterBody& body) {
+  config::Roster r;
+  r.version = body.version();
+  for (const v1::RosterSite& s : body.sites())
+    r.sites.push_back(config::RosterEntry{.id = s.id(),
+                                          .label = s.label(),
+                                          .endpoint = s.endpoint(),
+                                          .cost = s.cost(),
+                                          .max_capacity = s.max_capacity(),
+                                          .drained = s.drained()});
+  if (r.version < 0) return absl::InvalidArgumentError(absl::StrCat("roster version ", r.version, " is negative"));
+  if (r.sites.empty()) return absl::InvalidArgumentError("the roster lists no site");
+  std::vector<std::string> problems;
+  for (const auto& [key, why] : config::RosterProblems(r.sites, "sites")) problems.push_back(key + ": " + why);
+  if (!problems.empty())
+    return absl::InvalidArgumentError(absl::StrCat("roster version ", r.version, ": ", absl::StrJoin(problems, "; ")));
+  return r;
+}
+
+absl::StatusOr<v1::SignedRoster> Sign(const config::Roster& r, std::string_view private_key_pem) {
+  auto key = ReadKey(private_key_pem, /*is_private=*/true);
+  if (!key.ok()) return key.status();
+  v1::RosterBody body;
+  ToProto(r, &body);
+  v1::SignedRoster doc;
+  if (!body.SerializeToString(doc.mutable_body())) return absl::InternalError("cannot encode the roster");
+  const std::string message = Signed(doc.body());
+  Ctx ctx(EVP_MD_CTX_new());
+  size_t length = 0;
+  if (!ctx || EVP_DigestSignInit(ctx.get(), nullptr, nullptr, nullptr, key->get()) != 1 ||
+      EVP_DigestSign(ctx.get(), nullptr, &length, reinterpret_cast<const unsigned char*>(message.data()),
+                     message.size()) != 1)
+    return absl::InternalError("cannot sign the roster");
+  std::string sig(length, '\0');
+  if (EVP_DigestSign(ctx.get(), reinterpret_cast<unsigned char*>(sig.data()), &length,
+                     reinterpret_cast<const unsigned char*>(message.data()), message.size()) != 1)
+    return absl::InternalError("cannot sign the roster");
+  sig.resize(length);
+  doc.set_signature(std::move(sig));
+  return doc;
+}
+
+absl::StatusOr<config::Roster> Verify(const v1::SignedRoster& doc, std::string_view public_key_pem) {
+  auto key = ReadKey(public_key_pem, /*is_private=*/false);
+  if (!key.ok()) return key.status();
+  if (doc.body().size() > kMaxBodyBytes)
+    return absl::InvalidArgumentError(absl::StrCat("roster of ", doc.body().size(), " bytes; the limit is ",
+                                                   kMaxBodyBytes));
+  const std::string message = Signed(doc.body());
+  Ctx ctx(EVP_MD_CTX_new());
+  if (!ctx || EVP_DigestVerifyInit(ctx.get(), nullptr, nullptr, nullptr, key->get()) != 1)
+    return absl::InternalError("cannot verify the roster");
+  if (EVP_DigestVerify(ctx.get(), reinterpret_cast<const unsigned char*>(doc.signature().data()),
+                       doc.signature().size(), reinterpret_cast<const unsigned char*>(message.data()),
+                       message.size()) != 1)
+    return absl::InvalidArgumentError("the roster's signature is not the operators' (security.roster_key)");
+  v1::RosterBody body;
+  if (!body.ParseFromString(doc.body())) return absl::InvalidArgumentError("the signed roster does not decode");
+  auto r = FromProto(body);
+  if (!r.ok()) return r.status();
+  if (r->version < 1) return absl::InvalidArgumentError("a signed roster's version is at least 1");
+  return r;
+}
+
+absl::Status CheckPublicKey(std::string_view public_key_pem) {
+  return ReadKey(public_key_pem, /*is_private=*/false).status();
+}
+
+}  // namespace hyperfed::roster

@@ -1,0 +1,38 @@
+#pragma once
+
+// The signed roster (docs/operations.md, "Join and leave"; docs/security.md,
+// "Roster"): encoding a roster as a RosterBody, signing it with the
+// operators' Ed25519 key, and checking a received one: its signature, then
+// every rule a YAML roster must keep (config::RosterProblems). hyperfedctl
+// signs; every site verifies. No gRPC, no files.
+
+#include <string>
+#include <string_view>
+
+#include "absl/status/statusor.h"
+#include "config/config.h"
+#include "hyperfed/v1/hyperfed.pb.h"
+
+namespace hyperfed::roster {
+
+// What a signature covers: this prefix, then the body's bytes. The prefix
+// keeps the key's signatures of other things from passing as rosters.
+inline constexpr std::string_view kSignedPrefix = "hyperfed roster v1\n";
+// The largest body a site reads: about 100 bytes a site, 2^20 labels.
+inline constexpr size_t kMaxBodyBytes = size_t{128} << 20;
+
+void ToProto(const config::Roster& r, v1::RosterBody* out);
+// Decodes and checks the rules; errors name the field ("sites[2].label").
+absl::StatusOr<config::Roster> FromProto(const v1::RosterBody& body);
+
+// Signs `r` with an Ed25519 private key in PEM.
+absl::StatusOr<v1::SignedRoster> Sign(const config::Roster& r, std::string_view private_key_pem);
+// The roster in `doc` when its signature is the key's (public key in PEM),
+// its version >= 1 and its sites keep the rules; else InvalidArgument
+// saying which.
+absl::StatusOr<config::Roster> Verify(const v1::SignedRoster& doc, std::string_view public_key_pem);
+
+// Checks that `pem` holds an Ed25519 public key (for `hyperfedd --check`).
+absl::Status CheckPublicKey(std::string_view public_key_pem);
+
+}  // namespace hyperfed::roster

@@ -1,0 +1,153 @@
+#include "daemon/server/roster_keeper.h"
+
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+#include <fstream>
+#include <set>
+#include <sstream>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "daemon/common/log.h"
+#include "daemon/roster/roster_doc.h"
+
+namespace hyperfed::server {
+namespace {
+
+absl::StatusOr<std::string> ReadWhole(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return absl::NotFoundError(absl::StrCat("cannot read ", path));
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+// Writes `bytes` to `path` so that a crash leaves the old file or the new
+// one whole: a temporary file, fsync, rename, fsync of the folder.
+absl::Status WriteDurably(const std::string& path, const std::string& bytes) {
+  const std::string tmp = path + ".tmp";
+  auto fail = [&](const char* what) {
+    return absl::InternalError(absl::StrCat(what, " ", tmp, ": ", std::strerror(errno)));
+  };
+  int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+  if (fd < 0) return fail("cannot create");
+  size_t done = 0;
+  while (done < bytes.size()) {
+    ssize_t n = ::write(fd, bytes.data() + done, bytes.size() - done);
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) {
+      ::close(fd);
+      return fail("cannot write");
+    }
+    done += static_cast<size_t>(n);
+  }
+  if (::fsync(fd) != 0) {
+    ::close(fd);
+    return fail("cannot sync");
+  }
+  ::close(fd);
+  if (::rename(tmp.c_str(), path.c_str()) != 0) return fail("cannot rename");
+  const std::string dir = path.substr(0, path.rfind('/') == std::string::npos ? 0 : path.rfind('/'));
+  int dfd = ::open(dir.empty() ? "." : dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (dfd >= 0) {
+    ::fsync(dfd);
+    ::close(dfd);
+  }
+  return absl::OkStatus();
+}
+
+std::string Ids(const std::set<std::string>& s) { return s.empty() ? "none" : absl::StrJoin(s, ", "); }
+
+}  // namespace
+
+absl::StatusOr<std::unique_ptr<RosterKeeper>> RosterKeeper::Open(const config::Config& config,
+                                                                 federation::LiveConfig* live) {
+  std::string key;
+  if (!config.security.roster_key.empty()) {
+    auto pem = ReadWhole(config.security.roster_key);
+    if (!pem.ok()) return absl::FailedPreconditionError(absl::StrCat("security.roster_key: ", pem.status().message()));
+    if (auto st = roster::CheckPublicKey(*pem); !st.ok())
+      return absl::FailedPreconditionError(
+          absl::StrCat("security.roster_key ", config.security.roster_key, ": ", st.message()));
+    key = *std::move(pem);
+  }
+  std::unique_ptr<RosterKeeper> k(new RosterKeeper(config.state_dir + "/roster.signed", std::move(key), live));
+  auto stored = ReadWhole(k->path_);
+  if (!stored.ok()) return k;  // none yet
+  v1::SignedRoster doc;
+  if (!doc.ParseFromString(*stored))
+    return absl::FailedPreconditionError(absl::StrCat(k->path_, " does not decode: remove it to start from the "
+                                                      "YAML roster and the peers' newest"));
+  if (k->public_key_.empty())
+    return absl::FailedPreconditionError(
+        absl::StrCat(k->path_, " holds a signed roster but security.roster_key is not set: set it, or remove the file"));
+  std::lock_guard<std::mutex> l(k->mu_);
+  auto r = k->VerifyLocked(doc);
+  if (!r.ok()) return absl::FailedPreconditionError(absl::StrCat(k->path_, ": ", r.status().message()));
+  auto next = std::make_shared<const config::Roster>(*std::move(r));
+  if (live->SetRoster(next)) k->doc_ = doc;
+  return k;
+}
+
+std::optional<v1::SignedRoster> RosterKeeper::Current() const {
+  std::lock_guard<std::mutex> l(mu_);
+  return doc_;
+}
+
+absl::StatusOr<config::Roster> RosterKeeper::VerifyLocked(const v1::SignedRoster& doc) const {
+  if (public_key_.empty())
+    return absl::FailedPreconditionError(
+        "this site has no security.roster_key, so it keeps the roster in its YAML and takes no signed one");
+  return roster::Verify(doc, public_key_);
+}
+
+absl::Status RosterKeeper::AdoptLocked(const v1::SignedRoster& doc, config::Roster r, const std::string& from) {
+  if (auto st = WriteDurably(path_, doc.SerializeAsString()); !st.ok()) return st;
+  const std::shared_ptr<const config::Roster> old = live_->roster();
+  auto next = std::make_shared<const config::Roster>(std::move(r));
+  if (!live_->SetRoster(next)) return absl::OkStatus();  // only this keeper sets rosters, under mu_
+  doc_ = doc;
+  std::set<std::string> added, removed;
+  for (const auto& e : next->sites)
+    if (!old->FindSite(e.id)) added.insert(e.id);
+  for (const auto& e : old->sites)
+    if (!next->FindSite(e.id)) removed.insert(e.id);
+  const config::RosterEntry* self = next->FindSite(live_->self());
+  LogInfo(absl::StrCat("roster version ", next->version, " (from ", from, "): ", next->sites.size(), " sites in a ",
+                       next->Dimension(), "-cube; added ", Ids(added), "; removed ", Ids(removed), "; this site ",
+                       self ? absl::StrCat("has label ", self->label, self->drained ? " and is drained" : "")
+                            : std::string("is not in it")));
+  return absl::OkStatus();
+}
+
+absl::StatusOr<bool> RosterKeeper::Offer(const v1::SignedRoster& doc, const std::string& from) {
+  std::lock_guard<std::mutex> l(mu_);
+  auto r = VerifyLocked(doc);
+  if (!r.ok()) return r.status();
+  if (r->version <= live_->roster()->version) return false;
+  if (auto st = AdoptLocked(doc, *std::move(r), from); !st.ok()) return st;
+  return true;
+}
+
+absl::StatusOr<int64_t> RosterKeeper::Replace(const v1::SignedRoster& doc, int64_t expected_version,
+                                              const std::function<absl::Status(const config::Roster&)>& check) {
+  std::lock_guard<std::mutex> l(mu_);
+  auto r = VerifyLocked(doc);
+  if (!r.ok()) return r.status();
+  const int64_t now = live_->roster()->version;
+  if (expected_version != now)
+    return absl::AbortedError(absl::StrCat("the roster changed: version ", now, " is in force, not ", expected_version,
+                                           "; run the command again"));
+  if (r->version <= now)
+    return absl::InvalidArgumentError(
+        absl::StrCat("roster version ", r->version, " is not newer than version ", now, " in force"));
+  if (auto st = check(*r); !st.ok()) return st;
+  const int64_t version = r->version;
+  if (auto st = AdoptLocked(doc, *std::move(r), "an operator"); !st.ok()) return st;
+  return version;
+}
+
+}  // namespace hyperfed::server

@@ -1,0 +1,62 @@
+#pragma once
+
+// Where this site's roster comes from (docs/operations.md, "Join and
+// leave"): the YAML's (version 0) until the operators sign a newer one. A
+// signed roster reaches a site from hyperfedctl (SetRoster, compare-and-set
+// on the version), from a peer's heartbeat, or from a seed (a joining
+// site); each is verified with security.roster_key, must be newer than the
+// one in force and keep every roster rule, is written to
+// state_dir/roster.signed (so a restart starts from it), and then replaces
+// the roster in LiveConfig.
+//
+// Thread-safe.
+
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+
+#include "absl/status/statusor.h"
+#include "config/config.h"
+#include "daemon/federation/live_config.h"
+#include "hyperfed/v1/hyperfed.pb.h"
+
+namespace hyperfed::server {
+
+class RosterKeeper {
+ public:
+  // Reads security.roster_key (when set) and state_dir/roster.signed: a
+  // stored roster, verified, replaces the YAML's.
+  static absl::StatusOr<std::unique_ptr<RosterKeeper>> Open(const config::Config& config,
+                                                            federation::LiveConfig* live);
+
+  // The signed roster in force; nullopt while it is the YAML's.
+  std::optional<v1::SignedRoster> Current() const;
+  int64_t version() const { return live_->roster()->version; }
+
+  // A roster a peer sent: true when it was taken; false when it is not
+  // newer; InvalidArgument when it is not the operators' or breaks a rule;
+  // FailedPrecondition when this site has no roster_key.
+  absl::StatusOr<bool> Offer(const v1::SignedRoster& doc, const std::string& from);
+  // An operator's roster: taken only while the version in force is
+  // `expected_version` (Aborted otherwise: retry on the new one) and when
+  // `check` accepts it; returns the new version.
+  absl::StatusOr<int64_t> Replace(const v1::SignedRoster& doc, int64_t expected_version,
+                                  const std::function<absl::Status(const config::Roster&)>& check);
+
+ private:
+  RosterKeeper(std::string path, std::string public_key, federation::LiveConfig* live)
+      : path_(std::move(path)), public_key_(std::move(public_key)), live_(live) {}
+  absl::StatusOr<config::Roster> VerifyLocked(const v1::SignedRoster& doc) const;
+  // Stores `doc`, then puts `r` in force; logs what changed.
+  absl::Status AdoptLocked(const v1::SignedRoster& doc, config::Roster r, const std::string& from);
+
+  const std::string path_;        // state_dir/roster.signed
+  const std::string public_key_;  // PEM; "" = no roster is accepted
+  federation::LiveConfig* live_;
+  mutable std::mutex mu_;
+  std::optional<v1::SignedRoster> doc_;  // guarded by mu_
+};
+
+}  // namespace hyperfed::server
