@@ -9,6 +9,7 @@
 #include "absl/strings/str_join.h"
 #include "absl/time/clock.h"
 #include "client/output.h"
+#include "daemon/roster/roster_doc.h"
 #include "grpc/health/v1/health.grpc.pb.h"
 #include "hyperfed/v1/hyperfed.grpc.pb.h"
 
@@ -38,6 +39,7 @@ class Runner {
     if (c == "explain") return Explain();
     if (c == "force-release") return ForceRelease();
     if (c == "health") return Health();
+    if (c == "roster") return Roster();
     err_ << "hyperfedctl: unknown command '" << c << "'\n";
     return kExitUsage;
   }
@@ -261,7 +263,133 @@ class Runner {
     return kExitOk;
   }
 
+  // ---- roster (docs/operations.md, "Join and leave")
+
+  // The roster in force at the daemon asked; nullopt after printing why not.
+  std::optional<config::Roster> CurrentRoster() {
+    v1::AdminGetRosterReply r;
+    auto ctx = Context();
+    if (auto st = admin_->GetRoster(ctx.get(), v1::AdminGetRosterRequest(), &r); !st.ok()) {
+      Fail(st);
+      return std::nullopt;
+    }
+    auto roster = roster::FromProto(r.roster());
+    if (!roster.ok()) {
+      err_ << "hyperfedctl: the daemon's roster: " << roster.status().message() << "\n";
+      return std::nullopt;
+    }
+    roster_site_ = r.site();
+    return *std::move(roster);
+  }
+
+  // Signs `next` and sets it in place of version `expected`; false after
+  // printing why not (a concurrent change: run the command again).
+  bool Publish(int64_t expected, const absl::StatusOr<config::Roster>& next, const std::string& what) {
+    if (!next.ok()) {
+      err_ << "hyperfedctl: " << next.status().message() << "\n";
+      return false;
+    }
+    auto doc = roster::Sign(*next, o_.roster_key);
+    if (!doc.ok()) {
+      err_ << "hyperfedctl: --roster-key " << o_.roster_key_file << ": " << doc.status().message() << "\n";
+      return false;
+    }
+    v1::SetRosterRequest req;
+    req.set_expected_version(expected);
+    *req.mutable_roster() = *std::move(doc);
+    v1::SetRosterReply r;
+    auto ctx = Context();
+    if (auto st = admin_->SetRoster(ctx.get(), req, &r); !st.ok()) {
+      Fail(st);
+      return false;
+    }
+    out_ << "roster version " << r.version() << ": " << what << "; " << next->sites.size() << " sites in a "
+         << next->Dimension() << "-cube\n";
+    return true;
+  }
+
+  // Waits until every live site says it has roster `version` (a round
+  // planned with it needs them all on it).
+  bool AwaitVersion(int64_t version) {
+    const absl::Time give_up = absl::Now() + std::max(o_.timeout, absl::Seconds(30));
+    std::vector<std::string> behind;
+    while (absl::Now() < give_up) {
+      v1::StatusReply r;
+      auto ctx = Context();
+      if (auto st = admin_->Status(ctx.get(), v1::StatusRequest(), &r); !st.ok()) {
+        Fail(st);
+        return false;
+      }
+      behind.clear();
+      for (const v1::SiteStatus& s : r.sites())
+        if (s.state() != "down" && s.roster_version() < version) behind.push_back(TerminalSafe(s.site()));
+      if (behind.empty()) return true;
+      absl::SleepFor(absl::Milliseconds(200));
+    }
+    err_ << "hyperfedctl: these sites do not have roster version " << version << " yet: " << absl::StrJoin(behind, ", ")
+         << "\n";
+    return false;
+  }
+
+  int Roster() {
+    std::optional<config::Roster> cur = CurrentRoster();
+    if (!cur) return kExitRpcFailure;
+    if (o_.roster_action == "show") {
+      out_ << "roster version " << cur->version << (cur->version == 0 ? " (the sites' YAML roster)" : " (signed)")
+           << " at " << TerminalSafe(roster_site_) << ": " << cur->sites.size() << " sites in a " << cur->Dimension()
+           << "-cube\n";
+      for (const config::RosterEntry& e : cur->sites)
+        out_ << "  " << e.label << "  " << TerminalSafe(e.id) << "  " << TerminalSafe(e.endpoint)
+             << "  max_capacity " << e.max_capacity << (e.drained ? "  drained" : "") << "\n";
+      return kExitOk;
+    }
+    if (o_.roster_action == "add") {
+      auto next = roster::WithSite(*cur, o_.site, o_.site_endpoint,
+                                   o_.label >= 0 ? std::optional<int>(o_.label) : std::nullopt,
+                                   o_.capacity_max > 0 ? std::optional<double>(o_.capacity_max) : std::nullopt);
+      const std::string what =
+          next.ok() ? absl::StrCat("added ", o_.site, " at label ", next->FindSite(o_.site)->label, " (",
+                                   o_.site_endpoint, ")")
+                    : "";
+      return Publish(cur->version, next, what) ? kExitOk : kExitRpcFailure;
+    }
+    // remove: drain, let a round move its jobs, then take it out.
+    const config::RosterEntry* e = cur->FindSite(o_.site);
+    if (!e) {
+      err_ << "hyperfedctl: site " << TerminalSafe(o_.site) << " is not in roster version " << cur->version << "\n";
+      return kExitRpcFailure;
+    }
+    if (!e->drained) {
+      auto drained = roster::Drained(*cur, o_.site);
+      if (!Publish(cur->version, drained, absl::StrCat("drained ", o_.site))) return kExitRpcFailure;
+      cur = *drained;
+    }
+    if (!AwaitVersion(cur->version)) return kExitRpcFailure;
+    v1::BalanceRequest req;
+    req.set_wait(true);
+    auto ctx = Context(std::max(o_.timeout, absl::Minutes(10)));
+    auto reader = admin_->Balance(ctx.get(), req);
+    v1::RoundEvent ev;
+    bool final = false;
+    while (!final && reader->Read(&ev)) {
+      if (!ev.final()) continue;
+      final = true;
+      out_ << "round " << TerminalSafe(ev.round_id()) << (ev.ok() ? " finished" : " ended early") << ": moved "
+           << ev.moved() << " jobs\n";
+    }
+    ctx->TryCancel();
+    if (!final) {
+      err_ << "hyperfedctl: the round that was to move " << TerminalSafe(o_.site)
+           << "'s jobs did not finish; the site stays drained in the roster: run the command again\n";
+      return kExitRpcFailure;
+    }
+    return Publish(cur->version, roster::WithoutSite(*cur, o_.site), absl::StrCat("removed ", o_.site))
+               ? kExitOk
+               : kExitRpcFailure;
+  }
+
   const Options& o_;
+  std::string roster_site_;  // the site that answered GetRoster
   std::shared_ptr<grpc::Channel> channel_;
   std::unique_ptr<v1::Admin::Stub> admin_;
   std::ostream& out_;

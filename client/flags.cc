@@ -176,6 +176,29 @@ struct CommandLine {
                        "release a migration's held jobs without the destination's answer (may run them twice)"),
                "MIGRATION_ID", &o.migration_id);
     Command("health", "the standard gRPC health check for the daemon and its two services");
+    CLI::App* roster = Command("roster",
+                               "show the roster, add a site to it, or drain and remove one (signed with --roster-key)");
+    roster->add_option("ACTION", o.roster_action, "show, add or remove")
+        ->required()
+        ->check(CLI::Validator(
+            [](std::string& v) -> std::string {
+              return v == "show" || v == "add" || v == "remove" ? ""
+                                                                 : absl::StrCat("'", v, "' is not show, add or remove");
+            },
+            ""));
+    roster->add_option("SITE", o.site, "the site to add or remove")->check(NotEmpty());
+    roster->add_option("--endpoint", o.site_endpoint, "add: where peers reach the new site (not the daemon asked)")
+        ->type_name("HOST:PORT")
+        ->check(NotEmpty());
+    roster->add_option("--label", o.label, "add: its hypercube label (default: the lowest free one)")
+        ->type_name("L")
+        ->check(WholeNumber(0, (1 << 20) - 1));
+    roster->add_option("--capacity-max", o.capacity_max, "add: the most capacity it may report (default 1e6)")
+        ->type_name("C")
+        ->check(CLI::PositiveNumber);
+    roster->add_option("--roster-key", o.roster_key_file,
+                       "add, remove: the operators' Ed25519 private key (env HYPERFED_ROSTER_KEY)")
+        ->type_name("FILE");
     Positional(Command("completion", absl::StrCat("print a shell completion script (", kShells, ")")), "SHELL",
                &o.shell)
         ->check(CLI::Validator(
@@ -394,6 +417,16 @@ absl::StatusOr<Options> ParseArgs(const std::vector<std::string>& args, const En
     if (env_set(env.ca) && !cl.Given("--ca")) o.ca_file = *env.ca;
     if (env_set(env.server_name) && !cl.Given("--server-name")) o.server_name = *env.server_name;
   }
+  if (o.command == "roster") {
+    if (o.roster_key_file.empty() && env_set(env.roster_key)) o.roster_key_file = *env.roster_key;
+    if (o.roster_action != "show" && o.site.empty()) return Usage(absl::StrCat("roster ", o.roster_action, " needs a SITE"));
+    if (o.roster_action == "show" && !o.site.empty()) return Usage("roster show takes no SITE");
+    if (o.roster_action == "add" && o.site_endpoint.empty()) return Usage("roster add needs --endpoint HOST:PORT");
+    if (o.roster_action != "add" && (!o.site_endpoint.empty() || o.label >= 0 || o.capacity_max > 0))
+      return Usage("--endpoint, --label and --capacity-max go with roster add");
+    if (o.roster_action != "show" && o.roster_key_file.empty())
+      return Usage(absl::StrCat("roster ", o.roster_action, " needs --roster-key FILE (or HYPERFED_ROSTER_KEY)"));
+  }
 
   // Whole-command checks.
   if (auto st = CheckEndpoint(o.endpoint); !st.ok()) return st;
@@ -419,7 +452,10 @@ absl::Status LoadFiles(Options* o) {
     const char* flag;
     const std::string& path;
     std::string* out;
-  } files[] = {{"ca", o->ca_file, &o->ca}, {"cert", o->cert_file, &o->cert}, {"key", o->key_file, &o->key}};
+  } files[] = {{"ca", o->ca_file, &o->ca},
+               {"cert", o->cert_file, &o->cert},
+               {"key", o->key_file, &o->key},
+               {"roster-key", o->roster_key_file, &o->roster_key}};
   for (auto& f : files) {
     if (f.path.empty()) continue;
     auto pem = ReadFile(f.flag, f.path);

@@ -27,6 +27,7 @@ struct Environment {
   std::optional<std::string> token_file;   // HYPERFED_TOKEN_FILE
   std::optional<std::string> ca;           // HYPERFED_CA
   std::optional<std::string> server_name;  // HYPERFED_SERVER_NAME
+  std::optional<std::string> roster_key;   // HYPERFED_ROSTER_KEY: default for --roster-key
 };
 
 // What one invocation asks for. Fields a command does not take stay at
@@ -66,6 +67,13 @@ struct Options {
   std::string job;           // explain
   std::string migration_id;  // force-release
   std::string shell;         // completion
+  // roster ACTION [SITE]: show, add, remove (docs/operations.md, "Join and leave").
+  std::string roster_action;
+  std::string site_endpoint;   // roster add --endpoint: where peers dial the new site
+  int label = -1;              // roster add --label (-1: the lowest free one)
+  double capacity_max = 0;     // roster add --capacity-max (0: the default ceiling)
+  std::string roster_key_file;  // --roster-key (env HYPERFED_ROSTER_KEY): the operators' private key
+  std::string roster_key;       // its PEM, filled in by LoadFiles
 };
 
 // Parses argv[1..] (without the program name). A usage error comes back as

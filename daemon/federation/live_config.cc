@@ -26,7 +26,7 @@ std::optional<config::RosterEntry> LiveConfig::SelfEntry() const {
 
 bool LiveConfig::SetRoster(std::shared_ptr<const config::Roster> next) {
   std::lock_guard<std::mutex> l(mu_);
-  if (next->version <= roster_->version) return false;
+  if (next->version < roster_->version) return false;
   roster_ = std::move(next);
   return true;
 }

@@ -30,8 +30,9 @@ class LiveConfig {
   // (a daemon joining with seeds, or a site the roster removed).
   std::optional<config::RosterEntry> SelfEntry() const;
 
-  // Takes `next` when its version is higher than the current one's (the
-  // caller has checked its signature and rules); false otherwise.
+  // Takes `next` unless its version is lower than the current one's (the
+  // caller has checked its signature and rules, and chosen between two of
+  // one version); false when it is lower.
   bool SetRoster(std::shared_ptr<const config::Roster> next);
   void SetBalancer(const config::BalancerConfig& balancer);
 

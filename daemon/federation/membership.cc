@@ -12,8 +12,8 @@ namespace hyperfed::federation {
 Membership::Membership(const LiveConfig* live, const Env* env) : live_(live), env_(env), self_(live->self()) {}
 
 void Membership::SyncLocked() const {
-  const std::shared_ptr<const config::Roster> roster = live_->roster();
-  if (roster->version == roster_version_) return;
+  std::shared_ptr<const config::Roster> roster = live_->roster();
+  if (roster == synced_) return;
   std::map<std::string, PeerInfo> old;
   for (auto& [label, p] : by_label_) old.emplace(p.site, std::move(p));
   by_label_.clear();
@@ -26,8 +26,8 @@ void Membership::SyncLocked() const {
     p.self = e.id == self_;
     by_label_[e.label] = std::move(p);
   }
-  roster_version_ = roster->version;
   dimension_ = roster->Dimension();
+  synced_ = std::move(roster);
 }
 
 int Membership::dimension() const {

@@ -107,14 +107,14 @@ class Membership {
 
  private:
   bool UpLocked(const PeerInfo& p, absl::Time now, absl::Duration timeout) const;
-  // Rebuilds the rows when the live roster has a new version.
+  // Rebuilds the rows when the live roster has changed.
   void SyncLocked() const;
 
   const LiveConfig* live_;
   const Env* env_;
   const std::string self_;
   mutable std::mutex mu_;
-  mutable int64_t roster_version_ = -1;       // guarded by mu_; the rows' roster
+  mutable std::shared_ptr<const config::Roster> synced_;  // guarded by mu_; the rows' roster
   mutable int dimension_ = 0;                 // guarded by mu_
   mutable std::map<int, PeerInfo> by_label_;  // guarded by mu_
 };

@@ -204,20 +204,25 @@ NextRound Site::Next() const {
 
 void Site::HeartbeatOnce() {
   const std::optional<config::RosterEntry> entry = live_->SelfEntry();
+  HeartbeatInfo hb;
+  hb.site = config_.site.id;
+  hb.roster_version = live_->roster()->version;
   if (!entry) {
-    // Joining (the roster is fetched from the seeds) or removed: no label to
-    // speak for, and peers would refuse the call.
+    // Joining, or removed: no label to speak for. The heartbeats still go to
+    // the roster's sites, carrying this site's roster to those with an older
+    // one (a removed site may be the first to hear of its removal); they
+    // refuse the rest.
     if (!std::exchange(said_not_in_roster_, true))
-      LogWarning(absl::StrCat("this site is not in roster version ", live_->roster()->version,
-                              ": it sends no heartbeats and takes no part in rounds until a roster lists it"));
+      LogWarning(absl::StrCat("this site is not in roster version ", hb.roster_version,
+                              ": it takes no part in rounds until a roster lists it (a removed site's daemon may "
+                              "be stopped)"));
+    hb.label = -1;
+    heartbeater_.Tick(hb);
     return;
   }
   said_not_in_roster_ = false;
   (void)RefreshSelf();
-  HeartbeatInfo hb;
-  hb.site = config_.site.id;
   hb.label = entry->label;
-  hb.roster_version = live_->roster()->version;
   auto self = membership_.Find(config_.site.id);
   if (self) {
     hb.load = self->load;

@@ -114,6 +114,48 @@ absl::StatusOr<config::Roster> Verify(const v1::SignedRoster& doc, std::string_v
   return r;
 }
 
+namespace {
+
+// The next version of `r` with `sites`, checked as any roster is.
+absl::StatusOr<config::Roster> Next(const config::Roster& r, std::vector<config::RosterEntry> sites) {
+  v1::RosterBody body;
+  ToProto(config::Roster{.version = r.version + 1, .sites = std::move(sites)}, &body);
+  return FromProto(body);
+}
+
+}  // namespace
+
+absl::StatusOr<config::Roster> WithSite(const config::Roster& r, const std::string& id, const std::string& endpoint,
+                                        std::optional<int> label, std::optional<double> max_capacity) {
+  if (r.FindSite(id)) return absl::InvalidArgumentError(absl::StrCat("site ", id, " is already in the roster"));
+  if (label && r.FindLabel(*label))
+    return absl::InvalidArgumentError(
+        absl::StrCat("label ", *label, " is taken by ", r.FindLabel(*label)->id, " (leave --label out for a free one)"));
+  int free = 0;
+  while (r.FindLabel(free)) ++free;
+  config::RosterEntry e{.id = id, .label = label.value_or(free), .endpoint = endpoint};
+  if (max_capacity) e.max_capacity = *max_capacity;
+  std::vector<config::RosterEntry> sites = r.sites;
+  sites.push_back(std::move(e));
+  return Next(r, std::move(sites));
+}
+
+absl::StatusOr<config::Roster> Drained(const config::Roster& r, const std::string& id) {
+  if (!r.FindSite(id)) return absl::NotFoundError(absl::StrCat("site ", id, " is not in the roster"));
+  std::vector<config::RosterEntry> sites = r.sites;
+  for (config::RosterEntry& e : sites)
+    if (e.id == id) e.drained = true;
+  return Next(r, std::move(sites));
+}
+
+absl::StatusOr<config::Roster> WithoutSite(const config::Roster& r, const std::string& id) {
+  if (!r.FindSite(id)) return absl::NotFoundError(absl::StrCat("site ", id, " is not in the roster"));
+  std::vector<config::RosterEntry> sites = r.sites;
+  std::erase_if(sites, [&](const config::RosterEntry& e) { return e.id == id; });
+  if (sites.empty()) return absl::InvalidArgumentError("the last site cannot leave the roster");
+  return Next(r, std::move(sites));
+}
+
 absl::Status CheckPublicKey(std::string_view public_key_pem) {
   return ReadKey(public_key_pem, /*is_private=*/false).status();
 }

@@ -6,6 +6,7 @@
 // every rule a YAML roster must keep (config::RosterProblems). hyperfedctl
 // signs; every site verifies. No gRPC, no files.
 
+#include <optional>
 #include <string>
 #include <string_view>
 
@@ -31,6 +32,19 @@ absl::StatusOr<v1::SignedRoster> Sign(const config::Roster& r, std::string_view 
 // its version >= 1 and its sites keep the rules; else InvalidArgument
 // saying which.
 absl::StatusOr<config::Roster> Verify(const v1::SignedRoster& doc, std::string_view public_key_pem);
+
+// ---- The operators' edits (hyperfedctl roster): each returns the next
+// version, or InvalidArgument (NotFound for an unknown site) saying why not.
+
+// Adds `id` at `endpoint`: at `label`, or (nullopt) the lowest free label;
+// the cube grows by a dimension when the labels outgrow it. `max_capacity`
+// nullopt keeps the default ceiling.
+absl::StatusOr<config::Roster> WithSite(const config::Roster& r, const std::string& id, const std::string& endpoint,
+                                        std::optional<int> label, std::optional<double> max_capacity);
+// Marks `id` drained (capacity 0: its jobs leave at the next round).
+absl::StatusOr<config::Roster> Drained(const config::Roster& r, const std::string& id);
+// Takes `id` out.
+absl::StatusOr<config::Roster> WithoutSite(const config::Roster& r, const std::string& id);
 
 // Checks that `pem` holds an Ed25519 public key (for `hyperfedd --check`).
 absl::Status CheckPublicKey(std::string_view public_key_pem);

@@ -127,7 +127,12 @@ absl::StatusOr<bool> RosterKeeper::Offer(const v1::SignedRoster& doc, const std:
   std::lock_guard<std::mutex> l(mu_);
   auto r = VerifyLocked(doc);
   if (!r.ok()) return r.status();
-  if (r->version <= live_->roster()->version) return false;
+  const int64_t now = live_->roster()->version;
+  // Two signed rosters of one version (operators' changes through two
+  // coordinators during a failover): every site keeps the one whose body
+  // sorts first, so all end with the same.
+  const bool tie_won = r->version == now && doc_ && doc.body() < doc_->body();
+  if (r->version < now || (r->version == now && !tie_won)) return false;
   if (auto st = AdoptLocked(doc, *std::move(r), from); !st.ok()) return st;
   return true;
 }

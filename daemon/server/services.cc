@@ -561,6 +561,11 @@ grpc::Status AdminService::Rounds(grpc::ServerContext* ctx, const v1::RoundsRequ
 grpc::Status AdminService::GetRoster(grpc::ServerContext* ctx, const v1::AdminGetRosterRequest* req,
                                      v1::AdminGetRosterReply* reply) {
   if (auto st = CheckAdmin(ctx); !st.ok()) return st;
+  if (const std::string coord = d_.site->Coordinator(); IsOther(coord))
+    return Forward(d_.peers, coord, d_.admin_token, *req, reply,
+                   [](v1::Admin::Stub* s, grpc::ClientContext* c, const v1::AdminGetRosterRequest& r,
+                      v1::AdminGetRosterReply* o) { return s->GetRoster(c, r, o); });
+  reply->set_site(d_.config->site.id);
   roster::ToProto(*d_.live->roster(), reply->mutable_roster());
   reply->set_is_signed(d_.roster && d_.roster->Current().has_value());
   return grpc::Status::OK;
@@ -570,6 +575,12 @@ grpc::Status AdminService::SetRoster(grpc::ServerContext* ctx, const v1::SetRost
                                      v1::SetRosterReply* reply) {
   if (auto st = CheckAdmin(ctx); !st.ok()) return st;
   if (!d_.roster) return grpc::Status(grpc::StatusCode::FAILED_PRECONDITION, "this site takes no signed roster");
+  // The coordinator compares versions for the whole federation, so that two
+  // operators' changes through two sites cannot both be taken.
+  if (const std::string coord = d_.site->Coordinator(); IsOther(coord))
+    return Forward(d_.peers, coord, d_.admin_token, *req, reply,
+                   [](v1::Admin::Stub* s, grpc::ClientContext* c, const v1::SetRosterRequest& r,
+                      v1::SetRosterReply* o) { return s->SetRoster(c, r, o); });
   // A ceiling below what a live site reports would make every peer refuse
   // that site's rows (docs/security.md, "Numbers"): refused here, at once.
   const std::vector<federation::PeerInfo> view = d_.site->View();

@@ -91,7 +91,9 @@ TEST(MembershipTest, ANewRosterVersionAddsAndRemovesRowsAndKeepsWhatStayingSites
   EXPECT_TRUE(m.Find("s2")->up) << "a staying site keeps its last heartbeat";
   EXPECT_FALSE(m.Find("s8")->up) << "a new site is up once heard from";
   EXPECT_FALSE(m.Seen(Hb(3))) << "a removed site's heartbeat is not taken";
-  EXPECT_FALSE(live.SetRoster(std::make_shared<config::Roster>(*next))) << "the same version again";
+  auto older = std::make_shared<config::Roster>(*next);
+  older->version = 6;
+  EXPECT_FALSE(live.SetRoster(older)) << "an older version";
 }
 
 }  // namespace

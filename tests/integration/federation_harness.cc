@@ -74,30 +74,32 @@ absl::StatusOr<std::unique_ptr<TestFederation>> TestFederation::Start(const Fede
                                                                           : "/tmp/hyperfed-fed-XXXXXX";
   if (!mkdtemp(tmpl.data())) return absl::InternalError("mkdtemp failed");
   f->dir_ = tmpl;
+  const int all = o.sites + o.joining;
   std::string ids;
-  for (int i = 0; i < o.sites; ++i) absl::StrAppend(&ids, " site-", i);
+  for (int i = 0; i < all; ++i) absl::StrAppend(&ids, " site-", i);
   const std::string gen = absl::StrCat("bash ", SourceDir(), "/scripts/gen-certs ", f->dir_, "/certs", ids,
                                        " >/dev/null 2>", f->dir_, "/gen-certs.log");
   if (std::system(gen.c_str()) != 0)
     return absl::InternalError("scripts/gen-certs failed: " + ReadFile(f->dir_ + "/gen-certs.log"));
   f->token_ = std::string(absl::StripAsciiWhitespace(ReadFile(f->dir_ + "/certs/admin-token")));
-  f->sites_.resize(o.sites);
+  f->sites_.resize(all);
   // gRPC and metrics ports for every site, all distinct.
-  const std::vector<int> ports = FreePorts(2 * o.sites);
-  for (int i = 0; i < o.sites; ++i) {
+  const std::vector<int> ports = FreePorts(2 * all);
+  for (int i = 0; i < all; ++i) {
     f->sites_[i].port = ports[i];
-    f->sites_[i].metrics_port = ports[o.sites + i];
+    f->sites_[i].metrics_port = ports[all + i];
   }
   std::string roster;
   for (int i = 0; i < o.sites; ++i)
     absl::StrAppend(&roster, "  - {id: site-", i, ", label: ", i, ", endpoint: \"", f->Endpoint(i), "\"}\n");
-  for (int i = 0; i < o.sites; ++i) {
+  for (int i = 0; i < all; ++i) {
     const int slots = i < static_cast<int>(o.slots.size()) ? o.slots[i] : 4;
     std::ofstream c(f->ConfigPath(i));
-    c << "site: {id: site-" << i << ", label: " << i << ", listen: \"" << f->Endpoint(i) << "\", metrics_listen: \""
-      << f->Host(i) << ":" << f->sites_[i].metrics_port << "\"}\n"
-      << "roster:\n"
-      << roster << "capacity: from_adapter\n"
+    c << "site: {id: site-" << i << (i < o.sites ? absl::StrCat(", label: ", i) : "") << ", listen: \""
+      << f->Endpoint(i) << "\", metrics_listen: \"" << f->Host(i) << ":" << f->sites_[i].metrics_port << "\"}\n"
+      << (i < o.sites ? "roster:\n" + roster
+                      : absl::StrCat("seeds: [{id: site-0, endpoint: \"", f->Endpoint(0), "\"}]\n"))
+      << "capacity: from_adapter\n"
       << "balancer: {algorithm: " << o.algorithm << ", interval: " << o.interval
       << ", underload_threshold: " << o.underload_threshold
       << (o.min_imbalance >= 0 ? absl::StrCat(", min_imbalance: ", o.min_imbalance) : "")
@@ -106,10 +108,10 @@ absl::StatusOr<std::unique_ptr<TestFederation>> TestFederation::Start(const Fede
       << ", job_choice: " << o.job_choice << ", hysteresis: " << o.hysteresis << "}\n"
       << SchedulerLine(o, i, slots) << "state_dir: state/site-" << i << "\n";
     if (o.insecure) {
-      c << "security: {insecure: true, admin_token_file: certs/admin-token}\n";
+      c << "security: {insecure: true, admin_token_file: certs/admin-token, roster_key: certs/roster-pub.pem}\n";
     } else {
       c << "security: {cert: certs/site-" << i << ".pem, key: certs/site-" << i
-        << "-key.pem, ca: certs/ca.pem, admin_token_file: certs/admin-token}\n";
+        << "-key.pem, ca: certs/ca.pem, admin_token_file: certs/admin-token, roster_key: certs/roster-pub.pem}\n";
     }
   }
   for (int i = 0; i < o.sites; ++i)

@@ -62,6 +62,12 @@ struct FederationOptions {
   // balancer.min_imbalance (a timer round is skipped below it); -1: the
   // daemon's default.
   int min_imbalance = -1;
+  // Sites site-<sites>.. site-<sites + joining - 1> that are not in the
+  // roster and not started: their configs have no roster, only site-0 as a
+  // seed (docs/operations.md, "Join and leave"). Every site's config names
+  // the operators' roster key (certs/roster-pub.pem; the private half is
+  // RosterKey()).
+  int joining = 0;
 };
 
 class TestFederation {
@@ -69,6 +75,7 @@ class TestFederation {
   static absl::StatusOr<std::unique_ptr<TestFederation>> Start(const FederationOptions& o);
   ~TestFederation();
 
+  // Every site, the joining ones included.
   int size() const { return static_cast<int>(sites_.size()); }
   std::string SiteId(int i) const { return "site-" + std::to_string(i); }
   std::string Endpoint(int i) const;
@@ -81,6 +88,8 @@ class TestFederation {
   std::string CertDir() const { return dir_ + "/certs"; }
   std::string ConfigPath(int i) const;
   std::string Token() const { return token_; }
+  // The operators' roster signing key (PEM file), for hyperfedctl roster.
+  std::string RosterKey() const { return dir_ + "/certs/roster-key.pem"; }
 
   // An Admin stub for site i, authenticated with the admin certificate.
   std::unique_ptr<v1::Admin::Stub> Admin(int i) const;
