@@ -254,5 +254,102 @@ TEST_F(RosterTest, TwoConcurrentAddsOneWinsTheOtherGetsTheConflict) {
   }
 }
 
+// Rewrites site i's config file, replacing `from` by `to` (which must occur).
+void EditConfig(TestFederation& f, int i, const std::string& from, const std::string& to) {
+  std::string text = ReadFile(f.ConfigPath(i));
+  ASSERT_NE(text.find(from), std::string::npos) << from << " not in\n" << text;
+  std::ofstream(f.ConfigPath(i)) << absl::StrReplaceAll(text, {{from, to}});
+}
+
+// Waits until site i's log holds `text`.
+bool WaitLog(TestFederation& f, int i, const std::string& text, absl::Duration timeout = absl::Seconds(10)) {
+  const absl::Time end = absl::Now() + timeout;
+  while (absl::Now() < end) {
+    if (ReadFile(absl::StrCat(f.dir(), "/site-", i, ".log")).find(text) != std::string::npos) return true;
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  return false;
+}
+
+int TimerRounds(TestFederation& f) {
+  v1::RoundsRequest req;
+  v1::RoundsReply r;
+  auto ctx = f.Context();
+  EXPECT_TRUE(f.Admin(0)->Rounds(ctx.get(), req, &r).ok());
+  int n = 0;
+  for (const auto& round : r.rounds())
+    for (const auto& e : round.events()) n += e.find("(timer)") != std::string::npos;
+  return n;
+}
+
+TEST_F(RosterTest, SighupChangesTheIntervalOfARunningSiteAndRefusesWhatNeedsARestart) {
+  Start(2, 0);
+  TestFederation& f = *fed_;
+  SubmitAt(f, 0, 40, {});  // an imbalance a timer round would act on
+  std::this_thread::sleep_for(std::chrono::milliseconds(1500));
+  ASSERT_EQ(TimerRounds(f), 0) << "interval 0s: no timer rounds";
+  EditConfig(f, 0, "algorithm: exact, interval: 0s", "algorithm: improved-dem, interval: 1s");
+  ASSERT_EQ(kill(f.Pid(0), SIGHUP), 0);
+  ASSERT_TRUE(WaitLog(f, 0, "balancer.algorithm exact -> improved-dem, balancer.interval 0 -> 1s")) << f.Log(0);
+  EXPECT_EQ(Status(f, 0).algorithm(), "improved-dem");
+  const absl::Time end = absl::Now() + absl::Seconds(15);
+  while (absl::Now() < end && TimerRounds(f) == 0) std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  EXPECT_GE(TimerRounds(f), 1) << "a timer round within the new interval\n" << f.Log(0);
+  // A change that needs a restart: refused whole, named, nothing changes
+  // (the algorithm edited with it stays).
+  EditConfig(f, 0, "algorithm: improved-dem", "algorithm: mcwa");
+  EditConfig(f, 0, "state_dir: state/site-0", "state_dir: state/elsewhere");
+  ASSERT_EQ(kill(f.Pid(0), SIGHUP), 0);
+  EXPECT_TRUE(WaitLog(f, 0, "not reloaded, nothing changed: state_dir changes only with a restart")) << f.Log(0);
+  EXPECT_EQ(Status(f, 0).algorithm(), "improved-dem");
+  // A file that does not parse: its error names the line; the daemon runs on.
+  std::ofstream(f.ConfigPath(0), std::ios::app) << "balancer: {interval: soon}\n";
+  ASSERT_EQ(kill(f.Pid(0), SIGHUP), 0);
+  EXPECT_TRUE(WaitLog(f, 0, absl::StrCat(f.ConfigPath(0), ":"))) << f.Log(0);
+  EXPECT_TRUE(f.Running(0));
+  EXPECT_EQ(Status(f, 0).algorithm(), "improved-dem");
+}
+
+TEST_F(RosterTest, ARollingUpgradeOneSiteAtATimeLosesNoJob) {
+  Start(8, 0);
+  TestFederation& f = *fed_;
+  std::set<std::string> keys = SubmitAt(f, 0, 60, {});
+  keys = SubmitAt(f, 5, 30, keys);
+  // Each site is stopped and started as the next build: protocol 1.99, a
+  // minor version ahead (HYPERFED_TEST_PROTOCOL stands in for a second
+  // build). Old and new take part in the same rounds.
+  for (int i = 0; i < f.size(); ++i) {
+    f.Stop(i);
+    ASSERT_TRUE(f.StartSite(i, {{"HYPERFED_TEST_PROTOCOL", "1.99"}}).ok());
+    ASSERT_TRUE(f.WaitHealthy(absl::Seconds(30)).ok()) << f.Log(i);
+    keys = SubmitAt(f, (i + 3) % f.size(), 3, keys);
+    auto r = RunRound(f, (i + 1) % f.size());
+    ASSERT_TRUE(r.ok()) << r.status();
+    EXPECT_TRUE(r->ok()) << "after upgrading site-" << i << ": " << r->message();
+    EXPECT_EQ(r->final_event().after_size(), 8) << "every site took part";
+    ExpectExactlyOnce(f, keys, absl::StrCat("after upgrading site-", i));
+  }
+  const v1::StatusReply after = Status(f, 0);
+  for (const auto& s : after.sites()) EXPECT_EQ(s.protocol(), "1.99") << s.site();
+  // A major version apart is refused, in words that name both versions.
+  f.Stop(7);
+  ASSERT_TRUE(f.StartSite(7, {{"HYPERFED_TEST_PROTOCOL", "2.0"}}).ok());
+  EXPECT_TRUE(WaitLog(f, 0, "heartbeats of site-7 refused: protocol 2.0 at the caller, 1.99 here")) << f.Log(0);
+  // Down once the old process's last heartbeat is older than the timeout.
+  auto seen_down = [&] {
+    const v1::StatusReply r = Status(f, 0);
+    for (const auto& s : r.sites())
+      if (s.site() == "site-7") return s.state() == "down";
+    return false;
+  };
+  const absl::Time end = absl::Now() + absl::Seconds(10);
+  while (absl::Now() < end && !seen_down()) std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  ASSERT_TRUE(seen_down()) << f.Log(0);
+  auto r = RunRound(f, 0);
+  ASSERT_TRUE(r.ok()) << r.status();
+  EXPECT_EQ(r->final_event().after_size(), 7) << "site-7 is no part of the federation: " << r->message();
+  ExpectExactlyOnce(f, keys, "with site-7 refused");
+}
+
 }  // namespace
 }  // namespace hyperfed::testing
