@@ -77,6 +77,8 @@ void SiteJson(JsonWriter& w, const v1::SiteStatus& s) {
       .Field("last_round", s.last_round())
       .Field("endpoint", s.endpoint())
       .Field("age_ms", s.age_ms())
+      .Field("roster_version", s.roster_version())
+      .Field("protocol", s.protocol())
       .EndObject();
 }
 

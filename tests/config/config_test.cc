@@ -745,7 +745,8 @@ TEST(ConfigExamplesTest, AllExamplesValidateWithCertificatesInPlace) {
     std::string certs = dir / absl::StrCat("federation-", n, "/certs");
     WriteFile(certs + "/ca.pem", "placeholder");
     WriteSecret(certs + "/admin-token", "token");
-    for (const std::string& id : SiteNames(n)) {
+    WriteFile(certs + "/roster-pub.pem", "placeholder");
+    for (const std::string& id : SiteNames(n + 1)) {  // site-e of federation-4 joins it
       WriteFile(certs + "/" + id + ".pem", "placeholder");
       WriteSecret(certs + "/" + id + "-key.pem", "placeholder");
     }
@@ -763,6 +764,11 @@ TEST(ConfigExamplesTest, AllExamplesValidateWithCertificatesInPlace) {
       EXPECT_EQ(c->security.cert, certs + "/" + id + ".pem");
     }
   }
+  absl::StatusOr<Config> joining = LoadConfig(dir / "federation-4/site-e.yaml");
+  ASSERT_TRUE(joining.ok()) << joining.status();
+  EXPECT_TRUE(joining->roster.sites.empty());
+  ASSERT_EQ(joining->seeds.size(), 1u);
+  EXPECT_EQ(joining->seeds[0].id, "site-a");
   absl::StatusOr<Config> demo = LoadConfig(dir / "demo-insecure.yaml");
   ASSERT_TRUE(demo.ok()) << demo.status();
   EXPECT_TRUE(demo->security.insecure);

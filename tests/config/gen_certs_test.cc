@@ -171,13 +171,21 @@ TEST_F(GenCertsTest, MissingOpensslIsReportedClearly) {
 TEST_F(GenCertsTest, FederationExamplesLoadWithGeneratedCertificates) {
   fs::copy(testing::SourceDir() / "config/examples/federation-4", dir_ / "federation-4", fs::copy_options::recursive);
   fs::remove_all(dir_ / "federation-4/certs");  // in case someone made them in the tree
-  CommandResult r = GenCerts(dir_ / "federation-4/certs", "site-a site-b site-c site-d");
+  CommandResult r = GenCerts(dir_ / "federation-4/certs", "site-a site-b site-c site-d site-e");
   ASSERT_EQ(r.exit_code, 0) << r.output;
-  for (const char* id : {"site-a", "site-b", "site-c", "site-d"}) {
+  for (const char* id : {"site-a", "site-b", "site-c", "site-d", "site-e"}) {
     absl::StatusOr<Config> c = LoadConfig(dir_ / absl::StrCat("federation-4/", id, ".yaml"));
     ASSERT_TRUE(c.ok()) << c.status();
     EXPECT_EQ(c->security.cert, dir_ / absl::StrCat("federation-4/certs/", id, ".pem"));
+    EXPECT_EQ(c->security.roster_key, dir_ / "federation-4/certs/roster-pub.pem");
   }
+  // The roster key pair: an Ed25519 private key only its owner reads, and
+  // its public half.
+  EXPECT_EQ(fs::status(dir_ / "federation-4/certs/roster-key.pem").permissions() & fs::perms::all,
+            fs::perms::owner_read | fs::perms::owner_write);
+  CommandResult pub = Shell(absl::StrCat("openssl pkey -pubin -in ", dir_ / "federation-4/certs/roster-pub.pem",
+                                       " -noout -text"));
+  EXPECT_NE(pub.output.find("ED25519"), std::string::npos) << pub.output;
 }
 
 }  // namespace
