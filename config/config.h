@@ -27,6 +27,8 @@ struct SiteConfig {
   // Who the web view on metrics_listen answers: "loopback" (clients on
   // this machine), "on" (any client), "off" (docs/operations.md, "Web view").
   std::string web = "loopback";
+
+  bool operator==(const SiteConfig&) const = default;
 };
 
 struct RosterEntry {
@@ -43,6 +45,8 @@ struct RosterEntry {
   // The roster drains this site: it reports capacity 0, so its pending jobs
   // leave at the next round (the first step of `hyperfedctl roster remove`).
   bool drained = false;
+
+  bool operator==(const RosterEntry&) const = default;
 };
 
 // The sites of the federation. Version 0 is the one in a site's YAML; the
@@ -70,6 +74,8 @@ std::vector<std::pair<std::string, std::string>> RosterProblems(const std::vecto
 struct Seed {
   std::string id;
   std::string endpoint;
+
+  bool operator==(const Seed&) const = default;
 };
 
 // The most migratable pending jobs a site may report (docs/security.md):
@@ -83,6 +89,8 @@ struct CapacityConfig {
   bool from_adapter = true;  // "capacity: from_adapter" (the default)
   int64_t units = 0;         // when not from the adapter: > 0
   double speed = 1.0;        // > 0
+
+  bool operator==(const CapacityConfig&) const = default;
 };
 
 struct BalancerConfig {
@@ -101,6 +109,8 @@ struct BalancerConfig {
   std::string job_choice = "gain";
   // A job that arrived by a move this recently is not moved again.
   absl::Duration hysteresis = absl::Minutes(10);
+
+  bool operator==(const BalancerConfig&) const = default;
 };
 
 struct SchedulerConfig {
@@ -123,6 +133,8 @@ struct SecurityConfig {
   std::string roster_key;
   int max_calls_per_peer = 16;   // Peer calls in flight per calling site; beyond: RESOURCE_EXHAUSTED
   int max_threads = 64;          // gRPC handler threads (grpc::ResourceQuota::SetMaxThreads)
+
+  bool operator==(const SecurityConfig&) const = default;
 };
 
 struct Config {

@@ -33,6 +33,8 @@ std::string_view LogFormatName(LogFormat format);
 struct LogOptions {
   LogLevel level = LogLevel::kInfo;
   LogFormat format = LogFormat::kText;
+
+  bool operator==(const LogOptions&) const = default;
 };
 
 // Sets the site every later line names, the level and the format. Until it

@@ -192,7 +192,7 @@ absl::StatusOr<std::unique_ptr<Daemon>> Daemon::Create(const config::Config& con
   auto adapter = registry->Create(
       config.scheduler.adapter, scheduler::AdapterContext{config.state_dir, config.scheduler.options, RealEnv::Get()});
   if (!adapter.ok()) return adapter.status();
-  d->adapter_ = *std::move(adapter);
+  d->adapter_ = std::make_unique<scheduler::SwappableAdapter>(*std::move(adapter));
   auto journal = migration::Journal::Open(config.state_dir + "/journal.db");
   if (!journal.ok()) return journal.status();
   d->journal_ = *std::move(journal);
@@ -349,38 +349,16 @@ absl::StatusOr<std::string> Daemon::Reload(const std::string& path) {
   auto differs = [&](bool changed, const char* key) {
     if (changed) restart.push_back(key);
   };
-  differs(n.site.id != o.site.id || n.site.label != o.site.label || n.site.listen != o.site.listen ||
-              n.site.advertise != o.site.advertise || n.site.metrics_listen != o.site.metrics_listen ||
-              n.site.web != o.site.web,
-          "site");
-  auto same_roster = [](const config::Roster& a, const config::Roster& b) {
-    if (a.sites.size() != b.sites.size()) return false;
-    for (size_t i = 0; i < a.sites.size(); ++i) {
-      const config::RosterEntry &x = a.sites[i], &y = b.sites[i];
-      if (x.id != y.id || x.label != y.label || x.endpoint != y.endpoint || x.cost != y.cost ||
-          x.max_capacity != y.max_capacity || x.drained != y.drained)
-        return false;
-    }
-    return true;
-  };
-  differs(!same_roster(n.roster, o.roster), "roster (a running federation changes it with `hyperfedctl roster`)");
-  bool seeds_same = n.seeds.size() == o.seeds.size();
-  for (size_t i = 0; seeds_same && i < n.seeds.size(); ++i)
-    seeds_same = n.seeds[i].id == o.seeds[i].id && n.seeds[i].endpoint == o.seeds[i].endpoint;
-  differs(!seeds_same, "seeds");
-  differs(n.capacity.from_adapter != o.capacity.from_adapter || n.capacity.units != o.capacity.units ||
-              n.capacity.speed != o.capacity.speed,
-          "capacity");
-  differs(n.scheduler.adapter != o.scheduler.adapter || n.scheduler.options != o.scheduler.options, "scheduler");
+  differs(n.site != o.site, "site");
+  differs(n.roster.sites != o.roster.sites, "roster (a running federation changes it with `hyperfedctl roster`)");
+  differs(n.seeds != o.seeds, "seeds");
+  differs(n.capacity != o.capacity, "capacity");
+  differs(n.scheduler.adapter != o.scheduler.adapter, "scheduler.adapter");
   differs(n.state_dir != o.state_dir, "state_dir");
-  const config::SecurityConfig &ns = n.security, &os = o.security;
-  differs(ns.insecure != os.insecure || ns.cert != os.cert || ns.key != os.key || ns.ca != os.ca ||
-              ns.admin_token_file != os.admin_token_file || ns.reflection != os.reflection ||
-              ns.roster_key != os.roster_key || ns.max_calls_per_peer != os.max_calls_per_peer ||
-              ns.max_threads != os.max_threads,
-          "security");
-  differs(n.log.level != o.log.level || n.log.format != o.log.format, "log");
-  const config::BalancerConfig &nb = n.balancer, ob = live_->balancer();
+  differs(n.security != o.security, "security");
+  differs(n.log != o.log, "log");
+  const config::BalancerConfig& nb = n.balancer;
+  const config::BalancerConfig ob = live_->balancer();
   differs(nb.max_batch != ob.max_batch, "balancer.max_batch");
   differs(nb.job_choice != ob.job_choice, "balancer.job_choice");
   differs(nb.hysteresis != ob.hysteresis, "balancer.hysteresis");
@@ -389,6 +367,18 @@ absl::StatusOr<std::string> Daemon::Reload(const std::string& path) {
                                                       absl::StrJoin(restart, ", "),
                                                       restart.size() == 1 ? " changes" : " change",
                                                       " only with a restart"));
+  // New adapter options: a new adapter made from them, checked as at start
+  // (an error names the option's line) before anything changes.
+  std::unique_ptr<scheduler::SchedulerAdapter> next_adapter;
+  if (n.scheduler.options != o.scheduler.options) {
+    if (auto st = CheckRuntime(n); !st.ok()) return st;
+    auto made = BuiltinAdapters()->Create(n.scheduler.adapter,
+                                          scheduler::AdapterContext{n.state_dir, n.scheduler.options, RealEnv::Get()});
+    if (!made.ok())
+      return absl::InvalidArgumentError(
+          absl::StrCat(path, ": not reloaded, nothing changed: scheduler.options: ", made.status().message()));
+    next_adapter = *std::move(made);
+  }
   std::vector<std::string> changed;
   auto note = [&](bool diff, const char* key, const std::string& from, const std::string& to) {
     if (diff) changed.push_back(absl::StrCat("balancer.", key, " ", from, " -> ", to));
@@ -404,7 +394,20 @@ absl::StatusOr<std::string> Daemon::Reload(const std::string& path) {
        dur(nb.heartbeat_interval));
   note(nb.peer_timeout != ob.peer_timeout, "peer_timeout", dur(ob.peer_timeout), dur(nb.peer_timeout));
   note(nb.step_timeout != ob.step_timeout, "step_timeout", dur(ob.step_timeout), dur(nb.step_timeout));
+  if (next_adapter) {
+    std::vector<std::string> options;
+    for (const auto& [k, v] : n.scheduler.options) {
+      auto it = o.scheduler.options.find(k);
+      if (it == o.scheduler.options.end() || it->second != v) options.push_back(absl::StrCat(k, "=", v));
+    }
+    for (const auto& [k, v] : o.scheduler.options)
+      if (!n.scheduler.options.contains(k)) options.push_back(absl::StrCat(k, " (default)"));
+    changed.push_back(absl::StrCat("scheduler.options ", absl::StrJoin(options, ", ")));
+    adapter_->Swap(std::move(next_adapter));  // calls in flight finish on the old one
+  }
   live_->SetBalancer(nb);
+  config_.balancer = nb;
+  config_.scheduler = n.scheduler;
   return changed.empty() ? std::string("nothing changed") : absl::StrJoin(changed, ", ");
 }
 
@@ -471,6 +474,9 @@ std::string Daemon::RenderMetrics() {
   for (const auto& p : view)
     if (!p.self) sample(absl::StrCat("hyperfed_peer_up{peer=\"", p.site, "\"}"), p.up ? 1 : 0);
   metric("hyperfed_drained", "gauge", "1 while this site is drained.", site_->drained() ? 1 : 0);
+  metric("hyperfed_roster_version", "gauge", "The version of the roster in force here (0: the YAML's).",
+         static_cast<double>(live_->roster()->version));
+  metric("hyperfed_in_roster", "gauge", "1 while the roster in force lists this site.", live_->SelfEntry() ? 1 : 0);
   // Migrations not settled yet: outgoing ones hold their jobs at this site,
   // incoming ones are not yet submitted here (docs/operations.md, "Recover").
   struct Unsettled {

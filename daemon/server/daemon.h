@@ -18,6 +18,7 @@
 #include "daemon/migration/migrator.h"
 #include "daemon/scheduler/adapter.h"
 #include "daemon/scheduler/registry.h"
+#include "daemon/scheduler/swappable_adapter.h"
 #include "daemon/server/metrics_http.h"
 #include "daemon/server/peer_client.h"
 #include "daemon/server/peer_limits.h"
@@ -46,7 +47,8 @@ class Daemon {
   // Stops everything (idempotent).
   void Shutdown();
   // Re-reads the config file (SIGHUP, docs/operations.md "Reload"): the
-  // balancer settings that may change while running take effect at once;
+  // balancer settings that may change while running and the adapter's
+  // options (a new adapter made from them) take effect at once;
   // a change to anything else is refused whole, naming the keys that need
   // a restart, and nothing changes. Returns what changed, in words.
   absl::StatusOr<std::string> Reload(const std::string& path);
@@ -63,7 +65,7 @@ class Daemon {
   config::Config config_;
   std::unique_ptr<federation::LiveConfig> live_;
   std::unique_ptr<RosterKeeper> roster_;
-  std::unique_ptr<scheduler::SchedulerAdapter> adapter_;
+  std::unique_ptr<scheduler::SwappableAdapter> adapter_;  // a reload may replace the adapter inside
   std::unique_ptr<migration::Journal> journal_;
   std::unique_ptr<GrpcPeers> peers_;
   std::unique_ptr<PeerCallLimiter> peer_calls_;

@@ -20,6 +20,8 @@ namespace hyperfed::server {
 namespace {
 
 constexpr int kMaxSubmit = 100000;
+// Refusals logged once each; beyond this many kept, the memory starts over.
+constexpr size_t kMaxRefusedRemembered = 1024;
 constexpr size_t kMaxIdLength = 200;
 constexpr absl::Duration kForwardTimeout = absl::Seconds(30);
 
@@ -227,15 +229,22 @@ grpc::Status PeerService::Heartbeat(grpc::ServerContext* ctx, const v1::Heartbea
   if (auto st = CheckProtocol(req->protocol()); !st.ok()) {
     {
       std::lock_guard<std::mutex> l(refused_mu_);
-      if (refused_protocols_.insert(absl::StrCat(req->site(), " ", req->protocol())).second)
+      if (refused_.size() > kMaxRefusedRemembered) refused_.clear();  // a peer varying its words
+      if (refused_.insert(absl::StrCat("protocol ", req->site(), " ", req->protocol())).second)
         LogError(absl::StrCat("heartbeats of ", req->site(), " refused: ", st.message()));
     }
     return ToGrpc(st);
   }
-  // A newer roster first: the row below is checked against it.
+  // A newer roster first: the row below is checked against it. One this
+  // site cannot take (not the operators', or no roster_key here) is said
+  // once in the log; the heartbeat itself still counts.
   if (req->has_roster() && d_.roster)
-    if (auto took = d_.roster->Offer(req->roster(), req->site()); !took.ok())
-      return Invalid(absl::StrCat("roster: ", took.status().message()));
+    if (auto took = d_.roster->Offer(req->roster(), req->site()); !took.ok()) {
+      std::lock_guard<std::mutex> l(refused_mu_);
+      if (refused_.size() > kMaxRefusedRemembered) refused_.clear();
+      if (refused_.insert(absl::StrCat("roster ", req->site(), " ", took.status().message())).second)
+        LogWarning(absl::StrCat("roster from ", req->site(), " not taken: ", took.status().message()));
+    }
   const std::shared_ptr<const config::Roster> roster = d_.live->roster();
   reply->set_site(d_.config->site.id);
   reply->set_roster_version(roster->version);

@@ -59,7 +59,7 @@ class PeerService final : public v1::Peer::Service {
   grpc::Status CheckPeer(grpc::ServerContext* ctx, const std::string& claimed, bool in_roster = true) const;
   ServiceDeps d_;
   std::mutex refused_mu_;
-  std::set<std::string> refused_protocols_;  // guarded by refused_mu_; logged once each
+  std::set<std::string> refused_;  // guarded by refused_mu_; what was refused, logged once each
 };
 
 class AdminService final : public v1::Admin::Service {

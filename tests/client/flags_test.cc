@@ -141,6 +141,39 @@ TEST(FlagsTest, RoundsTakesLimitSiteAndDryRuns) {
   EXPECT_FALSE(o->dry_runs);
 }
 
+TEST(FlagsTest, RosterActionsAndTheirFlags) {
+  // --endpoint before the command is the daemon asked; after `roster add`,
+  // the new site's address.
+  auto o = Parse({"--endpoint", "10.0.0.1:7101", "roster", "add", "site-i", "--endpoint", "10.0.0.9:7101", "--label",
+                  "8", "--capacity-max", "64", "--roster-key", "k.pem"});
+  ASSERT_TRUE(o.ok()) << o.status();
+  EXPECT_EQ(o->command, "roster");
+  EXPECT_EQ(o->roster_action, "add");
+  EXPECT_EQ(o->site, "site-i");
+  EXPECT_EQ(o->endpoint, "10.0.0.1:7101");
+  EXPECT_EQ(o->site_endpoint, "10.0.0.9:7101");
+  EXPECT_EQ(o->label, 8);
+  EXPECT_EQ(o->capacity_max, 64);
+  EXPECT_EQ(o->roster_key_file, "k.pem");
+  Environment env;
+  env.roster_key = "from-env.pem";
+  o = Parse({"roster", "remove", "site-c"}, env);
+  ASSERT_TRUE(o.ok()) << o.status();
+  EXPECT_EQ(o->roster_key_file, "from-env.pem");
+  EXPECT_EQ(o->label, -1);
+  o = Parse({"roster", "show"});
+  ASSERT_TRUE(o.ok()) << o.status();
+  EXPECT_TRUE(o->roster_key_file.empty()) << "show signs nothing";
+
+  EXPECT_EQ(Error({"roster", "grow", "x"}), "ACTION: 'grow' is not show, add or remove");
+  EXPECT_EQ(Error({"roster", "add", "site-i", "--roster-key", "k"}), "roster add needs --endpoint HOST:PORT");
+  EXPECT_EQ(Error({"roster", "add", "--endpoint", "h:1", "--roster-key", "k"}), "roster add needs a SITE");
+  EXPECT_EQ(Error({"roster", "remove", "site-c"}), "roster remove needs --roster-key FILE (or HYPERFED_ROSTER_KEY)");
+  EXPECT_EQ(Error({"roster", "remove", "site-c", "--label", "2", "--roster-key", "k"}),
+            "--endpoint, --label and --capacity-max go with roster add");
+  EXPECT_EQ(Error({"roster", "show", "site-c"}), "roster show takes no SITE");
+}
+
 TEST(FlagsTest, BalanceWaitWaitsTenMinutesUnlessTold) {
   auto o = Parse({"balance", "--wait"});
   ASSERT_TRUE(o.ok());

@@ -295,6 +295,25 @@ TEST_F(RosterTest, SighupChangesTheIntervalOfARunningSiteAndRefusesWhatNeedsARes
   const absl::Time end = absl::Now() + absl::Seconds(15);
   while (absl::Now() < end && TimerRounds(f) == 0) std::this_thread::sleep_for(std::chrono::milliseconds(100));
   EXPECT_GE(TimerRounds(f), 1) << "a timer round within the new interval\n" << f.Log(0);
+  // The adapter's options: a new adapter over the same queue, no job lost.
+  const std::multiset<std::string> before = AllKeys(f);
+  EditConfig(f, 0, "slots: \"4\"", "slots: \"6\"");
+  ASSERT_EQ(kill(f.Pid(0), SIGHUP), 0);
+  ASSERT_TRUE(WaitLog(f, 0, "scheduler.options slots=6")) << f.Log(0);
+  auto capacity = [&] {
+    const v1::StatusReply r = Status(f, 0);
+    for (const auto& s : r.sites())
+      if (s.site() == "site-0") return s.capacity();
+    return -1.0;
+  };
+  EXPECT_EQ(capacity(), 6) << "the sim cluster has 6 cores now";
+  EXPECT_EQ(AllKeys(f), before);
+  // Options the adapter refuses: nothing changes.
+  EditConfig(f, 0, "slots: \"6\"", "slots: \"-1\"");
+  ASSERT_EQ(kill(f.Pid(0), SIGHUP), 0);
+  EXPECT_TRUE(WaitLog(f, 0, "not reloaded, nothing changed: scheduler.options")) << f.Log(0);
+  EXPECT_EQ(capacity(), 6);
+  EditConfig(f, 0, "slots: \"-1\"", "slots: \"6\"");
   // A change that needs a restart: refused whole, named, nothing changes
   // (the algorithm edited with it stays).
   EditConfig(f, 0, "algorithm: improved-dem", "algorithm: mcwa");

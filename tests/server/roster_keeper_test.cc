@@ -1,0 +1,123 @@
+// Where a site's roster comes from (daemon/server/roster_keeper.h): only the
+// operators' signed rosters, newer than the one in force, stored before
+// they are used.
+
+#include "daemon/server/roster_keeper.h"
+
+#include "daemon/roster/roster_doc.h"
+#include "gtest/gtest.h"
+#include "tests/config/test_files.h"
+#include "tests/roster/keys.h"
+
+namespace hyperfed::server {
+namespace {
+
+using config::testing::TempDir;
+using config::testing::WriteFile;
+
+class RosterKeeperTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    WriteFile(dir_ / "roster-pub.pem", keys_.public_pem);
+    config_.site.id = "site-0";
+    config_.state_dir = dir_.path();
+    config_.security.roster_key = dir_ / "roster-pub.pem";
+    for (int i = 0; i < 2; ++i)
+      config_.roster.sites.push_back(
+          {.id = "site-" + std::to_string(i), .label = i, .endpoint = "10.0.0.1:" + std::to_string(7100 + i)});
+  }
+  v1::SignedRoster Version(int64_t v, int sites, const std::string& key_pem = "") {
+    config::Roster r;
+    r.version = v;
+    for (int i = 0; i < sites; ++i)
+      r.sites.push_back({.id = "site-" + std::to_string(i), .label = i, .endpoint = "10.0.0.1:" + std::to_string(7100 + i)});
+    return *roster::Sign(r, key_pem.empty() ? keys_.private_pem : key_pem);
+  }
+  std::unique_ptr<RosterKeeper> Open(federation::LiveConfig* live) {
+    auto k = RosterKeeper::Open(config_, live);
+    EXPECT_TRUE(k.ok()) << k.status();
+    return k.ok() ? *std::move(k) : nullptr;
+  }
+
+  TempDir dir_;
+  testing::RosterKeys keys_ = testing::NewRosterKeys();
+  config::Config config_;
+};
+
+TEST_F(RosterKeeperTest, TakesOnlyNewerSignedRostersAndStoresThemForTheNextStart) {
+  federation::LiveConfig live(config_);
+  auto keeper = Open(&live);
+  ASSERT_NE(keeper, nullptr);
+  EXPECT_FALSE(keeper->Current().has_value()) << "the YAML's roster, unsigned";
+  auto took = keeper->Offer(Version(2, 3), "site-1");
+  ASSERT_TRUE(took.ok()) << took.status();
+  EXPECT_TRUE(*took);
+  EXPECT_EQ(live.roster()->version, 2);
+  EXPECT_EQ(live.roster()->sites.size(), 3u);
+  took = keeper->Offer(Version(1, 4), "site-1");
+  ASSERT_TRUE(took.ok());
+  EXPECT_FALSE(*took) << "older";
+  EXPECT_EQ(keeper->Offer(Version(5, 4, testing::NewRosterKeys().private_pem), "site-1").status().code(),
+            absl::StatusCode::kInvalidArgument)
+      << "another key";
+  EXPECT_EQ(live.roster()->version, 2);
+  // A restart starts from the stored roster, not the YAML's.
+  federation::LiveConfig after(config_);
+  auto again = Open(&after);
+  ASSERT_NE(again, nullptr);
+  EXPECT_EQ(after.roster()->version, 2);
+  EXPECT_EQ(after.roster()->sites.size(), 3u);
+  ASSERT_TRUE(again->Current().has_value());
+}
+
+TEST_F(RosterKeeperTest, ReplaceComparesTheVersionInForceAndRunsTheCheck) {
+  federation::LiveConfig live(config_);
+  auto keeper = Open(&live);
+  auto ok = [](const config::Roster&) { return absl::OkStatus(); };
+  EXPECT_EQ(keeper->Replace(Version(1, 3), 7, ok).status().code(), absl::StatusCode::kAborted)
+      << "the operator read another version";
+  auto refuse = [](const config::Roster&) { return absl::InvalidArgumentError("ceiling"); };
+  EXPECT_EQ(keeper->Replace(Version(1, 3), 0, refuse).status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(live.roster()->version, 0) << "nothing changed";
+  auto v = keeper->Replace(Version(1, 3), 0, ok);
+  ASSERT_TRUE(v.ok()) << v.status();
+  EXPECT_EQ(*v, 1);
+  auto second = keeper->Replace(Version(2, 4), 0, ok);
+  EXPECT_EQ(second.status().code(), absl::StatusCode::kAborted);
+  EXPECT_NE(second.status().message().find("run the command again"), std::string::npos) << second.status();
+}
+
+TEST_F(RosterKeeperTest, TwoRostersOfOneVersionEndTheSameEverywhere) {
+  const v1::SignedRoster a = Version(3, 3), b = Version(3, 4);
+  const v1::SignedRoster& first = a.body() < b.body() ? a : b;
+  // Whichever a site hears first, it ends with the one whose body sorts first.
+  for (const auto& order : {std::pair{&a, &b}, std::pair{&b, &a}}) {
+    TempDir state;
+    config_.state_dir = state.path();
+    federation::LiveConfig live(config_);
+    auto keeper = Open(&live);
+    ASSERT_TRUE(keeper->Offer(*order.first, "x").ok());
+    ASSERT_TRUE(keeper->Offer(*order.second, "y").ok());
+    EXPECT_EQ(keeper->Current()->body(), first.body());
+  }
+}
+
+TEST_F(RosterKeeperTest, AStoredRosterThatDoesNotVerifyStopsTheStart) {
+  WriteFile(dir_ / "roster.signed", "garbage");
+  federation::LiveConfig live(config_);
+  auto k = RosterKeeper::Open(config_, &live);
+  EXPECT_EQ(k.status().code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_NE(k.status().message().find("roster.signed does not decode"), std::string::npos) << k.status();
+  WriteFile(dir_ / "roster.signed", Version(4, 2, testing::NewRosterKeys().private_pem).SerializeAsString());
+  k = RosterKeeper::Open(config_, &live);
+  EXPECT_EQ(k.status().code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_NE(k.status().message().find("not the operators'"), std::string::npos) << k.status();
+  // Without a roster key no signed roster is taken at all.
+  config_.security.roster_key.clear();
+  std::filesystem::remove(dir_ / "roster.signed");
+  auto keyless = Open(&live);
+  EXPECT_EQ(keyless->Offer(Version(1, 2), "x").status().code(), absl::StatusCode::kFailedPrecondition);
+}
+
+}  // namespace
+}  // namespace hyperfed::server
