@@ -118,11 +118,12 @@ grpc::Status PeerService::StartRound(grpc::ServerContext* ctx, const v1::StartRo
   const std::shared_ptr<const config::Roster> roster = d_.live->roster();
   const int n = roster->Dimension();
   if (req->round_id().empty() || req->round_id().size() > kMaxIdLength) return Invalid("round_id: 1..200 characters");
+  std::string why_not;
   if (req->roster_version() != roster->version) {
-    // Not a bad request: the roster has just changed at one of the two.
-    reply->set_accepted(false);
-    reply->set_why_not(absl::StrCat("round ", req->round_id(), " was planned with roster version ",
-                                    req->roster_version(), ", this site has version ", roster->version));
+    // Not a bad request: the roster has just changed at one of the two, and
+    // the checks below need the round's roster. The participant declines it.
+    reply->set_accepted(d_.site->OnStartRound(FromProto(*req), &why_not));
+    reply->set_why_not(why_not);
     return grpc::Status::OK;
   }
   const config::RosterEntry* self = roster->FindSite(d_.config->site.id);
@@ -139,7 +140,6 @@ grpc::Status PeerService::StartRound(grpc::ServerContext* ctx, const v1::StartRo
   }
   if (faults.count(self->label))
     return grpc::Status(grpc::StatusCode::FAILED_PRECONDITION, "this site is in the round's fault set");
-  std::string why_not;
   reply->set_accepted(d_.site->OnStartRound(FromProto(*req), &why_not));
   reply->set_why_not(why_not);
   return grpc::Status::OK;

@@ -227,6 +227,30 @@ TEST_F(SiteTest, TheTimerStartsARoundOnlyAfterItsIntervalAndOnlyWhenWorthIt) {
   EXPECT_EQ(sites_[0]->LastRound()->id, r->id);
 }
 
+TEST_F(SiteTest, ASiteOnAnotherRosterVersionDeclinesARoundAndNothingIsLost) {
+  Make(4);
+  AddJobs(0, 30);
+  HeartbeatAll();
+  // Site 3 has heard of roster version 1 (the same sites); the coordinator
+  // has not yet.
+  auto v1 = std::make_shared<config::Roster>(*lives_[3]->roster());
+  v1->version = 1;
+  ASSERT_TRUE(lives_[3]->SetRoster(v1));
+  ASSERT_TRUE(sites_[0]->Balance(false, "test").ok());
+  // The others wait for site 3's part until their step timeouts.
+  for (int i = 0; i < 200 && !RoundDone(0); ++i) {
+    env_.Advance(absl::Seconds(1));
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  }
+  ASSERT_TRUE(RoundDone(0)) << Events(0);
+  EXPECT_FALSE(sites_[0]->LastRound()->ok);
+  EXPECT_NE(Events(0).find("site-3 did not take part: round "), std::string::npos) << Events(0);
+  EXPECT_NE(Events(0).find("was planned with roster version 0, this site has version 1"), std::string::npos)
+      << Events(0);
+  EXPECT_EQ(Pending(3), 0) << "site-3 got nothing";
+  EXPECT_EQ(Pending(0) + Pending(1) + Pending(2), 30) << "no job lost";
+}
+
 TEST_F(SiteTest, AnUnderloadedSiteAsksTheCoordinatorForARound) {
   Make(4, [](config::Config& c) {
     c.balancer.interval = absl::ZeroDuration();
