@@ -62,9 +62,10 @@ absl::StatusOr<CostMatrix> ParseLinkCosts(std::string_view text, const std::vect
 // pair's cost: the cheapest links pull hardest, the dearest not at all.
 // (Weighing the costs themselves by level would pull the dearest pairs
 // together: in a full cube the number of pairs at each level is fixed.)
-// Every round mode moves jobs between near labels first (the exact mode's
-// matching, the dimension exchanges from dimension 0 up), so cheap pairs
-// should be near. `labels` holds one label per site of `costs`.
+// The round modes trade jobs between sites of a small subcube more often and
+// more directly (the exact mode's near-first matching, the exchanges across
+// dimension 0 first), so cheap pairs should be near. `labels` holds one
+// label per site of `costs`.
 double LabelCost(const CostMatrix& costs, const std::vector<int>& labels);
 
 // A label per site in [0, 2^dimension), all distinct, that keeps cheap pairs
