@@ -9,6 +9,8 @@
 #include "absl/strings/str_join.h"
 #include "absl/time/clock.h"
 #include "client/output.h"
+#include "absl/strings/str_format.h"
+#include "daemon/balance/label_suggest.h"
 #include "daemon/roster/roster_doc.h"
 #include "grpc/health/v1/health.grpc.pb.h"
 #include "hyperfed/v1/hyperfed.grpc.pb.h"
@@ -343,6 +345,7 @@ class Runner {
              << "  max_capacity " << e.max_capacity << (e.drained ? "  drained" : "") << "\n";
       return kExitOk;
     }
+    if (o_.roster_action == "suggest") return Suggest(*cur);
     if (o_.roster_action == "add") {
       auto next = roster::WithSite(*cur, o_.site, o_.site_endpoint,
                                    o_.label >= 0 ? std::optional<int>(o_.label) : std::nullopt,
@@ -386,6 +389,66 @@ class Runner {
     return Publish(cur->version, roster::WithoutSite(*cur, o_.site), absl::StrCat("removed ", o_.site))
                ? kExitOk
                : kExitRpcFailure;
+  }
+
+  // Labels that follow the links (docs/algorithms.md): what they are, what
+  // they cost, and what the last round's transfers would have cost with
+  // them; --apply signs and sets them.
+  int Suggest(const config::Roster& cur) {
+    std::vector<std::string> ids;
+    std::vector<int> labels;
+    for (const config::RosterEntry& e : cur.sites) {
+      ids.push_back(e.id);
+      labels.push_back(e.label);
+    }
+    auto costs = balance::ParseLinkCosts(o_.costs, ids);
+    if (!costs.ok()) {
+      err_ << "hyperfedctl: --costs " << o_.costs_file << ": " << costs.status().message() << "\n";
+      return kExitUsage;
+    }
+    auto next = balance::SuggestLabels(*costs, labels, cur.Dimension());
+    if (!next.ok()) {
+      err_ << "hyperfedctl: " << next.status().message() << "\n";
+      return kExitRpcFailure;
+    }
+    out_ << "site                label now -> suggested\n";
+    for (size_t i = 0; i < ids.size(); ++i)
+      out_ << absl::StrFormat("%-20s %9d -> %d%s\n", TerminalSafe(ids[i]), labels[i], (*next)[i],
+                              labels[i] == (*next)[i] ? "" : "  *");
+    out_ << absl::StrFormat("label cost (lower keeps cheap pairs in smaller subcubes): %.6g -> %.6g\n",
+                            balance::LabelCost(*costs, labels), balance::LabelCost(*costs, *next));
+    // The last round, planned again under the suggested labels.
+    v1::RoundsRequest req;
+    req.set_limit(1);
+    v1::RoundsReply rounds;
+    auto ctx = Context();
+    if (auto st = admin_->Rounds(ctx.get(), req, &rounds); !st.ok()) return Fail(st);
+    const balance::RoundMode* mode =
+        rounds.rounds_size() > 0 ? balance::FindRoundMode(rounds.rounds(0).mode_name()) : nullptr;
+    if (!mode) {
+      out_ << "no round recorded at the coordinator yet: the transfers' cost cannot be compared\n";
+    } else {
+      balance::LoadTable before;
+      for (const v1::LoadRow& r : rounds.rounds(0).before()) before.push_back({r.label(), r.load(), r.capacity()});
+      auto gain = balance::CompareTransfers(*mode, before, labels, *next, *costs);
+      if (!gain.ok()) {
+        out_ << "the last round (" << TerminalSafe(rounds.rounds(0).round_id())
+             << ") cannot be planned again: " << gain.status().message() << "\n";
+      } else {
+        const double saved = gain->old_cost > 0 ? 100 * (gain->old_cost - gain->new_cost) / gain->old_cost : 0;
+        out_ << absl::StrFormat(
+            "the last round (%s, %s) planned again: its transfers cost %.6g now, %.6g with the suggested labels "
+            "(%.1f%% lower)\n",
+            TerminalSafe(rounds.rounds(0).round_id()), std::string(mode->name()), gain->old_cost, gain->new_cost, saved);
+      }
+    }
+    if (!o_.apply) return kExitOk;
+    if (*next == labels) {
+      out_ << "nothing to apply: the suggested labels are the current ones\n";
+      return kExitOk;
+    }
+    return Publish(cur.version, roster::Relabelled(cur, *next), "relabelled as suggested") ? kExitOk
+                                                                                           : kExitRpcFailure;
   }
 
   const Options& o_;

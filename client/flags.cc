@@ -177,13 +177,15 @@ struct CommandLine {
                "MIGRATION_ID", &o.migration_id);
     Command("health", "the standard gRPC health check for the daemon and its two services");
     CLI::App* roster = Command("roster",
-                               "show the roster, add a site to it, or drain and remove one (signed with --roster-key)");
-    roster->add_option("ACTION", o.roster_action, "show, add or remove")
+                               "show the roster, add a site, drain and remove one, or suggest labels that follow the "
+                               "links (changes signed with --roster-key)");
+    roster->add_option("ACTION", o.roster_action, "show, add, remove or suggest")
         ->required()
         ->check(CLI::Validator(
             [](std::string& v) -> std::string {
-              return v == "show" || v == "add" || v == "remove" ? ""
-                                                                 : absl::StrCat("'", v, "' is not show, add or remove");
+              return v == "show" || v == "add" || v == "remove" || v == "suggest"
+                         ? ""
+                         : absl::StrCat("'", v, "' is not show, add, remove or suggest");
             },
             ""));
     roster->add_option("SITE", o.site, "the site to add or remove")->check(NotEmpty());
@@ -197,8 +199,11 @@ struct CommandLine {
         ->type_name("C")
         ->check(CLI::PositiveNumber);
     roster->add_option("--roster-key", o.roster_key_file,
-                       "add, remove: the operators' Ed25519 private key (env HYPERFED_ROSTER_KEY)")
+                       "add, remove, suggest --apply: the operators' Ed25519 private key (env HYPERFED_ROSTER_KEY)")
         ->type_name("FILE");
+    roster->add_option("--costs", o.costs_file, "suggest: the link costs, a line 'SITE SITE COST' per pair")
+        ->type_name("FILE");
+    roster->add_flag("--apply", o.apply, "suggest: sign and set the suggested labels");
     Positional(Command("completion", absl::StrCat("print a shell completion script (", kShells, ")")), "SHELL",
                &o.shell)
         ->check(CLI::Validator(
@@ -418,14 +423,20 @@ absl::StatusOr<Options> ParseArgs(const std::vector<std::string>& args, const En
     if (env_set(env.server_name) && !cl.Given("--server-name")) o.server_name = *env.server_name;
   }
   if (o.command == "roster") {
+    const std::string& a = o.roster_action;
+    const bool takes_site = a == "add" || a == "remove";
+    const bool signs = takes_site || (a == "suggest" && o.apply);
     if (o.roster_key_file.empty() && env_set(env.roster_key)) o.roster_key_file = *env.roster_key;
-    if (o.roster_action != "show" && o.site.empty()) return Usage(absl::StrCat("roster ", o.roster_action, " needs a SITE"));
-    if (o.roster_action == "show" && !o.site.empty()) return Usage("roster show takes no SITE");
-    if (o.roster_action == "add" && o.site_endpoint.empty()) return Usage("roster add needs --endpoint HOST:PORT");
-    if (o.roster_action != "add" && (!o.site_endpoint.empty() || o.label >= 0 || o.capacity_max > 0))
+    if (takes_site && o.site.empty()) return Usage(absl::StrCat("roster ", a, " needs a SITE"));
+    if (!takes_site && !o.site.empty()) return Usage(absl::StrCat("roster ", a, " takes no SITE"));
+    if (a == "add" && o.site_endpoint.empty()) return Usage("roster add needs --endpoint HOST:PORT");
+    if (a != "add" && (!o.site_endpoint.empty() || o.label >= 0 || o.capacity_max > 0))
       return Usage("--endpoint, --label and --capacity-max go with roster add");
-    if (o.roster_action != "show" && o.roster_key_file.empty())
-      return Usage(absl::StrCat("roster ", o.roster_action, " needs --roster-key FILE (or HYPERFED_ROSTER_KEY)"));
+    if (a == "suggest" && o.costs_file.empty()) return Usage("roster suggest needs --costs FILE");
+    if (a != "suggest" && (!o.costs_file.empty() || o.apply)) return Usage("--costs and --apply go with roster suggest");
+    if (signs && o.roster_key_file.empty())
+      return Usage(absl::StrCat("roster ", a, a == "suggest" ? " --apply" : "",
+                                " needs --roster-key FILE (or HYPERFED_ROSTER_KEY)"));
   }
 
   // Whole-command checks.
@@ -456,6 +467,11 @@ absl::Status LoadFiles(Options* o) {
                {"cert", o->cert_file, &o->cert},
                {"key", o->key_file, &o->key},
                {"roster-key", o->roster_key_file, &o->roster_key}};
+  if (!o->costs_file.empty()) {
+    auto costs = ReadFile("costs", o->costs_file);
+    if (!costs.ok()) return costs.status();
+    o->costs = *std::move(costs);
+  }
   for (auto& f : files) {
     if (f.path.empty()) continue;
     auto pem = ReadFile(f.flag, f.path);

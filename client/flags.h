@@ -67,8 +67,12 @@ struct Options {
   std::string job;           // explain
   std::string migration_id;  // force-release
   std::string shell;         // completion
-  // roster ACTION [SITE]: show, add, remove (docs/operations.md, "Join and leave").
+  // roster ACTION [SITE]: show, add, remove, suggest (docs/operations.md,
+  // "Join and leave").
   std::string roster_action;
+  std::string costs_file;       // roster suggest --costs: the link costs (docs/algorithms.md)
+  std::string costs;            // its text, filled in by LoadFiles
+  bool apply = false;           // roster suggest --apply: sign and set the suggested labels
   std::string site_endpoint;   // roster add --endpoint: where peers dial the new site
   int label = -1;              // roster add --label (-1: the lowest free one)
   double capacity_max = 0;     // roster add --capacity-max (0: the default ceiling)

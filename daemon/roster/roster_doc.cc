@@ -156,6 +156,14 @@ absl::StatusOr<config::Roster> WithoutSite(const config::Roster& r, const std::s
   return Next(r, std::move(sites));
 }
 
+absl::StatusOr<config::Roster> Relabelled(const config::Roster& r, const std::vector<int>& labels) {
+  if (labels.size() != r.sites.size())
+    return absl::InvalidArgumentError(absl::StrCat(labels.size(), " labels for ", r.sites.size(), " sites"));
+  std::vector<config::RosterEntry> sites = r.sites;
+  for (size_t i = 0; i < sites.size(); ++i) sites[i].label = labels[i];
+  return Next(r, std::move(sites));  // distinct and in range, or refused
+}
+
 absl::Status CheckPublicKey(std::string_view public_key_pem) {
   return ReadKey(public_key_pem, /*is_private=*/false).status();
 }

@@ -9,6 +9,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "absl/status/statusor.h"
 #include "config/config.h"
@@ -45,6 +46,9 @@ absl::StatusOr<config::Roster> WithSite(const config::Roster& r, const std::stri
 absl::StatusOr<config::Roster> Drained(const config::Roster& r, const std::string& id);
 // Takes `id` out.
 absl::StatusOr<config::Roster> WithoutSite(const config::Roster& r, const std::string& id);
+// Gives every site the label `labels` holds for it (one per site, in the
+// roster's order).
+absl::StatusOr<config::Roster> Relabelled(const config::Roster& r, const std::vector<int>& labels);
 
 // Checks that `pem` holds an Ed25519 public key (for `hyperfedd --check`).
 absl::Status CheckPublicKey(std::string_view public_key_pem);

@@ -549,6 +549,7 @@ grpc::Status AdminService::Rounds(grpc::ServerContext* ctx, const v1::RoundsRequ
     v1::Round* o = reply->add_rounds();
     o->set_round_id(r.id);
     o->set_mode(r.mode);
+    o->set_mode_name(r.spec.mode);
     o->set_dry_run(r.dry_run);
     o->set_done(r.done);
     o->set_ok(r.ok);

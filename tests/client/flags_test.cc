@@ -165,7 +165,15 @@ TEST(FlagsTest, RosterActionsAndTheirFlags) {
   ASSERT_TRUE(o.ok()) << o.status();
   EXPECT_TRUE(o->roster_key_file.empty()) << "show signs nothing";
 
-  EXPECT_EQ(Error({"roster", "grow", "x"}), "ACTION: 'grow' is not show, add or remove");
+  EXPECT_EQ(Error({"roster", "grow", "x"}), "ACTION: 'grow' is not show, add, remove or suggest");
+  o = Parse({"roster", "suggest", "--costs", "links.txt"});
+  ASSERT_TRUE(o.ok()) << o.status();
+  EXPECT_EQ(o->costs_file, "links.txt");
+  EXPECT_FALSE(o->apply);
+  EXPECT_EQ(Error({"roster", "suggest"}), "roster suggest needs --costs FILE");
+  EXPECT_EQ(Error({"roster", "suggest", "--costs", "c", "--apply"}),
+            "roster suggest --apply needs --roster-key FILE (or HYPERFED_ROSTER_KEY)");
+  EXPECT_EQ(Error({"roster", "show", "--apply"}), "--costs and --apply go with roster suggest");
   EXPECT_EQ(Error({"roster", "add", "site-i", "--roster-key", "k"}), "roster add needs --endpoint HOST:PORT");
   EXPECT_EQ(Error({"roster", "add", "--endpoint", "h:1", "--roster-key", "k"}), "roster add needs a SITE");
   EXPECT_EQ(Error({"roster", "remove", "site-c"}), "roster remove needs --roster-key FILE (or HYPERFED_ROSTER_KEY)");

@@ -370,5 +370,42 @@ TEST_F(RosterTest, ARollingUpgradeOneSiteAtATimeLosesNoJob) {
   ExpectExactlyOnce(f, keys, "with site-7 refused");
 }
 
+TEST_F(RosterTest, SuggestPlacesCheapLinksInSmallSubcubesAndApplyRelabelsTheRunningFederation) {
+  Start(4, 0);
+  TestFederation& f = *fed_;
+  std::set<std::string> keys = SubmitAt(f, 0, 20, {});
+  keys = SubmitAt(f, 1, 20, keys);
+  ASSERT_TRUE(RunRound(f, 0).ok());
+  // site-0 and site-3 share a fast link, and so do site-1 and site-2; the
+  // labels 0..3 put each pair across the cube's top dimension.
+  const std::string costs = f.dir() + "/links.txt";
+  std::ofstream(costs) << "# cheap pairs\nsite-0 site-3 1\nsite-1 site-2 1\nsite-0 site-1 10\nsite-0 site-2 10\n"
+                       << "site-3 site-1 10\nsite-3 site-2 10\n";
+  Out s = Shell(Ctl(f, 2, "roster suggest --costs " + costs));
+  ASSERT_EQ(s.code, 0) << s.text;
+  EXPECT_NE(s.text.find("label cost"), std::string::npos) << s.text;
+  EXPECT_NE(s.text.find("planned again: its transfers cost"), std::string::npos) << s.text;
+  Out bad = Shell(Ctl(f, 2, "roster suggest --costs " + costs + " --apply --roster-key " + f.RosterKey() +
+                               " --label 3"));
+  EXPECT_EQ(bad.code, 2) << bad.text;
+  Out apply = Shell(Ctl(f, 2, "roster suggest --costs " + costs + " --apply --roster-key " + f.RosterKey()));
+  ASSERT_EQ(apply.code, 0) << apply.text;
+  EXPECT_NE(apply.text.find("roster version 1: relabelled as suggested"), std::string::npos) << apply.text;
+  ASSERT_TRUE(WaitRoster(f, {0, 1, 2, 3}, 1));
+  v1::AdminGetRosterReply r;
+  auto ctx = f.Context();
+  ASSERT_TRUE(f.Admin(1)->GetRoster(ctx.get(), v1::AdminGetRosterRequest(), &r).ok());
+  const config::Roster now = *roster::FromProto(r.roster());
+  auto label = [&](const char* id) { return now.FindSite(id)->label; };
+  EXPECT_EQ(label("site-0") ^ label("site-3"), 1) << "partners across dimension 0";
+  EXPECT_EQ(label("site-1") ^ label("site-2"), 1) << "partners across dimension 0";
+  EXPECT_EQ(label("site-0"), 0) << "the coordinator keeps label 0";
+  // The relabelled federation balances and keeps every job.
+  auto round = RunRound(f, 0);
+  ASSERT_TRUE(round.ok()) << round.status();
+  EXPECT_TRUE(round->ok()) << round->message();
+  ExpectExactlyOnce(f, keys, "after relabelling");
+}
+
 }  // namespace
 }  // namespace hyperfed::testing
