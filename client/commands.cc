@@ -19,6 +19,9 @@ namespace hyperfed::client {
 namespace {
 
 namespace v1 = ::hyperfed::v1;
+
+// `roster remove` runs at most this many rounds to empty the drained site.
+constexpr int kMaxDrainRounds = 5;
 namespace health = ::grpc::health::v1;
 
 const char* const kHealthServices[] = {"", "hyperfed.v1.Admin", "hyperfed.v1.Peer"};
@@ -333,6 +336,53 @@ class Runner {
     return false;
   }
 
+  // The movable load `site` reports, as of a heartbeat after `since`
+  // (nullopt after printing why not).
+  std::optional<int64_t> LoadOf(const std::string& site, absl::Time since) {
+    const absl::Time give_up = absl::Now() + absl::Seconds(30);
+    while (true) {
+      v1::StatusReply r;
+      auto ctx = Context();
+      if (auto st = admin_->Status(ctx.get(), v1::StatusRequest(), &r); !st.ok()) {
+        Fail(st);
+        return std::nullopt;
+      }
+      const v1::SiteStatus* row = nullptr;
+      for (const v1::SiteStatus& s : r.sites())
+        if (s.site() == site) row = &s;
+      // Down, or gone: nothing of it can move now; its jobs stay on its own cluster.
+      if (!row || row->state() == "down") return 0;
+      if (row->age_ms() >= 0 && absl::Now() - absl::Milliseconds(row->age_ms()) > since) return row->load();
+      if (absl::Now() > give_up) {
+        err_ << "hyperfedctl: no fresh word from " << TerminalSafe(site) << " in 30 s\n";
+        return std::nullopt;
+      }
+      absl::SleepFor(absl::Milliseconds(100));
+    }
+  }
+
+  // Runs a round at the coordinator and waits for its end (nullopt after
+  // printing why not).
+  std::optional<v1::RoundEvent> RunRoundAndWait() {
+    v1::BalanceRequest req;
+    req.set_wait(true);
+    auto ctx = Context(std::max(o_.timeout, absl::Minutes(10)));
+    auto reader = admin_->Balance(ctx.get(), req);
+    v1::RoundEvent ev;
+    while (reader->Read(&ev))
+      if (ev.final()) {
+        ctx->TryCancel();
+        return ev;
+      }
+    grpc::Status st = reader->Finish();
+    if (!st.ok()) {
+      Fail(st);
+    } else {
+      err_ << "hyperfedctl: the round ended without a result\n";
+    }
+    return std::nullopt;
+  }
+
   int Roster() {
     std::optional<config::Roster> cur = CurrentRoster();
     if (!cur) return kExitRpcFailure;
@@ -368,22 +418,26 @@ class Runner {
       cur = *drained;
     }
     if (!AwaitVersion(cur->version)) return kExitRpcFailure;
-    v1::BalanceRequest req;
-    req.set_wait(true);
-    auto ctx = Context(std::max(o_.timeout, absl::Minutes(10)));
-    auto reader = admin_->Balance(ctx.get(), req);
-    v1::RoundEvent ev;
-    bool final = false;
-    while (!final && reader->Read(&ev)) {
-      if (!ev.final()) continue;
-      final = true;
-      out_ << "round " << TerminalSafe(ev.round_id()) << (ev.ok() ? " finished" : " ended early") << ": moved "
-           << ev.moved() << " jobs\n";
+    // Rounds until the drained site's movable queue is empty (a round moves
+    // at most what its plan and batches allow), or one moves nothing.
+    absl::Time since = absl::Now();
+    for (int round = 0; round < kMaxDrainRounds; ++round) {
+      const std::optional<int64_t> left = LoadOf(o_.site, since);
+      if (!left) return kExitRpcFailure;
+      if (*left == 0) break;
+      std::optional<v1::RoundEvent> done = RunRoundAndWait();
+      if (!done) return kExitRpcFailure;
+      since = absl::Now();
+      out_ << "round " << TerminalSafe(done->round_id()) << (done->ok() ? " finished" : " ended early")
+           << ": moved " << done->moved() << " jobs\n";
+      if (done->moved() == 0 && done->ok()) break;
     }
-    ctx->TryCancel();
-    if (!final) {
-      err_ << "hyperfedctl: the round that was to move " << TerminalSafe(o_.site)
-           << "'s jobs did not finish; the site stays drained in the roster: run the command again\n";
+    const std::optional<int64_t> left = LoadOf(o_.site, since);
+    if (!left) return kExitRpcFailure;
+    if (*left > 0) {
+      err_ << "hyperfedctl: " << TerminalSafe(o_.site) << " still has " << *left
+           << " queued jobs other sites could run; it stays in the roster, drained: run the command again (or "
+              "`hyperfedctl explain` one of its jobs)\n";
       return kExitRpcFailure;
     }
     return Publish(cur->version, roster::WithoutSite(*cur, o_.site), absl::StrCat("removed ", o_.site))

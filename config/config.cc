@@ -768,6 +768,13 @@ const RosterEntry* Roster::FindSite(const std::string& id) const {
   return nullptr;
 }
 
+const RosterEntry* Roster::FindDeparted(const std::string& id) const {
+  for (const RosterEntry& e : departed) {
+    if (e.id == id) return &e;
+  }
+  return nullptr;
+}
+
 const RosterEntry* Roster::FindLabel(int label) const {
   for (const RosterEntry& e : sites) {
     if (e.label == label) return &e;

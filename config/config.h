@@ -55,11 +55,16 @@ struct RosterEntry {
 struct Roster {
   int64_t version = 0;
   std::vector<RosterEntry> sites;
+  // Sites a signed version removed: no part of the federation, kept so that
+  // the migrations still in flight with them settle (their endpoint is
+  // dialled for those only), also after a restart.
+  std::vector<RosterEntry> departed;
 
   // The smallest hypercube dimension that holds every label.
   int Dimension() const;
   const RosterEntry* FindSite(const std::string& id) const;
   const RosterEntry* FindLabel(int label) const;
+  const RosterEntry* FindDeparted(const std::string& id) const;
 };
 
 // Every rule a roster's sites break, as (key, why) with keys like

@@ -113,6 +113,8 @@ class Site {
   LiveConfig* live() { return live_; }
   std::string Coordinator() const { return membership_.Coordinator(); }
   bool IsCoordinator() const { return Coordinator() == config_.site.id; }
+  // Whether this site takes part in or coordinates a round now.
+  bool InRound() const { return !participant_.current_round().empty() || !coordinator_.running().empty(); }
   SiteCounters counters() const { return coordinator_.counters(); }
   Membership& membership() { return membership_; }
   // The site's executor, for the fan-outs of the layers below (the batches

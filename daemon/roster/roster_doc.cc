@@ -39,31 +39,45 @@ std::string Signed(const std::string& body) { return std::string(kSignedPrefix) 
 
 void ToProto(const config::Roster& r, v1::RosterBody* out) {
   out->set_version(r.version);
-  for (const config::RosterEntry& e : r.sites) {
-    v1::RosterSite* s = out->add_sites();
+  auto put = [](const config::RosterEntry& e, v1::RosterSite* s) {
     s->set_id(e.id);
     s->set_label(e.label);
     s->set_endpoint(e.endpoint);
     s->set_max_capacity(e.max_capacity);
     s->set_drained(e.drained);
     s->set_cost(e.cost);
-  }
+  };
+  for (const config::RosterEntry& e : r.sites) put(e, out->add_sites());
+  for (const config::RosterEntry& e : r.departed) put(e, out->add_departed());
 }
 
 absl::StatusOr<config::Roster> FromProto(const v1::RosterBody& body) {
   config::Roster r;
   r.version = body.version();
-  for (const v1::RosterSite& s : body.sites())
-    r.sites.push_back(config::RosterEntry{.id = s.id(),
-                                          .label = s.label(),
-                                          .endpoint = s.endpoint(),
-                                          .cost = s.cost(),
-                                          .max_capacity = s.max_capacity(),
-                                          .drained = s.drained()});
+  auto get = [](const v1::RosterSite& s) {
+    return config::RosterEntry{.id = s.id(),
+                               .label = s.label(),
+                               .endpoint = s.endpoint(),
+                               .cost = s.cost(),
+                               .max_capacity = s.max_capacity(),
+                               .drained = s.drained()};
+  };
+  for (const v1::RosterSite& s : body.sites()) r.sites.push_back(get(s));
+  for (const v1::RosterSite& s : body.departed()) r.departed.push_back(get(s));
   if (r.version < 0) return absl::InvalidArgumentError(absl::StrCat("roster version ", r.version, " is negative"));
   if (r.sites.empty()) return absl::InvalidArgumentError("the roster lists no site");
   std::vector<std::string> problems;
   for (const auto& [key, why] : config::RosterProblems(r.sites, "sites")) problems.push_back(key + ": " + why);
+  // A departed site: an id and an endpoint, and no longer a site. Only those
+  // are read, so only those are checked (the same rules, labels aside).
+  std::vector<config::RosterEntry> departed = r.departed;
+  for (size_t i = 0; i < departed.size(); ++i) {
+    departed[i].label = static_cast<int>(i);
+    if (r.FindSite(departed[i].id))
+      problems.push_back(absl::StrCat("departed[", i, "].id: ", departed[i].id, " is also a site"));
+  }
+  for (const auto& [key, why] : config::RosterProblems(departed, "departed"))
+    if (key.find(".label") == std::string::npos) problems.push_back(key + ": " + why);
   if (!problems.empty())
     return absl::InvalidArgumentError(absl::StrCat("roster version ", r.version, ": ", absl::StrJoin(problems, "; ")));
   return r;
@@ -118,8 +132,13 @@ namespace {
 
 // The next version of `r` with `sites`, checked as any roster is.
 absl::StatusOr<config::Roster> Next(const config::Roster& r, std::vector<config::RosterEntry> sites) {
+  config::Roster next{.version = r.version + 1, .sites = std::move(sites), .departed = r.departed};
+  // A site that comes back is no longer departed; one that leaves is.
+  std::erase_if(next.departed, [&](const config::RosterEntry& d) { return next.FindSite(d.id) != nullptr; });
+  for (const config::RosterEntry& e : r.sites)
+    if (!next.FindSite(e.id) && !next.FindDeparted(e.id)) next.departed.push_back(e);
   v1::RosterBody body;
-  ToProto(config::Roster{.version = r.version + 1, .sites = std::move(sites)}, &body);
+  ToProto(next, &body);
   return FromProto(body);
 }
 

@@ -20,8 +20,9 @@ namespace hyperfed::roster {
 // What a signature covers: this prefix, then the body's bytes. The prefix
 // keeps the key's signatures of other things from passing as rosters.
 inline constexpr std::string_view kSignedPrefix = "hyperfed roster v1\n";
-// The largest body a site reads: about 100 bytes a site, 2^20 labels.
-inline constexpr size_t kMaxBodyBytes = size_t{128} << 20;
+// The largest body a site reads: a gRPC message holds no more
+// (daemon/server/peer_client.h, kMaxMessageBytes), some 80,000 sites.
+inline constexpr size_t kMaxBodyBytes = size_t{8} << 20;
 
 void ToProto(const config::Roster& r, v1::RosterBody* out);
 // Decodes and checks the rules; errors name the field ("sites[2].label").
@@ -44,7 +45,7 @@ absl::StatusOr<config::Roster> WithSite(const config::Roster& r, const std::stri
                                         std::optional<int> label, std::optional<double> max_capacity);
 // Marks `id` drained (capacity 0: its jobs leave at the next round).
 absl::StatusOr<config::Roster> Drained(const config::Roster& r, const std::string& id);
-// Takes `id` out.
+// Takes `id` out (into `departed`, for the migrations still in flight).
 absl::StatusOr<config::Roster> WithoutSite(const config::Roster& r, const std::string& id);
 // Gives every site the label `labels` holds for it (one per site, in the
 // roster's order).

@@ -4,9 +4,9 @@
 // adapter in force, which a reload (SIGHUP, docs/operations.md "Reload")
 // replaces with one made from the new scheduler.options. A call in flight
 // when the adapter is replaced finishes on the one it began with (each call
-// holds its own reference); both talk to the same scheduler, so a migration
-// whose hold went through the old one and whose cancel goes through the new
-// one sees the same jobs.
+// holds its own reference). The daemon replaces it only while no migration
+// is unsettled and no round runs at the site: new options may change which
+// jobs the adapter sees or how it recognizes its own copies.
 //
 // Thread-safe.
 

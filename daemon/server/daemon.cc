@@ -350,7 +350,11 @@ absl::StatusOr<std::string> Daemon::Reload(const std::string& path) {
     if (changed) restart.push_back(key);
   };
   differs(n.site != o.site, "site");
-  differs(n.roster.sites != o.roster.sites, "roster (a running federation changes it with `hyperfedctl roster`)");
+  // The YAML's roster is version 0: once a signed one is in force it is not
+  // read, and an edit to it blocks no reload.
+  const bool yaml_roster_used = live_->roster()->version == 0;
+  differs(yaml_roster_used && n.roster.sites != o.roster.sites,
+          "roster (a running federation changes it with `hyperfedctl roster`)");
   differs(n.seeds != o.seeds, "seeds");
   differs(n.capacity != o.capacity, "capacity");
   differs(n.scheduler.adapter != o.scheduler.adapter, "scheduler.adapter");
@@ -370,7 +374,21 @@ absl::StatusOr<std::string> Daemon::Reload(const std::string& path) {
   // New adapter options: a new adapter made from them, checked as at start
   // (an error names the option's line) before anything changes.
   std::unique_ptr<scheduler::SchedulerAdapter> next_adapter;
+  // Only between migrations: new options may change which jobs the adapter
+  // sees or how it recognizes the copies it submitted (Slurm's partitions,
+  // users, mark_key), which a migration in flight relies on.
+  auto unsettled = [&]() -> std::string {
+    int64_t n = 0;
+    for (migration::Direction d : {migration::Direction::kOut, migration::Direction::kIn})
+      if (auto u = journal_->Unsettled(d); u.ok()) n += u->migrations;
+    if (n > 0) return absl::StrCat(n, " migrations are unsettled");
+    if (site_->InRound()) return "a round is running here";
+    return "";
+  };
   if (n.scheduler.options != o.scheduler.options) {
+    if (std::string why = unsettled(); !why.empty())
+      return absl::UnavailableError(absl::StrCat(path, ": not reloaded, nothing changed: scheduler.options change ",
+                                                 "only between migrations, and ", why, "; send SIGHUP again later"));
     if (auto st = CheckRuntime(n); !st.ok()) return st;
     auto made = BuiltinAdapters()->Create(n.scheduler.adapter,
                                           scheduler::AdapterContext{n.state_dir, n.scheduler.options, RealEnv::Get()});
@@ -403,6 +421,8 @@ absl::StatusOr<std::string> Daemon::Reload(const std::string& path) {
     for (const auto& [k, v] : o.scheduler.options)
       if (!n.scheduler.options.contains(k)) options.push_back(absl::StrCat(k, " (default)"));
     changed.push_back(absl::StrCat("scheduler.options ", absl::StrJoin(options, ", ")));
+    if (std::string why = unsettled(); !why.empty())  // again, as late as can be
+      return absl::UnavailableError(absl::StrCat(path, ": not reloaded, nothing changed: ", why));
     adapter_->Swap(std::move(next_adapter));  // calls in flight finish on the old one
   }
   live_->SetBalancer(nb);
@@ -414,6 +434,11 @@ absl::StatusOr<std::string> Daemon::Reload(const std::string& path) {
 void Daemon::Shutdown() {
   if (stopping_.exchange(true)) return;
   health_service_.SetNotServing();
+  {
+    // The waiting threads test stopping_ under stop_mu_: taken here, the
+    // notification cannot fall between their test and their wait.
+    std::lock_guard<std::mutex> l(stop_mu_);
+  }
   stop_cv_.notify_all();
   if (recovery_.joinable()) recovery_.join();
   if (join_.joinable()) join_.join();

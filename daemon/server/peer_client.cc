@@ -86,6 +86,8 @@ GrpcPeers::Conn* GrpcPeers::DialLocked(const std::string& site, const std::strin
 GrpcPeers::Conn* GrpcPeers::Get(const std::string& site) {
   const std::shared_ptr<const config::Roster> roster = live_->roster();
   const config::RosterEntry* e = roster->FindSite(site);
+  // A removed site, for the migrations still in flight with it.
+  if (!e) e = roster->FindDeparted(site);
   std::lock_guard<std::mutex> l(mu_);
   auto it = conns_.find(site);
   if (it != conns_.end() && (!e || it->second->endpoint == e->endpoint)) return it->second;
@@ -98,7 +100,13 @@ absl::StatusOr<bool> GrpcPeers::FetchRoster(const config::Seed& seed) {
   {
     std::lock_guard<std::mutex> l(mu_);
     auto it = conns_.find(seed.id);
-    c = it != conns_.end() && it->second->endpoint == seed.endpoint ? it->second : DialLocked(seed.id, seed.endpoint);
+    if (it != conns_.end() && it->second->endpoint == seed.endpoint) {
+      c = it->second;
+    } else {
+      Conn*& kept = seeds_[{seed.id, seed.endpoint}];  // one channel per seed, however often it is asked
+      if (!kept) kept = DialLocked(seed.id, seed.endpoint);
+      c = kept;
+    }
   }
   if (PartitionedFrom(seed.id)) return Cut(seed.id);
   v1::GetRosterRequest req;
@@ -210,25 +218,31 @@ absl::Status GrpcPeers::Heartbeat(const std::string& site, const federation::Hea
   v1::HeartbeatRequest req;
   ToProto(info, &req);
   req.set_protocol(ProtocolVersion());
-  const std::optional<v1::SignedRoster> mine = keeper_ ? keeper_->Current() : std::nullopt;
-  {
-    std::lock_guard<std::mutex> l(mu_);
-    auto it = peer_roster_version_.find(site);
-    if (mine && it != peer_roster_version_.end() && it->second < info.roster_version) *req.mutable_roster() = *mine;
+  if (keeper_) {
+    req.set_roster_digest(keeper_->Digest());
+    std::optional<PeerRoster> theirs;
+    {
+      std::lock_guard<std::mutex> l(mu_);
+      if (auto it = peer_roster_.find(site); it != peer_roster_.end()) theirs = it->second;
+    }
+    if (theirs && keeper_->PeerLacks(theirs->version, theirs->digest))
+      if (auto mine = keeper_->Current()) *req.mutable_roster() = *std::move(mine);
   }
   v1::HeartbeatReply reply;
   auto ctx = ContextWithDeadline(timeout);
   grpc::Status st = c->peer->Heartbeat(ctx.get(), req, &reply);
   if (st.error_code() == grpc::StatusCode::PERMISSION_DENIED && keeper_) {
     // Not in the peer's roster: it may have a newer one without this site.
+    // Only a roster that is not the operators' is worth a word: a peer with
+    // none yet, or unreachable, is the common case while sites join.
     if (auto entry = live_->roster()->FindSite(site))
-      if (auto got = FetchRoster({site, entry->endpoint}); !got.ok() && !absl::IsFailedPrecondition(got.status()))
+      if (auto got = FetchRoster({site, entry->endpoint}); absl::IsInvalidArgument(got.status()))
         LogWarning(absl::StrCat("roster from ", site, " not taken: ", got.status().message()));
   }
   if (!st.ok()) return FromGrpc(st);
   {
     std::lock_guard<std::mutex> l(mu_);
-    peer_roster_version_[site] = reply.roster_version();
+    peer_roster_[site] = {reply.roster_version(), reply.roster_digest()};
   }
   if (reply.has_roster() && keeper_)
     if (auto took = keeper_->Offer(reply.roster(), site); !took.ok())

@@ -5,8 +5,9 @@
 // the live roster's endpoint (again when a new roster moves it); with TLS
 // the peer's certificate must name the site id the roster gives that
 // endpoint (the channel checks it as the target name), and this site
-// presents its own certificate as the client. A site a new roster removed
-// keeps its channel, so that migrations with it still settle.
+// presents its own certificate as the client. A site the roster removed is
+// still dialled at the endpoint the roster keeps for it (`departed`), so
+// that migrations in flight with it settle, also after a restart.
 //
 // Heartbeats carry the roster (docs/operations.md, "Join and leave"): each
 // says this site's roster version and, to a peer that said an older one,
@@ -98,7 +99,12 @@ class GrpcPeers : public federation::PeerClient, public migration::PeerTransport
   std::mutex mu_;
   std::map<std::string, Conn*> conns_;                     // guarded by mu_; by site, the newest
   std::vector<std::unique_ptr<Conn>> dialled_;             // guarded by mu_
-  std::map<std::string, int64_t> peer_roster_version_;     // guarded by mu_; what each peer said last
+  struct PeerRoster {
+    int64_t version = 0;
+    std::string digest;
+  };
+  std::map<std::string, PeerRoster> peer_roster_;          // guarded by mu_; what each peer said last
+  std::map<std::pair<std::string, std::string>, Conn*> seeds_;  // guarded by mu_; by (id, endpoint)
 };
 
 // A context with a deadline `timeout` from now.

@@ -1,6 +1,7 @@
 #include "daemon/server/roster_keeper.h"
 
 #include <fcntl.h>
+#include <openssl/sha.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -95,6 +96,19 @@ absl::StatusOr<std::unique_ptr<RosterKeeper>> RosterKeeper::Open(const config::C
 std::optional<v1::SignedRoster> RosterKeeper::Current() const {
   std::lock_guard<std::mutex> l(mu_);
   return doc_;
+}
+
+std::string RosterKeeper::Digest() const {
+  std::lock_guard<std::mutex> l(mu_);
+  if (!doc_) return "";
+  unsigned char d[SHA256_DIGEST_LENGTH];
+  SHA256(reinterpret_cast<const unsigned char*>(doc_->body().data()), doc_->body().size(), d);
+  return std::string(reinterpret_cast<const char*>(d), sizeof d);
+}
+
+bool RosterKeeper::PeerLacks(int64_t version, const std::string& digest) const {
+  const int64_t mine = live_->roster()->version;
+  return mine > 0 && (version < mine || (version == mine && digest != Digest()));
 }
 
 absl::StatusOr<config::Roster> RosterKeeper::VerifyLocked(const v1::SignedRoster& doc) const {

@@ -34,6 +34,11 @@ class RosterKeeper {
   // The signed roster in force; nullopt while it is the YAML's.
   std::optional<v1::SignedRoster> Current() const;
   int64_t version() const { return live_->roster()->version; }
+  // SHA-256 of the signed roster's body; "" while it is the YAML's.
+  std::string Digest() const;
+  // Whether a peer that says it has (version, digest) should be sent this
+  // site's signed roster: it is older, or of the same version but another.
+  bool PeerLacks(int64_t version, const std::string& digest) const;
 
   // A roster a peer sent: true when it was taken; false when it is not
   // newer; InvalidArgument when it is not the operators' or breaks a rule;

@@ -24,6 +24,7 @@ constexpr int kMaxSubmit = 100000;
 constexpr size_t kMaxRefusedRemembered = 1024;
 constexpr size_t kMaxIdLength = 200;
 constexpr absl::Duration kForwardTimeout = absl::Seconds(30);
+constexpr char kForwardedHeader[] = "hyperfed-forwarded";
 
 grpc::Status Invalid(const std::string& msg) { return grpc::Status(grpc::StatusCode::INVALID_ARGUMENT, msg); }
 
@@ -226,31 +227,26 @@ grpc::Status PeerService::Abort(grpc::ServerContext* ctx, const v1::AbortRequest
 grpc::Status PeerService::Heartbeat(grpc::ServerContext* ctx, const v1::HeartbeatRequest* req,
                                     v1::HeartbeatReply* reply) {
   if (auto st = CheckPeer(ctx, req->site()); !st.ok()) return st;
+  if (req->roster_digest().size() > 64) return Invalid("roster_digest over 64 bytes");
   if (auto st = CheckProtocol(req->protocol()); !st.ok()) {
-    {
-      std::lock_guard<std::mutex> l(refused_mu_);
-      if (refused_.size() > kMaxRefusedRemembered) refused_.clear();  // a peer varying its words
-      if (refused_.insert(absl::StrCat("protocol ", req->site(), " ", req->protocol())).second)
-        LogError(absl::StrCat("heartbeats of ", req->site(), " refused: ", st.message()));
-    }
+    LogOnce(absl::StrCat("heartbeats of ", req->site(), " refused: ", st.message()));
     return ToGrpc(st);
   }
   // A newer roster first: the row below is checked against it. One this
   // site cannot take (not the operators', or no roster_key here) is said
   // once in the log; the heartbeat itself still counts.
   if (req->has_roster() && d_.roster)
-    if (auto took = d_.roster->Offer(req->roster(), req->site()); !took.ok()) {
-      std::lock_guard<std::mutex> l(refused_mu_);
-      if (refused_.size() > kMaxRefusedRemembered) refused_.clear();
-      if (refused_.insert(absl::StrCat("roster ", req->site(), " ", took.status().message())).second)
-        LogWarning(absl::StrCat("roster from ", req->site(), " not taken: ", took.status().message()));
-    }
+    if (auto took = d_.roster->Offer(req->roster(), req->site()); !took.ok())
+      LogOnce(absl::StrCat("roster from ", req->site(), " not taken: ", took.status().message()));
   const std::shared_ptr<const config::Roster> roster = d_.live->roster();
   reply->set_site(d_.config->site.id);
   reply->set_roster_version(roster->version);
   reply->set_protocol(ProtocolVersion());
-  if (req->roster_version() < roster->version && d_.roster)
-    if (auto mine = d_.roster->Current()) *reply->mutable_roster() = *std::move(mine);
+  if (d_.roster) {
+    reply->set_roster_digest(d_.roster->Digest());
+    if (d_.roster->PeerLacks(req->roster_version(), req->roster_digest()))
+      if (auto mine = d_.roster->Current()) *reply->mutable_roster() = *std::move(mine);
+  }
   const config::RosterEntry* e = roster->FindSite(req->site());
   if (!e) return grpc::Status(grpc::StatusCode::PERMISSION_DENIED, absl::StrCat("site '", req->site(),
                                                                                 "' is not in the roster"));
@@ -267,6 +263,12 @@ grpc::Status PeerService::Heartbeat(grpc::ServerContext* ctx, const v1::Heartbea
   if (req->epoch() != 0 && !EpochOk(req->epoch())) return Invalid("epoch must be >= 0 and at most a day ahead");
   d_.site->OnHeartbeat(FromProto(*req));
   return grpc::Status::OK;
+}
+
+void PeerService::LogOnce(const std::string& line) {
+  std::lock_guard<std::mutex> l(refused_mu_);
+  if (refused_.size() > kMaxRefusedRemembered) refused_.clear();  // a peer varying its words
+  if (refused_.insert(line).second) LogWarning(line);
 }
 
 grpc::Status PeerService::GetRoster(grpc::ServerContext* ctx, const v1::GetRosterRequest* req,
@@ -319,7 +321,18 @@ grpc::Status Forward(GrpcPeers* peers, const std::string& site, const std::strin
   if (!stub) return grpc::Status(grpc::StatusCode::NOT_FOUND, absl::StrCat("site ", site, " is not in the roster"));
   auto ctx = ContextWithDeadline(kForwardTimeout);
   if (!token.empty()) ctx->AddMetadata("authorization", "Bearer " + token);
+  ctx->AddMetadata(kForwardedHeader, "1");
   return call(stub, ctx.get(), req, reply);
+}
+
+// A call another site forwarded here: it is not forwarded again, so that two
+// sites that each take the other for the coordinator (their rosters or views
+// differ for a moment) cannot pass it back and forth.
+bool Forwarded(grpc::ServerContext* ctx) { return ctx->client_metadata().count(kForwardedHeader) > 0; }
+
+grpc::Status CoordinatorMoved(const std::string& coord) {
+  return grpc::Status(grpc::StatusCode::UNAVAILABLE,
+                      absl::StrCat("the coordinator is changing (this site takes ", coord, " for it): try again"));
 }
 
 }  // namespace
@@ -475,6 +488,12 @@ grpc::Status AdminService::Drain(grpc::ServerContext* ctx, const v1::DrainReques
                    [](v1::Admin::Stub* s, grpc::ClientContext* c, const v1::DrainRequest& r, v1::DrainReply* o) {
                      return s->Drain(c, r, o);
                    });
+  if (!req->drain())
+    if (auto self = d_.live->SelfEntry(); self && self->drained)
+      return grpc::Status(grpc::StatusCode::FAILED_PRECONDITION,
+                          absl::StrCat(d_.config->site.id, " is drained by roster version ", d_.live->roster()->version,
+                                       " (the first step of `hyperfedctl roster remove`); a roster without the drain "
+                                       "undoes it"));
   d_.site->SetDrained(req->drain());
   return grpc::Status::OK;
 }
@@ -571,10 +590,12 @@ grpc::Status AdminService::Rounds(grpc::ServerContext* ctx, const v1::RoundsRequ
 grpc::Status AdminService::GetRoster(grpc::ServerContext* ctx, const v1::AdminGetRosterRequest* req,
                                      v1::AdminGetRosterReply* reply) {
   if (auto st = CheckAdmin(ctx); !st.ok()) return st;
-  if (const std::string coord = d_.site->Coordinator(); IsOther(coord))
+  if (const std::string coord = d_.site->Coordinator(); IsOther(coord)) {
+    if (Forwarded(ctx)) return CoordinatorMoved(coord);
     return Forward(d_.peers, coord, d_.admin_token, *req, reply,
                    [](v1::Admin::Stub* s, grpc::ClientContext* c, const v1::AdminGetRosterRequest& r,
                       v1::AdminGetRosterReply* o) { return s->GetRoster(c, r, o); });
+  }
   reply->set_site(d_.config->site.id);
   roster::ToProto(*d_.live->roster(), reply->mutable_roster());
   reply->set_is_signed(d_.roster && d_.roster->Current().has_value());
@@ -587,12 +608,17 @@ grpc::Status AdminService::SetRoster(grpc::ServerContext* ctx, const v1::SetRost
   if (!d_.roster) return grpc::Status(grpc::StatusCode::FAILED_PRECONDITION, "this site takes no signed roster");
   // The coordinator compares versions for the whole federation, so that two
   // operators' changes through two sites cannot both be taken.
-  if (const std::string coord = d_.site->Coordinator(); IsOther(coord))
+  if (const std::string coord = d_.site->Coordinator(); IsOther(coord)) {
+    if (Forwarded(ctx)) return CoordinatorMoved(coord);
     return Forward(d_.peers, coord, d_.admin_token, *req, reply,
                    [](v1::Admin::Stub* s, grpc::ClientContext* c, const v1::SetRosterRequest& r,
                       v1::SetRosterReply* o) { return s->SetRoster(c, r, o); });
+  }
   // A ceiling below what a live site reports would make every peer refuse
-  // that site's rows (docs/security.md, "Numbers"): refused here, at once.
+  // that site's rows (docs/security.md, "Numbers"): refused here, where the
+  // operator's change enters (a guard against a slip, from the capacities
+  // this site has heard; not a rule of the roster, which a peer's copy
+  // could not be checked against).
   const std::vector<federation::PeerInfo> view = d_.site->View();
   auto ceilings = [&](const config::Roster& next) -> absl::Status {
     for (const federation::PeerInfo& p : view) {

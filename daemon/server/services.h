@@ -57,6 +57,8 @@ class PeerService final : public v1::Peer::Service {
   // roster is checked. Transfer and Abort take a site the roster no longer
   // lists (its migrations still settle; a new one needs a round's plan).
   grpc::Status CheckPeer(grpc::ServerContext* ctx, const std::string& claimed, bool in_roster = true) const;
+  // A warning about a peer's call, logged the first time only.
+  void LogOnce(const std::string& line);
   ServiceDeps d_;
   std::mutex refused_mu_;
   std::set<std::string> refused_;  // guarded by refused_mu_; what was refused, logged once each

@@ -98,6 +98,19 @@ TEST(RosterDocTest, DrainThenRemove) {
   ASSERT_TRUE(gone.ok());
   EXPECT_EQ(gone->version, 2);
   EXPECT_EQ(gone->FindSite("site-2"), nullptr);
+  ASSERT_NE(gone->FindDeparted("site-2"), nullptr) << "kept for its migrations in flight";
+  EXPECT_EQ(gone->FindDeparted("site-2")->endpoint, "10.0.0.1:7102");
+  auto back = WithSite(*gone, "site-2", "10.0.0.5:7102", std::nullopt, std::nullopt);
+  ASSERT_TRUE(back.ok()) << back.status();
+  EXPECT_EQ(back->FindDeparted("site-2"), nullptr) << "a site that comes back is no longer departed";
+  // A signed roster naming a site both present and departed is refused.
+  config::Roster both = *back;
+  both.version = 9;
+  both.departed.push_back(both.sites[0]);
+  const testing::RosterKeys keys = testing::NewRosterKeys();
+  auto st = Verify(*Sign(both, keys.private_pem), keys.public_pem).status();
+  EXPECT_EQ(st.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_NE(st.message().find("is also a site"), std::string::npos) << st;
   EXPECT_EQ(Drained(r, "site-x").status().code(), absl::StatusCode::kNotFound);
   EXPECT_EQ(WithoutSite(r, "site-x").status().code(), absl::StatusCode::kNotFound);
   config::Roster one;
