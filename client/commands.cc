@@ -1,6 +1,7 @@
 #include "client/commands.h"
 
 #include <algorithm>
+#include <functional>
 #include <map>
 #include <string>
 #include <vector>
@@ -313,52 +314,65 @@ class Runner {
     return true;
   }
 
-  // Waits until every live site says it has roster `version` (a round
-  // planned with it needs them all on it).
-  bool AwaitVersion(int64_t version) {
-    const absl::Time give_up = absl::Now() + std::max(o_.timeout, absl::Seconds(30));
-    std::vector<std::string> behind;
-    while (absl::Now() < give_up) {
+  // Asks Status every 100 ms until `done` holds of a reply (true), the
+  // call fails (false, after printing why) or `limit` passes (false, after
+  // printing `what` and what `done` last said in `why`).
+  bool PollStatus(absl::Duration limit, const std::string& what,
+                  const std::function<bool(const v1::StatusReply&, std::string* why)>& done) {
+    const absl::Time give_up = absl::Now() + limit;
+    std::string why;
+    while (true) {
       v1::StatusReply r;
       auto ctx = Context();
       if (auto st = admin_->Status(ctx.get(), v1::StatusRequest(), &r); !st.ok()) {
         Fail(st);
         return false;
       }
-      behind.clear();
-      for (const v1::SiteStatus& s : r.sites())
-        if (s.state() != "down" && s.roster_version() < version) behind.push_back(TerminalSafe(s.site()));
-      if (behind.empty()) return true;
-      absl::SleepFor(absl::Milliseconds(200));
+      if (done(r, &why)) return true;
+      if (absl::Now() > give_up) {
+        err_ << "hyperfedctl: " << what << (why.empty() ? "" : ": ") << why << "\n";
+        return false;
+      }
+      absl::SleepFor(absl::Milliseconds(100));
     }
-    err_ << "hyperfedctl: these sites do not have roster version " << version << " yet: " << absl::StrJoin(behind, ", ")
-         << "\n";
-    return false;
+  }
+
+  // Waits until every live site says it has roster `version` (a round
+  // planned with it needs them all on it).
+  bool AwaitVersion(int64_t version) {
+    return PollStatus(std::max(o_.timeout, absl::Seconds(30)),
+                      absl::StrCat("not every site has roster version ", version, " yet"),
+                      [&](const v1::StatusReply& r, std::string* why) {
+                        std::vector<std::string> behind;
+                        for (const v1::SiteStatus& s : r.sites())
+                          if (s.state() != "down" && s.roster_version() < version)
+                            behind.push_back(TerminalSafe(s.site()));
+                        *why = absl::StrJoin(behind, ", ");
+                        return behind.empty();
+                      });
   }
 
   // The movable load `site` reports, as of a heartbeat after `since`
   // (nullopt after printing why not).
   std::optional<int64_t> LoadOf(const std::string& site, absl::Time since) {
-    const absl::Time give_up = absl::Now() + absl::Seconds(30);
-    while (true) {
-      v1::StatusReply r;
-      auto ctx = Context();
-      if (auto st = admin_->Status(ctx.get(), v1::StatusRequest(), &r); !st.ok()) {
-        Fail(st);
-        return std::nullopt;
-      }
-      const v1::SiteStatus* row = nullptr;
-      for (const v1::SiteStatus& s : r.sites())
-        if (s.site() == site) row = &s;
-      // Down, or gone: nothing of it can move now; its jobs stay on its own cluster.
-      if (!row || row->state() == "down") return 0;
-      if (row->age_ms() >= 0 && absl::Now() - absl::Milliseconds(row->age_ms()) > since) return row->load();
-      if (absl::Now() > give_up) {
-        err_ << "hyperfedctl: no fresh word from " << TerminalSafe(site) << " in 30 s\n";
-        return std::nullopt;
-      }
-      absl::SleepFor(absl::Milliseconds(100));
-    }
+    int64_t load = 0;
+    const bool got = PollStatus(absl::Seconds(30), absl::StrCat("no fresh word from ", TerminalSafe(site), " in 30 s"),
+                                [&](const v1::StatusReply& r, std::string*) {
+                                  const v1::SiteStatus* row = nullptr;
+                                  for (const v1::SiteStatus& s : r.sites())
+                                    if (s.site() == site) row = &s;
+                                  // Down, or gone: nothing of it can move now;
+                                  // its jobs stay on its own cluster.
+                                  if (!row || row->state() == "down") {
+                                    load = 0;
+                                    return true;
+                                  }
+                                  load = row->load();
+                                  return row->age_ms() >= 0 &&
+                                         absl::Now() - absl::Milliseconds(row->age_ms()) > since;
+                                });
+    if (!got) return std::nullopt;
+    return load;
   }
 
   // Runs a round at the coordinator and waits for its end (nullopt after

@@ -578,46 +578,51 @@ class Parser {
     if (f.count("web")) String(f["web"], "site.web", &c->site.web);
   }
 
-  void ParseRoster(const YAML::Node& n, Config* c) {
+  // A list of mappings under `key`, each with `keys`: `fill` reads item i's
+  // fields (key path "key[i]").
+  template <typename Fill>
+  void ParseList(const YAML::Node& n, const std::string& key, const char* expected, const char* const* keys_begin,
+                 const char* const* keys_end, Fill fill) {
     if (!n.IsSequence()) {
-      Error(ValueLine(n, "roster"), "roster", "expected a list of {id, label, endpoint}");
+      Error(ValueLine(n, key), key, expected);
       return;
     }
     for (size_t i = 0; i < n.size(); ++i) {
       const YAML::Node item = n[i];
-      std::string k = absl::StrCat("roster[", i, "]");
-      lines_[k] = ValueLine(item, "roster");
+      std::string k = absl::StrCat(key, "[", i, "]");
+      lines_[k] = ValueLine(item, key);
       Fields f;
-      RosterEntry e;
-      if (Map(item, k, lines_[k], std::begin(kRosterKeys), std::end(kRosterKeys), &f)) {
-        if (Require(f, k, "id")) String(f["id"], k + ".id", &e.id);
-        if (Require(f, k, "label")) Integer(f["label"], k + ".label", &e.label);
-        if (Require(f, k, "endpoint")) String(f["endpoint"], k + ".endpoint", &e.endpoint);
-        if (f.count("cost")) Integer(f["cost"], k + ".cost", &e.cost);
-        if (f.count("max_capacity")) Double(f["max_capacity"], k + ".max_capacity", &e.max_capacity);
-        if (f.count("drained")) Bool(f["drained"], k + ".drained", &e.drained);
-      }
-      c->roster.sites.push_back(std::move(e));
+      const bool is_map = Map(item, k, lines_[k], keys_begin, keys_end, &f);
+      fill(is_map, f, k);
     }
   }
 
+  void ParseRoster(const YAML::Node& n, Config* c) {
+    ParseList(n, "roster", "expected a list of {id, label, endpoint}", std::begin(kRosterKeys), std::end(kRosterKeys),
+              [&](bool is_map, Fields& f, const std::string& k) {
+                RosterEntry e;
+                if (is_map) {
+                  if (Require(f, k, "id")) String(f["id"], k + ".id", &e.id);
+                  if (Require(f, k, "label")) Integer(f["label"], k + ".label", &e.label);
+                  if (Require(f, k, "endpoint")) String(f["endpoint"], k + ".endpoint", &e.endpoint);
+                  if (f.count("cost")) Integer(f["cost"], k + ".cost", &e.cost);
+                  if (f.count("max_capacity")) Double(f["max_capacity"], k + ".max_capacity", &e.max_capacity);
+                  if (f.count("drained")) Bool(f["drained"], k + ".drained", &e.drained);
+                }
+                c->roster.sites.push_back(std::move(e));
+              });
+  }
+
   void ParseSeeds(const YAML::Node& n, Config* c) {
-    if (!n.IsSequence()) {
-      Error(ValueLine(n, "seeds"), "seeds", "expected a list of {id, endpoint}");
-      return;
-    }
-    for (size_t i = 0; i < n.size(); ++i) {
-      const YAML::Node item = n[i];
-      std::string k = absl::StrCat("seeds[", i, "]");
-      lines_[k] = ValueLine(item, "seeds");
-      Fields f;
-      Seed seed;
-      if (Map(item, k, lines_[k], std::begin(kSeedKeys), std::end(kSeedKeys), &f)) {
-        if (Require(f, k, "id")) String(f["id"], k + ".id", &seed.id);
-        if (Require(f, k, "endpoint")) String(f["endpoint"], k + ".endpoint", &seed.endpoint);
-      }
-      c->seeds.push_back(std::move(seed));
-    }
+    ParseList(n, "seeds", "expected a list of {id, endpoint}", std::begin(kSeedKeys), std::end(kSeedKeys),
+              [&](bool is_map, Fields& f, const std::string& k) {
+                Seed seed;
+                if (is_map) {
+                  if (Require(f, k, "id")) String(f["id"], k + ".id", &seed.id);
+                  if (Require(f, k, "endpoint")) String(f["endpoint"], k + ".endpoint", &seed.endpoint);
+                }
+                c->seeds.push_back(std::move(seed));
+              });
   }
 
   void ParseCapacity(const YAML::Node& n, Config* c) {

@@ -240,7 +240,7 @@ void Site::TimerOnce() {
   const absl::Time now = env_->Now();
   const config::BalancerConfig b = live_->balancer();
   if (!live_->SelfEntry()) return;  // no part in rounds (HeartbeatOnce says so)
-  const bool busy = !participant_.current_round().empty() || !coordinator_.running().empty();
+  const bool busy = InRound();
   if (b.interval > absl::ZeroDuration() && now >= timer_from_ + b.interval) {
     timer_from_ = now;
     if (IsCoordinator() && !busy) {

@@ -130,11 +130,9 @@ class NoReflection : public grpc::ServerBuilderOption {
 
 absl::StatusOr<std::string> ReadToken(const std::string& path) {
   if (path.empty()) return std::string();
-  std::ifstream in(path);
-  if (!in) return absl::FailedPreconditionError(absl::StrCat("cannot read admin token file ", path));
-  std::stringstream ss;
-  ss << in.rdbuf();
-  std::string t(absl::StripAsciiWhitespace(ss.str()));
+  auto text = ReadWholeFile(path, "admin token file");
+  if (!text.ok()) return text.status();
+  std::string t(absl::StripAsciiWhitespace(*text));
   if (t.empty()) return absl::FailedPreconditionError(absl::StrCat("admin token file ", path, " is empty"));
   return t;
 }

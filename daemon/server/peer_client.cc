@@ -14,14 +14,6 @@ namespace {
 
 constexpr absl::Duration kTransferTimeout = absl::Seconds(60);
 
-absl::StatusOr<std::string> ReadFile(const std::string& path, const char* what) {
-  std::ifstream in(path);
-  if (!in) return absl::FailedPreconditionError(absl::StrCat("cannot read ", what, " ", path));
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
-
 absl::Status Unknown(const std::string& site) {
   return absl::NotFoundError(absl::StrCat("site ", site, " is not in the roster"));
 }
@@ -32,14 +24,22 @@ absl::Status Cut(const std::string& site) {
 
 }  // namespace
 
+absl::StatusOr<std::string> ReadWholeFile(const std::string& path, const char* what) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return absl::FailedPreconditionError(absl::StrCat("cannot read ", what, " ", path));
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
 absl::StatusOr<TlsFiles> ReadTlsFiles(const config::SecurityConfig& sec) {
   TlsFiles f;
   if (sec.insecure) return f;
-  auto ca = ReadFile(sec.ca, "CA certificate");
+  auto ca = ReadWholeFile(sec.ca, "CA certificate");
   if (!ca.ok()) return ca.status();
-  auto cert = ReadFile(sec.cert, "certificate");
+  auto cert = ReadWholeFile(sec.cert, "certificate");
   if (!cert.ok()) return cert.status();
-  auto key = ReadFile(sec.key, "private key");
+  auto key = ReadWholeFile(sec.key, "private key");
   if (!key.ok()) return key.status();
   f.ca = *ca;
   f.cert = *cert;

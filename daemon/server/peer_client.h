@@ -39,6 +39,11 @@ namespace hyperfed::server {
 // batch must fit in it whole.
 inline constexpr size_t kMaxMessageBytes = size_t{8} << 20;
 
+// A whole file; FailedPrecondition "cannot read <what> <path>" when it
+// cannot be read. The server layer's one file reader (TLS files, the admin
+// token, the roster key and the stored roster).
+absl::StatusOr<std::string> ReadWholeFile(const std::string& path, const char* what);
+
 // Reads the PEM files a TLS config names. Error names the file.
 struct TlsFiles {
   std::string ca, cert, key;

@@ -6,24 +6,22 @@
 
 #include <cerrno>
 #include <cstring>
-#include <fstream>
+#include <filesystem>
 #include <set>
-#include <sstream>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "daemon/common/log.h"
 #include "daemon/roster/roster_doc.h"
+#include "daemon/server/peer_client.h"
 
 namespace hyperfed::server {
 namespace {
 
-absl::StatusOr<std::string> ReadWhole(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return absl::NotFoundError(absl::StrCat("cannot read ", path));
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
+std::string Sha256(const std::string& bytes) {
+  unsigned char d[SHA256_DIGEST_LENGTH];
+  SHA256(reinterpret_cast<const unsigned char*>(bytes.data()), bytes.size(), d);
+  return std::string(reinterpret_cast<const char*>(d), sizeof d);
 }
 
 // Writes `bytes` to `path` so that a crash leaves the old file or the new
@@ -68,16 +66,18 @@ absl::StatusOr<std::unique_ptr<RosterKeeper>> RosterKeeper::Open(const config::C
                                                                  federation::LiveConfig* live) {
   std::string key;
   if (!config.security.roster_key.empty()) {
-    auto pem = ReadWhole(config.security.roster_key);
-    if (!pem.ok()) return absl::FailedPreconditionError(absl::StrCat("security.roster_key: ", pem.status().message()));
+    auto pem = ReadWholeFile(config.security.roster_key, "security.roster_key");
+    if (!pem.ok()) return pem.status();
     if (auto st = roster::CheckPublicKey(*pem); !st.ok())
       return absl::FailedPreconditionError(
           absl::StrCat("security.roster_key ", config.security.roster_key, ": ", st.message()));
     key = *std::move(pem);
   }
   std::unique_ptr<RosterKeeper> k(new RosterKeeper(config.state_dir + "/roster.signed", std::move(key), live));
-  auto stored = ReadWhole(k->path_);
-  if (!stored.ok()) return k;  // none yet
+  std::error_code ec;
+  if (!std::filesystem::exists(k->path_, ec)) return k;  // none yet
+  auto stored = ReadWholeFile(k->path_, "the stored roster");
+  if (!stored.ok()) return stored.status();
   v1::SignedRoster doc;
   if (!doc.ParseFromString(*stored))
     return absl::FailedPreconditionError(absl::StrCat(k->path_, " does not decode: remove it to start from the "
@@ -89,7 +89,7 @@ absl::StatusOr<std::unique_ptr<RosterKeeper>> RosterKeeper::Open(const config::C
   auto r = k->VerifyLocked(doc);
   if (!r.ok()) return absl::FailedPreconditionError(absl::StrCat(k->path_, ": ", r.status().message()));
   auto next = std::make_shared<const config::Roster>(*std::move(r));
-  if (live->SetRoster(next)) k->doc_ = doc;
+  if (live->SetRoster(next)) k->SetDocLocked(doc);
   return k;
 }
 
@@ -100,10 +100,12 @@ std::optional<v1::SignedRoster> RosterKeeper::Current() const {
 
 std::string RosterKeeper::Digest() const {
   std::lock_guard<std::mutex> l(mu_);
-  if (!doc_) return "";
-  unsigned char d[SHA256_DIGEST_LENGTH];
-  SHA256(reinterpret_cast<const unsigned char*>(doc_->body().data()), doc_->body().size(), d);
-  return std::string(reinterpret_cast<const char*>(d), sizeof d);
+  return digest_;
+}
+
+void RosterKeeper::SetDocLocked(const v1::SignedRoster& doc) {
+  doc_ = doc;
+  digest_ = Sha256(doc.body());  // once here, not per heartbeat
 }
 
 bool RosterKeeper::PeerLacks(int64_t version, const std::string& digest) const {
@@ -123,7 +125,7 @@ absl::Status RosterKeeper::AdoptLocked(const v1::SignedRoster& doc, config::Rost
   const std::shared_ptr<const config::Roster> old = live_->roster();
   auto next = std::make_shared<const config::Roster>(std::move(r));
   if (!live_->SetRoster(next)) return absl::OkStatus();  // only this keeper sets rosters, under mu_
-  doc_ = doc;
+  SetDocLocked(doc);
   std::set<std::string> added, removed;
   for (const auto& e : next->sites)
     if (!old->FindSite(e.id)) added.insert(e.id);

@@ -56,12 +56,14 @@ class RosterKeeper {
   absl::StatusOr<config::Roster> VerifyLocked(const v1::SignedRoster& doc) const;
   // Stores `doc`, then puts `r` in force; logs what changed.
   absl::Status AdoptLocked(const v1::SignedRoster& doc, config::Roster r, const std::string& from);
+  void SetDocLocked(const v1::SignedRoster& doc);
 
   const std::string path_;        // state_dir/roster.signed
   const std::string public_key_;  // PEM; "" = no roster is accepted
   federation::LiveConfig* live_;
   mutable std::mutex mu_;
   std::optional<v1::SignedRoster> doc_;  // guarded by mu_
+  std::string digest_;                   // guarded by mu_; SHA-256 of doc_'s body ("" without one)
 };
 
 }  // namespace hyperfed::server
