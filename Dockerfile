@@ -22,7 +22,7 @@ RUN apt-get update \
       cmake make g++ pkg-config \
       libabsl-dev libgrpc++-dev protobuf-compiler-grpc libprotobuf-dev protobuf-compiler \
       libyaml-cpp-dev libsqlite3-dev nlohmann-json3-dev libssl-dev libgtest-dev libgmock-dev libcpp-httplib-dev \
-      libcli11-dev libspdlog-dev \
+      libcli11-dev libspdlog-dev libboost-context-dev \
  && rm -rf /var/lib/apt/lists/*
 WORKDIR /src
 # Only what the two binaries need, so edits to tests or docs keep the cache.

@@ -4,6 +4,8 @@
 #include <unistd.h>
 
 #include <cstdio>
+#include <cstdlib>
+#include <filesystem>
 #include <iostream>
 #include <map>
 #include <string>
@@ -15,7 +17,9 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
+#include "daemon/balance/modes.h"
 #include "sim/algorithms.h"
+#include "sim/federation/federation.h"
 #include "sim/compare.h"
 #include "sim/paper.h"
 #include "sim/replay.h"
@@ -36,6 +40,10 @@ const char kUsage[] =
     "  hyperfed-sim replay TRACE.swf [--sites 96,108,48,144,64,8,8] [--origin proportional|uniform|hot[:SITE]]\n"
     "                   [--load L] [--interval S] [--hysteresis S] [--policies P,...|all] [--seed S]\n"
     "                   [--jobs N] [--json]\n"
+    "  hyperfed-sim federation [--sites N] [--seeds A..B] [--faults none|crash|network|all] [--rounds R]\n"
+    "                   [--algorithm A] [--job-choice newest|gain] [--latency-ms MS] [--heartbeat-ms MS]\n"
+    "                   [--jobs-per-site N]\n"
+    "                   [--state-dir DIR] [--detail] [--trace]\n"
     "  hyperfed-sim list\n"
     "T: hypercube:N, torus:4x4, mesh:8x8, ring:64, chain:8, graph:FILE\n"
     "L: uniform:LO:HI (default uniform:0:1000) or list:a,b,...\n"
@@ -226,6 +234,103 @@ int List() {
 
 }  // namespace
 
+// `federation`: the daemon's own code for every site in one deterministic
+// world (sim/federation/federation.h, docs/design.md §10).
+int Federation(std::map<std::string, std::string> f) {
+  hyperfed::fedsim::FederationOptions o;
+  auto count = [&](const char* flag, int lo, int hi, int* out) {
+    if (!f.count(flag)) return true;
+    return absl::SimpleAtoi(f[flag], out) && *out >= lo && *out <= hi;
+  };
+  if (!count("sites", 2, 1 << 16, &o.sites)) return UsageError("bad --sites: expected an integer in [2, 65536]");
+  if (!count("rounds", 1, 10000, &o.rounds)) return UsageError("bad --rounds: expected an integer in [1, 10000]");
+  if (!count("jobs-per-site", 0, 100000, &o.jobs_per_site))
+    return UsageError("bad --jobs-per-site: expected an integer in [0, 100000]");
+  int latency_ms = 2;
+  if (!count("latency-ms", 0, 60000, &latency_ms)) return UsageError("bad --latency-ms: expected 0..60000");
+  o.latency = absl::Milliseconds(latency_ms);
+  int heartbeat_ms = 0;
+  if (!count("heartbeat-ms", 0, 600000, &heartbeat_ms)) return UsageError("bad --heartbeat-ms: expected 0..600000");
+  o.heartbeat = absl::Milliseconds(heartbeat_ms);
+  uint64_t first = 1, last = 1;
+  if (f.count("seeds")) {
+    std::vector<std::string> ab = absl::StrSplit(f["seeds"], absl::MaxSplits("..", 1));
+    if (!absl::SimpleAtoi(ab[0], &first) || !absl::SimpleAtoi(ab.size() > 1 ? ab[1] : ab[0], &last) || last < first)
+      return UsageError(absl::StrCat("bad --seeds '", f["seeds"], "': expected N or A..B with A <= B"));
+  }
+  if (f.count("faults")) o.faults = f["faults"];
+  const std::vector<std::string> profiles = hyperfed::fedsim::FaultProfiles();
+  if (std::find(profiles.begin(), profiles.end(), o.faults) == profiles.end())
+    return UsageError(absl::StrCat("bad --faults '", o.faults, "': one of ", absl::StrJoin(profiles, ", ")));
+  if (f.count("algorithm")) o.algorithm = f["algorithm"];
+  if (auto st = hyperfed::balance::CheckRoundMode(o.algorithm); !st.ok()) return UsageError(std::string(st.message()));
+  if (f.count("job-choice")) o.job_choice = f["job-choice"];
+  if (o.job_choice != "newest" && o.job_choice != "gain")
+    return UsageError(absl::StrCat("bad --job-choice '", o.job_choice, "': newest or gain"));
+  o.full_trace = f.count("trace") > 0;
+  // Every site keeps its journal and queue in SQLite: in memory-backed
+  // /dev/shm when there is one.
+  std::string dir = f.count("state-dir") ? f["state-dir"] : "";
+  if (dir.empty()) {
+    const char* tmp = std::getenv("TMPDIR");
+    dir = access("/dev/shm", W_OK) == 0 ? "/dev/shm" : (tmp && *tmp ? tmp : "/tmp");
+    dir = absl::StrCat(dir, "/hyperfed-sim-", getpid());
+  }
+  o.state_root = dir;
+  const bool detail = f.count("detail") || last - first < 3;
+  int64_t violations = 0, seeds = 0;
+  hyperfed::fedsim::RunSeeds(o, first, last, [&](hyperfed::fedsim::SeedResult r) {
+    ++seeds;
+    violations += static_cast<int64_t>(r.violations.size());
+    int finished = 0;
+    int64_t moved = 0, messages = 0, bytes = 0;
+    for (const auto& x : r.rounds) {
+      finished += x.end == "finished";
+      moved += x.moved;
+      messages += x.messages;
+      bytes += x.bytes;
+    }
+    const size_t n = std::max<size_t>(1, r.rounds.size());
+    std::printf(
+        "seed %llu: %d sites of a %d-cube (%d positions), %zu rounds (%d finished), %.0f messages and %.1f KiB a round, "
+        "moved %lld jobs; %lld crashes, %lld restarts, %lld pauses, %lld partitions, %lld drains, %lld jobs "
+        "submitted mid-round; %.1f s simulated in %.2f s CPU; %zu violations\n",
+        static_cast<unsigned long long>(r.seed), r.sites, r.dimension, r.positions, r.rounds.size(), finished,
+        static_cast<double>(messages) / n, static_cast<double>(bytes) / n / 1024, static_cast<long long>(moved),
+        static_cast<long long>(r.crashes), static_cast<long long>(r.restarts), static_cast<long long>(r.pauses),
+        static_cast<long long>(r.partitions), static_cast<long long>(r.drains), static_cast<long long>(r.submitted),
+        r.simulated_seconds, r.cpu_seconds, r.violations.size());
+    if (detail)
+      for (const auto& x : r.rounds)
+        std::printf("  round %d %s: %s; %d live sites, %lld messages (nN = %d x %d = %d), %.1f KiB, largest %.1f "
+                    "KiB, %lld heartbeats (%.1f KiB); %.3f s simulated at %d ms a message (deadline %.0f s); share "
+                    "error %.2f -> %.2f, moved %lld\n",
+                    x.number, x.id.empty() ? "-" : x.id.c_str(), x.end.c_str(), x.live_sites,
+                    static_cast<long long>(x.messages), r.dimension, r.sites, r.dimension * r.sites,
+                    static_cast<double>(x.bytes) / 1024, static_cast<double>(x.largest) / 1024,
+                    static_cast<long long>(x.heartbeats), static_cast<double>(x.heartbeat_bytes) / 1024, x.seconds,
+                    latency_ms, x.deadline_seconds, x.share_error_before, x.share_error_after,
+                    static_cast<long long>(x.moved));
+    for (const std::string& v : r.violations) std::printf("  VIOLATION %s\n", v.c_str());
+    if (!r.violations.empty() || o.full_trace) {
+      std::printf("  trace of seed %llu (%s):\n", static_cast<unsigned long long>(r.seed),
+                  o.full_trace ? "every line" : "its last lines");
+      for (const std::string& t : r.trace) std::printf("    %s\n", t.c_str());
+      std::printf("  replay: hyperfed-sim federation --sites %d --seeds %llu..%llu --faults %s --rounds %d "
+                  "--algorithm %s --job-choice %s --latency-ms %d --heartbeat-ms %d --jobs-per-site %d --trace\n",
+                  o.sites, static_cast<unsigned long long>(r.seed), static_cast<unsigned long long>(r.seed),
+                  o.faults.c_str(), o.rounds, o.algorithm.c_str(), o.job_choice.c_str(), latency_ms,
+                  heartbeat_ms, o.jobs_per_site);
+    }
+    std::fflush(stdout);
+  });
+  std::error_code ec;
+  std::filesystem::remove_all(dir, ec);
+  std::printf("federation: %lld violations in %lld seeds\n", static_cast<long long>(violations),
+              static_cast<long long>(seeds));
+  return violations > 0 ? 1 : 0;
+}
+
 int main(int argc, char** argv) {
   CLI::App app("runs hyperfed's balancing algorithms offline and reproduces the papers", "hyperfed-sim");
   app.option_defaults()->multi_option_policy(CLI::MultiOptionPolicy::TakeLast)->disable_flag_override();
@@ -245,6 +350,11 @@ int main(int argc, char** argv) {
                              {{"sites", "LIST"}, {"origin", "O"}, {"load", "L"}, {"interval", "S"},
                               {"hysteresis", "S"}, {"policies", "P"}, {"seed", "S"}, {"jobs", "N"}},
                              {"json"}, "TRACE", &p);
+  CLI::App* federation = Command(
+      &app, "federation", "every site's own daemon code under simulated time, network and faults",
+      {{"sites", "N"}, {"seeds", "A..B"}, {"faults", "PROFILE"}, {"rounds", "R"}, {"algorithm", "A"},
+       {"job-choice", "C"}, {"latency-ms", "MS"}, {"heartbeat-ms", "MS"}, {"jobs-per-site", "N"}, {"state-dir", "DIR"}},
+      {"detail", "trace"}, "", &p);
   CLI::App* list = Command(&app, "list", "the algorithms and papers", {}, {}, "", &p);
   CLI::App* help = Command(&app, "help", "print usage", {}, {}, "", &p);
   std::string error;
@@ -273,6 +383,7 @@ int main(int argc, char** argv) {
   if (cmd == paper) return Paper(p.flags, p.positional);
   if (cmd == compare) return CompareCmd(p.flags);
   if (cmd == replay) return Replay(p.flags, p.positional);
+  if (cmd == federation) return Federation(p.flags);
   if (cmd == list) return List();
   if (cmd == help) std::cout << kUsage;
   return 0;

@@ -3,6 +3,23 @@
 #include <thread>
 
 namespace hyperfed {
+namespace {
+class OsThread : public EnvThread {
+ public:
+  explicit OsThread(std::function<void()> fn) : t_(std::move(fn)) {}
+  ~OsThread() override { Join(); }
+  void Join() override {
+    if (t_.joinable()) t_.join();
+  }
+
+ private:
+  std::thread t_;
+};
+}  // namespace
+
+std::unique_ptr<EnvThread> Env::StartThread(std::function<void()> fn) const {
+  return std::make_unique<OsThread>(std::move(fn));
+}
 
 void Env::SleepFor(absl::Duration d) const {
   std::mutex mu;

@@ -9,12 +9,22 @@
 #include <condition_variable>
 #include <functional>
 #include <mutex>
+#include <memory>
 #include <set>
 
 #include "absl/time/clock.h"
 #include "absl/time/time.h"
 
 namespace hyperfed {
+
+// A thread of control started through an Env (Env::StartThread): an OS
+// thread, or a task of the federation simulation (sim/federation).
+class EnvThread {
+ public:
+  virtual ~EnvThread() = default;
+  // Waits until the thread's function has returned (once).
+  virtual void Join() = 0;
+};
 
 // Thread-safe.
 class Env {
@@ -35,6 +45,20 @@ class Env {
   }
   // Sleeps until Now() >= Now() + d.
   void SleepFor(absl::Duration d) const;
+
+  // Waits on `cv` until pred(), however long: a thread waiting for another
+  // (an idle executor worker, a fan-out's caller, a stop). No move of time
+  // ends it, so it is no waiter of a FakeEnv; the simulation parks it.
+  virtual void WaitIdle(std::unique_lock<std::mutex>& l, std::condition_variable& cv,
+                        const std::function<bool()>& pred) const {
+    cv.wait(l, pred);
+  }
+
+  // Runs `fn` on a new thread of control. The daemon's long-lived threads
+  // (a site's loops, its executor's workers) start here, so that a
+  // simulation runs them as its own deterministic tasks. Default: an OS
+  // thread.
+  virtual std::unique_ptr<EnvThread> StartThread(std::function<void()> fn) const;
 };
 
 class RealEnv : public Env {

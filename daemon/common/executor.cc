@@ -6,8 +6,8 @@
 
 namespace hyperfed {
 
-Executor::Executor(int threads) {
-  for (int i = 0; i < std::max(1, threads); ++i) threads_.emplace_back([this] { Loop(); });
+Executor::Executor(int threads, const Env* env) : env_(env) {
+  for (int i = 0; i < std::max(1, threads); ++i) threads_.push_back(env_->StartThread([this] { Loop(); }));
 }
 
 Executor::~Executor() { Join(); }
@@ -33,8 +33,7 @@ void Executor::Shutdown() {
 void Executor::Join() {
   Shutdown();
   std::call_once(joined_, [this] {
-    for (std::thread& t : threads_)
-      if (t.joinable()) t.join();
+    for (auto& t : threads_) t->Join();
   });
 }
 
@@ -46,7 +45,7 @@ size_t Executor::pending() const {
 void Executor::Loop() {
   std::unique_lock<std::mutex> l(mu_);
   while (true) {
-    cv_.wait(l, [this] { return shutdown_ || !queue_.empty(); });
+    env_->WaitIdle(l, cv_, [this] { return shutdown_ || !queue_.empty(); });
     if (queue_.empty()) return;  // shut down and drained
     std::function<void()> fn = std::move(queue_.front());
     queue_.pop_front();
@@ -88,7 +87,7 @@ void ParallelFor(Executor* ex, size_t n, const std::function<void(size_t)>& fn) 
   }
   work();
   std::unique_lock<std::mutex> l(shared->mu);
-  shared->cv.wait(l, [&] { return shared->done == total; });
+  (ex ? ex->env() : RealEnv::Get())->WaitIdle(l, shared->cv, [&] { return shared->done == total; });
 }
 
 }  // namespace hyperfed

@@ -6,21 +6,25 @@
 // (docs/design.md §9).
 //
 // Thread-safe. Work that waits for other queued work must not fill the pool:
-// fan-outs go through ParallelFor, whose caller runs items itself.
+// fan-outs go through ParallelFor, whose caller runs items itself. Its
+// threads start, and every wait of theirs waits, through an Env (so that the
+// federation simulation runs them as its tasks).
 
 #include <condition_variable>
 #include <cstddef>
 #include <deque>
 #include <functional>
 #include <mutex>
-#include <thread>
+#include <memory>
 #include <vector>
+
+#include "daemon/common/env.h"
 
 namespace hyperfed {
 
 class Executor {
  public:
-  explicit Executor(int threads);
+  explicit Executor(int threads, const Env* env = RealEnv::Get());
   // Shutdown(), then joins the threads.
   ~Executor();
 
@@ -32,18 +36,20 @@ class Executor {
   void Join();
 
   int threads() const { return static_cast<int>(threads_.size()); }
+  const Env* env() const { return env_; }
   // Work queued or running now.
   size_t pending() const;
 
  private:
   void Loop();
 
+  const Env* const env_;
   mutable std::mutex mu_;
   std::condition_variable cv_;
   std::deque<std::function<void()>> queue_;  // guarded by mu_
   size_t running_ = 0;                       // guarded by mu_
   bool shutdown_ = false;                    // guarded by mu_
-  std::vector<std::thread> threads_;
+  std::vector<std::unique_ptr<EnvThread>> threads_;
   std::once_flag joined_;
 };
 

@@ -100,21 +100,25 @@ struct Current {
   std::mutex mu;
   std::shared_ptr<spdlog::logger> logger = MakeLogger("", LogOptions{}, nullptr);
   std::string site;
+  std::shared_ptr<const LogHook> hook;  // set: lines go there, not to the logger
 };
 Current& TheCurrent() {
   static auto* current = new Current;  // never destroyed: threads may log during exit
   return *current;
 }
 
-std::shared_ptr<spdlog::logger> CurrentLogger() {
-  Current& c = TheCurrent();
-  std::lock_guard<std::mutex> l(c.mu);
-  return c.logger;
-}
-
 void Write(LogLevel level, std::string_view message) {
+  std::shared_ptr<const LogHook> hook;
+  std::shared_ptr<spdlog::logger> logger;
+  {
+    Current& c = TheCurrent();
+    std::lock_guard<std::mutex> l(c.mu);
+    hook = c.hook;
+    logger = c.logger;
+  }
+  if (hook) return (*hook)(level, message);
   // The string_view overload: the text is not a format string.
-  CurrentLogger()->log(SpdLevel(level), spdlog::string_view_t(message.data(), message.size()));
+  logger->log(SpdLevel(level), spdlog::string_view_t(message.data(), message.size()));
 }
 
 }  // namespace
@@ -156,6 +160,12 @@ void ConfigureLog(const std::string& site, const LogOptions& options, std::ostre
   std::lock_guard<std::mutex> l(c.mu);
   c.logger = std::move(logger);
   c.site = site;
+}
+
+void SetLogHook(LogHook hook) {
+  Current& c = TheCurrent();
+  std::lock_guard<std::mutex> l(c.mu);
+  c.hook = hook ? std::make_shared<const LogHook>(std::move(hook)) : nullptr;
 }
 
 void LogDebug(std::string_view message) { Write(LogLevel::kDebug, message); }

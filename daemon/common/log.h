@@ -9,6 +9,7 @@
 // Times are UTC with milliseconds. A message is plain text without the site:
 // the site is set once, by ConfigureLog. Every function here is thread-safe.
 
+#include <functional>
 #include <ostream>
 #include <string>
 #include <string_view>
@@ -40,6 +41,13 @@ struct LogOptions {
 // Sets the site every later line names, the level and the format. Until it
 // is called: no site, info, text. `out` is for tests (nullptr: stderr).
 void ConfigureLog(const std::string& site, const LogOptions& options, std::ostream* out = nullptr);
+
+// Sends every later line to `hook` instead of the logger, whatever its
+// level (the federation simulation writes them into its trace, with the
+// simulated site and time; docs/design.md §10). An empty hook restores the
+// logger.
+using LogHook = std::function<void(LogLevel, std::string_view)>;
+void SetLogHook(LogHook hook);
 
 void LogDebug(std::string_view message);
 void LogInfo(std::string_view message);

@@ -110,10 +110,10 @@ absl::StatusOr<std::string> Coordinator::Begin(bool dry_run, const std::string& 
       std::max({participant_->highest_epoch() + 1, membership_->HighestEpoch() + 1, absl::ToUnixMillis(view.started)});
   const RoundTimeouts timeouts = ComputeRoundTimeouts(settings, dimension);
   spec.deadline = view.started + timeouts.round;
-  view.id = spec.round_id = absl::StrCat(self_, "-", absl::ToUnixMillis(view.started), "-", ++seq_);
+  view.id = spec.round_id = MakeRoundId(self_, view.started, ++seq_);
   view.events.push_back(absl::StrCat("round ", view.id, " (", reason, "): ", name, " over ", view.before.size(),
                                      " live sites of the ", shape.dimension, "-cube, faults ", Labels(faults)));
-  running_ = Running{spec, live, {}, false, {}, false, roster, timeouts};
+  running_ = Running{spec, live, {}, false, {}, false, roster, timeouts, view.started};
   history_->Add(view);
   if (!executor_->Submit([this, spec] { Coordinate(spec); })) {
     running_.reset();
@@ -164,6 +164,7 @@ void Coordinator::Coordinate(RoundSpec spec) {
   events.push_back(absl::StrCat(run.accepted.size(), " of ", live.size(), " live sites started"));
   history_->Update(spec.round_id, [&](RoundView& v) {
     for (auto& e : events) v.events.push_back(e);
+    v.took_part = run.accepted;
   });
   // Wait for every report (the parts end by themselves at the deadline). A
   // site that dies mid-round never reports: once every site still missing
@@ -184,6 +185,19 @@ void Coordinator::Coordinate(RoundSpec spec) {
     }
     if (all_down) return FinishLocked(absl::StrCat(absl::StrJoin(missing, ", "), " went down during the round"));
     if (env_->Now() >= give_up) return FinishLocked("gave up waiting for the remaining reports");
+    // A site that restarted since it took part never reports by itself:
+    // its report is asked for (it holds what its journal committed).
+    for (const std::string& site : RestartedLocked()) {
+      l.unlock();
+      auto report = peers_->GetReport(site, spec.round_id, timeouts.step);
+      l.lock();
+      if (gone()) return;
+      if (!report.ok()) continue;  // asked again at the next look
+      if (report->site != site || report->round_id != spec.round_id) continue;
+      if (auto st = TakeReportLocked(*report); !st.ok())
+        LogWarning(absl::StrCat("report of round ", spec.round_id, " from ", site, " refused: ", st.message()));
+      if (gone()) return;
+    }
     // Liveness changes with time, not with a notification: look again
     // every heartbeat interval.
     env_->WaitUntil(l, cv_, std::min(give_up, env_->Now() + live_->balancer().heartbeat_interval),
@@ -198,8 +212,25 @@ bool Coordinator::CompleteLocked() const {
   return true;
 }
 
+std::vector<std::string> Coordinator::RestartedLocked() const {
+  std::vector<std::string> out;
+  if (!running_ || !running_->start_answered) return out;
+  const std::string& id = running_->spec.round_id;
+  for (const std::string& site : running_->accepted) {
+    if (site == self_ || running_->reports.count(site)) continue;
+    auto p = membership_->Find(site);
+    if (p && p->up && p->last_seen > running_->started && p->round_id != id && p->last_round != id)
+      out.push_back(site);
+  }
+  return out;
+}
+
 absl::Status Coordinator::OnReport(const RoundReport& report) {
   std::lock_guard<std::mutex> l(mu_);
+  return TakeReportLocked(report);
+}
+
+absl::Status Coordinator::TakeReportLocked(const RoundReport& report) {
   if (!running_ || running_->spec.round_id != report.round_id)
     return absl::FailedPreconditionError(absl::StrCat("round ", report.round_id, " is not running here"));
   const std::vector<std::string>& live = running_->live;
@@ -223,22 +254,28 @@ absl::Status Coordinator::OnReport(const RoundReport& report) {
     sends.push_back(absl::StrCat(t.count, " to ", to ? to->id : absl::StrCat("label ", t.to)));
   }
   history_->Update(report.round_id, [&](RoundView& r) {
-    r.events.push_back(absl::StrCat(report.site, report.ok ? "" : " ended early (" + report.error + ")", ": load ",
-                                    report.load_before, ", quota ", report.quota,
-                                    sends.empty() ? ", sent nothing" : ", sent " + absl::StrJoin(sends, ", "),
+    const std::string sent = sends.empty() ? "sent nothing" : "sent " + absl::StrJoin(sends, ", ");
+    if (report.from_journal) {
+      r.events.push_back(absl::StrCat(report.site, " ", report.error, ": ", sent));
+    } else {
+      r.events.push_back(absl::StrCat(report.site, report.ok ? "" : " ended early (" + report.error + ")", ": load ",
+                                    report.load_before, ", quota ", report.quota, ", ", sent,
                                     report.shortfall ? absl::StrCat(" (", report.shortfall, " short)") : "",
                                     report.kept ? absl::StrCat(" (", report.kept,
                                                                " kept: they would not start sooner there,",
                                                                " or they moved within the hysteresis time)")
                                                 : ""));
+    }
     // The table was read from heartbeats when the round started; a site's
-    // report carries the load and capacity it really balanced with.
-    if (e)
+    // report carries the load and capacity it really balanced with (one
+    // rebuilt from a journal knows neither).
+    if (e && !report.from_journal)
       for (balance::LoadRow& row : r.before)
         if (row.label == e->label) {
           row.load = report.load_before;
           row.capacity = report.capacity;
         }
+    r.reported.push_back(report.site);
     r.messages += report.messages;
     r.steps = std::max(r.steps, report.steps);
     for (const auto& t : report.transfers) {

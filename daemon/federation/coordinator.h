@@ -74,8 +74,15 @@ class Coordinator {
     bool any_failed = false;
     std::shared_ptr<const config::Roster> roster;  // the one it was planned with
     RoundTimeouts timeouts;
+    absl::Time started;  // this site's clock
   };
   void Coordinate(RoundSpec spec);
+  // OnReport's checks and record, under mu_.
+  absl::Status TakeReportLocked(const RoundReport& report);
+  // Sites that took part, have not reported, and whose heartbeat since the
+  // round began says they are in no round and finished none: they
+  // restarted, and are asked for their report (Participant::ReportOf).
+  std::vector<std::string> RestartedLocked() const;
   bool CompleteLocked() const;
   void FinishLocked(const std::string& why);
 

@@ -43,12 +43,20 @@ bool Membership::UpLocked(const PeerInfo& p, absl::Time now, absl::Duration time
 bool Membership::Seen(const HeartbeatInfo& hb) {
   std::lock_guard<std::mutex> l(mu_);
   SyncLocked();
-  for (auto& [label, p] : by_label_) {
-    if (p.site != hb.site || p.self) continue;
+  // The row at the label it gives (each site's label is its roster one),
+  // else by its id: one lookup, not a scan, for every heartbeat of a large
+  // federation (docs/benchmarks.md, "Federation simulation").
+  auto at = by_label_.find(hb.label);
+  if (at == by_label_.end() || at->second.site != hb.site)
+    at = std::find_if(by_label_.begin(), by_label_.end(), [&](const auto& e) { return e.second.site == hb.site; });
+  if (at != by_label_.end()) {
+    PeerInfo& p = at->second;
+    if (p.self) return false;
     p.last_seen = env_->Now();
     p.load = hb.load;
     p.capacity = hb.capacity;
     p.drained = hb.drained;
+    p.round_id = hb.round_id;
     p.last_round = hb.last_round;
     p.epoch = hb.epoch;
     p.widest = hb.widest;

@@ -61,6 +61,7 @@ struct PeerInfo {
   int64_t load = 0;
   double capacity = 0;
   bool drained = false;
+  std::string round_id;  // the round it said it is in ("" if none)
   std::string last_round;
   int64_t epoch = 0;
   int64_t widest = 0;

@@ -160,6 +160,33 @@ absl::Status Participant::AdmitTransfer(const std::string& source_site, const st
   return allowance_.Admit(round_id, source_site, jobs, live_->balancer().step_timeout);
 }
 
+absl::StatusOr<RoundReport> Participant::ReportOf(const std::string& round_id) {
+  {
+    std::lock_guard<std::mutex> l(mu_);
+    if (current_ && current_->round_id == round_id)
+      return absl::FailedPreconditionError(absl::StrCat("round ", round_id, " still runs here"));
+    if (last_report_ && last_report_->round_id == round_id) return *last_report_;
+  }
+  auto committed = base_.mover->CommittedOut(round_id);
+  if (!committed.ok()) return committed.status();
+  const std::shared_ptr<const config::Roster> roster = live_->roster();
+  const config::RosterEntry* self = roster->FindSite(live_->self());
+  if (!self) return absl::FailedPreconditionError(absl::StrCat("this site is not in roster version ", roster->version));
+  RoundReport r;
+  r.round_id = round_id;
+  r.site = live_->self();
+  r.label = self->label;
+  r.from_journal = true;
+  r.error = "restarted during the round: its transfers are those its journal committed";
+  for (const auto& [dest, jobs] : *committed) {
+    const config::RosterEntry* to = roster->FindSite(dest);
+    if (!to || jobs <= 0) continue;
+    r.transfers.push_back({.step = 0, .from = self->label, .to = to->label, .count = jobs});
+    r.moved_out += jobs;
+  }
+  return r;
+}
+
 std::string Participant::current_round() const {
   std::lock_guard<std::mutex> l(mu_);
   return current_ ? current_->round_id : "";
@@ -187,7 +214,7 @@ void Participant::Stop() {
   // A fence no round passes: every wait of the current part ends.
   mailbox_.Open("(stopping)", std::numeric_limits<int64_t>::max());
   allowance_.Stop();
-  cv_.wait(l, [&] { return parts_running_ == 0; });
+  env_->WaitIdle(l, cv_, [&] { return parts_running_ == 0; });
 }
 
 }  // namespace hyperfed::federation

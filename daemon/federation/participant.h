@@ -41,6 +41,12 @@ class Participant {
   // source_site send here (TransferAllowance::Admit, waiting up to a step).
   absl::Status AdmitTransfer(const std::string& source_site, const std::string& round_id, int64_t jobs);
 
+  // This site's report of `round_id` for its coordinator, which no longer
+  // sees it in the round: the report it made, else (it restarted since) one
+  // from its journal (from_journal: the transfers it committed in the
+  // round, ok false). FailedPrecondition while its part still runs here.
+  absl::StatusOr<RoundReport> ReportOf(const std::string& round_id);
+
   std::string current_round() const;
   int64_t highest_epoch() const;
   // This site's report of the last round it finished.

@@ -5,12 +5,28 @@
 #include <set>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/match.h"
 #include "absl/strings/str_join.h"
+#include "absl/strings/str_split.h"
 #include "daemon/balance/mcwa.h"
 #include "daemon/balance/topology.h"
 #include "daemon/migration/crash_point.h"
 
 namespace hyperfed::federation {
+
+std::string MakeRoundId(const std::string& coordinator, absl::Time started, int64_t n) {
+  return absl::StrCat(coordinator, "-", absl::ToUnixMillis(started), "-", n);
+}
+
+bool RoundStartedBy(const std::string& round_id, const std::string& site) {
+  if (!absl::StartsWith(round_id, site + "-")) return false;
+  const std::vector<std::string> rest = absl::StrSplit(round_id.substr(site.size() + 1), '-');
+  if (rest.size() != 2) return false;
+  for (const std::string& part : rest)
+    if (part.empty() || !std::all_of(part.begin(), part.end(), [](char c) { return c >= '0' && c <= '9'; }))
+      return false;
+  return true;
+}
 
 const char* MessageKindName(MessageKind k) {
   switch (k) {

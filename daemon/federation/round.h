@@ -49,6 +49,11 @@ struct ExchangeMessage {
   balance::LoadTable rows;
 };
 
+// A round's id names the site that started it: "<site>-<unix ms>-<n>".
+std::string MakeRoundId(const std::string& coordinator, absl::Time started, int64_t n);
+// Whether `round_id` is of that form and names `site`.
+bool RoundStartedBy(const std::string& round_id, const std::string& site);
+
 struct RoundSpec {
   std::string round_id;
   // Fencing: a site refuses a round older than one it has seen, and every
@@ -81,6 +86,9 @@ struct RoundReport {
   std::vector<balance::Transfer> transfers;  // what this site committed
   int64_t messages = 0;
   int steps = 0;
+  // Rebuilt from the journal after a restart (Participant::ReportOf): the
+  // transfers are what the site committed; load and capacity are unknown.
+  bool from_journal = false;
 };
 
 // Every timeout of a round, from the config (one rule, one place).
@@ -110,6 +118,12 @@ class PeerClient {
   virtual std::vector<StartAnswer> StartRound(const std::vector<std::string>& sites, const RoundSpec& spec,
                                               absl::Duration timeout) = 0;
   virtual absl::Status ReportRound(const std::string& site, const RoundReport& report, absl::Duration timeout) = 0;
+  // The coordinator asks `site` for its report of a round it is no longer
+  // in (Participant::ReportOf).
+  virtual absl::StatusOr<RoundReport> GetReport(const std::string& site, const std::string& round_id,
+                                                absl::Duration timeout) {
+    return absl::UnimplementedError("GetReport");
+  }
   // Returns the id of the round that will serve the request.
   virtual absl::StatusOr<std::string> RequestBalance(const std::string& site, const std::string& from,
                                                      const std::string& reason, absl::Duration timeout) = 0;
@@ -145,6 +159,11 @@ class JobMover {
   virtual absl::StatusOr<Result> MoveChosen(const std::string& dest_site, const std::vector<std::string>& ids,
                                             const std::string& round_id) {
     return MoveJobs(dest_site, static_cast<int64_t>(ids.size()), round_id);
+  }
+  // The jobs this site committed to send in `round_id`, per destination
+  // site (its journal's record, which outlives a restart).
+  virtual absl::StatusOr<std::map<std::string, int64_t>> CommittedOut(const std::string& round_id) {
+    return std::map<std::string, int64_t>{};
   }
   // The moves of the job with this key, in words, oldest first.
   virtual absl::StatusOr<std::vector<std::string>> MovesOf(const std::string& key) {

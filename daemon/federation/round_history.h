@@ -33,6 +33,8 @@ struct RoundView {
   balance::LoadTable after;   // planned (dry run) or reported
   std::vector<balance::Transfer> transfers;
   int64_t moved = 0;
+  std::vector<std::string> took_part;  // the sites that accepted it
+  std::vector<std::string> reported;   // the sites whose reports it took, in order
   int64_t messages = 0;
   int steps = 0;
   double share_error_before = 0, share_error_after = 0;

@@ -26,6 +26,7 @@ Site::Site(const config::Config& config, LiveConfig* live, scheduler::SchedulerA
       mover_(mover),
       peers_(peers),
       env_(env),
+      executor_(kExecutorThreads, env),
       membership_(live, env),
       heartbeater_(live, &membership_, peers, &executor_),
       history_(env),
@@ -39,8 +40,8 @@ Site::Site(const config::Config& config, LiveConfig* live, scheduler::SchedulerA
 Site::~Site() { Stop(); }
 
 void Site::Start() {
-  heartbeat_thread_ = std::thread([this] { Loop(&Site::HeartbeatOnce); });
-  timer_thread_ = std::thread([this] { Loop(&Site::TimerOnce); });
+  heartbeat_thread_ = env_->StartThread([this] { Loop(&Site::HeartbeatOnce); });
+  timer_thread_ = env_->StartThread([this] { Loop(&Site::TimerOnce); });
 }
 
 void Site::Loop(void (Site::*once)()) {
@@ -63,8 +64,8 @@ void Site::Stop() {
     stopping_ = true;
   }
   cv_.notify_all();
-  if (heartbeat_thread_.joinable()) heartbeat_thread_.join();
-  if (timer_thread_.joinable()) timer_thread_.join();
+  if (heartbeat_thread_) heartbeat_thread_->Join();
+  if (timer_thread_) timer_thread_->Join();
   coordinator_.Stop();
   participant_.Stop();
   history_.Close();
@@ -287,15 +288,34 @@ absl::StatusOr<balance::LoadTable> Site::OnExchange(const ExchangeMessage& m) { 
 
 absl::Status Site::OnReport(const RoundReport& report) { return coordinator_.OnReport(report); }
 
+absl::StatusOr<RoundReport> Site::OnGetReport(const std::string& from, const std::string& round_id) {
+  // The round's own coordinator, even if this site now sees another (it
+  // may have restarted into a view where a site below came back).
+  if (!RoundStartedBy(round_id, from))
+    return absl::PermissionDeniedError(absl::StrCat("round ", round_id, " is not one ", from, " started"));
+  return participant_.ReportOf(round_id);
+}
+
 void Site::PartDone(const RoundSpec& spec, const RoundReport& report) {
   if (spec.coordinator == config_.site.id) {
     if (auto st = coordinator_.OnReport(report); !st.ok())
       LogError(absl::StrCat("own report of round ", spec.round_id, " not taken: ", st.message()));
     return;
   }
-  auto st =
-      peers_->ReportRound(spec.coordinator, report, ComputeRoundTimeouts(live_->balancer(), spec.dimension).step);
-  if (!st.ok()) LogError(absl::StrCat("could not report round ", spec.round_id, ": ", st.message()));
+  // A report lost on the way is sent again (the coordinator takes one
+  // report per site: AlreadyExists says the first got there) until the
+  // coordinator stops waiting for it.
+  const config::BalancerConfig b = live_->balancer();
+  const RoundTimeouts t = ComputeRoundTimeouts(b, spec.dimension);
+  absl::Status st;
+  while (true) {
+    st = peers_->ReportRound(spec.coordinator, report, t.step);
+    if (st.ok() || absl::IsAlreadyExists(st)) return;
+    const bool transient = absl::IsUnavailable(st) || absl::IsDeadlineExceeded(st);
+    if (!transient || env_->Now() + b.heartbeat_interval >= spec.deadline + t.report) break;
+    env_->SleepFor(b.heartbeat_interval);
+  }
+  LogError(absl::StrCat("could not report round ", spec.round_id, ": ", st.message()));
 }
 
 absl::StatusOr<std::string> Site::Balance(bool dry_run, const std::string& reason, const std::string& mode) {

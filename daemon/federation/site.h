@@ -15,7 +15,6 @@
 #include <mutex>
 #include <optional>
 #include <string>
-#include <thread>
 #include <vector>
 
 #include "absl/status/statusor.h"
@@ -80,6 +79,10 @@ class Site {
   bool OnStartRound(const RoundSpec& spec, std::string* why_not);
   absl::StatusOr<balance::LoadTable> OnExchange(const ExchangeMessage& m);
   absl::Status OnReport(const RoundReport& report);
+  // The coordinator `from` asks for this site's report of a round
+  // (Participant::ReportOf); PermissionDenied unless the round is one `from`
+  // started (its id names it: RoundStartedBy).
+  absl::StatusOr<RoundReport> OnGetReport(const std::string& from, const std::string& round_id);
   // A Transfer from source_site in round_id: admitted only within what this
   // site's own plan of the round lets that source send (docs/design.md §6.8).
   absl::Status AdmitTransfer(const std::string& source_site, const std::string& round_id, int64_t jobs) {
@@ -96,6 +99,10 @@ class Site {
   // Waits until the round has more than `seen` events or is done.
   std::optional<RoundView> WaitRound(const std::string& round_id, size_t seen, absl::Duration timeout);
   std::optional<RoundView> LastRound() const;
+  // A round this site coordinated (RoundHistory::Find).
+  std::optional<RoundView> FindRound(const std::string& round_id) const { return history_.Find(round_id); }
+  // The round whose part runs here now ("" if none).
+  std::string CurrentRound() const { return participant_.current_round(); }
   // The rounds this site coordinated, newest first (RoundHistory::Recent).
   std::vector<RoundView> RecentRounds(size_t limit, bool dry_runs) const { return history_.Recent(limit, dry_runs); }
   void SetDrained(bool drained);
@@ -144,7 +151,7 @@ class Site {
   std::atomic<bool> capacity_capped_{false};  // logged once
   std::atomic<int64_t> widest_{0};            // the last snapshot's, for heartbeats
 
-  Executor executor_{kExecutorThreads};
+  Executor executor_;
   Membership membership_;
   Heartbeater heartbeater_;
   RoundHistory history_;
@@ -160,7 +167,7 @@ class Site {
   std::mutex mu_;
   std::condition_variable cv_;
   bool stopping_ = false;  // guarded by mu_
-  std::thread heartbeat_thread_, timer_thread_;
+  std::unique_ptr<EnvThread> heartbeat_thread_, timer_thread_;
 };
 
 }  // namespace hyperfed::federation

@@ -12,7 +12,17 @@
 
 namespace hyperfed::migration {
 
+namespace {
+std::function<void(std::string_view)>& Hook() {
+  static auto* hook = new std::function<void(std::string_view)>;
+  return *hook;
+}
+}  // namespace
+
+void SetCrashPointHook(std::function<void(std::string_view)> hook) { Hook() = std::move(hook); }
+
 void CrashPoint(std::string_view name) {
+  if (const auto& hook = Hook()) return hook(name);
   const char* env = std::getenv(kCrashEnvVar);
   if (env == nullptr || *env == '\0') return;
   std::string_view spec(env);

@@ -18,6 +18,7 @@
 // The points, in protocol order. "out_" points run on the source, "in_"
 // points on the destination.
 
+#include <functional>
 #include <string_view>
 
 namespace hyperfed::migration {
@@ -78,5 +79,10 @@ inline constexpr char kCrashEnvVar[] = "HYPERFED_CRASH_AT";
 
 // See the top of this file. Costs one getenv when the variable is unset.
 void CrashPoint(std::string_view name);
+
+// Calls `hook` at every crash point instead (the federation simulation
+// crashes the simulated site whose task reached it, when its seed says so:
+// docs/design.md §10). Set before any thread runs; empty: the variable again.
+void SetCrashPointHook(std::function<void(std::string_view)> hook);
 
 }  // namespace hyperfed::migration

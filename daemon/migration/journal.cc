@@ -448,6 +448,11 @@ absl::StatusOr<std::vector<MigrationRecord>> Journal::ListRecent(int limit) cons
   return Query("1", "created_ms DESC, rowid DESC", {}, limit, false);
 }
 
+absl::StatusOr<std::vector<MigrationRecord>> Journal::OfRound(Direction d, const std::string& round_id) const {
+  std::lock_guard<std::mutex> l(mu_);
+  return Query("direction = ?1 AND round_id = ?2", "created_ms, rowid", {DirectionName(d), round_id}, -1, false);
+}
+
 absl::StatusOr<std::vector<MigrationRecord>> Journal::HistoryOfJob(const std::string& job_key) const {
   std::lock_guard<std::mutex> l(mu_);
   return Query(

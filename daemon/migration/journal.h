@@ -112,6 +112,9 @@ class Journal {
   // The most recent `limit` records of both directions, newest first,
   // without specs.
   absl::StatusOr<std::vector<MigrationRecord>> ListRecent(int limit) const;
+  // The migrations of one round in direction d, oldest first (their jobs'
+  // keys, not their specs).
+  absl::StatusOr<std::vector<MigrationRecord>> OfRound(Direction d, const std::string& round_id) const;
   // Every record that carries `job_key`, oldest first, without specs.
   absl::StatusOr<std::vector<MigrationRecord>> HistoryOfJob(const std::string& job_key) const;
   // Source ids of the jobs of active outgoing records.

@@ -116,7 +116,7 @@ bool Migrator::TryAcquire(const std::string& key) {
 
 void Migrator::Acquire(const std::string& key) {
   std::unique_lock<std::mutex> l(busy_mu_);
-  busy_cv_.wait(l, [&] { return !busy_.count(key); });
+  clock_->WaitIdle(l, busy_cv_, [&] { return !busy_.count(key); });
   busy_.insert(key);
 }
 
@@ -907,6 +907,15 @@ absl::Status Migrator::Recover() {
 }
 
 absl::StatusOr<std::vector<MigrationRecord>> Migrator::List(int limit) const { return journal_->ListRecent(limit); }
+
+absl::StatusOr<std::map<std::string, int64_t>> Migrator::CommittedOut(const std::string& round_id) const {
+  auto recs = journal_->OfRound(Direction::kOut, round_id);
+  if (!recs.ok()) return recs.status();
+  std::map<std::string, int64_t> out;
+  for (const MigrationRecord& r : *recs)
+    if (r.state == MigrationState::kCommitted) out[r.peer] += static_cast<int64_t>(r.jobs.size());
+  return out;
+}
 
 absl::StatusOr<std::vector<MigrationRecord>> Migrator::HistoryOfJob(const std::string& job_key) const {
   return journal_->HistoryOfJob(job_key);

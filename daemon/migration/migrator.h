@@ -101,6 +101,7 @@
 #include <condition_variable>
 #include <cstdint>
 #include <functional>
+#include <map>
 #include <memory>
 #include <mutex>
 #include <optional>
@@ -236,6 +237,9 @@ class Migrator {
 
   // Recent migrations of both directions, newest first (specs not loaded).
   absl::StatusOr<std::vector<MigrationRecord>> List(int limit) const;
+  // The jobs this site committed to send in `round_id`, per destination
+  // (from the journal: what a restarted site reports of a round it was in).
+  absl::StatusOr<std::map<std::string, int64_t>> CommittedOut(const std::string& round_id) const;
   // Every migration that carried `job_key`, oldest first.
   absl::StatusOr<std::vector<MigrationRecord>> HistoryOfJob(const std::string& job_key) const;
 

@@ -570,10 +570,16 @@ absl::Status SimAdapter::SetState(int64_t row_id, JobState s) {
 }
 
 absl::StatusOr<std::vector<Job>> SimAdapter::ListJobs() {
+  return ListWhere(absl::StrCat("j.state IN (", kPendingCode, ",", kHeldCode, ",", kRunningCode, ")"));
+}
+
+absl::StatusOr<std::vector<Job>> SimAdapter::ListAllJobs() { return ListWhere("1"); }
+
+absl::StatusOr<std::vector<Job>> SimAdapter::ListWhere(const std::string& where_sql) {
   absl::MutexLock l(&mu_);
   std::vector<Job> jobs;
   absl::Status s = InTransaction("list", [&]() -> absl::Status {
-    auto r = LoadJobs(absl::StrCat("j.state IN (", kPendingCode, ",", kHeldCode, ",", kRunningCode, ")"), std::monostate());
+    auto r = LoadJobs(where_sql, std::monostate());
     if (!r.ok()) return r.status();
     jobs = *std::move(r);
     return absl::OkStatus();

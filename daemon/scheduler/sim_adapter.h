@@ -148,6 +148,10 @@ class SimAdapter : public SchedulerAdapter {
   // Advances the queue to the clock's now (every other call does this too).
   absl::Status Tick();
 
+  // Every job, done and cancelled included (the federation simulation
+  // counts them: sim/federation).
+  absl::StatusOr<std::vector<Job>> ListAllJobs();
+
   // Any job by id, done and cancelled included. NotFound for an unknown id.
   absl::StatusOr<Job> GetJob(const std::string& id);
 
@@ -212,6 +216,8 @@ class SimAdapter : public SchedulerAdapter {
   };
   absl::StatusOr<Forecast> ForecastNow() ABSL_LOCKS_EXCLUDED(mu_);
   absl::StatusOr<Job> LoadJob(int64_t id) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // The jobs LoadJobs finds, in one transaction of their own.
+  absl::StatusOr<std::vector<Job>> ListWhere(const std::string& where_sql) ABSL_LOCKS_EXCLUDED(mu_);
   // The value of ?1 in where_sql, if it has one.
   using SqlArg = std::variant<std::monostate, int64_t, absl::string_view>;
   // In id order; *rows (if given) gets each job's id as a number.

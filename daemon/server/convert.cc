@@ -29,6 +29,13 @@ void ToProto(const scheduler::JobSpec& in, v1::JobSpec* out) {
   out->set_owner(in.owner);
 }
 
+void ToProto(const migration::TransferRequest& in, v1::TransferRequest* out) {
+  out->set_migration_id(in.migration_id);
+  out->set_source_site(in.source_site);
+  out->set_round_id(in.round_id);
+  for (const auto& spec : in.jobs) ToProto(spec, out->add_jobs());
+}
+
 scheduler::JobSpec FromProto(const v1::JobSpec& in) {
   scheduler::JobSpec s;
   s.name = in.name();
@@ -110,6 +117,7 @@ void ToProto(const federation::RoundReport& in, v1::RoundReport* out) {
   out->set_moved_out(in.moved_out);
   out->set_shortfall(in.shortfall);
   out->set_kept(in.kept);
+  out->set_from_journal(in.from_journal);
   ToProto(in.transfers, out->mutable_transfers());
   out->set_messages(in.messages);
   out->set_steps(in.steps);
@@ -128,6 +136,7 @@ federation::RoundReport FromProto(const v1::RoundReport& in) {
   r.moved_out = in.moved_out();
   r.shortfall = in.shortfall();
   r.kept = in.kept();
+  r.from_journal = in.from_journal();
   r.transfers = FromProto(in.transfers());
   r.messages = in.messages();
   r.steps = in.steps();

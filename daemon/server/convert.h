@@ -9,6 +9,7 @@
 #include "absl/status/status.h"
 #include "daemon/balance/exact.h"
 #include "daemon/federation/round.h"
+#include "daemon/migration/transport.h"
 #include "daemon/scheduler/adapter.h"
 #include "hyperfed/v1/hyperfed.pb.h"
 
@@ -26,6 +27,8 @@ balance::LoadTable FromProto(const google::protobuf::RepeatedPtrField<v1::LoadRo
 balance::StartProfile ProfileFromProto(const v1::LoadRow& in);
 void ToProto(const std::vector<balance::Transfer>& in, google::protobuf::RepeatedPtrField<v1::Transfer>* out);
 std::vector<balance::Transfer> FromProto(const google::protobuf::RepeatedPtrField<v1::Transfer>& in);
+
+void ToProto(const migration::TransferRequest& in, v1::TransferRequest* out);
 
 void ToProto(const federation::RoundReport& in, v1::RoundReport* out);
 federation::RoundReport FromProto(const v1::RoundReport& in);

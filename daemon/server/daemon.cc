@@ -27,60 +27,6 @@
 namespace hyperfed::server {
 namespace {
 
-// The migration layer as the federation layer's JobMover.
-class MigratorMover : public federation::JobMover {
- public:
-  MigratorMover(migration::Migrator* m, migration::Migrator::ChoiceRules rules) : m_(m), rules_(rules) {}
-  absl::StatusOr<Result> MoveJobs(const std::string& dest, int64_t count, const std::string& round_id) override {
-    return Summed(m_->MigrateOut(dest, count, round_id));
-  }
-  absl::StatusOr<std::optional<std::vector<std::vector<std::string>>>> Choose(const std::vector<Order>& orders,
-                                                                             const balance::StartProfile& own,
-                                                                             bool draining,
-                                                                             const std::string& round_id) override {
-    std::vector<migration::Migrator::Destination> dests;
-    for (const Order& o : orders) dests.push_back({o.dest_site, o.count, o.profile});
-    migration::Migrator::ChoiceRules rules = rules_;
-    rules.draining = draining;
-    auto ids = m_->Choose(dests, rules, round_id, own);
-    if (!ids.ok()) return ids.status();
-    return std::optional<std::vector<std::vector<std::string>>>(*std::move(ids));
-  }
-  absl::StatusOr<Result> MoveChosen(const std::string& dest, const std::vector<std::string>& ids,
-                                    const std::string& round_id) override {
-    return Summed(m_->MigrateOut(dest, static_cast<int64_t>(ids.size()), round_id, &ids));
-  }
-  absl::StatusOr<Result> Summed(const absl::StatusOr<std::vector<migration::OutResult>>& out) {
-    if (!out.ok()) return out.status();
-    Result r;
-    absl::Status first;
-    for (const migration::OutResult& o : *out) {
-      r.moved += o.moved;
-      // Jobs left in flight stay held and arrive when recovery retries;
-      // for this round they count as not moved.
-      r.shortfall += o.shortfall + o.in_flight;
-      if (!o.status.ok() && first.ok()) first = o.status;
-    }
-    if (r.moved == 0 && !first.ok()) return first;
-    return r;
-  }
-  absl::StatusOr<std::vector<std::string>> MovesOf(const std::string& key) override {
-    auto history = m_->HistoryOfJob(key);
-    if (!history.ok()) return history.status();
-    std::vector<std::string> out;
-    for (const migration::MigrationRecord& r : *history)
-      out.push_back(absl::StrCat("migration ", r.id, ": ",
-                                 r.direction == migration::Direction::kOut ? "moved out to " : "moved in from ", r.peer,
-                                 " in round ", r.round_id.empty() ? "(none)" : r.round_id, ", state ",
-                                 migration::MigrationStateName(r.state)));
-    return out;
-  }
-
- private:
-  migration::Migrator* m_;
-  const migration::Migrator::ChoiceRules rules_;
-};
-
 // state_dir holds the journal and the sim adapter's queue: this daemon's
 // account only (docs/operations.md, "Secure"). Made 0700; an existing one
 // that others can read is made 0700; one that others can write is refused,
@@ -139,14 +85,6 @@ absl::StatusOr<std::string> ReadToken(const std::string& path) {
 
 }  // namespace
 
-std::unique_ptr<scheduler::AdapterRegistry> BuiltinAdapters() {
-  auto r = std::make_unique<scheduler::AdapterRegistry>();
-  scheduler::RegisterSimAdapter(r.get());
-  scheduler::RegisterExecAdapter(r.get());
-  scheduler::RegisterSlurmAdapter(r.get());
-  return r;
-}
-
 absl::Status CheckRuntime(const config::Config& c) {
   auto r = BuiltinAdapters();
   if (!r->Has(c.scheduler.adapter))
@@ -186,14 +124,6 @@ absl::StatusOr<std::unique_ptr<Daemon>> Daemon::Create(const config::Config& con
   d->config_ = config;
   ConfigureLog(config.site.id, config.log);
   if (auto st = PrepareStateDir(config.state_dir); !st.ok()) return st;
-  auto registry = BuiltinAdapters();
-  auto adapter = registry->Create(
-      config.scheduler.adapter, scheduler::AdapterContext{config.state_dir, config.scheduler.options, RealEnv::Get()});
-  if (!adapter.ok()) return adapter.status();
-  d->adapter_ = std::make_unique<scheduler::SwappableAdapter>(*std::move(adapter));
-  auto journal = migration::Journal::Open(config.state_dir + "/journal.db");
-  if (!journal.ok()) return journal.status();
-  d->journal_ = *std::move(journal);
   d->live_ = std::make_unique<federation::LiveConfig>(config);
   auto keeper = RosterKeeper::Open(config, d->live_.get());
   if (!keeper.ok()) return keeper.status();
@@ -202,27 +132,19 @@ absl::StatusOr<std::unique_ptr<Daemon>> Daemon::Create(const config::Config& con
   if (!tls.ok()) return tls.status();
   d->peers_ = std::make_unique<GrpcPeers>(config, d->live_.get(), *tls);
   d->peers_->SetRosterKeeper(d->roster_.get());
-  d->migrator_ = std::make_unique<migration::Migrator>(config.site.id, d->adapter_.get(), d->journal_.get(),
-                                                       d->peers_.get(), RealEnv::Get(), config.balancer.max_batch);
-  auto choice = balance::ParseJobChoice(config.balancer.job_choice);  // checked with the config
-  d->mover_ = std::make_unique<MigratorMover>(
-      d->migrator_.get(), migration::Migrator::ChoiceRules{.choice = choice.ok() ? *choice : balance::JobChoice::kGain,
-                                                           .hysteresis = config.balancer.hysteresis});
-  d->site_ = std::make_unique<federation::Site>(config, d->live_.get(), d->adapter_.get(), d->mover_.get(),
-                                                d->peers_.get(), RealEnv::Get());
-  // The batches of a migration run side by side on the site's executor.
-  d->migrator_->SetExecutor(d->site_->executor());
-  // A destination takes only what its own plan of the round sends it
-  // (docs/design.md §6.8).
-  d->migrator_->SetAdmission([site = d->site_.get()](const migration::TransferRequest& r) {
-    return site->AdmitTransfer(r.source_site, r.round_id, static_cast<int64_t>(r.jobs.size()));
-  });
+  auto stack = OpenSiteStack(config, d->live_.get(), d->peers_.get(), d->peers_.get(), RealEnv::Get());
+  if (!stack.ok()) return stack.status();
+  d->adapter_ = std::move(stack->adapter);
+  d->journal_ = std::move(stack->journal);
+  d->migrator_ = std::move(stack->migrator);
+  d->mover_ = std::move(stack->mover);
+  d->site_ = std::move(stack->site);
   auto token = ReadToken(config.security.admin_token_file);
   if (!token.ok()) return token.status();
   d->peer_calls_ = std::make_unique<PeerCallLimiter>(config.security.max_calls_per_peer);
   ServiceDeps deps{&d->config_,         d->live_.get(),  d->roster_.get(), d->site_.get(),
                    d->migrator_.get(),    d->adapter_.get(), d->peers_.get(), *token,
-                   d->peer_calls_.get()};
+                   d->peer_calls_.get(),  RealEnv::Get()};
   d->peer_service_ = std::make_unique<PeerService>(deps);
   d->admin_service_ = std::make_unique<AdminService>(deps);
   return d;
@@ -279,7 +201,7 @@ absl::StatusOr<int> Daemon::Start() {
   site_->Start();
   recovery_ = std::thread([this] {
     std::unique_lock<std::mutex> l(stop_mu_);
-    while (!stop_cv_.wait_for(l, std::chrono::seconds(5), [this] { return stopping_.load(); })) {
+    while (!stop_cv_.wait_for(l, absl::ToChronoSeconds(kRecoveryInterval), [this] { return stopping_.load(); })) {
       l.unlock();
       if (auto st = migrator_->Recover(); !st.ok())
         LogError(absl::StrCat("migration recovery: ", st.message()));

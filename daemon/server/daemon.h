@@ -24,14 +24,12 @@
 #include "daemon/server/peer_limits.h"
 #include "daemon/server/roster_keeper.h"
 #include "daemon/server/services.h"
+#include "daemon/server/site_stack.h"
 
 namespace hyperfed::server {
 
 // The most gRPC's transports may hold for this server's calls.
 inline constexpr size_t kServerMemoryBytes = size_t{32} << 20;
-
-// The adapter registry with every built-in adapter registered.
-std::unique_ptr<scheduler::AdapterRegistry> BuiltinAdapters();
 
 // What `hyperfedd --check` verifies beyond the config file itself: the
 // adapter name is registered and the TLS files and token are readable.

@@ -12,8 +12,6 @@
 namespace hyperfed::server {
 namespace {
 
-constexpr absl::Duration kTransferTimeout = absl::Seconds(60);
-
 absl::Status Unknown(const std::string& site) {
   return absl::NotFoundError(absl::StrCat("site ", site, " is not in the roster"));
 }
@@ -131,8 +129,7 @@ absl::StatusOr<balance::LoadTable> GrpcPeers::Exchange(const std::string& site, 
   v1::ExchangeRequest req;
   ToProto(m, &req);
   v1::ExchangeReply reply;
-  // The callee may wait up to its own step timeout for its part to get there.
-  auto ctx = ContextWithDeadline(timeout * 2);
+  auto ctx = ContextWithDeadline(ExchangeCallTimeout(timeout));
   if (auto st = c->peer->Exchange(ctx.get(), req, &reply); !st.ok()) return FromGrpc(st);
   return FromProto(reply.rows());
 }
@@ -196,6 +193,20 @@ absl::Status GrpcPeers::ReportRound(const std::string& site, const federation::R
   return FromGrpc(c->peer->ReportRound(ctx.get(), req, &reply));
 }
 
+absl::StatusOr<federation::RoundReport> GrpcPeers::GetReport(const std::string& site, const std::string& round_id,
+                                                             absl::Duration timeout) {
+  Conn* c = Get(site);
+  if (!c) return Unknown(site);
+  if (PartitionedFrom(site)) return Cut(site);
+  v1::GetReportRequest req;
+  req.set_site(live_->self());
+  req.set_round_id(round_id);
+  v1::RoundReport reply;
+  auto ctx = ContextWithDeadline(timeout);
+  if (auto st = c->peer->GetReport(ctx.get(), req, &reply); !st.ok()) return FromGrpc(st);
+  return FromProto(reply);
+}
+
 absl::StatusOr<std::string> GrpcPeers::RequestBalance(const std::string& site, const std::string& from,
                                                       const std::string& reason, absl::Duration timeout) {
   Conn* c = Get(site);
@@ -256,10 +267,7 @@ absl::StatusOr<migration::TransferReply> GrpcPeers::Transfer(const std::string& 
   if (!c) return Unknown(dest_site);
   if (PartitionedFrom(dest_site)) return Cut(dest_site);
   v1::TransferRequest p;
-  p.set_migration_id(req.migration_id);
-  p.set_source_site(req.source_site);
-  p.set_round_id(req.round_id);
-  for (const auto& spec : req.jobs) ToProto(spec, p.add_jobs());
+  ToProto(req, &p);
   // Every site refuses a message over kMaxMessageBytes unread, which the
   // migrator would retry for ever with the jobs held. Refused here as final
   // instead (INVALID_ARGUMENT: the migration aborts and the jobs are

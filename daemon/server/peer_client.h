@@ -38,6 +38,11 @@ namespace hyperfed::server {
 // (scheduler::kMaxScriptBytes, 4 MiB) with room to spare, and a Transfer
 // batch must fit in it whole.
 inline constexpr size_t kMaxMessageBytes = size_t{8} << 20;
+// How long a Transfer or Abort call may take.
+inline constexpr absl::Duration kTransferTimeout = absl::Seconds(60);
+// An Exchange call's deadline for a round step of `step`: the callee may
+// wait up to its own step timeout for its part to get there.
+inline absl::Duration ExchangeCallTimeout(absl::Duration step) { return step * 2; }
 
 // A whole file; FailedPrecondition "cannot read <what> <path>" when it
 // cannot be read. The server layer's one file reader (TLS files, the admin
@@ -69,6 +74,8 @@ class GrpcPeers : public federation::PeerClient, public migration::PeerTransport
   // polls: no thread per call (docs/benchmarks.md, "Round latency").
   std::vector<StartAnswer> StartRound(const std::vector<std::string>& sites, const federation::RoundSpec& spec,
                                       absl::Duration timeout) override;
+  absl::StatusOr<federation::RoundReport> GetReport(const std::string& site, const std::string& round_id,
+                                                    absl::Duration timeout) override;
   absl::Status ReportRound(const std::string& site, const federation::RoundReport& report,
                            absl::Duration timeout) override;
   absl::StatusOr<std::string> RequestBalance(const std::string& site, const std::string& from,

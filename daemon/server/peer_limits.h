@@ -9,7 +9,7 @@
 // How it is wired: a gRPC server interceptor (PeerCallInterceptorFactory)
 // takes a slot when a Peer call's metadata has arrived and gives it back
 // when the call is destroyed; the handler asks Admitted(ctx) first
-// (PeerService::CheckPeer) and refuses the call when no slot was free.
+// (PeerService::Admit) and refuses the call when no slot was free.
 //
 // Thread-safe.
 

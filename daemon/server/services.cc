@@ -19,10 +19,8 @@
 namespace hyperfed::server {
 namespace {
 
+using migration::kMaxIdLength;  // ids in requests (docs/design.md §8)
 constexpr int kMaxSubmit = 100000;
-// Refusals logged once each; beyond this many kept, the memory starts over.
-constexpr size_t kMaxRefusedRemembered = 1024;
-constexpr size_t kMaxIdLength = 200;
 constexpr absl::Duration kForwardTimeout = absl::Seconds(30);
 constexpr char kForwardedHeader[] = "hyperfed-forwarded";
 
@@ -43,26 +41,6 @@ std::vector<std::string> PeerUris(grpc::ServerContext* ctx) {
   for (const grpc::string_ref& v : ac->FindPropertyValues(GRPC_PEER_URI_PROPERTY_NAME))
     out.emplace_back(v.data(), v.size());
   return out;
-}
-
-// A round epoch is a coordinator's clock in Unix ms (or one more than the
-// highest seen): one more than a day ahead of this site's clock is refused,
-// so that a wild epoch cannot fence this site off for good.
-bool EpochOk(int64_t e) { return e > 0 && e <= absl::ToUnixMillis(absl::Now() + absl::Hours(24)); }
-
-// Rows of a round message: at most one per position of the cube, each a
-// roster site's with bounded numbers (docs/security.md, "Numbers").
-grpc::Status CheckRows(const config::Roster& roster, const google::protobuf::RepeatedPtrField<v1::LoadRow>& rows) {
-  const int n = roster.Dimension();
-  if (rows.size() > (1 << n)) return Invalid(absl::StrCat(rows.size(), " rows for a ", n, "-cube"));
-  for (const v1::LoadRow& r : rows) {
-    if (r.label() < 0 || r.label() >= (1 << n))
-      return Invalid(absl::StrCat("row label ", r.label(), " outside the ", n, "-cube"));
-    if (auto st = federation::CheckReportedRow(roster, r.label(), r.load(), r.capacity(), ProfileFromProto(r));
-        !st.ok())
-      return Invalid(absl::StrCat("row: ", st.message()));
-  }
-  return grpc::Status::OK;
 }
 
 void FillEvent(const federation::RoundView& r, size_t from, v1::RoundEvent* e) {
@@ -86,202 +64,76 @@ void FillEvent(const federation::RoundView& r, size_t from, v1::RoundEvent* e) {
 
 // ------------------------------------------------------------------ Peer
 
-grpc::Status PeerService::CheckPeer(grpc::ServerContext* ctx, const std::string& claimed, bool in_roster) const {
+grpc::Status PeerService::Admit(grpc::ServerContext* ctx, const std::string& claimed, std::string* caller) const {
   if (d_.peer_calls)
     if (auto st = d_.peer_calls->Admitted(ctx); !st.ok()) return st;  // daemon/server/peer_limits.h
   if (PartitionedFrom(claimed))
     return grpc::Status(grpc::StatusCode::UNAVAILABLE, "no route from " + claimed + " (partition test hook)");
-  if (claimed.empty() || claimed.size() > kMaxIdLength) return Invalid("the calling site's id: 1..200 characters");
-  if (in_roster && !d_.live->roster()->FindSite(claimed))
-    return grpc::Status(grpc::StatusCode::PERMISSION_DENIED, absl::StrCat("site '", claimed, "' is not in the roster"));
-  if (d_.config->security.insecure) return grpc::Status::OK;
-  const std::string cn = CommonName(ctx);
-  if (cn.empty()) return grpc::Status(grpc::StatusCode::UNAUTHENTICATED, "peer calls need a client certificate");
-  if (cn != claimed)
-    return grpc::Status(grpc::StatusCode::PERMISSION_DENIED,
-                        absl::StrCat("certificate names '", cn, "' but the request claims '", claimed, "'"));
+  *caller = d_.config->security.insecure ? claimed : CommonName(ctx);
   return grpc::Status::OK;
 }
 
 grpc::Status PeerService::RequestBalance(grpc::ServerContext* ctx, const v1::RequestBalanceRequest* req,
                                          v1::RequestBalanceReply* reply) {
-  if (auto st = CheckPeer(ctx, req->site()); !st.ok()) return st;
-  if (req->reason().size() > 200) return Invalid("reason over 200 characters");
-  auto id = d_.site->OnRequestBalance(req->site(), req->reason());
-  if (!id.ok()) return ToGrpc(id.status());
-  reply->set_round_id(*id);
-  return grpc::Status::OK;
+  std::string caller;
+  if (auto st = Admit(ctx, req->site(), &caller); !st.ok()) return st;
+  return ToGrpc(handlers_.RequestBalance(caller, *req, reply));
 }
 
 grpc::Status PeerService::StartRound(grpc::ServerContext* ctx, const v1::StartRoundRequest* req,
                                      v1::StartRoundReply* reply) {
-  if (auto st = CheckPeer(ctx, req->coordinator()); !st.ok()) return st;
-  const std::shared_ptr<const config::Roster> roster = d_.live->roster();
-  const int n = roster->Dimension();
-  if (req->round_id().empty() || req->round_id().size() > kMaxIdLength) return Invalid("round_id: 1..200 characters");
-  std::string why_not;
-  if (req->roster_version() != roster->version) {
-    // Not a bad request: the roster has just changed at one of the two, and
-    // the checks below need the round's roster. The participant declines it.
-    reply->set_accepted(d_.site->OnStartRound(FromProto(*req), &why_not));
-    reply->set_why_not(why_not);
-    return grpc::Status::OK;
-  }
-  const config::RosterEntry* self = roster->FindSite(d_.config->site.id);
-  if (!self) return grpc::Status(grpc::StatusCode::FAILED_PRECONDITION, "this site is not in the roster");
-  if (req->dimension() != n)
-    return Invalid(absl::StrCat("dimension ", req->dimension(), " but this site's roster makes a ", n, "-cube"));
-  if (auto st = balance::CheckRoundMode(req->mode()); !st.ok()) return ToGrpc(st);
-  if (!EpochOk(req->epoch())) return Invalid("epoch must be > 0 and at most a day ahead of this site's clock");
-  if (req->deadline_unix_ms() <= 0) return Invalid("deadline_unix_ms must be > 0");
-  std::set<int> faults;
-  for (int f : req->fault_labels()) {
-    if (f < 0 || f >= (1 << n)) return Invalid(absl::StrCat("fault label ", f, " outside the cube"));
-    if (!faults.insert(f).second) return Invalid(absl::StrCat("fault label ", f, " listed twice"));
-  }
-  if (faults.count(self->label))
-    return grpc::Status(grpc::StatusCode::FAILED_PRECONDITION, "this site is in the round's fault set");
-  reply->set_accepted(d_.site->OnStartRound(FromProto(*req), &why_not));
-  reply->set_why_not(why_not);
-  return grpc::Status::OK;
+  std::string caller;
+  if (auto st = Admit(ctx, req->coordinator(), &caller); !st.ok()) return st;
+  return ToGrpc(handlers_.StartRound(caller, *req, reply));
 }
 
 grpc::Status PeerService::Exchange(grpc::ServerContext* ctx, const v1::ExchangeRequest* req, v1::ExchangeReply* reply) {
+  // The sender is named by its roster label; a label no site has, the
+  // handler refuses.
   const std::shared_ptr<const config::Roster> roster = d_.live->roster();
   const config::RosterEntry* from = roster->FindLabel(req->from_label());
-  if (!from) return Invalid(absl::StrCat("from_label ", req->from_label(), " is no roster site"));
-  if (auto st = CheckPeer(ctx, from->id); !st.ok()) return st;
-  if (req->round_id().empty() || req->round_id().size() > kMaxIdLength) return Invalid("round_id: 1..200 characters");
-  const int n = roster->Dimension();
-  if (!EpochOk(req->epoch())) return Invalid("epoch must be > 0 and at most a day ahead of this site's clock");
-  switch (req->kind()) {
-    case v1::ExchangeRequest::UP:
-    case v1::ExchangeRequest::DOWN:
-      if (req->dimension() != 0 || req->phase() != 0) return Invalid("UP and DOWN carry no dimension or phase");
-      break;
-    case v1::ExchangeRequest::EXCHANGE:
-    case v1::ExchangeRequest::BARRIER:
-      if (req->dimension() < 0 || req->dimension() >= n)
-        return Invalid(absl::StrCat("dimension ", req->dimension(), " outside the ", n, "-cube"));
-      if (req->phase() != 0) return Invalid("EXCHANGE and BARRIER carry no phase");
-      break;
-    case v1::ExchangeRequest::PHASE_DONE:
-      // A plan has at most 3n phases (docs/design.md §6.5).
-      if (req->phase() < 1 || req->phase() > 3 * n + 1)
-        return Invalid(absl::StrCat("phase ", req->phase(), " out of range"));
-      if (req->dimension() != 0) return Invalid("PHASE_DONE carries no dimension");
-      break;
-    default:
-      return Invalid("kind must be UP, EXCHANGE, DOWN, BARRIER or PHASE_DONE");
-  }
-  if (auto st = CheckRows(*roster, req->rows()); !st.ok()) return st;
-  auto rows = d_.site->OnExchange(FromProto(*req));
-  if (!rows.ok()) return ToGrpc(rows.status());
-  ToProto(*rows, reply->mutable_rows());
-  return grpc::Status::OK;
+  std::string caller;
+  if (auto st = Admit(ctx, from ? from->id : "", &caller); !st.ok()) return st;
+  return ToGrpc(handlers_.Exchange(caller, *req, reply));
 }
 
 grpc::Status PeerService::ReportRound(grpc::ServerContext* ctx, const v1::RoundReport* req,
                                       v1::ReportRoundReply* reply) {
-  if (auto st = CheckPeer(ctx, req->site()); !st.ok()) return st;
-  const std::shared_ptr<const config::Roster> roster = d_.live->roster();
-  const config::RosterEntry* e = roster->FindSite(req->site());
-  if (!e || e->label != req->label()) return Invalid("label does not match the roster");
-  if (req->moved_out() < 0 || req->shortfall() < 0 || req->quota() < 0 || req->kept() < 0)
-    return Invalid("negative counts");
-  if (auto st = federation::CheckReportedRow(*roster, req->label(), req->load_before(), req->capacity()); !st.ok())
-    return Invalid(std::string(st.message()));
-  for (const v1::Transfer& t : req->transfers()) {
-    if (t.count() <= 0 || t.from() != req->label() || t.to() < 0 || t.to() >= (1 << roster->Dimension()))
-      return Invalid("malformed transfer");
-  }
-  return ToGrpc(d_.site->OnReport(FromProto(*req)));
+  std::string caller;
+  if (auto st = Admit(ctx, req->site(), &caller); !st.ok()) return st;
+  return ToGrpc(handlers_.ReportRound(caller, *req, reply));
+}
+
+grpc::Status PeerService::GetReport(grpc::ServerContext* ctx, const v1::GetReportRequest* req, v1::RoundReport* reply) {
+  std::string caller;
+  if (auto st = Admit(ctx, req->site(), &caller); !st.ok()) return st;
+  return ToGrpc(handlers_.GetReport(caller, *req, reply));
 }
 
 grpc::Status PeerService::Transfer(grpc::ServerContext* ctx, const v1::TransferRequest* req, v1::TransferReply* reply) {
-  if (auto st = CheckPeer(ctx, req->source_site(), /*in_roster=*/false); !st.ok()) return st;
-  if (req->migration_id().empty() || req->migration_id().size() > kMaxIdLength)
-    return Invalid("migration_id: 1..200 characters");
-  migration::TransferRequest m;
-  m.migration_id = req->migration_id();
-  m.source_site = req->source_site();
-  m.round_id = req->round_id();
-  for (const v1::JobSpec& s : req->jobs()) m.jobs.push_back(FromProto(s));
-  auto r = d_.migrator->HandleTransfer(m);
-  if (!r.ok()) return ToGrpc(r.status());
-  for (const auto& id : r->new_ids) reply->add_new_ids(id);
-  return grpc::Status::OK;
+  std::string caller;
+  if (auto st = Admit(ctx, req->source_site(), &caller); !st.ok()) return st;
+  return ToGrpc(handlers_.Transfer(caller, *req, reply));
 }
 
 grpc::Status PeerService::Abort(grpc::ServerContext* ctx, const v1::AbortRequest* req, v1::AbortReply* reply) {
-  if (auto st = CheckPeer(ctx, req->source_site(), /*in_roster=*/false); !st.ok()) return st;
-  if (req->migration_id().empty() || req->migration_id().size() > kMaxIdLength)
-    return Invalid("migration_id: 1..200 characters");
-  auto r = d_.migrator->HandleAbort(req->migration_id(), req->source_site());
-  if (!r.ok()) return ToGrpc(r.status());
-  reply->set_aborted(r->aborted);
-  for (const auto& id : r->new_ids) reply->add_new_ids(id);
-  return grpc::Status::OK;
+  std::string caller;
+  if (auto st = Admit(ctx, req->source_site(), &caller); !st.ok()) return st;
+  return ToGrpc(handlers_.Abort(caller, *req, reply));
 }
 
 grpc::Status PeerService::Heartbeat(grpc::ServerContext* ctx, const v1::HeartbeatRequest* req,
                                     v1::HeartbeatReply* reply) {
-  if (auto st = CheckPeer(ctx, req->site()); !st.ok()) return st;
-  if (req->roster_digest().size() > 64) return Invalid("roster_digest over 64 bytes");
-  if (auto st = CheckProtocol(req->protocol()); !st.ok()) {
-    LogOnce(absl::StrCat("heartbeats of ", req->site(), " refused: ", st.message()));
-    return ToGrpc(st);
-  }
-  // A newer roster first: the row below is checked against it. One this
-  // site cannot take (not the operators', or no roster_key here) is said
-  // once in the log; the heartbeat itself still counts.
-  if (req->has_roster() && d_.roster)
-    if (auto took = d_.roster->Offer(req->roster(), req->site()); !took.ok())
-      LogOnce(absl::StrCat("roster from ", req->site(), " not taken: ", took.status().message()));
-  const std::shared_ptr<const config::Roster> roster = d_.live->roster();
-  reply->set_site(d_.config->site.id);
-  reply->set_roster_version(roster->version);
-  reply->set_protocol(ProtocolVersion());
-  if (d_.roster) {
-    reply->set_roster_digest(d_.roster->Digest());
-    if (d_.roster->PeerLacks(req->roster_version(), req->roster_digest()))
-      if (auto mine = d_.roster->Current()) *reply->mutable_roster() = *std::move(mine);
-  }
-  const config::RosterEntry* e = roster->FindSite(req->site());
-  if (!e) return grpc::Status(grpc::StatusCode::PERMISSION_DENIED, absl::StrCat("site '", req->site(),
-                                                                                "' is not in the roster"));
-  if (e->label != req->label()) {
-    // Its roster and this one differ; the newer one travels with the
-    // heartbeats, so the two agree within one more.
-    if (req->roster_version() != roster->version) return grpc::Status::OK;
-    return Invalid(absl::StrCat("site ", req->site(), " has label ", e->label, " in the roster, not ", req->label()));
-  }
-  if (auto st = federation::CheckReportedRow(*roster, req->label(), req->load(), req->capacity(),
-                                             balance::StartProfile{.widest = req->widest()});
-      !st.ok())
-    return Invalid(std::string(st.message()));
-  if (req->epoch() != 0 && !EpochOk(req->epoch())) return Invalid("epoch must be >= 0 and at most a day ahead");
-  d_.site->OnHeartbeat(FromProto(*req));
-  return grpc::Status::OK;
-}
-
-void PeerService::LogOnce(const std::string& line) {
-  std::lock_guard<std::mutex> l(refused_mu_);
-  if (refused_.size() > kMaxRefusedRemembered) refused_.clear();  // a peer varying its words
-  if (refused_.insert(line).second) LogWarning(line);
+  std::string caller;
+  if (auto st = Admit(ctx, req->site(), &caller); !st.ok()) return st;
+  return ToGrpc(handlers_.Heartbeat(caller, *req, reply));
 }
 
 grpc::Status PeerService::GetRoster(grpc::ServerContext* ctx, const v1::GetRosterRequest* req,
                                     v1::SignedRoster* reply) {
-  // Any site the CA certified: one joining, or one a newer roster removed.
-  if (auto st = CheckPeer(ctx, req->site(), /*in_roster=*/false); !st.ok()) return st;
-  auto doc = d_.roster ? d_.roster->Current() : std::nullopt;
-  if (!doc)
-    return grpc::Status(grpc::StatusCode::NOT_FOUND,
-                        "this site has no signed roster yet (only its YAML's, version 0): an operator adds the site "
-                        "with `hyperfedctl roster add` first");
-  *reply = *std::move(doc);
-  return grpc::Status::OK;
+  std::string caller;
+  if (auto st = Admit(ctx, req->site(), &caller); !st.ok()) return st;
+  return ToGrpc(handlers_.GetRoster(caller, *req, reply));
 }
 
 // ------------------------------------------------------------------ Admin

@@ -2,14 +2,15 @@
 
 // The gRPC services: Peer (site to site) and Admin (operators). Handlers
 // check every field, check who is calling, and hand the request to the
-// site controller or the migrator; they hold no policy of their own.
+// site controller or the migrator; they hold no policy of their own. The
+// Peer service's checks of a request are PeerHandlers'
+// (daemon/server/peer_handlers.h); PeerService adds what needs the gRPC
+// call.
 
 #include <grpcpp/grpcpp.h>
 
 #include <atomic>
 #include <memory>
-#include <mutex>
-#include <set>
 #include <string>
 
 #include "config/config.h"
@@ -17,51 +18,39 @@
 #include "daemon/migration/migrator.h"
 #include "daemon/scheduler/adapter.h"
 #include "daemon/server/peer_client.h"
+#include "daemon/server/peer_handlers.h"
 #include "daemon/server/peer_limits.h"
 #include "daemon/server/roster_keeper.h"
+#include "daemon/server/service_deps.h"
 #include "grpc/health/v1/health.grpc.pb.h"
 #include "hyperfed/v1/hyperfed.grpc.pb.h"
 
 namespace hyperfed::server {
 
-// Everything the handlers reach. Not owned.
-struct ServiceDeps {
-  const config::Config* config = nullptr;
-  federation::LiveConfig* live = nullptr;  // the roster and settings in force
-  RosterKeeper* roster = nullptr;
-  federation::Site* site = nullptr;
-  migration::Migrator* migrator = nullptr;
-  scheduler::SchedulerAdapter* adapter = nullptr;
-  GrpcPeers* peers = nullptr;
-  std::string admin_token;                // "" = none configured
-  PeerCallLimiter* peer_calls = nullptr;  // Peer calls in flight per site (nullptr: no limit)
-};
-
 class PeerService final : public v1::Peer::Service {
  public:
-  explicit PeerService(ServiceDeps deps) : d_(deps) {}
+  explicit PeerService(ServiceDeps deps) : d_(deps), handlers_(deps) {}
   grpc::Status RequestBalance(grpc::ServerContext* ctx, const v1::RequestBalanceRequest* req,
                               v1::RequestBalanceReply* reply) override;
   grpc::Status StartRound(grpc::ServerContext* ctx, const v1::StartRoundRequest* req,
                           v1::StartRoundReply* reply) override;
   grpc::Status Exchange(grpc::ServerContext* ctx, const v1::ExchangeRequest* req, v1::ExchangeReply* reply) override;
   grpc::Status ReportRound(grpc::ServerContext* ctx, const v1::RoundReport* req, v1::ReportRoundReply* reply) override;
+  grpc::Status GetReport(grpc::ServerContext* ctx, const v1::GetReportRequest* req, v1::RoundReport* reply) override;
   grpc::Status Transfer(grpc::ServerContext* ctx, const v1::TransferRequest* req, v1::TransferReply* reply) override;
   grpc::Status Abort(grpc::ServerContext* ctx, const v1::AbortRequest* req, v1::AbortReply* reply) override;
   grpc::Status Heartbeat(grpc::ServerContext* ctx, const v1::HeartbeatRequest* req, v1::HeartbeatReply* reply) override;
   grpc::Status GetRoster(grpc::ServerContext* ctx, const v1::GetRosterRequest* req, v1::SignedRoster* reply) override;
 
  private:
-  // The calling site must be `claimed` (its certificate names it) and, with
-  // `in_roster`, in the roster in force. With `insecure: true` only the
-  // roster is checked. Transfer and Abort take a site the roster no longer
-  // lists (its migrations still settle; a new one needs a round's plan).
-  grpc::Status CheckPeer(grpc::ServerContext* ctx, const std::string& claimed, bool in_roster = true) const;
-  // A warning about a peer's call, logged the first time only.
-  void LogOnce(const std::string& line);
+  // The transport's part of checking a Peer call, made before the handler's:
+  // the per-peer call limit, then the partition test hook for `claimed`
+  // (the site the request names). On OK, *caller is the site the call
+  // comes from: its certificate's common name ("" without a certificate),
+  // or with `insecure: true` the claimed site itself.
+  grpc::Status Admit(grpc::ServerContext* ctx, const std::string& claimed, std::string* caller) const;
   ServiceDeps d_;
-  std::mutex refused_mu_;
-  std::set<std::string> refused_;  // guarded by refused_mu_; what was refused, logged once each
+  PeerHandlers handlers_;
 };
 
 class AdminService final : public v1::Admin::Service {

@@ -378,6 +378,26 @@ TEST_F(SiteTest, OnlyTheCoordinatorThisSiteRecognisesStartsARound) {
   env_.Advance(absl::Hours(2));
 }
 
+TEST_F(SiteTest, AReportIsGivenOnlyToTheCoordinatorTheRoundIdNames) {
+  Make(4);
+  HeartbeatAll();  // site 2 takes site 0 for the coordinator
+  // Site 1 started the round (say while site 0 was down): it may ask.
+  const std::string round = absl::StrCat(Id(1), "-1700000000000-3");
+  auto mine = sites_[2]->OnGetReport(Id(1), round);
+  ASSERT_TRUE(mine.ok()) << mine.status();
+  EXPECT_EQ(mine->site, Id(2));
+  EXPECT_TRUE(mine->from_journal);
+  EXPECT_TRUE(mine->transfers.empty());  // nothing was committed in it here
+  // Nobody else may, not even the coordinator this site sees now.
+  EXPECT_EQ(sites_[2]->OnGetReport(Id(0), round).status().code(), absl::StatusCode::kPermissionDenied);
+  EXPECT_EQ(sites_[2]->OnGetReport(Id(3), round).status().code(), absl::StatusCode::kPermissionDenied);
+  // An id that only starts like one of the caller's is not the caller's.
+  EXPECT_EQ(sites_[2]->OnGetReport(Id(1), absl::StrCat(Id(1), "-x-3")).status().code(),
+            absl::StatusCode::kPermissionDenied);
+  EXPECT_EQ(sites_[2]->OnGetReport(Id(1), absl::StrCat(Id(1), "-17-3-4")).status().code(),
+            absl::StatusCode::kPermissionDenied);
+}
+
 TEST_F(SiteTest, ReportsAreTakenOnlyFromTheRoundsSitesOnceEach) {
   Make(4, [](config::Config& c) { c.balancer.step_timeout = absl::Hours(1); });
   for (int i : {0, 1, 2}) sites_[i]->HeartbeatOnce();  // site 3 is never heard: not in the round

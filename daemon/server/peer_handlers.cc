@@ -1,0 +1,246 @@
+#include "daemon/server/peer_handlers.h"
+
+#include <set>
+
+#include "absl/strings/str_cat.h"
+#include "daemon/balance/modes.h"
+#include "daemon/common/log.h"
+#include "daemon/server/convert.h"
+#include "daemon/server/protocol.h"
+
+namespace hyperfed::server {
+namespace {
+
+using migration::kMaxIdLength;  // ids in requests (docs/design.md §8)
+// Refusals logged once each; beyond this many kept, the memory starts over.
+constexpr size_t kMaxRefusedRemembered = 1024;
+
+absl::Status Invalid(const std::string& msg) { return absl::InvalidArgumentError(msg); }
+
+// Rows of a round message: at most one per position of the cube, each a
+// roster site's with bounded numbers (docs/security.md, "Numbers").
+absl::Status CheckRows(const config::Roster& roster, const google::protobuf::RepeatedPtrField<v1::LoadRow>& rows) {
+  const int n = roster.Dimension();
+  if (rows.size() > (1 << n)) return Invalid(absl::StrCat(rows.size(), " rows for a ", n, "-cube"));
+  for (const v1::LoadRow& r : rows) {
+    if (r.label() < 0 || r.label() >= (1 << n))
+      return Invalid(absl::StrCat("row label ", r.label(), " outside the ", n, "-cube"));
+    if (auto st = federation::CheckReportedRow(roster, r.label(), r.load(), r.capacity(), ProfileFromProto(r));
+        !st.ok())
+      return Invalid(absl::StrCat("row: ", st.message()));
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+PeerHandlers::PeerHandlers(ServiceDeps deps) : d_(std::move(deps)), env_(d_.env ? d_.env : RealEnv::Get()) {}
+
+absl::Status PeerHandlers::CheckCaller(const std::string& caller, const std::string& claimed, bool in_roster) const {
+  if (claimed.empty() || claimed.size() > kMaxIdLength) return Invalid("the calling site's id: 1..200 characters");
+  if (in_roster && !d_.live->roster()->FindSite(claimed))
+    return absl::PermissionDeniedError(absl::StrCat("site '", claimed, "' is not in the roster"));
+  if (caller.empty()) return absl::UnauthenticatedError("peer calls need a client certificate");
+  if (caller != claimed)
+    return absl::PermissionDeniedError(
+        absl::StrCat("certificate names '", caller, "' but the request claims '", claimed, "'"));
+  return absl::OkStatus();
+}
+
+bool PeerHandlers::EpochOk(int64_t e) const {
+  return e > 0 && e <= absl::ToUnixMillis(env_->Now() + absl::Hours(24));
+}
+
+void PeerHandlers::LogOnce(const std::string& line) {
+  std::lock_guard<std::mutex> l(refused_mu_);
+  if (refused_.size() > kMaxRefusedRemembered) refused_.clear();  // a peer varying its words
+  if (refused_.insert(line).second) LogWarning(line);
+}
+
+absl::Status PeerHandlers::RequestBalance(const std::string& caller, const v1::RequestBalanceRequest& req,
+                                          v1::RequestBalanceReply* reply) {
+  if (auto st = CheckCaller(caller, req.site()); !st.ok()) return st;
+  if (req.reason().size() > 200) return Invalid("reason over 200 characters");
+  auto id = d_.site->OnRequestBalance(req.site(), req.reason());
+  if (!id.ok()) return id.status();
+  reply->set_round_id(*id);
+  return absl::OkStatus();
+}
+
+absl::Status PeerHandlers::StartRound(const std::string& caller, const v1::StartRoundRequest& req,
+                                      v1::StartRoundReply* reply) {
+  if (auto st = CheckCaller(caller, req.coordinator()); !st.ok()) return st;
+  const std::shared_ptr<const config::Roster> roster = d_.live->roster();
+  const int n = roster->Dimension();
+  if (req.round_id().empty() || req.round_id().size() > kMaxIdLength) return Invalid("round_id: 1..200 characters");
+  std::string why_not;
+  if (req.roster_version() != roster->version) {
+    // Not a bad request: the roster has just changed at one of the two, and
+    // the checks below need the round's roster. The participant declines it.
+    reply->set_accepted(d_.site->OnStartRound(FromProto(req), &why_not));
+    reply->set_why_not(why_not);
+    return absl::OkStatus();
+  }
+  const config::RosterEntry* self = roster->FindSite(d_.config->site.id);
+  if (!self) return absl::FailedPreconditionError("this site is not in the roster");
+  if (req.dimension() != n)
+    return Invalid(absl::StrCat("dimension ", req.dimension(), " but this site's roster makes a ", n, "-cube"));
+  if (auto st = balance::CheckRoundMode(req.mode()); !st.ok()) return st;
+  if (!EpochOk(req.epoch())) return Invalid("epoch must be > 0 and at most a day ahead of this site's clock");
+  if (req.deadline_unix_ms() <= 0) return Invalid("deadline_unix_ms must be > 0");
+  std::set<int> faults;
+  for (int f : req.fault_labels()) {
+    if (f < 0 || f >= (1 << n)) return Invalid(absl::StrCat("fault label ", f, " outside the cube"));
+    if (!faults.insert(f).second) return Invalid(absl::StrCat("fault label ", f, " listed twice"));
+  }
+  if (faults.count(self->label)) return absl::FailedPreconditionError("this site is in the round's fault set");
+  reply->set_accepted(d_.site->OnStartRound(FromProto(req), &why_not));
+  reply->set_why_not(why_not);
+  return absl::OkStatus();
+}
+
+absl::Status PeerHandlers::Exchange(const std::string& caller, const v1::ExchangeRequest& req,
+                                    v1::ExchangeReply* reply) {
+  const std::shared_ptr<const config::Roster> roster = d_.live->roster();
+  const config::RosterEntry* from = roster->FindLabel(req.from_label());
+  if (!from) return Invalid(absl::StrCat("from_label ", req.from_label(), " is no roster site"));
+  if (auto st = CheckCaller(caller, from->id); !st.ok()) return st;
+  if (req.round_id().empty() || req.round_id().size() > kMaxIdLength) return Invalid("round_id: 1..200 characters");
+  const int n = roster->Dimension();
+  if (!EpochOk(req.epoch())) return Invalid("epoch must be > 0 and at most a day ahead of this site's clock");
+  switch (req.kind()) {
+    case v1::ExchangeRequest::UP:
+    case v1::ExchangeRequest::DOWN:
+      if (req.dimension() != 0 || req.phase() != 0) return Invalid("UP and DOWN carry no dimension or phase");
+      break;
+    case v1::ExchangeRequest::EXCHANGE:
+    case v1::ExchangeRequest::BARRIER:
+      if (req.dimension() < 0 || req.dimension() >= n)
+        return Invalid(absl::StrCat("dimension ", req.dimension(), " outside the ", n, "-cube"));
+      if (req.phase() != 0) return Invalid("EXCHANGE and BARRIER carry no phase");
+      break;
+    case v1::ExchangeRequest::PHASE_DONE:
+      // A plan has at most 3n phases (docs/design.md §6.5).
+      if (req.phase() < 1 || req.phase() > 3 * n + 1)
+        return Invalid(absl::StrCat("phase ", req.phase(), " out of range"));
+      if (req.dimension() != 0) return Invalid("PHASE_DONE carries no dimension");
+      break;
+    default:
+      return Invalid("kind must be UP, EXCHANGE, DOWN, BARRIER or PHASE_DONE");
+  }
+  if (auto st = CheckRows(*roster, req.rows()); !st.ok()) return st;
+  auto rows = d_.site->OnExchange(FromProto(req));
+  if (!rows.ok()) return rows.status();
+  ToProto(*rows, reply->mutable_rows());
+  return absl::OkStatus();
+}
+
+absl::Status PeerHandlers::ReportRound(const std::string& caller, const v1::RoundReport& req,
+                                       v1::ReportRoundReply* reply) {
+  if (auto st = CheckCaller(caller, req.site()); !st.ok()) return st;
+  const std::shared_ptr<const config::Roster> roster = d_.live->roster();
+  const config::RosterEntry* e = roster->FindSite(req.site());
+  if (!e || e->label != req.label()) return Invalid("label does not match the roster");
+  if (req.moved_out() < 0 || req.shortfall() < 0 || req.quota() < 0 || req.kept() < 0)
+    return Invalid("negative counts");
+  if (auto st = federation::CheckReportedRow(*roster, req.label(), req.load_before(), req.capacity()); !st.ok())
+    return Invalid(std::string(st.message()));
+  for (const v1::Transfer& t : req.transfers()) {
+    if (t.count() <= 0 || t.from() != req.label() || t.to() < 0 || t.to() >= (1 << roster->Dimension()))
+      return Invalid("malformed transfer");
+  }
+  return d_.site->OnReport(FromProto(req));
+}
+
+absl::Status PeerHandlers::Transfer(const std::string& caller, const v1::TransferRequest& req,
+                                    v1::TransferReply* reply) {
+  if (auto st = CheckCaller(caller, req.source_site(), /*in_roster=*/false); !st.ok()) return st;
+  if (req.migration_id().empty() || req.migration_id().size() > kMaxIdLength)
+    return Invalid("migration_id: 1..200 characters");
+  migration::TransferRequest m;
+  m.migration_id = req.migration_id();
+  m.source_site = req.source_site();
+  m.round_id = req.round_id();
+  for (const v1::JobSpec& s : req.jobs()) m.jobs.push_back(FromProto(s));
+  auto r = d_.migrator->HandleTransfer(m);
+  if (!r.ok()) return r.status();
+  for (const auto& id : r->new_ids) reply->add_new_ids(id);
+  return absl::OkStatus();
+}
+
+absl::Status PeerHandlers::Abort(const std::string& caller, const v1::AbortRequest& req, v1::AbortReply* reply) {
+  if (auto st = CheckCaller(caller, req.source_site(), /*in_roster=*/false); !st.ok()) return st;
+  if (req.migration_id().empty() || req.migration_id().size() > kMaxIdLength)
+    return Invalid("migration_id: 1..200 characters");
+  auto r = d_.migrator->HandleAbort(req.migration_id(), req.source_site());
+  if (!r.ok()) return r.status();
+  reply->set_aborted(r->aborted);
+  for (const auto& id : r->new_ids) reply->add_new_ids(id);
+  return absl::OkStatus();
+}
+
+absl::Status PeerHandlers::GetReport(const std::string& caller, const v1::GetReportRequest& req,
+                                     v1::RoundReport* reply) {
+  if (auto st = CheckCaller(caller, req.site()); !st.ok()) return st;
+  if (req.round_id().empty() || req.round_id().size() > kMaxIdLength) return Invalid("round_id: 1..200 characters");
+  auto report = d_.site->OnGetReport(req.site(), req.round_id());
+  if (!report.ok()) return report.status();
+  ToProto(*report, reply);
+  return absl::OkStatus();
+}
+
+absl::Status PeerHandlers::Heartbeat(const std::string& caller, const v1::HeartbeatRequest& req,
+                                     v1::HeartbeatReply* reply) {
+  if (auto st = CheckCaller(caller, req.site()); !st.ok()) return st;
+  if (req.roster_digest().size() > 64) return Invalid("roster_digest over 64 bytes");
+  if (auto st = CheckProtocol(req.protocol()); !st.ok()) {
+    LogOnce(absl::StrCat("heartbeats of ", req.site(), " refused: ", st.message()));
+    return st;
+  }
+  // A newer roster first: the row below is checked against it. One this
+  // site cannot take (not the operators', or no roster_key here) is said
+  // once in the log; the heartbeat itself still counts.
+  if (req.has_roster() && d_.roster)
+    if (auto took = d_.roster->Offer(req.roster(), req.site()); !took.ok())
+      LogOnce(absl::StrCat("roster from ", req.site(), " not taken: ", took.status().message()));
+  const std::shared_ptr<const config::Roster> roster = d_.live->roster();
+  reply->set_site(d_.config->site.id);
+  reply->set_roster_version(roster->version);
+  reply->set_protocol(ProtocolVersion());
+  if (d_.roster) {
+    reply->set_roster_digest(d_.roster->Digest());
+    if (d_.roster->PeerLacks(req.roster_version(), req.roster_digest()))
+      if (auto mine = d_.roster->Current()) *reply->mutable_roster() = *std::move(mine);
+  }
+  const config::RosterEntry* e = roster->FindSite(req.site());
+  if (!e) return absl::PermissionDeniedError(absl::StrCat("site '", req.site(), "' is not in the roster"));
+  if (e->label != req.label()) {
+    // Its roster and this one differ; the newer one travels with the
+    // heartbeats, so the two agree within one more.
+    if (req.roster_version() != roster->version) return absl::OkStatus();
+    return Invalid(absl::StrCat("site ", req.site(), " has label ", e->label, " in the roster, not ", req.label()));
+  }
+  if (auto st = federation::CheckReportedRow(*roster, req.label(), req.load(), req.capacity(),
+                                             balance::StartProfile{.widest = req.widest()});
+      !st.ok())
+    return Invalid(std::string(st.message()));
+  if (req.epoch() != 0 && !EpochOk(req.epoch())) return Invalid("epoch must be >= 0 and at most a day ahead");
+  d_.site->OnHeartbeat(FromProto(req));
+  return absl::OkStatus();
+}
+
+absl::Status PeerHandlers::GetRoster(const std::string& caller, const v1::GetRosterRequest& req,
+                                     v1::SignedRoster* reply) {
+  // Any site the CA certified: one joining, or one a newer roster removed.
+  if (auto st = CheckCaller(caller, req.site(), /*in_roster=*/false); !st.ok()) return st;
+  if (!d_.roster) return absl::UnavailableError("no roster keeper");
+  auto doc = d_.roster->Current();
+  if (!doc)
+    return absl::NotFoundError(
+        "this site has no signed roster yet (only its YAML's, version 0): an operator adds the site with "
+        "`hyperfedctl roster add` first");
+  *reply = *std::move(doc);
+  return absl::OkStatus();
+}
+
+}  // namespace hyperfed::server

@@ -1,0 +1,157 @@
+#pragma once
+
+// The simulated network between the sites of a federation simulation
+// (docs/design.md §10). A call is the protobuf message hyperfedd would put
+// on the wire: encoded by the caller as GrpcPeers encodes it, answered at
+// the destination by the server layer's own PeerHandlers (every check of a
+// peer's input), in a task of the destination's incarnation. Each message
+// takes a latency drawn from the seed; the seed's faults lose, duplicate
+// and delay messages, cut links (partitions) and slow sites down. A call to
+// a site that is down is refused (UNAVAILABLE) after one latency; a call
+// whose request or reply is lost ends at the caller's deadline
+// (DEADLINE_EXCEEDED), as over gRPC.
+
+#include <condition_variable>
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <set>
+#include <string>
+#include <utility>
+
+#include "absl/status/statusor.h"
+#include "absl/strings/str_cat.h"
+#include "absl/time/time.h"
+#include "daemon/server/peer_handlers.h"
+#include "sim/federation/world.h"
+
+namespace hyperfed::fedsim {
+
+// What a site's incarnation answers with.
+struct Endpoint {
+  int node = -1;
+  server::PeerHandlers* handlers = nullptr;
+};
+
+class SimNet {
+ public:
+  struct Faults {
+    absl::Duration latency = absl::Milliseconds(2);  // one way, before jitter
+    absl::Duration jitter = absl::Milliseconds(1);   // up to this much more (reorders)
+    double loss = 0;                                 // each message
+    double duplicate = 0;                            // each request
+  };
+  // Counts since the last Reset: round messages (every call but heartbeats)
+  // and heartbeats, requests and replies, in protobuf bytes.
+  struct Stats {
+    int64_t round_messages = 0;
+    int64_t round_bytes = 0;
+    int64_t largest = 0;
+    int64_t heartbeats = 0;
+    int64_t heartbeat_bytes = 0;
+  };
+
+  explicit SimNet(World* world) : world_(world) {}
+  World* world() const { return world_; }
+  void SetFaults(const Faults& f) { faults_ = f; }
+  const Faults& faults() const { return faults_; }
+
+  // The site's running incarnation takes calls; Down: it is not running.
+  void Up(const std::string& site, Endpoint e) { up_[site] = e; }
+  void Down(const std::string& site) { up_.erase(site); }
+  // Partitions: sites in different groups cannot reach each other (every
+  // site is in group 0 unless put elsewhere).
+  void SetGroup(const std::string& site, int group);
+  void HealAll() { group_.clear(); }
+  // Every message to or from `site` takes `extra` longer.
+  void SetSlow(const std::string& site, absl::Duration extra) { slow_[site] = extra; }
+  void ClearSlow() { slow_.clear(); }
+
+  Stats& stats() { return stats_; }
+  void ResetStats() { stats_ = Stats{}; }
+
+  // A call from the running task's site `from` to `to`, waiting on `env`
+  // (the caller's clock) at most `timeout`. `handle` runs at the
+  // destination: on the world's stack when `inline_handler` (it must not
+  // wait: heartbeats), else in a task of the destination's incarnation.
+  template <class Req, class Reply>
+  absl::StatusOr<Reply> Call(const std::string& from, const std::string& to, const Env* env, const Req& req,
+                             absl::Duration timeout, bool heartbeat,
+                             absl::Status (server::PeerHandlers::*handle)(const std::string&, const Req&, Reply*));
+
+ private:
+  template <class Reply>
+  struct Pending {
+    std::mutex mu;
+    std::condition_variable cv;
+    bool done = false;
+    absl::Status status;
+    Reply reply;
+  };
+  absl::Duration Latency(const std::string& a, const std::string& b);
+  bool Linked(const std::string& a, const std::string& b) const;
+  void Count(bool heartbeat, size_t bytes, bool request);
+
+  World* const world_;
+  Faults faults_;
+  std::map<std::string, Endpoint> up_;
+  std::map<std::string, int> group_;  // sites outside group 0
+  std::map<std::string, absl::Duration> slow_;
+  Stats stats_;
+};
+
+template <class Req, class Reply>
+absl::StatusOr<Reply> SimNet::Call(const std::string& from, const std::string& to, const Env* env, const Req& req,
+                                   absl::Duration timeout, bool heartbeat,
+                                   absl::Status (server::PeerHandlers::*handle)(const std::string&, const Req&,
+                                                                                Reply*)) {
+  auto p = std::make_shared<Pending<Reply>>();
+  const int caller = world_->current_node();
+  Count(heartbeat, req.ByteSizeLong(), /*request=*/true);
+  // The answer reaches the caller's incarnation (if it still runs) one
+  // latency later, unless the link is cut or it is lost.
+  auto answer = [this, p, caller, from, to](absl::Status st, Reply reply) {
+    if (!Linked(to, from) || world_->Chance(faults_.loss)) return;
+    world_->At(world_->now() + Latency(to, from), caller, [p, st = std::move(st), reply = std::move(reply)] {
+      std::lock_guard<std::mutex> l(p->mu);
+      if (p->done) return;  // a duplicate's answer, or after the deadline
+      p->done = true;
+      p->status = st;
+      p->reply = reply;
+      p->cv.notify_all();
+    });
+  };
+  auto deliver = [this, from, to, req, heartbeat, handle, answer] {
+    auto it = up_.find(to);
+    if (it == up_.end() || !world_->alive(it->second.node)) {
+      answer(absl::UnavailableError(absl::StrCat("connection to ", to, " refused")), Reply{});
+      return;
+    }
+    const Endpoint e = it->second;
+    auto run = [this, e, from, req, heartbeat, handle, answer] {
+      Reply reply;
+      absl::Status st = (e.handlers->*handle)(from, req, &reply);
+      if (st.ok()) Count(heartbeat, reply.ByteSizeLong(), /*request=*/false);
+      answer(std::move(st), std::move(reply));
+    };
+    if (heartbeat) {
+      run();
+    } else {
+      world_->Spawn(e.node, absl::StrCat(Req::descriptor()->name(), " from ", from), run);
+    }
+  };
+  if (Linked(from, to) && !world_->Chance(faults_.loss)) {
+    const int dest_node = up_.count(to) ? up_[to].node : -1;
+    world_->At(world_->now() + Latency(from, to), dest_node, deliver);
+    if (!heartbeat && world_->Chance(faults_.duplicate))
+      world_->At(world_->now() + Latency(from, to) + Latency(from, to), dest_node, deliver);
+  }
+  std::unique_lock<std::mutex> l(p->mu);
+  if (!env->WaitUntil(l, p->cv, env->Now() + timeout, [&] { return p->done; }))
+    return absl::DeadlineExceededError(absl::StrCat("no answer from ", to, " within ", absl::FormatDuration(timeout)));
+  if (!p->status.ok()) return p->status;
+  return std::move(p->reply);
+}
+
+}  // namespace hyperfed::fedsim

@@ -1,0 +1,115 @@
+#include "sim/federation/peers.h"
+
+#include "daemon/server/convert.h"
+#include "daemon/server/peer_client.h"
+#include "daemon/server/protocol.h"
+
+namespace hyperfed::fedsim {
+
+using server::PeerHandlers;
+
+absl::StatusOr<balance::LoadTable> SimPeers::Exchange(const std::string& site, const federation::ExchangeMessage& m,
+                                                      absl::Duration timeout) {
+  v1::ExchangeRequest req;
+  server::ToProto(m, &req);
+  auto reply = net_->Call(self_, site, env_, req, server::ExchangeCallTimeout(timeout), false, &PeerHandlers::Exchange);
+  if (!reply.ok()) return reply.status();
+  return server::FromProto(reply->rows());
+}
+
+std::vector<federation::PeerClient::StartAnswer> SimPeers::StartRound(const std::vector<std::string>& sites,
+                                                                      const federation::RoundSpec& spec,
+                                                                      absl::Duration timeout) {
+  // At every site at once, as GrpcPeers does: one task per call.
+  v1::StartRoundRequest req;
+  server::ToProto(spec, &req);
+  struct Shared {
+    std::mutex mu;
+    std::condition_variable cv;
+    size_t left = 0;
+    std::vector<StartAnswer> out;
+  };
+  auto shared = std::make_shared<Shared>();
+  shared->left = sites.size();
+  shared->out.resize(sites.size());
+  World* world = net_->world();
+  for (size_t i = 0; i < sites.size(); ++i) {
+    world->Spawn(world->current_node(), "StartRound call", [this, shared, i, site = sites[i], req, timeout] {
+      auto reply = net_->Call(self_, site, env_, req, timeout, false, &PeerHandlers::StartRound);
+      std::lock_guard<std::mutex> l(shared->mu);
+      StartAnswer& a = shared->out[i];
+      if (!reply.ok()) {
+        a.why_not = std::string(reply.status().message());
+      } else {
+        a.accepted = reply->accepted();
+        a.why_not = reply->why_not();
+      }
+      --shared->left;
+      shared->cv.notify_all();
+    });
+  }
+  std::unique_lock<std::mutex> l(shared->mu);
+  env_->WaitUntil(l, shared->cv, absl::InfiniteFuture(), [&] { return shared->left == 0; });
+  return shared->out;
+}
+
+absl::Status SimPeers::ReportRound(const std::string& site, const federation::RoundReport& report,
+                                   absl::Duration timeout) {
+  v1::RoundReport req;
+  server::ToProto(report, &req);
+  return net_->Call(self_, site, env_, req, timeout, false, &PeerHandlers::ReportRound).status();
+}
+
+absl::StatusOr<federation::RoundReport> SimPeers::GetReport(const std::string& site, const std::string& round_id,
+                                                            absl::Duration timeout) {
+  v1::GetReportRequest req;
+  req.set_site(self_);
+  req.set_round_id(round_id);
+  auto reply = net_->Call(self_, site, env_, req, timeout, false, &PeerHandlers::GetReport);
+  if (!reply.ok()) return reply.status();
+  return server::FromProto(*reply);
+}
+
+absl::StatusOr<std::string> SimPeers::RequestBalance(const std::string& site, const std::string& from,
+                                                     const std::string& reason, absl::Duration timeout) {
+  v1::RequestBalanceRequest req;
+  req.set_site(from);
+  req.set_reason(reason);
+  auto reply = net_->Call(self_, site, env_, req, timeout, false, &PeerHandlers::RequestBalance);
+  if (!reply.ok()) return reply.status();
+  return reply->round_id();
+}
+
+absl::Status SimPeers::Heartbeat(const std::string& site, const federation::HeartbeatInfo& info,
+                                 absl::Duration timeout) {
+  v1::HeartbeatRequest req;
+  server::ToProto(info, &req);
+  req.set_protocol(server::ProtocolVersion());
+  return net_->Call(self_, site, env_, req, timeout, true, &PeerHandlers::Heartbeat).status();
+}
+
+absl::StatusOr<migration::TransferReply> SimPeers::Transfer(const std::string& dest_site,
+                                                            const migration::TransferRequest& req) {
+  v1::TransferRequest p;
+  server::ToProto(req, &p);
+  auto reply = net_->Call(self_, dest_site, env_, p, server::kTransferTimeout, false, &PeerHandlers::Transfer);
+  if (!reply.ok()) return reply.status();
+  migration::TransferReply r;
+  r.new_ids.assign(reply->new_ids().begin(), reply->new_ids().end());
+  return r;
+}
+
+absl::StatusOr<migration::AbortReply> SimPeers::Abort(const std::string& dest_site, const std::string& migration_id,
+                                                      const std::string& source_site) {
+  v1::AbortRequest p;
+  p.set_migration_id(migration_id);
+  p.set_source_site(source_site);
+  auto reply = net_->Call(self_, dest_site, env_, p, server::kTransferTimeout, false, &PeerHandlers::Abort);
+  if (!reply.ok()) return reply.status();
+  migration::AbortReply r;
+  r.aborted = reply->aborted();
+  r.new_ids.assign(reply->new_ids().begin(), reply->new_ids().end());
+  return r;
+}
+
+}  // namespace hyperfed::fedsim

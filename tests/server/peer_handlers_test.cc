@@ -1,0 +1,171 @@
+// The Peer handlers without gRPC (daemon/server/peer_handlers.h), called the
+// way a simulator calls them: a request with the site the transport
+// authenticated, delivered to a Site on a fake clock. A request that claims
+// another site than its caller, or carries a bad field, is refused and
+// changes nothing; a good one reaches the Site.
+
+#include "daemon/server/peer_handlers.h"
+
+#include <memory>
+
+#include "daemon/server/protocol.h"
+#include "gtest/gtest.h"
+#include "tests/migration/fake_adapter.h"
+
+namespace hyperfed::server {
+namespace {
+
+// The site under test calls no peer here: every call fails.
+class NoPeers : public federation::PeerClient {
+ public:
+  absl::StatusOr<balance::LoadTable> Exchange(const std::string&, const federation::ExchangeMessage&,
+                                              absl::Duration) override {
+    return absl::UnavailableError("no peers");
+  }
+  std::vector<StartAnswer> StartRound(const std::vector<std::string>& sites, const federation::RoundSpec&,
+                                      absl::Duration) override {
+    return std::vector<StartAnswer>(sites.size());
+  }
+  absl::Status ReportRound(const std::string&, const federation::RoundReport&, absl::Duration) override {
+    return absl::UnavailableError("no peers");
+  }
+  absl::StatusOr<std::string> RequestBalance(const std::string&, const std::string&, const std::string&,
+                                             absl::Duration) override {
+    return absl::UnavailableError("no peers");
+  }
+  absl::Status Heartbeat(const std::string&, const federation::HeartbeatInfo&, absl::Duration) override {
+    return absl::UnavailableError("no peers");
+  }
+};
+
+class NoMover : public federation::JobMover {
+ public:
+  absl::StatusOr<Result> MoveJobs(const std::string&, int64_t, const std::string&) override {
+    return absl::UnavailableError("no mover");
+  }
+};
+
+class PeerHandlersTest : public ::testing::Test {
+ protected:
+  PeerHandlersTest() {
+    config_.site.id = "site-0";
+    config_.site.label = 0;
+    for (int i = 0; i < 4; ++i)
+      config_.roster.sites.push_back(
+          {.id = "site-" + std::to_string(i), .label = i, .endpoint = "10.0.0.1:" + std::to_string(7100 + i)});
+    config_.capacity.from_adapter = false;
+    config_.capacity.units = 2;
+    live_ = std::make_unique<federation::LiveConfig>(config_);
+    site_ = std::make_unique<federation::Site>(config_, live_.get(), &adapter_, &mover_, &peers_, &env_);
+    // No roster keeper, no migrator, no limiter: what a simulator gives.
+    ServiceDeps deps;
+    deps.config = &config_;
+    deps.live = live_.get();
+    deps.site = site_.get();
+    deps.env = &env_;
+    handlers_ = std::make_unique<PeerHandlers>(deps);
+  }
+  ~PeerHandlersTest() override { site_->Stop(); }
+
+  v1::HeartbeatRequest Beat(const std::string& site, int label) {
+    v1::HeartbeatRequest hb;
+    hb.set_site(site);
+    hb.set_label(label);
+    hb.set_load(7);
+    hb.set_capacity(2);
+    hb.set_protocol(ProtocolVersion());
+    return hb;
+  }
+  // An UP message of round r1 from site-1, well formed but for what a test
+  // changes.
+  v1::ExchangeRequest Up() {
+    v1::ExchangeRequest ex;
+    ex.set_round_id("r1");
+    ex.set_epoch(absl::ToUnixMillis(env_.Now()));
+    ex.set_from_label(1);
+    ex.set_kind(v1::ExchangeRequest::UP);
+    return ex;
+  }
+  absl::Time LastSeen(const std::string& site) {
+    auto p = site_->membership().Find(site);
+    return p ? p->last_seen : absl::InfinitePast();
+  }
+
+  FakeEnv env_;
+  config::Config config_;
+  migration::testing::FakeAdapter adapter_{"site-0"};
+  NoMover mover_;
+  NoPeers peers_;
+  std::unique_ptr<federation::LiveConfig> live_;
+  std::unique_ptr<federation::Site> site_;
+  std::unique_ptr<PeerHandlers> handlers_;
+};
+
+TEST_F(PeerHandlersTest, AWellFormedHeartbeatFromItsOwnSiteIsTaken) {
+  v1::HeartbeatReply reply;
+  absl::Status st = handlers_->Heartbeat("site-1", Beat("site-1", 1), &reply);
+  ASSERT_TRUE(st.ok()) << st;
+  EXPECT_EQ(reply.site(), "site-0");
+  auto p = site_->membership().Find("site-1");
+  ASSERT_TRUE(p.has_value());
+  EXPECT_TRUE(p->up);
+  EXPECT_EQ(p->last_seen, env_.Now());
+  EXPECT_EQ(p->load, 7);
+  EXPECT_EQ(p->capacity, 2);
+}
+
+TEST_F(PeerHandlersTest, AHeartbeatClaimingAnotherSiteThanItsCallerIsDeniedAndChangesNothing) {
+  v1::HeartbeatReply reply;
+  absl::Status st = handlers_->Heartbeat("site-2", Beat("site-1", 1), &reply);
+  EXPECT_EQ(st.code(), absl::StatusCode::kPermissionDenied) << st;
+  EXPECT_EQ(st.message(), "certificate names 'site-2' but the request claims 'site-1'");
+  EXPECT_EQ(LastSeen("site-1"), absl::InfinitePast());
+  EXPECT_EQ(LastSeen("site-2"), absl::InfinitePast());
+  // No caller at all (a call without a certificate).
+  st = handlers_->Heartbeat("", Beat("site-1", 1), &reply);
+  EXPECT_EQ(st.code(), absl::StatusCode::kUnauthenticated) << st;
+  EXPECT_EQ(LastSeen("site-1"), absl::InfinitePast());
+}
+
+TEST_F(PeerHandlersTest, AnExchangeWithARowOutsideTheCubeIsInvalid) {
+  v1::ExchangeRequest ex = Up();
+  v1::LoadRow* row = ex.add_rows();
+  row->set_label(7);  // the roster of 4 sites makes a 2-cube
+  row->set_load(1);
+  row->set_capacity(1);
+  v1::ExchangeReply reply;
+  absl::Status st = handlers_->Exchange("site-1", ex, &reply);
+  EXPECT_EQ(st.code(), absl::StatusCode::kInvalidArgument) << st;
+  EXPECT_EQ(st.message(), "row label 7 outside the 2-cube");
+  EXPECT_EQ(reply.rows_size(), 0);
+}
+
+TEST_F(PeerHandlersTest, EpochsAreCheckedAgainstTheSitesClock) {
+  // A day and a minute ahead of the fake clock: refused, whatever the real
+  // clock says.
+  v1::ExchangeRequest ex = Up();
+  ex.set_epoch(absl::ToUnixMillis(env_.Now() + absl::Hours(24) + absl::Minutes(1)));
+  v1::ExchangeReply reply;
+  absl::Status st = handlers_->Exchange("site-1", ex, &reply);
+  EXPECT_EQ(st.code(), absl::StatusCode::kInvalidArgument) << st;
+  EXPECT_EQ(st.message(), "epoch must be > 0 and at most a day ahead of this site's clock");
+  // The same epoch once the fake clock has moved on is no longer ahead.
+  env_.Advance(absl::Hours(1));
+  v1::HeartbeatRequest hb = Beat("site-1", 1);
+  hb.set_epoch(ex.epoch());
+  v1::HeartbeatReply hb_reply;
+  st = handlers_->Heartbeat("site-1", hb, &hb_reply);
+  EXPECT_TRUE(st.ok()) << st;
+}
+
+TEST_F(PeerHandlersTest, WithoutARosterKeeperGetRosterIsUnavailable) {
+  v1::GetRosterRequest req;
+  req.set_site("site-1");
+  v1::SignedRoster reply;
+  absl::Status st = handlers_->GetRoster("site-1", req, &reply);
+  EXPECT_EQ(st.code(), absl::StatusCode::kUnavailable) << st;
+  EXPECT_EQ(st.message(), "no roster keeper");
+}
+
+}  // namespace
+}  // namespace hyperfed::server
