@@ -270,12 +270,13 @@ int Federation(std::map<std::string, std::string> f) {
   o.full_trace = f.count("trace") > 0;
   // Every site keeps its journal and queue in SQLite: in memory-backed
   // /dev/shm when there is one.
+  // A directory of this run's own under DIR (removed at the end; DIR stays).
   std::string dir = f.count("state-dir") ? f["state-dir"] : "";
   if (dir.empty()) {
     const char* tmp = std::getenv("TMPDIR");
     dir = access("/dev/shm", W_OK) == 0 ? "/dev/shm" : (tmp && *tmp ? tmp : "/tmp");
-    dir = absl::StrCat(dir, "/hyperfed-sim-", getpid());
   }
+  dir = absl::StrCat(dir, "/hyperfed-sim-", getpid());
   o.state_root = dir;
   const bool detail = f.count("detail") || last - first < 3;
   int64_t violations = 0, seeds = 0;

@@ -187,9 +187,12 @@ void Coordinator::Coordinate(RoundSpec spec) {
     if (env_->Now() >= give_up) return FinishLocked("gave up waiting for the remaining reports");
     // A site that restarted since it took part never reports by itself:
     // its report is asked for (it holds what its journal committed).
+    // One at a time, each call within the step timeout and the round's.
     for (const std::string& site : RestartedLocked()) {
+      const absl::Duration left = std::min(timeouts.step, give_up - env_->Now());
+      if (stopping_ || left <= absl::ZeroDuration()) break;
       l.unlock();
-      auto report = peers_->GetReport(site, spec.round_id, timeouts.step);
+      auto report = peers_->GetReport(site, spec.round_id, left);
       l.lock();
       if (gone()) return;
       if (!report.ok()) continue;  // asked again at the next look
@@ -240,6 +243,7 @@ absl::Status Coordinator::TakeReportLocked(const RoundReport& report) {
     return absl::AlreadyExistsError(absl::StrCat(report.site, " has already reported round ", report.round_id));
   const std::shared_ptr<const config::Roster> round_roster = running_->roster;  // FinishLocked may end running_
   const config::Roster& roster = *round_roster;
+  if (auto st = CheckReport(roster, report); !st.ok()) return st;
   for (const balance::Transfer& t : report.transfers) {
     const config::RosterEntry* to = roster.FindLabel(t.to);
     if (!to || to->id == report.site || std::find(live.begin(), live.end(), to->id) == live.end())

@@ -5,9 +5,7 @@
 #include <set>
 
 #include "absl/strings/str_cat.h"
-#include "absl/strings/match.h"
 #include "absl/strings/str_join.h"
-#include "absl/strings/str_split.h"
 #include "daemon/balance/mcwa.h"
 #include "daemon/balance/topology.h"
 #include "daemon/migration/crash_point.h"
@@ -18,14 +16,35 @@ std::string MakeRoundId(const std::string& coordinator, absl::Time started, int6
   return absl::StrCat(coordinator, "-", absl::ToUnixMillis(started), "-", n);
 }
 
-bool RoundStartedBy(const std::string& round_id, const std::string& site) {
-  if (!absl::StartsWith(round_id, site + "-")) return false;
-  const std::vector<std::string> rest = absl::StrSplit(round_id.substr(site.size() + 1), '-');
-  if (rest.size() != 2) return false;
-  for (const std::string& part : rest)
-    if (part.empty() || !std::all_of(part.begin(), part.end(), [](char c) { return c >= '0' && c <= '9'; }))
-      return false;
-  return true;
+std::optional<std::string> RoundCoordinator(const std::string& round_id) {
+  // The last two '-' separate the site (which may hold '-') from two numbers.
+  const size_t b = round_id.rfind('-');
+  if (b == std::string::npos || b == 0) return std::nullopt;
+  const size_t a = round_id.rfind('-', b - 1);
+  if (a == std::string::npos || a == 0) return std::nullopt;
+  auto digits = [](std::string_view v) {
+    return !v.empty() && std::all_of(v.begin(), v.end(), [](char c) { return c >= '0' && c <= '9'; });
+  };
+  const std::string_view id(round_id);
+  if (!digits(id.substr(a + 1, b - a - 1)) || !digits(id.substr(b + 1))) return std::nullopt;
+  return round_id.substr(0, a);
+}
+
+absl::Status CheckReport(const config::Roster& roster, const RoundReport& r) {
+  const config::RosterEntry* e = roster.FindSite(r.site);
+  if (!e || e->label != r.label)
+    return absl::InvalidArgumentError(absl::StrCat("report of ", r.site, ": label ", r.label, " is not its label"));
+  if (r.moved_out < 0 || r.shortfall < 0 || r.quota < 0 || r.kept < 0 || r.messages < 0 || r.steps < 0)
+    return absl::InvalidArgumentError(absl::StrCat("report of ", r.site, ": negative counts"));
+  if (r.error.size() > kMaxReportError)
+    return absl::InvalidArgumentError(
+        absl::StrCat("report of ", r.site, ": error over ", kMaxReportError, " characters"));
+  if (!r.from_journal)
+    if (auto st = CheckReportedRow(roster, r.label, r.load_before, r.capacity); !st.ok()) return st;
+  for (const balance::Transfer& t : r.transfers)
+    if (t.count <= 0 || t.from != r.label || t.to < 0 || t.to >= (1 << roster.Dimension()))
+      return absl::InvalidArgumentError(absl::StrCat("report of ", r.site, ": malformed transfer"));
+  return absl::OkStatus();
 }
 
 const char* MessageKindName(MessageKind k) {

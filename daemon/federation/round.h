@@ -51,8 +51,12 @@ struct ExchangeMessage {
 
 // A round's id names the site that started it: "<site>-<unix ms>-<n>".
 std::string MakeRoundId(const std::string& coordinator, absl::Time started, int64_t n);
+// The site a round's id names; nullopt if the id is not of that form.
+std::optional<std::string> RoundCoordinator(const std::string& round_id);
 // Whether `round_id` is of that form and names `site`.
-bool RoundStartedBy(const std::string& round_id, const std::string& site);
+inline bool RoundStartedBy(const std::string& round_id, const std::string& site) {
+  return RoundCoordinator(round_id) == site;
+}
 
 struct RoundSpec {
   std::string round_id;
@@ -90,6 +94,15 @@ struct RoundReport {
   // transfers are what the site committed; load and capacity are unknown.
   bool from_journal = false;
 };
+
+// A report's fields against `roster` (the round's): the site's label, no
+// negative count, a load and capacity within bounds (CheckReportedRow;
+// not for one rebuilt from a journal, which knows neither), transfers from
+// the site's own label to a position of the cube, and an error of at most
+// kMaxReportError characters. InvalidArgument naming the field otherwise.
+// Every report a coordinator takes meets it, sent or asked for.
+inline constexpr size_t kMaxReportError = 1000;
+absl::Status CheckReport(const config::Roster& roster, const RoundReport& report);
 
 // Every timeout of a round, from the config (one rule, one place).
 struct RoundTimeouts {

@@ -304,7 +304,7 @@ void Site::PartDone(const RoundSpec& spec, const RoundReport& report) {
   }
   // A report lost on the way is sent again (the coordinator takes one
   // report per site: AlreadyExists says the first got there) until the
-  // coordinator stops waiting for it.
+  // coordinator stops waiting for it, or this site stops.
   const config::BalancerConfig b = live_->balancer();
   const RoundTimeouts t = ComputeRoundTimeouts(b, spec.dimension);
   absl::Status st;
@@ -313,7 +313,8 @@ void Site::PartDone(const RoundSpec& spec, const RoundReport& report) {
     if (st.ok() || absl::IsAlreadyExists(st)) return;
     const bool transient = absl::IsUnavailable(st) || absl::IsDeadlineExceeded(st);
     if (!transient || env_->Now() + b.heartbeat_interval >= spec.deadline + t.report) break;
-    env_->SleepFor(b.heartbeat_interval);
+    std::unique_lock<std::mutex> l(mu_);
+    if (env_->WaitFor(l, cv_, b.heartbeat_interval, [this] { return stopping_; })) break;
   }
   LogError(absl::StrCat("could not report round ", spec.round_id, ": ", st.message()));
 }

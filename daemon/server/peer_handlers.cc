@@ -138,18 +138,10 @@ absl::Status PeerHandlers::Exchange(const std::string& caller, const v1::Exchang
 absl::Status PeerHandlers::ReportRound(const std::string& caller, const v1::RoundReport& req,
                                        v1::ReportRoundReply* reply) {
   if (auto st = CheckCaller(caller, req.site()); !st.ok()) return st;
-  const std::shared_ptr<const config::Roster> roster = d_.live->roster();
-  const config::RosterEntry* e = roster->FindSite(req.site());
-  if (!e || e->label != req.label()) return Invalid("label does not match the roster");
-  if (req.moved_out() < 0 || req.shortfall() < 0 || req.quota() < 0 || req.kept() < 0)
-    return Invalid("negative counts");
-  if (auto st = federation::CheckReportedRow(*roster, req.label(), req.load_before(), req.capacity()); !st.ok())
-    return Invalid(std::string(st.message()));
-  for (const v1::Transfer& t : req.transfers()) {
-    if (t.count() <= 0 || t.from() != req.label() || t.to() < 0 || t.to() >= (1 << roster->Dimension()))
-      return Invalid("malformed transfer");
-  }
-  return d_.site->OnReport(FromProto(req));
+  if (req.round_id().empty() || req.round_id().size() > kMaxIdLength) return Invalid("round_id: 1..200 characters");
+  const federation::RoundReport report = FromProto(req);
+  if (auto st = federation::CheckReport(*d_.live->roster(), report); !st.ok()) return st;
+  return d_.site->OnReport(report);
 }
 
 absl::Status PeerHandlers::Transfer(const std::string& caller, const v1::TransferRequest& req,
@@ -183,6 +175,8 @@ absl::Status PeerHandlers::GetReport(const std::string& caller, const v1::GetRep
                                      v1::RoundReport* reply) {
   if (auto st = CheckCaller(caller, req.site()); !st.ok()) return st;
   if (req.round_id().empty() || req.round_id().size() > kMaxIdLength) return Invalid("round_id: 1..200 characters");
+  if (!federation::RoundCoordinator(req.round_id()))
+    return Invalid(absl::StrCat("round_id '", req.round_id(), "' is not of the form <site>-<unix ms>-<n>"));
   auto report = d_.site->OnGetReport(req.site(), req.round_id());
   if (!report.ok()) return report.status();
   ToProto(*report, reply);
@@ -193,6 +187,8 @@ absl::Status PeerHandlers::Heartbeat(const std::string& caller, const v1::Heartb
                                      v1::HeartbeatReply* reply) {
   if (auto st = CheckCaller(caller, req.site()); !st.ok()) return st;
   if (req.roster_digest().size() > 64) return Invalid("roster_digest over 64 bytes");
+  if (req.round_id().size() > kMaxIdLength || req.last_round().size() > kMaxIdLength)
+    return Invalid("round_id and last_round: at most 200 characters");
   if (auto st = CheckProtocol(req.protocol()); !st.ok()) {
     LogOnce(absl::StrCat("heartbeats of ", req.site(), " refused: ", st.message()));
     return st;

@@ -130,6 +130,7 @@ class Federation {
   void CheckParts();
   // Empty once quiet; otherwise what was still not quiet at `limit`.
   std::string WaitQuiet(absl::Duration limit);
+  std::optional<absl::Time> RoundDeadline(const std::string& id);
   // How long past its round's deadline a part may take to unwind.
   absl::Duration PartSlack() const { return balancer_.step_timeout + absl::Seconds(1); }
   void Census(bool final);
@@ -452,6 +453,22 @@ int64_t Federation::Committed(Incarnation* inc, const std::string& round_id) {
   return n;
 }
 
+// A round's deadline in world time, from the operator's watch or else its
+// coordinator's history (a round the operator's request started though its
+// answer was lost, or one a site's timer started); then CheckParts watches
+// it too. nullopt when neither knows it (its coordinator crashed first).
+std::optional<absl::Time> Federation::RoundDeadline(const std::string& id) {
+  for (const auto& [known, deadline] : round_deadlines_)
+    if (known == id) return deadline;
+  SimSite* c = Find(federation::RoundCoordinator(id).value_or(""));
+  if (!c || !c->inc) return std::nullopt;
+  auto view = c->inc->stack.site->FindRound(id);
+  if (!view) return std::nullopt;
+  const absl::Time deadline = c->inc->env->ToWorld(view->spec.deadline);
+  round_deadlines_.push_back({id, deadline});
+  return deadline;
+}
+
 // Parts of rounds end by their deadline (every wait of a part does).
 void Federation::CheckParts() {
   const absl::Duration slack = PartSlack();
@@ -489,7 +506,7 @@ void Federation::CheckRound(const federation::RoundView& v, const Watch& w, Roun
       waited_for_crashed = true;
       last_fault = std::max(last_fault, when);
     }
-  if (waited_for_crashed && !w.disturbed) {
+  if (waited_for_crashed && !w.disturbed && net_.stats().lost == 0) {
     // The sites that did not crash may still be running their parts (until
     // a step timeout): the round waits for them as long.
     absl::Time others = absl::InfinitePast();
@@ -513,9 +530,10 @@ void Federation::CheckRound(const federation::RoundView& v, const Watch& w, Roun
     const int64_t committed = Committed(s->last, v.id);
     int64_t at_crash = 0;
     if (auto it = w.committed_at_crash.find(site); it != w.committed_at_crash.end()) at_crash = it->second;
-    if (counted > committed + at_crash)
+    // (The journal outlives a crash: `committed` includes `at_crash`.)
+    if (counted > committed)
       Violation(absl::StrCat("round ", v.id, " counts ", counted, " jobs sent by ", site, ", which committed ",
-                             committed + at_crash));
+                             committed));
     if (s->inc && s->inc->serving && at_crash > counted)
       Violation(absl::StrCat("round ", v.id, " counts ", counted, " jobs sent by ", site, ", whose incarnation that ",
                              "crashed during the round had committed ", at_crash));
@@ -632,8 +650,7 @@ std::string Federation::WaitQuiet(absl::Duration limit) {
         // newer round replaces it, so quiet waits for that bound too.
         const std::string round = s->inc->stack.site->CurrentRound();
         why = absl::StrCat(s->id(), " is still in round ", round.empty() ? "(reporting)" : round);
-        for (const auto& [id, deadline] : round_deadlines_)
-          if (id == round) until = std::max(until, deadline + PartSlack());
+        if (auto deadline = RoundDeadline(round)) until = std::max(until, *deadline + PartSlack());
       }
       if (!why.empty()) break;
     }
@@ -668,7 +685,7 @@ RoundStats Federation::DoRound(int number, bool clean) {
   for (SimSite* s : up) {
     w.incarnation_at_start[s->id()] = s->inc;
   }
-  w.disturbed = partitions_active_ > 0 || net_.faults().loss > 0;
+  w.disturbed = partitions_active_ > 0;
   watch_ = w;
   // Asked again, as an operator would, while the sites still take a dead
   // coordinator for theirs (up to a peer timeout and a few heartbeats).
@@ -695,7 +712,7 @@ RoundStats Federation::DoRound(int number, bool clean) {
   }
   st.id = answer->value().value();
   watch_->id = st.id;
-  watch_->coordinator = st.id.substr(0, st.id.find('-'));
+  watch_->coordinator = federation::RoundCoordinator(st.id).value_or("");
   SimSite* c = Find(watch_->coordinator);
   if (!c || !c->inc) {
     st.end = "lost with its coordinator";

@@ -50,6 +50,7 @@ class SimNet {
     int64_t largest = 0;
     int64_t heartbeats = 0;
     int64_t heartbeat_bytes = 0;
+    int64_t lost = 0;  // requests and replies lost, heartbeats apart
   };
 
   explicit SimNet(World* world) : world_(world) {}
@@ -111,8 +112,12 @@ absl::StatusOr<Reply> SimNet::Call(const std::string& from, const std::string& t
   Count(heartbeat, req.ByteSizeLong(), /*request=*/true);
   // The answer reaches the caller's incarnation (if it still runs) one
   // latency later, unless the link is cut or it is lost.
-  auto answer = [this, p, caller, from, to](absl::Status st, Reply reply) {
-    if (!Linked(to, from) || world_->Chance(faults_.loss)) return;
+  auto answer = [this, p, caller, from, to, heartbeat](absl::Status st, Reply reply) {
+    if (!Linked(to, from)) return;
+    if (world_->Chance(faults_.loss)) {
+      stats_.lost += !heartbeat;
+      return;
+    }
     world_->At(world_->now() + Latency(to, from), caller, [p, st = std::move(st), reply = std::move(reply)] {
       std::lock_guard<std::mutex> l(p->mu);
       if (p->done) return;  // a duplicate's answer, or after the deadline
@@ -141,7 +146,9 @@ absl::StatusOr<Reply> SimNet::Call(const std::string& from, const std::string& t
       world_->Spawn(e.node, absl::StrCat(Req::descriptor()->name(), " from ", from), run);
     }
   };
-  if (Linked(from, to) && !world_->Chance(faults_.loss)) {
+  const bool lost = Linked(from, to) && world_->Chance(faults_.loss);
+  stats_.lost += lost && !heartbeat;
+  if (Linked(from, to) && !lost) {
     const int dest_node = up_.count(to) ? up_[to].node : -1;
     world_->At(world_->now() + Latency(from, to), dest_node, deliver);
     if (!heartbeat && world_->Chance(faults_.duplicate))

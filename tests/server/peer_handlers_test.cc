@@ -127,6 +127,65 @@ TEST_F(PeerHandlersTest, AHeartbeatClaimingAnotherSiteThanItsCallerIsDeniedAndCh
   EXPECT_EQ(LastSeen("site-1"), absl::InfinitePast());
 }
 
+TEST_F(PeerHandlersTest, AHeartbeatWithAnOverlongRoundIdIsInvalidAndChangesNothing) {
+  v1::HeartbeatReply reply;
+  v1::HeartbeatRequest hb = Beat("site-1", 1);
+  hb.set_round_id(std::string(201, 'r'));
+  EXPECT_EQ(handlers_->Heartbeat("site-1", hb, &reply).code(), absl::StatusCode::kInvalidArgument);
+  hb.set_round_id("");
+  hb.set_last_round(std::string(201, 'r'));
+  EXPECT_EQ(handlers_->Heartbeat("site-1", hb, &reply).code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(LastSeen("site-1"), absl::InfinitePast());
+}
+
+TEST_F(PeerHandlersTest, GetReportChecksItsCallerAndRoundId) {
+  v1::GetReportRequest req;
+  req.set_site("site-1");
+  req.set_round_id("site-1-1700000000000-4");
+  v1::RoundReport reply;
+  // The round's own coordinator gets this site's report (from its journal:
+  // nothing committed here).
+  absl::Status st = handlers_->GetReport("site-1", req, &reply);
+  ASSERT_TRUE(st.ok()) << st;
+  EXPECT_EQ(reply.site(), "site-0");
+  EXPECT_TRUE(reply.from_journal());
+  EXPECT_EQ(reply.transfers_size(), 0);
+  // Another caller than the claimed site.
+  EXPECT_EQ(handlers_->GetReport("site-2", req, &reply).code(), absl::StatusCode::kPermissionDenied);
+  // A well-formed id of another coordinator's round.
+  req.set_round_id("site-2-1700000000000-4");
+  EXPECT_EQ(handlers_->GetReport("site-1", req, &reply).code(), absl::StatusCode::kPermissionDenied);
+  // Ids that are no round's.
+  for (const std::string& bad : {std::string(), std::string("site-1"), std::string("site-1-x-4"),
+                                 std::string("-17-4"), std::string(201, '1')}) {
+    req.set_round_id(bad);
+    EXPECT_EQ(handlers_->GetReport("site-1", req, &reply).code(), absl::StatusCode::kInvalidArgument) << bad;
+  }
+}
+
+TEST_F(PeerHandlersTest, AReportWithATransferFromAnotherSitesLabelIsInvalid) {
+  v1::RoundReport r;
+  r.set_round_id("site-0-1700000000000-1");
+  r.set_site("site-1");
+  r.set_label(1);
+  r.set_capacity(2);
+  v1::Transfer* t = r.add_transfers();
+  t->set_from(2);  // site-2's label: a report speaks only for its own site
+  t->set_to(3);
+  t->set_count(5);
+  v1::ReportRoundReply reply;
+  EXPECT_EQ(handlers_->ReportRound("site-1", r, &reply).code(), absl::StatusCode::kInvalidArgument);
+  t->set_from(1);
+  t->set_count(-5);
+  EXPECT_EQ(handlers_->ReportRound("site-1", r, &reply).code(), absl::StatusCode::kInvalidArgument);
+  t->set_count(5);
+  r.set_error(std::string(1001, 'e'));
+  EXPECT_EQ(handlers_->ReportRound("site-1", r, &reply).code(), absl::StatusCode::kInvalidArgument);
+  // Well formed, it reaches the site, which runs no such round.
+  r.set_error("");
+  EXPECT_EQ(handlers_->ReportRound("site-1", r, &reply).code(), absl::StatusCode::kFailedPrecondition);
+}
+
 TEST_F(PeerHandlersTest, AnExchangeWithARowOutsideTheCubeIsInvalid) {
   v1::ExchangeRequest ex = Up();
   v1::LoadRow* row = ex.add_rows();
