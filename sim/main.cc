@@ -314,8 +314,8 @@ int Federation(std::map<std::string, std::string> f) {
                     static_cast<long long>(x.moved));
     for (const std::string& v : r.violations) std::printf("  VIOLATION %s\n", v.c_str());
     if (!r.violations.empty() || o.full_trace) {
-      std::printf("  trace of seed %llu (%s):\n", static_cast<unsigned long long>(r.seed),
-                  o.full_trace ? "every line" : "its last lines");
+      std::printf("  trace of seed %llu (%s; hash of every line %016llx):\n", static_cast<unsigned long long>(r.seed),
+                  o.full_trace ? "every line" : "its last lines", static_cast<unsigned long long>(r.trace_hash));
       for (const std::string& t : r.trace) std::printf("    %s\n", t.c_str());
       std::printf("  replay: hyperfed-sim federation --sites %d --seeds %llu..%llu --faults %s --rounds %d "
                   "--algorithm %s --job-choice %s --latency-ms %d --heartbeat-ms %d --jobs-per-site %d --trace\n",

@@ -261,24 +261,26 @@ absl::Status GrpcPeers::Heartbeat(const std::string& site, const federation::Hea
   return absl::OkStatus();
 }
 
+absl::StatusOr<v1::TransferRequest> EncodeTransfer(const migration::TransferRequest& req) {
+  v1::TransferRequest p;
+  ToProto(req, &p);
+  if (p.ByteSizeLong() > kMaxMessageBytes)
+    return absl::InvalidArgumentError(absl::StrCat("Transfer ", req.migration_id, " of ", req.jobs.size(), " jobs is ",
+                                                   p.ByteSizeLong(), " bytes, over the ", kMaxMessageBytes,
+                                                   "-byte message limit; lower balancer.max_batch"));
+  return p;
+}
+
 absl::StatusOr<migration::TransferReply> GrpcPeers::Transfer(const std::string& dest_site,
                                                              const migration::TransferRequest& req) {
   Conn* c = Get(dest_site);
   if (!c) return Unknown(dest_site);
   if (PartitionedFrom(dest_site)) return Cut(dest_site);
-  v1::TransferRequest p;
-  ToProto(req, &p);
-  // Every site refuses a message over kMaxMessageBytes unread, which the
-  // migrator would retry for ever with the jobs held. Refused here as final
-  // instead (INVALID_ARGUMENT: the migration aborts and the jobs are
-  // released, docs/design.md §7).
-  if (p.ByteSizeLong() > kMaxMessageBytes)
-    return absl::InvalidArgumentError(absl::StrCat("Transfer ", req.migration_id, " of ", req.jobs.size(), " jobs is ",
-                                                   p.ByteSizeLong(), " bytes, over the ", kMaxMessageBytes,
-                                                   "-byte message limit; lower balancer.max_batch"));
+  auto p = EncodeTransfer(req);
+  if (!p.ok()) return p.status();
   v1::TransferReply reply;
   auto ctx = ContextWithDeadline(kTransferTimeout);
-  if (auto st = c->peer->Transfer(ctx.get(), p, &reply); !st.ok()) return FromGrpc(st);
+  if (auto st = c->peer->Transfer(ctx.get(), *p, &reply); !st.ok()) return FromGrpc(st);
   migration::TransferReply r;
   r.new_ids.assign(reply.new_ids().begin(), reply.new_ids().end());
   return r;

@@ -43,6 +43,11 @@ inline constexpr absl::Duration kTransferTimeout = absl::Seconds(60);
 // An Exchange call's deadline for a round step of `step`: the callee may
 // wait up to its own step timeout for its part to get there.
 inline absl::Duration ExchangeCallTimeout(absl::Duration step) { return step * 2; }
+// A Transfer as sent: refused as final (INVALID_ARGUMENT: the migration
+// aborts and its jobs are released, docs/design.md §7) when it would be over
+// kMaxMessageBytes, which every site refuses unread and the migrator would
+// otherwise retry for ever with the jobs held.
+absl::StatusOr<v1::TransferRequest> EncodeTransfer(const migration::TransferRequest& req);
 
 // A whole file; FailedPrecondition "cannot read <what> <path>" when it
 // cannot be read. The server layer's one file reader (TLS files, the admin

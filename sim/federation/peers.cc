@@ -90,9 +90,9 @@ absl::Status SimPeers::Heartbeat(const std::string& site, const federation::Hear
 
 absl::StatusOr<migration::TransferReply> SimPeers::Transfer(const std::string& dest_site,
                                                             const migration::TransferRequest& req) {
-  v1::TransferRequest p;
-  server::ToProto(req, &p);
-  auto reply = net_->Call(self_, dest_site, env_, p, server::kTransferTimeout, false, &PeerHandlers::Transfer);
+  auto p = server::EncodeTransfer(req);
+  if (!p.ok()) return p.status();
+  auto reply = net_->Call(self_, dest_site, env_, *p, server::kTransferTimeout, false, &PeerHandlers::Transfer);
   if (!reply.ok()) return reply.status();
   migration::TransferReply r;
   r.new_ids.assign(reply->new_ids().begin(), reply->new_ids().end());

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
 #include "gtest/gtest.h"
 #include "sim/federation/federation.h"
@@ -94,6 +95,19 @@ TEST(FederationSimTest, ASeedIsItsRunEventForEvent) {
   // Another seed is another run.
   const auto c = Seeds(o, 8, 8, "twice-c");
   EXPECT_NE(a[0].trace_hash, c[0].trace_hash);
+  // And a replay is a new process (another address layout, hash seeds):
+  // hyperfed-sim's run of the seed has the same trace.
+  const char* bin = std::getenv("HYPERFED_SIM");
+  if (!bin || !*bin) GTEST_SKIP() << "HYPERFED_SIM is not set (ctest sets it): the replay in a new process is not run";
+  const std::string cmd = absl::StrCat(bin, " federation --sites 16 --seeds 7..7 --faults all --rounds 3 --trace");
+  FILE* p = popen(cmd.c_str(), "r");
+  ASSERT_NE(p, nullptr);
+  std::string out;
+  char buf[1 << 16];
+  while (size_t n = fread(buf, 1, sizeof buf, p)) out.append(buf, n);
+  pclose(p);
+  const std::string want = absl::StrFormat("hash of every line %016x", a[0].trace_hash);
+  EXPECT_NE(out.find(want), std::string::npos) << want << " not in hyperfed-sim's output:\n" << out.substr(0, 2000);
 }
 
 }  // namespace
