@@ -185,10 +185,10 @@ void Coordinator::Coordinate(RoundSpec spec) {
     }
     if (all_down) return FinishLocked(absl::StrCat(absl::StrJoin(missing, ", "), " went down during the round"));
     if (env_->Now() >= give_up) return FinishLocked("gave up waiting for the remaining reports");
-    // A site that restarted since it took part never reports by itself:
-    // its report is asked for (it holds what its journal committed).
+    // A site that restarted since it took part never reports by itself,
+    // and a report can be lost: a site done with the round is asked for it.
     // One at a time, each call within the step timeout and the round's.
-    for (const std::string& site : RestartedLocked()) {
+    for (const std::string& site : SilentLocked()) {
       const absl::Duration left = std::min(timeouts.step, give_up - env_->Now());
       if (stopping_ || left <= absl::ZeroDuration()) break;
       l.unlock();
@@ -215,14 +215,14 @@ bool Coordinator::CompleteLocked() const {
   return true;
 }
 
-std::vector<std::string> Coordinator::RestartedLocked() const {
+std::vector<std::string> Coordinator::SilentLocked() const {
   std::vector<std::string> out;
   if (!running_ || !running_->start_answered) return out;
   const std::string& id = running_->spec.round_id;
   for (const std::string& site : running_->accepted) {
     if (site == self_ || running_->reports.count(site)) continue;
     auto p = membership_->Find(site);
-    if (p && p->up && p->last_seen > running_->started && p->round_id != id && p->last_round != id)
+    if (p && p->up && p->last_seen > running_->started && p->round_id != id)
       out.push_back(site);
   }
   return out;
@@ -272,8 +272,8 @@ absl::Status Coordinator::TakeReportLocked(const RoundReport& report) {
     }
     // The table was read from heartbeats when the round started; a site's
     // report carries the load and capacity it really balanced with (one
-    // rebuilt from a journal knows neither).
-    if (e && !report.from_journal)
+    // rebuilt from a journal knows neither, nor one whose part never began).
+    if (e && !report.from_journal && !report.not_begun)
       for (balance::LoadRow& row : r.before)
         if (row.label == e->label) {
           row.load = report.load_before;

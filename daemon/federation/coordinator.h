@@ -79,10 +79,11 @@ class Coordinator {
   void Coordinate(RoundSpec spec);
   // OnReport's checks and record, under mu_.
   absl::Status TakeReportLocked(const RoundReport& report);
-  // Sites that took part, have not reported, and whose heartbeat since the
-  // round began says they are in no round and finished none: they
-  // restarted, and are asked for their report (Participant::ReportOf).
-  std::vector<std::string> RestartedLocked() const;
+  // Sites that took part and have not reported, though a heartbeat since
+  // the round began says they are no longer in it: their report was lost,
+  // or they restarted. They are asked for it (Participant::ReportOf: the
+  // report made, else the transfers the journal committed).
+  std::vector<std::string> SilentLocked() const;
   bool CompleteLocked() const;
   void FinishLocked(const std::string& why);
 

@@ -114,6 +114,7 @@ void Participant::RunPart(const RoundSpec& spec, std::shared_ptr<const config::R
     report.site = ctx.self_site;
     report.label = ctx.self_label;
     report.error = stopped ? "the site is stopping" : "replaced by a newer round before it began";
+    report.not_begun = true;
     {
       std::lock_guard<std::mutex> l(mu_);
       last_report_ = report;
@@ -134,6 +135,7 @@ void Participant::RunPart(const RoundSpec& spec, std::shared_ptr<const config::R
     report.site = ctx.self_site;
     report.label = ctx.self_label;
     report.error = absl::StrCat("load snapshot failed: ", snap.status().message());
+    report.not_begun = true;
   } else {
     report = RunRound(ctx, spec, *snap);
   }

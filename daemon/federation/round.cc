@@ -39,7 +39,7 @@ absl::Status CheckReport(const config::Roster& roster, const RoundReport& r) {
   if (r.error.size() > kMaxReportError)
     return absl::InvalidArgumentError(
         absl::StrCat("report of ", r.site, ": error over ", kMaxReportError, " characters"));
-  if (!r.from_journal)
+  if (!r.from_journal && !r.not_begun)
     if (auto st = CheckReportedRow(roster, r.label, r.load_before, r.capacity); !st.ok()) return st;
   for (const balance::Transfer& t : r.transfers)
     if (t.count <= 0 || t.from != r.label || t.to < 0 || t.to >= (1 << roster.Dimension()))

@@ -93,6 +93,10 @@ struct RoundReport {
   // Rebuilt from the journal after a restart (Participant::ReportOf): the
   // transfers are what the site committed; load and capacity are unknown.
   bool from_journal = false;
+  // The part ended before it read the load and capacity (replaced or
+  // stopped before it began, or the snapshot failed): load_before and
+  // capacity are not what it balanced with.
+  bool not_begun = false;
 };
 
 // A report's fields against `roster` (the round's): the site's label, no

@@ -302,20 +302,12 @@ void Site::PartDone(const RoundSpec& spec, const RoundReport& report) {
       LogError(absl::StrCat("own report of round ", spec.round_id, " not taken: ", st.message()));
     return;
   }
-  // A report lost on the way is sent again (the coordinator takes one
-  // report per site: AlreadyExists says the first got there) until the
-  // coordinator stops waiting for it, or this site stops.
-  const config::BalancerConfig b = live_->balancer();
-  const RoundTimeouts t = ComputeRoundTimeouts(b, spec.dimension);
-  absl::Status st;
-  while (true) {
-    st = peers_->ReportRound(spec.coordinator, report, t.step);
-    if (st.ok() || absl::IsAlreadyExists(st)) return;
-    const bool transient = absl::IsUnavailable(st) || absl::IsDeadlineExceeded(st);
-    if (!transient || env_->Now() + b.heartbeat_interval >= spec.deadline + t.report) break;
-    std::unique_lock<std::mutex> l(mu_);
-    if (env_->WaitFor(l, cv_, b.heartbeat_interval, [this] { return stopping_; })) break;
-  }
+  // Sent once: a report lost on the way is asked for by the coordinator
+  // once this site's heartbeats say it is done with the round
+  // (Coordinator::SilentLocked), so the next round's part never waits here.
+  const RoundTimeouts t = ComputeRoundTimeouts(live_->balancer(), spec.dimension);
+  const absl::Status st = peers_->ReportRound(spec.coordinator, report, t.step);
+  if (st.ok() || absl::IsAlreadyExists(st)) return;
   LogError(absl::StrCat("could not report round ", spec.round_id, ": ", st.message()));
 }
 

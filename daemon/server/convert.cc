@@ -118,6 +118,7 @@ void ToProto(const federation::RoundReport& in, v1::RoundReport* out) {
   out->set_shortfall(in.shortfall);
   out->set_kept(in.kept);
   out->set_from_journal(in.from_journal);
+  out->set_not_begun(in.not_begun);
   ToProto(in.transfers, out->mutable_transfers());
   out->set_messages(in.messages);
   out->set_steps(in.steps);
@@ -137,6 +138,7 @@ federation::RoundReport FromProto(const v1::RoundReport& in) {
   r.shortfall = in.shortfall();
   r.kept = in.kept();
   r.from_journal = in.from_journal();
+  r.not_begun = in.not_begun();
   r.transfers = FromProto(in.transfers());
   r.messages = in.messages();
   r.steps = in.steps();

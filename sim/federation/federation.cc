@@ -64,6 +64,7 @@ struct Incarnation {
   server::SiteStack stack;
   std::unique_ptr<server::PeerHandlers> handlers;
   bool serving = false;  // its startup recovery is over and its loops run
+  absl::Time serving_since = absl::InfiniteFuture();  // world time
   scheduler::SimAdapter* scheduler() const {
     return dynamic_cast<scheduler::SimAdapter*>(stack.adapter->Current().get());
   }
@@ -250,6 +251,7 @@ void Federation::Start(SimSite& s) {
     inc->stack.site->Start();
     // Restarted when it serves again (its startup recovery may take long).
     inc->serving = true;
+    inc->serving_since = world_.now();
     if (watch_ && watch_->incarnation_at_start.count(site->id()) && site->incarnations > 1)
       watch_->crash_or_restart[site->id()] = world_.now();
     while (true) {
@@ -534,7 +536,14 @@ void Federation::CheckRound(const federation::RoundView& v, const Watch& w, Roun
     if (counted > committed)
       Violation(absl::StrCat("round ", v.id, " counts ", counted, " jobs sent by ", site, ", which committed ",
                              committed));
-    if (s->inc && s->inc->serving && at_crash > counted)
+    // A site the coordinator sees down (crashed, or cut off) when the round
+    // ends cannot be asked: its commits are missing from the count.
+    auto seen = w.coordinator_inc->stack.site->membership().Find(site);
+    // And one serving for less than two heartbeats may not have been
+    // looked at yet.
+    const bool askable = s->inc && s->inc->serving &&
+                         s->inc->serving_since + 2 * balancer_.heartbeat_interval <= finished && seen && seen->up;
+    if (askable && at_crash > counted)
       Violation(absl::StrCat("round ", v.id, " counts ", counted, " jobs sent by ", site, ", whose incarnation that ",
                              "crashed during the round had committed ", at_crash));
   }
@@ -542,7 +551,12 @@ void Federation::CheckRound(const federation::RoundView& v, const Watch& w, Roun
   for (const balance::LoadRow& row : v.before) {
     const config::RosterEntry* e = c->config.roster.FindLabel(row.label);
     if (!e || !reported.count(e->id)) continue;
-    const std::set<double> had = CapacitiesDuring(e->id, cenv->ToWorld(v.started), finished);
+    // A site that crashed or restarted in the round answers from its
+    // journal, which knows no capacity: its row stays the heartbeat's, sent
+    // up to a heartbeat (and a latency) before the round began.
+    absl::Time from = cenv->ToWorld(v.started);
+    if (w.crash_or_restart.count(e->id)) from -= balancer_.heartbeat_interval + absl::Seconds(1);
+    const std::set<double> had = CapacitiesDuring(e->id, from, finished);
     if (!had.count(row.capacity))
       Violation(absl::StrCat("round ", v.id, " shows capacity ", row.capacity, " for ", e->id,
                              ", which it did not have during the round (it had ", absl::StrJoin(had, " or "), ")"));
