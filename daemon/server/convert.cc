@@ -36,6 +36,15 @@ void ToProto(const migration::TransferRequest& in, v1::TransferRequest* out) {
   for (const auto& spec : in.jobs) ToProto(spec, out->add_jobs());
 }
 
+migration::TransferRequest FromProto(const v1::TransferRequest& in) {
+  migration::TransferRequest out;
+  out.migration_id = in.migration_id();
+  out.source_site = in.source_site();
+  out.round_id = in.round_id();
+  for (const v1::JobSpec& s : in.jobs()) out.jobs.push_back(FromProto(s));
+  return out;
+}
+
 scheduler::JobSpec FromProto(const v1::JobSpec& in) {
   scheduler::JobSpec s;
   s.name = in.name();

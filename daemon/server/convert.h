@@ -29,6 +29,7 @@ void ToProto(const std::vector<balance::Transfer>& in, google::protobuf::Repeate
 std::vector<balance::Transfer> FromProto(const google::protobuf::RepeatedPtrField<v1::Transfer>& in);
 
 void ToProto(const migration::TransferRequest& in, v1::TransferRequest* out);
+migration::TransferRequest FromProto(const v1::TransferRequest& in);
 
 void ToProto(const federation::RoundReport& in, v1::RoundReport* out);
 federation::RoundReport FromProto(const v1::RoundReport& in);

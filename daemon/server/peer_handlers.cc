@@ -149,12 +149,7 @@ absl::Status PeerHandlers::Transfer(const std::string& caller, const v1::Transfe
   if (auto st = CheckCaller(caller, req.source_site(), /*in_roster=*/false); !st.ok()) return st;
   if (req.migration_id().empty() || req.migration_id().size() > kMaxIdLength)
     return Invalid("migration_id: 1..200 characters");
-  migration::TransferRequest m;
-  m.migration_id = req.migration_id();
-  m.source_site = req.source_site();
-  m.round_id = req.round_id();
-  for (const v1::JobSpec& s : req.jobs()) m.jobs.push_back(FromProto(s));
-  auto r = d_.migrator->HandleTransfer(m);
+  auto r = d_.migrator->HandleTransfer(FromProto(req));
   if (!r.ok()) return r.status();
   for (const auto& id : r->new_ids) reply->add_new_ids(id);
   return absl::OkStatus();
