@@ -285,8 +285,13 @@ int Federation(std::map<std::string, std::string> f) {
     violations += static_cast<int64_t>(r.violations.size());
     int finished = 0;
     int64_t moved = 0, messages = 0, bytes = 0;
+    double longest = 0, longest_deadline = 0;
     for (const auto& x : r.rounds) {
       finished += x.end == "finished";
+      if (x.seconds >= longest) {
+        longest = x.seconds;
+        longest_deadline = x.deadline_seconds;
+      }
       moved += x.moved;
       messages += x.messages;
       bytes += x.bytes;
@@ -294,10 +299,12 @@ int Federation(std::map<std::string, std::string> f) {
     const size_t n = std::max<size_t>(1, r.rounds.size());
     std::printf(
         "seed %llu: %d sites of a %d-cube (%d positions), %zu rounds (%d finished), %.0f messages and %.1f KiB a round, "
-        "moved %lld jobs; %lld crashes, %lld restarts, %lld pauses, %lld partitions, %lld drains, %lld jobs "
-        "submitted mid-round; %.1f s simulated in %.2f s CPU; %zu violations\n",
+        "moved %lld jobs, longest round %.1f s simulated (deadline %.0f s); %lld crashes, %lld restarts, %lld "
+        "pauses, %lld partitions, %lld drains, %lld jobs submitted mid-round; %.1f s simulated in %.2f s CPU; %zu "
+        "violations\n",
         static_cast<unsigned long long>(r.seed), r.sites, r.dimension, r.positions, r.rounds.size(), finished,
         static_cast<double>(messages) / n, static_cast<double>(bytes) / n / 1024, static_cast<long long>(moved),
+        longest, longest_deadline,
         static_cast<long long>(r.crashes), static_cast<long long>(r.restarts), static_cast<long long>(r.pauses),
         static_cast<long long>(r.partitions), static_cast<long long>(r.drains), static_cast<long long>(r.submitted),
         r.simulated_seconds, r.cpu_seconds, r.violations.size());
