@@ -177,20 +177,27 @@ bool World::Wait(std::unique_lock<std::mutex>& l, absl::Time deadline, const std
   }
   if (!t) Fatal("a blocking wait outside a simulated task (an event handler must not wait)");
   t->spins = 0;
-  Waiter w{t, l.mutex(), &pred, ++seq_};
-  t->waiter = &w;
-  nodes_[t->node].waiters.push_back(&w);
-  waiting_[w.id] = &w;
-  if (deadline != absl::InfiniteFuture()) {
-    const uint64_t id = w.id;
-    At(deadline, t->node, [this, id] {
-      if (auto it = waiting_.find(id); it != waiting_.end()) Wake(it->second);
-    });
+  // Woken because pred() held when the world looked, a task may find it
+  // false again when it runs (another task woken by the same change went
+  // first): it waits on, as cv.wait(l, pred) does, until pred() or the
+  // deadline (the Env's contract, daemon/common/env.h).
+  while (true) {
+    Waiter w{t, l.mutex(), &pred, ++seq_};
+    t->waiter = &w;
+    nodes_[t->node].waiters.push_back(&w);
+    waiting_[w.id] = &w;
+    if (deadline != absl::InfiniteFuture()) {
+      const uint64_t id = w.id;
+      At(deadline, t->node, [this, id] {
+        if (auto it = waiting_.find(id); it != waiting_.end()) Wake(it->second);
+      });
+    }
+    l.unlock();
+    Park(t);
+    l.lock();
+    if (pred()) return true;
+    if (deadline <= now_) return false;
   }
-  l.unlock();
-  Park(t);
-  l.lock();
-  return pred();
 }
 
 void World::Wake(Waiter* w) {
