@@ -69,6 +69,9 @@ class Coordinator {
     RoundSpec spec;
     std::vector<std::string> live;      // the sites it was started at
     std::vector<std::string> accepted;  // known once every StartRound answered
+    // Accepted, and those whose StartRound call failed (it may have started
+    // the round there): whose reports the round waits for.
+    std::vector<std::string> waited;
     bool start_answered = false;
     std::map<std::string, RoundReport> reports;  // first report of each site
     bool any_failed = false;

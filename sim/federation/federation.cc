@@ -498,13 +498,16 @@ void Federation::CheckRound(const federation::RoundView& v, const Watch& w, Roun
     Violation(absl::StrCat("round ", v.id, " ended ", absl::FormatDuration(finished - give_up),
                            " after its deadline and report time"));
   // ... and within one heartbeat timeout of the last crash or restart of a
-  // site it waited for.
+  // site it was started at (one that reported may have been asked for its
+  // report after its restart; one whose start answer was lost is waited for).
   const std::set<std::string> reported(v.reported.begin(), v.reported.end());
   absl::Time last_fault = absl::InfinitePast();
   bool waited_for_crashed = false;
-  const std::set<std::string> took_part(v.took_part.begin(), v.took_part.end());
+  std::set<std::string> started_at;
+  for (const balance::LoadRow& row : v.before)
+    if (const config::RosterEntry* e = c->config.roster.FindLabel(row.label)) started_at.insert(e->id);
   for (const auto& [site, when] : w.crash_or_restart)
-    if (took_part.count(site) && !reported.count(site)) {
+    if (started_at.count(site)) {
       waited_for_crashed = true;
       last_fault = std::max(last_fault, when);
     }

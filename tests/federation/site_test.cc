@@ -56,9 +56,11 @@ class InProcessPeers : public PeerClient {
     for (size_t i = 0; i < sites.size(); ++i) {
       Site* to = To(sites[i]);
       if (!to) {
+        out[i].answered = true;  // never sent
         out[i].why_not = "cut";
         continue;
       }
+      out[i].answered = true;
       out[i].accepted = to->OnStartRound(spec, &out[i].why_not);
     }
     return out;
