@@ -82,9 +82,10 @@ class Coordinator {
   void Coordinate(RoundSpec spec);
   // OnReport's checks and record, under mu_.
   absl::Status TakeReportLocked(const RoundReport& report);
-  // Sites that took part and have not reported, though a heartbeat since
-  // the round began says they are no longer in it: their report was lost,
-  // or they restarted. They are asked for it (Participant::ReportOf: the
+  // Sites waited for (took part, or their start answer never came) that
+  // have not reported, though a heartbeat since the round began says they
+  // are in no round: their report was lost, they restarted, or they never
+  // began. They are asked for it (Participant::ReportOf: the
   // report made, else the transfers the journal committed).
   std::vector<std::string> SilentLocked() const;
   bool CompleteLocked() const;
