@@ -113,7 +113,7 @@ absl::StatusOr<std::string> Coordinator::Begin(bool dry_run, const std::string& 
   view.id = spec.round_id = MakeRoundId(self_, view.started, ++seq_);
   view.events.push_back(absl::StrCat("round ", view.id, " (", reason, "): ", name, " over ", view.before.size(),
                                      " live sites of the ", shape.dimension, "-cube, faults ", Labels(faults)));
-  running_ = Running{spec, live, {}, {}, false, {}, false, roster, timeouts, view.started};
+  running_ = Running{spec, live, {}, false, {}, false, roster, timeouts, view.started};
   history_->Add(view);
   if (!executor_->Submit([this, spec] { Coordinate(spec); })) {
     running_.reset();
@@ -141,7 +141,6 @@ void Coordinator::Coordinate(RoundSpec spec) {
   for (size_t i = 0; i < live.size(); ++i) {
     if (live[i] == self_) {
       answers[i].accepted = participant_->OnStartRound(spec, &answers[i].why_not);
-      answers[i].answered = true;
     } else {
       others.push_back(live[i]);
     }
@@ -156,16 +155,6 @@ void Coordinator::Coordinate(RoundSpec spec) {
   for (size_t i = 0; i < live.size(); ++i) {
     if (answers[i].accepted) {
       run.accepted.push_back(live[i]);
-      run.waited.push_back(live[i]);
-    } else if (!answers[i].answered) {
-      // Its answer was lost, or it crashed: it may be in the round (and
-      // move jobs). Its report is waited for like any part's, and asked for
-      // once its heartbeats say it is in no round (one that never began
-      // answers with nothing committed).
-      events.push_back(absl::StrCat(live[i], " did not answer the start (", answers[i].why_not,
-                                    "): it may have begun, so its report is waited for"));
-      run.waited.push_back(live[i]);
-      run.any_failed = true;
     } else {
       events.push_back(absl::StrCat(live[i], " did not take part: ", answers[i].why_not));
       run.any_failed = true;
@@ -187,7 +176,7 @@ void Coordinator::Coordinate(RoundSpec spec) {
     if (CompleteLocked()) return FinishLocked("");
     if (stopping_) return FinishLocked("the coordinator is stopping");
     std::vector<std::string> missing;
-    for (const std::string& site : running_->waited)
+    for (const std::string& site : running_->accepted)
       if (!running_->reports.count(site)) missing.push_back(site);
     bool all_down = !missing.empty();
     for (const std::string& site : missing) {
@@ -221,7 +210,7 @@ void Coordinator::Coordinate(RoundSpec spec) {
 
 bool Coordinator::CompleteLocked() const {
   if (!running_ || !running_->start_answered) return false;
-  for (const std::string& site : running_->waited)
+  for (const std::string& site : running_->accepted)
     if (!running_->reports.count(site)) return false;
   return true;
 }
@@ -230,7 +219,7 @@ std::vector<std::string> Coordinator::SilentLocked() const {
   std::vector<std::string> out;
   if (!running_ || !running_->start_answered) return out;
   const std::string& id = running_->spec.round_id;
-  for (const std::string& site : running_->waited) {
+  for (const std::string& site : running_->accepted) {
     if (site == self_ || running_->reports.count(site)) continue;
     auto p = membership_->Find(site);
     if (p && p->up && p->last_seen > running_->started && p->round_id != id)

@@ -69,9 +69,6 @@ class Coordinator {
     RoundSpec spec;
     std::vector<std::string> live;      // the sites it was started at
     std::vector<std::string> accepted;  // known once every StartRound answered
-    // Accepted, and those whose StartRound call failed (it may have started
-    // the round there): whose reports the round waits for.
-    std::vector<std::string> waited;
     bool start_answered = false;
     std::map<std::string, RoundReport> reports;  // first report of each site
     bool any_failed = false;
@@ -82,10 +79,9 @@ class Coordinator {
   void Coordinate(RoundSpec spec);
   // OnReport's checks and record, under mu_.
   absl::Status TakeReportLocked(const RoundReport& report);
-  // Sites waited for (took part, or their start answer never came) that
-  // have not reported, though a heartbeat since the round began says they
-  // are in no round: their report was lost, they restarted, or they never
-  // began. They are asked for it (Participant::ReportOf: the
+  // Sites that took part and have not reported, though a heartbeat since
+  // the round began says they are no longer in it: their report was lost,
+  // or they restarted. They are asked for it (Participant::ReportOf: the
   // report made, else the transfers the journal committed).
   std::vector<std::string> SilentLocked() const;
   bool CompleteLocked() const;

@@ -131,9 +131,6 @@ class PeerClient {
   struct StartAnswer {
     bool accepted = false;
     std::string why_not;  // refused (the site's reason) or unreachable
-    // The site replied. A call that failed (lost, timed out, the site
-    // crashed) may still have started the round there.
-    bool answered = false;
   };
   virtual std::vector<StartAnswer> StartRound(const std::vector<std::string>& sites, const RoundSpec& spec,
                                               absl::Duration timeout) = 0;

@@ -152,7 +152,6 @@ std::vector<federation::PeerClient::StartAnswer> GrpcPeers::StartRound(const std
   for (size_t i = 0; i < sites.size(); ++i) {
     Conn* c = Get(sites[i]);
     if (!c || PartitionedFrom(sites[i])) {
-      out[i].answered = true;  // never sent: it did not start
       out[i].why_not = std::string((c ? Cut(sites[i]) : Unknown(sites[i])).message());
       continue;
     }
@@ -172,7 +171,6 @@ std::vector<federation::PeerClient::StartAnswer> GrpcPeers::StartRound(const std
     if (!call.status.ok()) {
       a.why_not = std::string(FromGrpc(call.status).message());
     } else {
-      a.answered = true;
       a.accepted = call.reply.accepted();
       a.why_not = call.reply.why_not();
     }

@@ -499,7 +499,7 @@ void Federation::CheckRound(const federation::RoundView& v, const Watch& w, Roun
                            " after its deadline and report time"));
   // ... and within one heartbeat timeout of the last crash or restart of a
   // site it was started at (one that reported may have been asked for its
-  // report after its restart; one whose start answer was lost is waited for).
+  // report after its restart).
   const std::set<std::string> reported(v.reported.begin(), v.reported.end());
   absl::Time last_fault = absl::InfinitePast();
   bool waited_for_crashed = false;

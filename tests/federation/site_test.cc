@@ -30,7 +30,6 @@ class InProcessPeers : public PeerClient {
   std::map<std::string, Site*> sites;
   std::set<std::string> cut;
   bool drop_reports = false;  // reports are recorded but never arrive
-  std::set<std::string> lose_start_answer;  // StartRound reaches them; the answer is lost
   std::vector<RoundReport> reports;  // every report sent, guarded by mu_
 
   // The first report of `round` sent (by `site`, when given).
@@ -57,24 +56,12 @@ class InProcessPeers : public PeerClient {
     for (size_t i = 0; i < sites.size(); ++i) {
       Site* to = To(sites[i]);
       if (!to) {
-        out[i].answered = true;  // never sent
         out[i].why_not = "cut";
         continue;
       }
-      const bool accepted = to->OnStartRound(spec, &out[i].why_not);
-      if (lose_start_answer.count(sites[i])) {
-        out[i].why_not = "the answer was lost";
-        continue;
-      }
-      out[i].answered = true;
-      out[i].accepted = accepted;
+      out[i].accepted = to->OnStartRound(spec, &out[i].why_not);
     }
     return out;
-  }
-  absl::StatusOr<RoundReport> GetReport(const std::string& s, const std::string& round_id, absl::Duration) override {
-    Site* to = To(s);
-    if (!to) return absl::UnavailableError("cut");
-    return to->OnGetReport(RoundCoordinator(round_id).value_or(""), round_id);
   }
   absl::Status ReportRound(const std::string& s, const RoundReport& r, absl::Duration) override {
     {
@@ -409,27 +396,6 @@ TEST_F(SiteTest, AReportIsGivenOnlyToTheCoordinatorTheRoundIdNames) {
             absl::StatusCode::kPermissionDenied);
   EXPECT_EQ(sites_[2]->OnGetReport(Id(1), absl::StrCat(Id(1), "-17-3-4")).status().code(),
             absl::StatusCode::kPermissionDenied);
-}
-
-TEST_F(SiteTest, ASiteWhoseStartAnswerWasLostIsWaitedForAndWhatItMovedCounted) {
-  Make(2);
-  AddJobs(1, 10);
-  HeartbeatAll();
-  peers_.lose_start_answer.insert(Id(1));  // site 1 runs the round; the coordinator does not hear so
-  peers_.drop_reports = true;              // and its report is lost
-  auto id = sites_[0]->Balance(false, "test");
-  ASSERT_TRUE(id.ok()) << id.status();
-  ASSERT_TRUE(Eventually([&] { return peers_.ReportOf(*id, Id(1)).has_value(); }));
-  EXPECT_EQ(Pending(0), 5) << "site 1 moved half its jobs";
-  // Site 1's heartbeat says it is in no round: the coordinator asks it.
-  for (int i = 0; i < 3 && !RoundDone(0); ++i) {
-    env_.Advance(absl::Seconds(1));
-    sites_[1]->HeartbeatOnce();
-    Eventually([&] { return RoundDone(0); });
-  }
-  ASSERT_TRUE(RoundDone(0)) << Events(0);
-  EXPECT_EQ(sites_[0]->LastRound()->moved, 5) << Events(0);
-  EXPECT_NE(Events(0).find("site-1 did not answer the start"), std::string::npos) << Events(0);
 }
 
 TEST_F(SiteTest, ReportsAreTakenOnlyFromTheRoundsSitesOnceEach) {
