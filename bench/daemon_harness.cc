@@ -174,9 +174,10 @@ void Throughput(int jobs, bool tmpfs) {
     std::printf("  migration throughput: round failed: %s\n", std::string(res.status().message()).c_str());
     return;
   }
-  std::printf("  migration between two sites, state on %s: %lld jobs in %.3f s = %.0f jobs/s = %.2f x the goal (%.0f)\n",
-              tmpfs ? "tmpfs " : "disk  ", static_cast<long long>(res->moved()), s, res->moved() / s,
-              res->moved() / s / kMigrationGoalJobsPerSecond, kMigrationGoalJobsPerSecond);
+  std::printf(
+      "  migration between two sites, state on %s: %lld jobs in %.3f s = %.0f jobs/s = %.2f x the goal (%.0f)\n",
+      tmpfs ? "tmpfs " : "disk  ", static_cast<long long>(res->moved()), s, res->moved() / s,
+      res->moved() / s / kMigrationGoalJobsPerSecond, kMigrationGoalJobsPerSecond);
 }
 
 void Idle(int sites, int seconds) {
@@ -252,8 +253,8 @@ int CpuPerRound(int rounds) {
   for (int i : measured) ZeroInstructions(**f, i);
   absl::SleepFor(took);
   ++dump;
-  std::printf("CPU per round without migrations, 8 sites, %d of %d rounds done, %.1f s under callgrind:\n", ok,
-              rounds, absl::ToDoubleSeconds(took));
+  std::printf("CPU per round without migrations, 8 sites, %d of %d rounds done, %.1f s under callgrind:\n", ok, rounds,
+              absl::ToDoubleSeconds(took));
   for (size_t k = 0; k < measured.size(); ++k) {
     const int i = measured[k];
     const int64_t idle = DumpedInstructions(**f, i, absl::StrCat(dir, "/site-", i), dump);
@@ -293,14 +294,14 @@ ProcessSize SizeOf(pid_t pid) {
   return out;
 }
 
-// Drains or undrains a site (asked at site 0).
+// Drains or undrains a site (asked at the site itself).
 bool SetDrained(TestFederation& f, int site, bool drain) {
   hyperfed::v1::DrainRequest req;
   req.set_site(f.SiteId(site));
   req.set_drain(drain);
   hyperfed::v1::DrainReply reply;
   auto ctx = f.Context();
-  return f.Admin(0)->Drain(ctx.get(), req, &reply).ok();
+  return f.Admin(site)->Drain(ctx.get(), req, &reply).ok();
 }
 
 int Soak(int rounds) {
@@ -390,7 +391,7 @@ int LiveJobs(const SlurmCluster& c) {
 }
 
 absl::StatusOr<std::unique_ptr<hyperfed::scheduler::SlurmAdapter>> BenchAdapter(const SlurmCluster& c,
-                                                                                  const std::string& work) {
+                                                                                const std::string& work) {
   return hyperfed::scheduler::SlurmAdapter::Open({.state_dir = work,
                                                   .options = {{"slurm_conf", c.conf()},
                                                               {"submit_dir", work},
@@ -432,17 +433,16 @@ bool AdapterSteps(int jobs, int parallel, double plain_s, const std::string& wor
     return static_cast<int>(std::count_if(results.begin(), results.end(), [](const auto& r) { return r.ok(); }));
   };
   std::vector<std::pair<hyperfed::scheduler::JobSpec, std::string>> batch;
-  const bool done =
-      step("HoldMany (source)", [&] { return count((*from)->HoldMany(ids)); }) &&
-      step("ExportMany (source)",
-           [&] {
-             auto specs = (*from)->ExportMany(ids);
-             for (size_t i = 0; i < specs.size(); ++i)
-               if (specs[i].ok()) batch.push_back({*specs[i], absl::StrCat("bench:", i)});
-             return count(specs);
-           }) &&
-      step("SubmitMany (destination)", [&] { return count((*to)->SubmitMany(batch, false)); }) &&
-      step("CancelMany (source)", [&] { return count((*from)->CancelMany(ids)); });
+  const bool done = step("HoldMany (source)", [&] { return count((*from)->HoldMany(ids)); }) &&
+                    step("ExportMany (source)",
+                         [&] {
+                           auto specs = (*from)->ExportMany(ids);
+                           for (size_t i = 0; i < specs.size(); ++i)
+                             if (specs[i].ok()) batch.push_back({*specs[i], absl::StrCat("bench:", i)});
+                           return count(specs);
+                         }) &&
+                    step("SubmitMany (destination)", [&] { return count((*to)->SubmitMany(batch, false)); }) &&
+                    step("CancelMany (source)", [&] { return count((*from)->CancelMany(ids)); });
   if (!done) return false;
   std::printf("    %-26s %4d jobs in %6.2f s = %6.1f jobs/s = %.2f x plain sbatch\n", "all five", jobs, total,
               jobs / total, (jobs / total) / (jobs / plain_s));
@@ -572,8 +572,7 @@ int main(int argc, char** argv) {
     Rounds(sites, 40, true, floor_ms);
     return 0;
   }
-  if (mode == "--slurm")
-    return SlurmMigration(argc > 2 ? std::atoi(argv[2]) : 500, argc > 3 ? std::atoi(argv[3]) : 3);
+  if (mode == "--slurm") return SlurmMigration(argc > 2 ? std::atoi(argv[2]) : 500, argc > 3 ? std::atoi(argv[3]) : 3);
   if (mode == "--throughput") {
     Throughput(10000, true);
     Throughput(10000, false);

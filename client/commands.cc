@@ -7,10 +7,10 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
 #include "absl/time/clock.h"
 #include "client/output.h"
-#include "absl/strings/str_format.h"
 #include "daemon/balance/label_suggest.h"
 #include "daemon/roster/roster_doc.h"
 #include "grpc/health/v1/health.grpc.pb.h"
@@ -62,9 +62,39 @@ class Runner {
   }
   std::unique_ptr<grpc::ClientContext> Context() const { return Context(o_.timeout); }
 
-  int Fail(const grpc::Status& st) const {
-    err_ << "hyperfedctl: " << RpcErrorLine(st.error_code(), st.error_message(), o_.endpoint, o_.timeout) << "\n";
+  int Fail(const grpc::Status& st) const { return Fail(st, o_.endpoint); }
+  int Fail(const grpc::Status& st, const std::string& endpoint) const {
+    err_ << "hyperfedctl: " << RpcErrorLine(st.error_code(), st.error_message(), endpoint, o_.timeout) << "\n";
     return kExitRpcFailure;
+  }
+
+  // The Admin service of `site` ("" or the site asked: the one asked). A
+  // site never passes an operator's credential on (docs/security.md,
+  // "Operators' credentials"), so jobs, submit and drain of another site go
+  // to that site itself: its endpoint is the one the site asked knows, and
+  // the call carries the same CA, token and certificate, which that site
+  // checks as its own. Sets *endpoint to where the call goes; nullptr after
+  // printing why when the site asked does not answer.
+  v1::Admin::Stub* AdminFor(const std::string& site, std::string* endpoint) {
+    *endpoint = o_.endpoint;
+    if (site.empty()) return admin_.get();
+    v1::StatusReply r;
+    auto ctx = Context();
+    if (auto st = admin_->Status(ctx.get(), v1::StatusRequest(), &r); !st.ok()) {
+      Fail(st);
+      return nullptr;
+    }
+    if (r.site() == site) return admin_.get();
+    for (const v1::SiteStatus& s : r.sites()) {
+      if (s.site() != site || s.endpoint().empty()) continue;
+      Options there = o_;
+      there.endpoint = s.endpoint();
+      there.server_name = site;
+      other_ = v1::Admin::NewStub(MakeChannel(there));
+      *endpoint = s.endpoint();
+      return other_.get();
+    }
+    return admin_.get();  // a site it does not know: its refusal says so
   }
 
   int Status() {
@@ -84,11 +114,14 @@ class Runner {
   }
 
   int Jobs() {
+    std::string endpoint;
+    v1::Admin::Stub* admin = AdminFor(o_.site, &endpoint);
+    if (!admin) return kExitRpcFailure;
     v1::JobsRequest req;
     req.set_site(o_.site);
     v1::JobsReply r;
     auto ctx = Context();
-    if (auto st = admin_->Jobs(ctx.get(), req, &r); !st.ok()) return Fail(st);
+    if (auto st = admin->Jobs(ctx.get(), req, &r); !st.ok()) return Fail(st, endpoint);
     out_ << (o_.json ? JobsJson(o_.site, r) : JobsText(r));
     return kExitOk;
   }
@@ -175,12 +208,15 @@ class Runner {
   }
 
   int Drain(bool drain) {
+    std::string endpoint;
+    v1::Admin::Stub* admin = AdminFor(o_.site, &endpoint);
+    if (!admin) return kExitRpcFailure;
     v1::DrainRequest req;
     req.set_site(o_.site);
     req.set_drain(drain);
     v1::DrainReply r;
     auto ctx = Context();
-    if (auto st = admin_->Drain(ctx.get(), req, &r); !st.ok()) return Fail(st);
+    if (auto st = admin->Drain(ctx.get(), req, &r); !st.ok()) return Fail(st, endpoint);
     if (o_.json) {
       JsonWriter w;
       w.BeginObject().Field("site", o_.site).Field("drained", drain).EndObject();
@@ -200,9 +236,12 @@ class Runner {
     req.set_duration_ms(absl::ToInt64Milliseconds(o_.duration));
     req.set_name(o_.name);
     req.set_cores(o_.cores);
+    std::string endpoint;
+    v1::Admin::Stub* admin = AdminFor(o_.site, &endpoint);
+    if (!admin) return kExitRpcFailure;
     v1::SubmitReply r;
     auto ctx = Context();
-    if (auto st = admin_->Submit(ctx.get(), req, &r); !st.ok()) return Fail(st);
+    if (auto st = admin->Submit(ctx.get(), req, &r); !st.ok()) return Fail(st, endpoint);
     out_ << (o_.json ? SubmitJson(r) : SubmitText(r));
     return kExitOk;
   }
@@ -368,8 +407,7 @@ class Runner {
                                     return true;
                                   }
                                   load = row->load();
-                                  return row->age_ms() >= 0 &&
-                                         absl::Now() - absl::Milliseconds(row->age_ms()) > since;
+                                  return row->age_ms() >= 0 && absl::Now() - absl::Milliseconds(row->age_ms()) > since;
                                 });
     if (!got) return std::nullopt;
     return load;
@@ -405,19 +443,18 @@ class Runner {
            << " at " << TerminalSafe(roster_site_) << ": " << cur->sites.size() << " sites in a " << cur->Dimension()
            << "-cube\n";
       for (const config::RosterEntry& e : cur->sites)
-        out_ << "  " << e.label << "  " << TerminalSafe(e.id) << "  " << TerminalSafe(e.endpoint)
-             << "  max_capacity " << e.max_capacity << (e.drained ? "  drained" : "") << "\n";
+        out_ << "  " << e.label << "  " << TerminalSafe(e.id) << "  " << TerminalSafe(e.endpoint) << "  max_capacity "
+             << e.max_capacity << (e.drained ? "  drained" : "") << "\n";
       return kExitOk;
     }
     if (o_.roster_action == "suggest") return Suggest(*cur);
     if (o_.roster_action == "add") {
-      auto next = roster::WithSite(*cur, o_.site, o_.site_endpoint,
-                                   o_.label >= 0 ? std::optional<int>(o_.label) : std::nullopt,
-                                   o_.capacity_max > 0 ? std::optional<double>(o_.capacity_max) : std::nullopt);
-      const std::string what =
-          next.ok() ? absl::StrCat("added ", o_.site, " at label ", next->FindSite(o_.site)->label, " (",
-                                   o_.site_endpoint, ")")
-                    : "";
+      auto next =
+          roster::WithSite(*cur, o_.site, o_.site_endpoint, o_.label >= 0 ? std::optional<int>(o_.label) : std::nullopt,
+                           o_.capacity_max > 0 ? std::optional<double>(o_.capacity_max) : std::nullopt);
+      const std::string what = next.ok() ? absl::StrCat("added ", o_.site, " at label ", next->FindSite(o_.site)->label,
+                                                        " (", o_.site_endpoint, ")")
+                                         : "";
       return Publish(cur->version, next, what) ? kExitOk : kExitRpcFailure;
     }
     // remove: drain, let a round move its jobs, then take it out.
@@ -442,8 +479,8 @@ class Runner {
       std::optional<v1::RoundEvent> done = RunRoundAndWait();
       if (!done) return kExitRpcFailure;
       since = absl::Now();
-      out_ << "round " << TerminalSafe(done->round_id()) << (done->ok() ? " finished" : " ended early")
-           << ": moved " << done->moved() << " jobs\n";
+      out_ << "round " << TerminalSafe(done->round_id()) << (done->ok() ? " finished" : " ended early") << ": moved "
+           << done->moved() << " jobs\n";
       if (done->moved() == 0 && done->ok()) break;
     }
     const std::optional<int64_t> left = LoadOf(o_.site, since);
@@ -507,7 +544,8 @@ class Runner {
         out_ << absl::StrFormat(
             "the last round (%s, %s) planned again: its transfers cost %.6g now, %.6g with the suggested labels "
             "(%.1f%% lower)\n",
-            TerminalSafe(rounds.rounds(0).round_id()), std::string(mode->name()), gain->old_cost, gain->new_cost, saved);
+            TerminalSafe(rounds.rounds(0).round_id()), std::string(mode->name()), gain->old_cost, gain->new_cost,
+            saved);
       }
     }
     if (!o_.apply) return kExitOk;
@@ -515,14 +553,14 @@ class Runner {
       out_ << "nothing to apply: the suggested labels are the current ones\n";
       return kExitOk;
     }
-    return Publish(cur.version, roster::Relabelled(cur, *next), "relabelled as suggested") ? kExitOk
-                                                                                           : kExitRpcFailure;
+    return Publish(cur.version, roster::Relabelled(cur, *next), "relabelled as suggested") ? kExitOk : kExitRpcFailure;
   }
 
   const Options& o_;
   std::string roster_site_;  // the site that answered GetRoster
   std::shared_ptr<grpc::Channel> channel_;
   std::unique_ptr<v1::Admin::Stub> admin_;
+  std::unique_ptr<v1::Admin::Stub> other_;  // AdminFor's stub for another site
   std::ostream& out_;
   std::ostream& err_;
 };

@@ -1,5 +1,6 @@
 #include "config/config.h"
 
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -37,7 +38,7 @@ constexpr std::uintmax_t kMaxFileBytes = 1 << 20;  // a site config is a few hun
 
 const char* const kTopKeys[] = {"site",      "roster",    "seeds",    "capacity", "balancer",
                                 "scheduler", "state_dir", "security", "log"};
-const char* const kSiteKeys[] = {"id", "label", "listen", "advertise", "metrics_listen", "web"};
+const char* const kSiteKeys[] = {"id", "label", "listen", "advertise", "metrics_listen", "web", "web_hosts"};
 const char* const kRosterKeys[] = {"id", "label", "endpoint", "cost", "max_capacity", "drained"};
 const char* const kSeedKeys[] = {"id", "endpoint"};
 const char* const kCapacityKeys[] = {"units", "speed"};
@@ -45,8 +46,9 @@ const char* const kBalancerKeys[] = {"algorithm",          "interval",     "unde
                                      "heartbeat_interval", "peer_timeout", "step_timeout",        "max_batch",
                                      "job_choice",         "hysteresis"};
 const char* const kSchedulerKeys[] = {"adapter", "options"};
-const char* const kSecurityKeys[] = {"insecure",   "cert",        "key",       "ca",        "admin_token_file",
-                                     "reflection", "roster_key", "max_calls_per_peer", "max_threads"};
+const char* const kSecurityKeys[] = {"insecure",         "cert",       "key",        "ca",
+                                     "admin_token_file", "reflection", "roster_key", "max_calls_per_peer",
+                                     "max_threads"};
 const char* const kLogKeys[] = {"level", "format"};
 
 // A broken rule: the key path it concerns ("roster[2].endpoint") and why.
@@ -232,6 +234,11 @@ std::vector<Issue> CheckRules(const Config& c) {
   }
   if (c.site.web != "loopback" && c.site.web != "on" && c.site.web != "off")
     add("site.web", absl::StrCat(Quote(c.site.web), ": expected loopback, on or off"));
+  for (absl::string_view h : absl::StrSplit(c.site.web_hosts, ',', absl::SkipWhitespace()))
+    if (h = absl::StripAsciiWhitespace(h); h.empty() || h.size() > 253 || !std::all_of(h.begin(), h.end(), [](char ch) {
+                                             return absl::ascii_isalnum(ch) || ch == '.' || ch == '-';
+                                           }))
+      add("site.web_hosts", absl::StrCat(Quote(std::string(h)), ": expected host names separated by commas"));
 
   // roster
   if (c.roster.sites.empty() && c.seeds.empty())
@@ -319,9 +326,10 @@ std::vector<Issue> CheckRules(const Config& c) {
         add(key, "is required unless security.insecure is true");
       } else if (std::string e = CheckReadableFile(*value); !e.empty()) {
         add(key, e);
-      } else if (value == &s.key) {
-        // The certificate and the CA are public; the key is not.
-        if (std::string m = CheckSecretFileMode(*value); !m.empty()) add(key, m);
+      } else if (std::string m = value == &s.key ? CheckSecretFileMode(*value) : ""; !m.empty()) {
+        add(key, m);  // the certificate and the CA are public; the key is not
+      } else if (std::string t = CheckTrustedPath(*value); !t.empty()) {
+        add(key, t);
       }
     }
   } else {
@@ -340,7 +348,11 @@ std::vector<Issue> CheckRules(const Config& c) {
     }
   }
   if (!s.roster_key.empty())
-    if (std::string e = CheckReadableFile(s.roster_key); !e.empty()) add("security.roster_key", e);
+    if (std::string e = CheckReadableFile(s.roster_key); !e.empty()) {
+      add("security.roster_key", e);
+    } else if (std::string t = CheckTrustedPath(s.roster_key); !t.empty()) {
+      add("security.roster_key", t);
+    }
   if (s.max_calls_per_peer < 1 || s.max_calls_per_peer > 10000) {
     add("security.max_calls_per_peer", absl::StrCat("must be in 1..10000, got ", s.max_calls_per_peer));
   }
@@ -352,6 +364,8 @@ std::vector<Issue> CheckRules(const Config& c) {
       add("security.admin_token_file", e);
     } else if (std::string m = CheckSecretFileMode(s.admin_token_file); !m.empty()) {
       add("security.admin_token_file", m);
+    } else if (std::string t = CheckTrustedPath(s.admin_token_file); !t.empty()) {
+      add("security.admin_token_file", t);
     } else {
       std::ifstream in(s.admin_token_file, std::ios::binary);
       std::stringstream token;
@@ -576,6 +590,7 @@ class Parser {
       String(f["metrics_listen"], "site.metrics_listen", &c->site.metrics_listen);
     }
     if (f.count("web")) String(f["web"], "site.web", &c->site.web);
+    if (f.count("web_hosts")) String(f["web_hosts"], "site.web_hosts", &c->site.web_hosts);
   }
 
   // A list of mappings under `key`, each with `keys`: `fill` reads item i's
@@ -726,9 +741,8 @@ class Parser {
 void ResolvePaths(const std::string& config_path, Config* c) {
   fs::path base = fs::path(config_path).parent_path();
   if (base.empty()) return;
-  for (std::string* p :
-       {&c->state_dir, &c->security.cert, &c->security.key, &c->security.ca, &c->security.admin_token_file,
-        &c->security.roster_key}) {
+  for (std::string* p : {&c->state_dir, &c->security.cert, &c->security.key, &c->security.ca,
+                         &c->security.admin_token_file, &c->security.roster_key}) {
     if (!p->empty() && fs::path(*p).is_relative()) *p = (base / *p).lexically_normal().string();
   }
 }
@@ -746,6 +760,33 @@ bool IsLoopback(const std::string& host_port) {
     if (p.empty() || p.size() > 3 || !absl::SimpleAtoi(p, &v) || v < 0 || v > 255) return false;
   }
   return true;
+}
+
+std::string CheckTrustedPath(const std::string& path) {
+  std::error_code ec;
+  const fs::path real = fs::weakly_canonical(fs::absolute(path, ec), ec);
+  if (ec) return absl::StrCat(Quote(path), ": ", ec.message());
+  const uid_t me = ::geteuid();
+  bool first = true;
+  for (fs::path cur = real;; cur = cur.parent_path()) {
+    struct stat st;
+    if (::stat(cur.c_str(), &st) != 0) {
+      if (first && errno == ENOENT && cur != cur.parent_path()) continue;  // not made yet (a new state_dir)
+      return absl::StrCat(Quote(cur.string()), ": ", std::strerror(errno));
+    }
+    const std::string what = first ? Quote(path) : absl::StrCat(Quote(cur.string()), ", a folder above ", Quote(path));
+    if (st.st_uid != 0 && st.st_uid != me)
+      return absl::StrCat(what, " is owned by uid ", st.st_uid,
+                          ": what the daemon trusts must belong to root or to the daemon's own user");
+    const bool sticky_folder = !first && S_ISDIR(st.st_mode) && (st.st_mode & S_ISVTX);
+    const bool others_write = (st.st_mode & S_IWOTH) || ((st.st_mode & S_IWGRP) && st.st_gid != 0);
+    if (others_write && !sticky_folder)
+      return absl::StrCat(what, " has mode ", absl::StrFormat("%04o", st.st_mode & 07777),
+                          ": group or others may change it, so the daemon cannot trust it (chmod go-w)");
+    first = false;
+    if (cur == cur.parent_path()) break;
+  }
+  return "";
 }
 
 std::string CheckSecretFileMode(const std::string& path) {
@@ -827,6 +868,8 @@ absl::StatusOr<Config> LoadConfig(const std::string& path) {
   if (!fs::is_regular_file(st)) {
     return absl::InvalidArgumentError(absl::StrCat(path, ": config is not a regular file"));
   }
+  if (std::string why = CheckTrustedPath(path); !why.empty())
+    return absl::InvalidArgumentError(absl::StrCat(path, ": config not trusted: ", why));
   std::uintmax_t size = fs::file_size(path, ec);
   if (!ec && size > kMaxFileBytes) {
     return absl::InvalidArgumentError(

@@ -27,6 +27,11 @@ struct SiteConfig {
   // Who the web view on metrics_listen answers: "loopback" (clients on
   // this machine), "on" (any client), "off" (docs/operations.md, "Web view").
   std::string web = "loopback";
+  // Host names the web view answers to besides IP addresses and
+  // "localhost" (comma-separated, e.g. the name a TLS proxy passes on): a
+  // request naming any other Host is refused, so that a page whose name an
+  // attacker points at this address (DNS rebinding) gets nothing.
+  std::string web_hosts;
 
   bool operator==(const SiteConfig&) const = default;
 };
@@ -136,8 +141,8 @@ struct SecurityConfig {
   // PEM: the federation operators' public key (Ed25519). Rosters signed
   // with its private key replace the YAML roster; "" = none is accepted.
   std::string roster_key;
-  int max_calls_per_peer = 16;   // Peer calls in flight per calling site; beyond: RESOURCE_EXHAUSTED
-  int max_threads = 64;          // gRPC handler threads (grpc::ResourceQuota::SetMaxThreads)
+  int max_calls_per_peer = 16;  // Peer calls in flight per calling site; beyond: RESOURCE_EXHAUSTED
+  int max_threads = 64;         // gRPC handler threads (grpc::ResourceQuota::SetMaxThreads)
 
   bool operator==(const SecurityConfig&) const = default;
 };
@@ -175,5 +180,15 @@ bool IsLoopback(const std::string& host_port);
 // "" when group and others can neither read nor write `path` (a key or
 // token file), else why not, naming the file and its mode.
 std::string CheckSecretFileMode(const std::string& path);
+
+// "" when only root and this process's user can change `path` (a file or a
+// folder the daemon trusts: its config, keys, token, state_dir, an
+// adapter's map, command or bin_dir), else why not, naming the first culprit.
+// `path` (after symbolic links) and every folder above it must be owned by
+// root or this process's user and writable by no one else (group root
+// aside); a folder above it that others may write must be sticky (/tmp),
+// so that no one else can replace what is in it. A daemon running as root
+// would otherwise run what a local user wrote (docs/security.md, "Files").
+std::string CheckTrustedPath(const std::string& path);
 
 }  // namespace hyperfed::config

@@ -8,6 +8,7 @@
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "daemon/common/text.h"
 #include "nlohmann/json.hpp"
 #include "spdlog/logger.h"
 #include "spdlog/pattern_formatter.h"
@@ -26,8 +27,7 @@ constexpr LevelEntry kLevels[] = {{LogLevel::kDebug, spdlog::level::debug},
                                   {LogLevel::kInfo, spdlog::level::info},
                                   {LogLevel::kWarning, spdlog::level::warn},
                                   {LogLevel::kError, spdlog::level::err}};
-constexpr std::pair<LogFormat, std::string_view> kFormats[] = {{LogFormat::kText, "text"},
-                                                               {LogFormat::kJson, "json"}};
+constexpr std::pair<LogFormat, std::string_view> kFormats[] = {{LogFormat::kText, "text"}, {LogFormat::kJson, "json"}};
 
 spdlog::level::level_enum SpdLevel(LogLevel level) {
   for (const LevelEntry& e : kLevels)
@@ -100,6 +100,7 @@ struct Current {
   std::mutex mu;
   std::shared_ptr<spdlog::logger> logger = MakeLogger("", LogOptions{}, nullptr);
   std::string site;
+  bool text = true;                     // the format is text: messages are made one line (TerminalSafe)
   std::shared_ptr<const LogHook> hook;  // set: lines go there, not to the logger
 };
 Current& TheCurrent() {
@@ -110,13 +111,23 @@ Current& TheCurrent() {
 void Write(LogLevel level, std::string_view message) {
   std::shared_ptr<const LogHook> hook;
   std::shared_ptr<spdlog::logger> logger;
+  bool text = true;
   {
     Current& c = TheCurrent();
     std::lock_guard<std::mutex> l(c.mu);
     hook = c.hook;
     logger = c.logger;
+    text = c.text;
   }
   if (hook) return (*hook)(level, message);
+  if (text) {
+    // One entry, one line: text from peers and jobs (a balance request's
+    // reason, a site's error) cannot forge entries or send escapes to the
+    // terminal that reads the log (docs/security.md, "Peer text").
+    const std::string safe = TerminalSafe(message);
+    logger->log(SpdLevel(level), spdlog::string_view_t(safe.data(), safe.size()));
+    return;
+  }
   // The string_view overload: the text is not a format string.
   logger->log(SpdLevel(level), spdlog::string_view_t(message.data(), message.size()));
 }
@@ -160,6 +171,7 @@ void ConfigureLog(const std::string& site, const LogOptions& options, std::ostre
   std::lock_guard<std::mutex> l(c.mu);
   c.logger = std::move(logger);
   c.site = site;
+  c.text = options.format == LogFormat::kText;
 }
 
 void SetLogHook(LogHook hook) {

@@ -262,8 +262,8 @@ void Site::TimerOnce() {
         if (!p.self && p.up && p.load > b.underload_threshold) others_have_work = true;
       if (others_have_work) {
         last_underload_request_ = now;
-        LogInfo(absl::StrCat("underloaded (", snap->load, " pending < ", b.underload_threshold,
-                             "): asking for a round"));
+        LogInfo(
+            absl::StrCat("underloaded (", snap->load, " pending < ", b.underload_threshold, "): asking for a round"));
         auto id = Balance(false, "underload");
         if (!id.ok()) LogError(absl::StrCat("balancing request failed: ", id.status().message()));
       }
@@ -317,10 +317,11 @@ absl::StatusOr<std::string> Site::Balance(bool dry_run, const std::string& reaso
   return coordinator_.Begin(dry_run, reason, mode);
 }
 
-absl::StatusOr<std::string> Site::OnRequestBalance(const std::string& from, const std::string& reason) {
+absl::StatusOr<std::string> Site::OnRequestBalance(const std::string& from, const std::string& reason,
+                                                   const std::string& mode) {
   if (!IsCoordinator()) return absl::FailedPreconditionError(absl::StrCat("the coordinator is ", Coordinator()));
   LogInfo(absl::StrCat("balancing request from ", from, " (", reason, ")"));
-  return coordinator_.Begin(false, reason.empty() ? from : absl::StrCat(reason, " at ", from), "");
+  return coordinator_.Begin(false, reason.empty() ? from : absl::StrCat(reason, " at ", from), mode);
 }
 
 std::optional<RoundView> Site::WaitRound(const std::string& round_id, size_t seen, absl::Duration timeout) {

@@ -90,7 +90,8 @@ class Site {
   }
   // At the coordinator: starts a round for the request, or joins the one
   // running. Elsewhere: FailedPrecondition naming the coordinator.
-  absl::StatusOr<std::string> OnRequestBalance(const std::string& from, const std::string& reason);
+  absl::StatusOr<std::string> OnRequestBalance(const std::string& from, const std::string& reason,
+                                               const std::string& mode = "");
 
   // ---- Admin
   // Starts a round (asking the coordinator when this site is not it) or

@@ -231,4 +231,24 @@ federation::HeartbeatInfo FromProto(const v1::HeartbeatRequest& in) {
   return h;
 }
 
+void ToProto(const federation::RoundView& r, v1::Round* o) {
+  o->set_round_id(r.id);
+  o->set_mode(r.mode);
+  o->set_mode_name(r.spec.mode);
+  o->set_dry_run(r.dry_run);
+  o->set_done(r.done);
+  o->set_ok(r.ok);
+  o->set_started_ms(absl::ToUnixMillis(r.started));
+  o->set_finished_ms(r.done ? absl::ToUnixMillis(r.finished) : 0);
+  o->set_steps(r.steps);
+  o->set_moved(r.moved);
+  o->set_messages(r.messages);
+  o->set_max_share_error_before(r.share_error_before);
+  o->set_max_share_error_after(r.share_error_after);
+  ToProto(r.transfers, o->mutable_transfers());
+  for (const std::string& e : r.events) o->add_events(e);
+  ToProto(r.before, o->mutable_before());
+  ToProto(r.after, o->mutable_after());
+}
+
 }  // namespace hyperfed::server

@@ -9,6 +9,7 @@
 #include "absl/status/status.h"
 #include "daemon/balance/exact.h"
 #include "daemon/federation/round.h"
+#include "daemon/federation/round_history.h"
 #include "daemon/migration/transport.h"
 #include "daemon/scheduler/adapter.h"
 #include "hyperfed/v1/hyperfed.pb.h"
@@ -38,6 +39,8 @@ federation::ExchangeMessage FromProto(const v1::ExchangeRequest& in);
 void ToProto(const federation::RoundSpec& in, v1::StartRoundRequest* out);
 federation::RoundSpec FromProto(const v1::StartRoundRequest& in);  // faults sorted
 void ToProto(const federation::HeartbeatInfo& in, v1::HeartbeatRequest* out);
+// A round this site coordinated, as Admin.Rounds and Peer.Rounds answer it.
+void ToProto(const federation::RoundView& in, v1::Round* out);
 federation::HeartbeatInfo FromProto(const v1::HeartbeatRequest& in);
 
 }  // namespace hyperfed::server

@@ -16,6 +16,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
+#include "absl/strings/str_split.h"
 #include "absl/strings/strip.h"
 #include "daemon/common/log.h"
 #include "daemon/scheduler/exec_adapter.h"
@@ -34,6 +35,9 @@ namespace {
 absl::Status PrepareStateDir(const std::string& dir) {
   namespace fs = std::filesystem;
   std::error_code ec;
+  // Its owner and the folders above it: no one else may swap its journal.
+  if (std::string why = config::CheckTrustedPath(dir); !why.empty())
+    return absl::FailedPreconditionError(absl::StrCat("state_dir ", dir, ": ", why));
   if (!fs::exists(dir, ec)) {
     fs::create_directories(dir, ec);
     if (ec) return absl::FailedPreconditionError(absl::StrCat("state_dir ", dir, ": ", ec.message()));
@@ -142,9 +146,8 @@ absl::StatusOr<std::unique_ptr<Daemon>> Daemon::Create(const config::Config& con
   auto token = ReadToken(config.security.admin_token_file);
   if (!token.ok()) return token.status();
   d->peer_calls_ = std::make_unique<PeerCallLimiter>(config.security.max_calls_per_peer);
-  ServiceDeps deps{&d->config_,         d->live_.get(),  d->roster_.get(), d->site_.get(),
-                   d->migrator_.get(),    d->adapter_.get(), d->peers_.get(), *token,
-                   d->peer_calls_.get(),  RealEnv::Get()};
+  ServiceDeps deps{&d->config_,       d->live_.get(),  d->roster_.get(), d->site_.get(),       d->migrator_.get(),
+                   d->adapter_.get(), d->peers_.get(), *token,           d->peer_calls_.get(), RealEnv::Get()};
   d->peer_service_ = std::make_unique<PeerService>(deps);
   d->admin_service_ = std::make_unique<AdminService>(deps);
   return d;
@@ -160,8 +163,9 @@ absl::StatusOr<int> Daemon::Start() {
   if (config_.security.reflection) grpc::reflection::InitProtoReflectionServerBuilderPlugin();
   std::shared_ptr<grpc::ServerCredentials> creds;
   if (config_.security.insecure) {
-    LogWarning("insecure: true: peers and operators talk in plain text and are not authenticated; for local demos "
-               "only (listening on loopback only)");
+    LogWarning(
+        "insecure: true: peers and operators talk in plain text and are not authenticated; for local demos "
+        "only (listening on loopback only)");
     creds = grpc::InsecureServerCredentials();
   } else {
     auto tls = ReadTlsFiles(config_.security);
@@ -203,8 +207,7 @@ absl::StatusOr<int> Daemon::Start() {
     std::unique_lock<std::mutex> l(stop_mu_);
     while (!stop_cv_.wait_for(l, absl::ToChronoSeconds(kRecoveryInterval), [this] { return stopping_.load(); })) {
       l.unlock();
-      if (auto st = migrator_->Recover(); !st.ok())
-        LogError(absl::StrCat("migration recovery: ", st.message()));
+      if (auto st = migrator_->Recover(); !st.ok()) LogError(absl::StrCat("migration recovery: ", st.message()));
       l.lock();
     }
   });
@@ -212,7 +215,8 @@ absl::StatusOr<int> Daemon::Start() {
     const WebAccess access = config_.site.web == "on"    ? WebAccess::kOn
                              : config_.site.web == "off" ? WebAccess::kOff
                                                          : WebAccess::kLoopback;
-    const WebView web(server_->InProcessChannel(grpc::ChannelArguments()), access);
+    const WebView web(server_->InProcessChannel(grpc::ChannelArguments()), access,
+                      absl::StrSplit(config_.site.web_hosts, ',', absl::SkipWhitespace()));
     auto m = MetricsServer::Start(
         config_.site.metrics_listen, [this] { return RenderMetrics(); }, absl::Seconds(2),
         [&web](httplib::Server* h) { web.Register(h); });
@@ -225,10 +229,10 @@ absl::StatusOr<int> Daemon::Start() {
   const std::shared_ptr<const config::Roster> roster = live_->roster();
   const config::RosterEntry* self = roster->FindSite(config_.site.id);
   LogInfo(absl::StrCat("serving on port ", port, " (",
-                       self ? absl::StrCat("label ", self->label) : std::string("not in the roster yet"), ", roster version ",
-                       roster->version, ": ", roster->sites.size(), " sites in a ", roster->Dimension(),
-                       "-cube, adapter ", config_.scheduler.adapter, ", mode ", config_.balancer.algorithm,
-                       ", protocol ", ProtocolVersion(), ")"));
+                       self ? absl::StrCat("label ", self->label) : std::string("not in the roster yet"),
+                       ", roster version ", roster->version, ": ", roster->sites.size(), " sites in a ",
+                       roster->Dimension(), "-cube, adapter ", config_.scheduler.adapter, ", mode ",
+                       config_.balancer.algorithm, ", protocol ", ProtocolVersion(), ")"));
   if (!config_.seeds.empty()) join_ = std::thread([this] { JoinLoop(); });
   return port;
 }
@@ -250,8 +254,8 @@ void Daemon::JoinLoop() {
       if (!live_->SelfEntry() && !std::exchange(said, true))
         LogWarning(absl::StrCat("joining: no seed has a roster that lists ", config_.site.id, " yet (",
                                 why.empty() ? std::string("theirs do not") : absl::StrJoin(why, "; "),
-                                "); an operator adds it with `hyperfedctl roster add ", config_.site.id,
-                                " --endpoint ", config_.site.advertise, "`; asking again every heartbeat interval"));
+                                "); an operator adds it with `hyperfedctl roster add ", config_.site.id, " --endpoint ",
+                                config_.site.advertise, "`; asking again every heartbeat interval"));
       l.lock();
     }
     stop_cv_.wait_for(l, absl::ToChronoNanoseconds(live_->balancer().heartbeat_interval),
@@ -287,10 +291,9 @@ absl::StatusOr<std::string> Daemon::Reload(const std::string& path) {
   differs(nb.job_choice != ob.job_choice, "balancer.job_choice");
   differs(nb.hysteresis != ob.hysteresis, "balancer.hysteresis");
   if (!restart.empty())
-    return absl::FailedPreconditionError(absl::StrCat(path, ": not reloaded, nothing changed: ",
-                                                      absl::StrJoin(restart, ", "),
-                                                      restart.size() == 1 ? " changes" : " change",
-                                                      " only with a restart"));
+    return absl::FailedPreconditionError(
+        absl::StrCat(path, ": not reloaded, nothing changed: ", absl::StrJoin(restart, ", "),
+                     restart.size() == 1 ? " changes" : " change", " only with a restart"));
   // New adapter options: a new adapter made from them, checked as at start
   // (an error names the option's line) before anything changes.
   std::unique_ptr<scheduler::SchedulerAdapter> next_adapter;
@@ -324,8 +327,8 @@ absl::StatusOr<std::string> Daemon::Reload(const std::string& path) {
   auto dur = [](absl::Duration d) { return absl::FormatDuration(d); };
   note(nb.algorithm != ob.algorithm, "algorithm", ob.algorithm, nb.algorithm);
   note(nb.interval != ob.interval, "interval", dur(ob.interval), dur(nb.interval));
-  note(nb.underload_threshold != ob.underload_threshold, "underload_threshold",
-       absl::StrCat(ob.underload_threshold), absl::StrCat(nb.underload_threshold));
+  note(nb.underload_threshold != ob.underload_threshold, "underload_threshold", absl::StrCat(ob.underload_threshold),
+       absl::StrCat(nb.underload_threshold));
   note(nb.min_imbalance != ob.min_imbalance, "min_imbalance", absl::StrCat(ob.min_imbalance),
        absl::StrCat(nb.min_imbalance));
   note(nb.heartbeat_interval != ob.heartbeat_interval, "heartbeat_interval", dur(ob.heartbeat_interval),

@@ -6,8 +6,8 @@
 #include "absl/strings/str_cat.h"
 #include "daemon/common/log.h"
 #include "daemon/server/convert.h"
-#include "daemon/server/protocol.h"
 #include "daemon/server/partition_hook.h"
+#include "daemon/server/protocol.h"
 
 namespace hyperfed::server {
 namespace {
@@ -56,7 +56,9 @@ GrpcPeers::GrpcPeers(const config::Config& config, const federation::LiveConfig*
 
 GrpcPeers::Conn* GrpcPeers::DialLocked(const std::string& site, const std::string& endpoint) {
   grpc::ChannelArguments args;
-  args.SetMaxReceiveMessageSize(64 << 20);
+  // A peer's answer is held to the limit its requests are (docs/security.md,
+  // row 8): a reply is no more trusted than a request.
+  args.SetMaxReceiveMessageSize(static_cast<int>(kMaxMessageBytes));
   // Reconnect quickly after a peer restarts (defaults back off to minutes).
   args.SetInt(GRPC_ARG_INITIAL_RECONNECT_BACKOFF_MS, 200);
   args.SetInt(GRPC_ARG_MAX_RECONNECT_BACKOFF_MS, 2000);
@@ -76,7 +78,6 @@ GrpcPeers::Conn* GrpcPeers::DialLocked(const std::string& site, const std::strin
   c->endpoint = endpoint;
   c->channel = grpc::CreateCustomChannel(endpoint, creds, args);
   c->peer = v1::Peer::NewStub(c->channel);
-  c->admin = v1::Admin::NewStub(c->channel);
   dialled_.push_back(std::move(c));
   return dialled_.back().get();
 }
@@ -114,11 +115,6 @@ absl::StatusOr<bool> GrpcPeers::FetchRoster(const config::Seed& seed) {
   if (auto st = c->peer->GetRoster(ctx.get(), req, &doc); !st.ok()) return FromGrpc(st);
   if (!keeper_) return false;
   return keeper_->Offer(doc, seed.id);
-}
-
-v1::Admin::Stub* GrpcPeers::AdminStub(const std::string& site) {
-  Conn* c = Get(site);
-  return c ? c->admin.get() : nullptr;
 }
 
 absl::StatusOr<balance::LoadTable> GrpcPeers::Exchange(const std::string& site, const federation::ExchangeMessage& m,
@@ -219,6 +215,49 @@ absl::StatusOr<std::string> GrpcPeers::RequestBalance(const std::string& site, c
   auto ctx = ContextWithDeadline(timeout);
   if (auto st = c->peer->RequestBalance(ctx.get(), req, &reply); !st.ok()) return FromGrpc(st);
   return reply.round_id();
+}
+
+absl::StatusOr<std::string> GrpcPeers::RequestOperatorRound(const std::string& site, const std::string& mode,
+                                                            absl::Duration timeout) {
+  Conn* c = Get(site);
+  if (!c) return Unknown(site);
+  if (PartitionedFrom(site)) return Cut(site);
+  v1::RequestBalanceRequest req;
+  req.set_site(live_->self());
+  req.set_reason("operator");
+  req.set_mode(mode);
+  v1::RequestBalanceReply reply;
+  auto ctx = ContextWithDeadline(timeout);
+  if (auto st = c->peer->RequestBalance(ctx.get(), req, &reply); !st.ok()) return FromGrpc(st);
+  return reply.round_id();
+}
+
+absl::StatusOr<v1::RoundsReply> GrpcPeers::Rounds(const std::string& site, const v1::PeerRoundsRequest& request,
+                                                  absl::Duration timeout) {
+  Conn* c = Get(site);
+  if (!c) return Unknown(site);
+  if (PartitionedFrom(site)) return Cut(site);
+  v1::PeerRoundsRequest req = request;
+  req.set_site(live_->self());
+  v1::RoundsReply reply;
+  auto ctx = ContextWithDeadline(timeout);
+  if (auto st = c->peer->Rounds(ctx.get(), req, &reply); !st.ok()) return FromGrpc(st);
+  return reply;
+}
+
+absl::StatusOr<int64_t> GrpcPeers::ProposeRoster(const std::string& site, const v1::SignedRoster& roster,
+                                                 int64_t expected_version, absl::Duration timeout) {
+  Conn* c = Get(site);
+  if (!c) return Unknown(site);
+  if (PartitionedFrom(site)) return Cut(site);
+  v1::ProposeRosterRequest req;
+  req.set_site(live_->self());
+  req.set_expected_version(expected_version);
+  *req.mutable_roster() = roster;
+  v1::SetRosterReply reply;
+  auto ctx = ContextWithDeadline(timeout);
+  if (auto st = c->peer->ProposeRoster(ctx.get(), req, &reply); !st.ok()) return FromGrpc(st);
+  return reply.version();
 }
 
 absl::Status GrpcPeers::Heartbeat(const std::string& site, const federation::HeartbeatInfo& info,

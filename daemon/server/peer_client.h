@@ -94,15 +94,24 @@ class GrpcPeers : public federation::PeerClient, public migration::PeerTransport
   absl::StatusOr<migration::AbortReply> Abort(const std::string& dest_site, const std::string& migration_id,
                                               const std::string& source_site) override;
 
-  // Stubs for forwarding admin calls to another site (nullptr if unknown).
-  v1::Admin::Stub* AdminStub(const std::string& site);
+  // What a site asks on its operator's behalf, with its own certificate: no
+  // Admin call and no operator credential ever goes to another site
+  // (docs/security.md, "Operators' credentials").
+  // A round at the coordinator `site` ("operator" reason, `mode` or "").
+  absl::StatusOr<std::string> RequestOperatorRound(const std::string& site, const std::string& mode,
+                                                   absl::Duration timeout);
+  // The rounds `site` coordinated.
+  absl::StatusOr<v1::RoundsReply> Rounds(const std::string& site, const v1::PeerRoundsRequest& req,
+                                         absl::Duration timeout);
+  // An operator's signed roster, handed to the coordinator `site`.
+  absl::StatusOr<int64_t> ProposeRoster(const std::string& site, const v1::SignedRoster& roster,
+                                        int64_t expected_version, absl::Duration timeout);
 
  private:
   struct Conn {
     std::string endpoint;
     std::shared_ptr<grpc::Channel> channel;
     std::unique_ptr<v1::Peer::Stub> peer;
-    std::unique_ptr<v1::Admin::Stub> admin;
   };
   Conn* Get(const std::string& site);
   // A channel to `site` at `endpoint` (kept for the daemon's life: stubs
@@ -114,13 +123,13 @@ class GrpcPeers : public federation::PeerClient, public migration::PeerTransport
   const TlsFiles tls_;
   RosterKeeper* keeper_ = nullptr;
   std::mutex mu_;
-  std::map<std::string, Conn*> conns_;                     // guarded by mu_; by site, the newest
-  std::vector<std::unique_ptr<Conn>> dialled_;             // guarded by mu_
+  std::map<std::string, Conn*> conns_;          // guarded by mu_; by site, the newest
+  std::vector<std::unique_ptr<Conn>> dialled_;  // guarded by mu_
   struct PeerRoster {
     int64_t version = 0;
     std::string digest;
   };
-  std::map<std::string, PeerRoster> peer_roster_;          // guarded by mu_; what each peer said last
+  std::map<std::string, PeerRoster> peer_roster_;               // guarded by mu_; what each peer said last
   std::map<std::pair<std::string, std::string>, Conn*> seeds_;  // guarded by mu_; by (id, endpoint)
 };
 

@@ -14,6 +14,8 @@ namespace {
 using migration::kMaxIdLength;  // ids in requests (docs/design.md §8)
 // Refusals logged once each; beyond this many kept, the memory starts over.
 constexpr size_t kMaxRefusedRemembered = 1024;
+// Peer.Rounds answers at most this many rounds a call.
+constexpr int kMaxPeerRounds = 50;
 
 absl::Status Invalid(const std::string& msg) { return absl::InvalidArgumentError(msg); }
 
@@ -47,9 +49,7 @@ absl::Status PeerHandlers::CheckCaller(const std::string& caller, const std::str
   return absl::OkStatus();
 }
 
-bool PeerHandlers::EpochOk(int64_t e) const {
-  return e > 0 && e <= absl::ToUnixMillis(env_->Now() + absl::Hours(24));
-}
+bool PeerHandlers::EpochOk(int64_t e) const { return e > 0 && e <= absl::ToUnixMillis(env_->Now() + absl::Hours(24)); }
 
 void PeerHandlers::LogOnce(const std::string& line) {
   std::lock_guard<std::mutex> l(refused_mu_);
@@ -61,7 +61,9 @@ absl::Status PeerHandlers::RequestBalance(const std::string& caller, const v1::R
                                           v1::RequestBalanceReply* reply) {
   if (auto st = CheckCaller(caller, req.site()); !st.ok()) return st;
   if (req.reason().size() > 200) return Invalid("reason over 200 characters");
-  auto id = d_.site->OnRequestBalance(req.site(), req.reason());
+  if (!req.mode().empty())
+    if (auto st = balance::CheckRoundMode(req.mode()); !st.ok()) return st;
+  auto id = d_.site->OnRequestBalance(req.site(), req.reason(), req.mode());
   if (!id.ok()) return id.status();
   reply->set_round_id(*id);
   return absl::OkStatus();
@@ -231,6 +233,36 @@ absl::Status PeerHandlers::GetRoster(const std::string& caller, const v1::GetRos
         "this site has no signed roster yet (only its YAML's, version 0): an operator adds the site with "
         "`hyperfedctl roster add` first");
   *reply = *std::move(doc);
+  return absl::OkStatus();
+}
+
+absl::Status PeerHandlers::Rounds(const std::string& caller, const v1::PeerRoundsRequest& req, v1::RoundsReply* reply) {
+  if (auto st = CheckCaller(caller, req.site()); !st.ok()) return st;
+  if (req.limit() < 1 || req.limit() > kMaxPeerRounds)
+    return Invalid(absl::StrCat("limit must be 1..", kMaxPeerRounds));
+  if (req.round_id().size() > kMaxIdLength) return Invalid("round_id over 200 characters");
+  reply->set_site(d_.config->site.id);
+  if (!req.round_id().empty()) {
+    if (auto r = d_.site->FindRound(req.round_id())) ToProto(*r, reply->add_rounds());
+    return absl::OkStatus();
+  }
+  for (const federation::RoundView& r : d_.site->RecentRounds(req.limit(), req.dry_runs()))
+    ToProto(r, reply->add_rounds());
+  return absl::OkStatus();
+}
+
+absl::Status PeerHandlers::ProposeRoster(const std::string& caller, const v1::ProposeRosterRequest& req,
+                                         v1::SetRosterReply* reply,
+                                         const std::function<absl::Status(const config::Roster&)>& ceilings) {
+  if (auto st = CheckCaller(caller, req.site()); !st.ok()) return st;
+  if (!d_.roster) return absl::FailedPreconditionError("this site takes no signed roster");
+  if (!d_.site->IsCoordinator())
+    return absl::UnavailableError(
+        absl::StrCat("the coordinator is changing (this site takes ", d_.site->Coordinator(), " for it): try again"));
+  auto version = d_.roster->Replace(req.roster(), req.expected_version(), ceilings);
+  if (!version.ok()) return version.status();
+  LogInfo(absl::StrCat("roster version ", *version, " set through ", req.site()));
+  reply->set_version(*version);
   return absl::OkStatus();
 }
 

@@ -36,6 +36,7 @@
 //
 // Thread-safe: any number of calls may run at once.
 
+#include <functional>
 #include <mutex>
 #include <set>
 #include <string>
@@ -61,6 +62,14 @@ class PeerHandlers {
   absl::Status Abort(const std::string& caller, const v1::AbortRequest& req, v1::AbortReply* reply);
   absl::Status Heartbeat(const std::string& caller, const v1::HeartbeatRequest& req, v1::HeartbeatReply* reply);
   absl::Status GetRoster(const std::string& caller, const v1::GetRosterRequest& req, v1::SignedRoster* reply);
+  // The rounds this site coordinated, for a roster site whose operator asks
+  // (no job, no credential: what the round's sites saw anyway).
+  absl::Status Rounds(const std::string& caller, const v1::PeerRoundsRequest& req, v1::RoundsReply* reply);
+  // A signed roster another site's operator set, taken as Admin.SetRoster
+  // takes it here: by its signature and `expected_version`. `ceilings`
+  // checks it against what this site hears (AdminService::SetRoster's).
+  absl::Status ProposeRoster(const std::string& caller, const v1::ProposeRosterRequest& req, v1::SetRosterReply* reply,
+                             const std::function<absl::Status(const config::Roster&)>& ceilings);
 
  private:
   // The first two checks above: the claimed site, then the caller.

@@ -5,14 +5,15 @@
 #include <set>
 
 #include "absl/strings/escaping.h"
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
 #include "daemon/balance/modes.h"
 #include "daemon/common/log.h"
+#include "daemon/roster/roster_doc.h"
 #include "daemon/server/auth.h"
 #include "daemon/server/convert.h"
-#include "daemon/roster/roster_doc.h"
 #include "daemon/server/partition_hook.h"
 #include "daemon/server/protocol.h"
 
@@ -21,8 +22,14 @@ namespace {
 
 using migration::kMaxIdLength;  // ids in requests (docs/design.md §8)
 constexpr int kMaxSubmit = 100000;
-constexpr absl::Duration kForwardTimeout = absl::Seconds(30);
-constexpr char kForwardedHeader[] = "hyperfed-forwarded";
+// What a site asks another on its operator's behalf (Peer.Rounds,
+// Peer.RequestBalance, Peer.ProposeRoster) waits this long for an answer.
+constexpr absl::Duration kPeerAskTimeout = absl::Seconds(30);
+// Admin.Balance at a site that is not the coordinator follows the round
+// through Peer.Rounds this often, and gives up after this long without an
+// answer.
+constexpr absl::Duration kFollowEvery = absl::Milliseconds(200);
+constexpr absl::Duration kFollowGiveUp = absl::Seconds(30);
 
 grpc::Status Invalid(const std::string& msg) { return grpc::Status(grpc::StatusCode::INVALID_ARGUMENT, msg); }
 
@@ -43,21 +50,53 @@ std::vector<std::string> PeerUris(grpc::ServerContext* ctx) {
   return out;
 }
 
-void FillEvent(const federation::RoundView& r, size_t from, v1::RoundEvent* e) {
-  e->set_round_id(r.id);
-  std::vector<std::string> lines(r.events.begin() + std::min(from, r.events.size()), r.events.end());
+// The event of a round's record from its `from`-th event on; the final
+// event also carries the round's outcome.
+void FillEvent(const v1::Round& r, int from, v1::RoundEvent* e) {
+  e->set_round_id(r.round_id());
+  std::vector<std::string> lines(r.events().begin() + std::clamp(from, 0, r.events_size()), r.events().end());
   e->set_message(absl::StrJoin(lines, "\n"));
-  if (!r.done) return;
+  if (!r.done()) return;
   e->set_final(true);
-  ToProto(r.transfers, e->mutable_transfers());
-  ToProto(r.before, e->mutable_before());
-  ToProto(r.after, e->mutable_after());
-  e->set_max_share_error_before(r.share_error_before);
-  e->set_max_share_error_after(r.share_error_after);
-  e->set_moved(r.moved);
-  e->set_messages(r.messages);
-  e->set_steps(r.steps);
-  e->set_ok(r.ok);
+  *e->mutable_transfers() = r.transfers();
+  *e->mutable_before() = r.before();
+  *e->mutable_after() = r.after();
+  e->set_max_share_error_before(r.max_share_error_before());
+  e->set_max_share_error_after(r.max_share_error_after());
+  e->set_moved(r.moved());
+  e->set_messages(r.messages());
+  e->set_steps(r.steps());
+  e->set_ok(r.ok());
+}
+
+// Another site's jobs, queue and scheduler are its own operator's: an
+// operator's credential never leaves the site it was given to, so this site
+// does not act there (docs/security.md, "Operators' credentials").
+grpc::Status NotForAnotherSite(const std::string& what, const std::string& site, const config::Roster& roster) {
+  const config::RosterEntry* e = roster.FindSite(site);
+  return grpc::Status(grpc::StatusCode::FAILED_PRECONDITION,
+                      absl::StrCat(what, " at ", site, " is asked of ", site, " itself",
+                                   e ? absl::StrCat(" (", e->endpoint, ")") : std::string(),
+                                   ", with its own admin credential: a site never passes an operator's credential on ",
+                                   "(hyperfedctl calls the site named by --site itself)"));
+}
+
+// Whether a new roster's ceilings are above what live sites report (a
+// ceiling below would make every peer refuse that site's rows,
+// docs/security.md, "Numbers"): checked where an operator's roster enters,
+// against the capacities this site has heard; not a rule of the roster,
+// which a peer's copy could not be checked against.
+std::function<absl::Status(const config::Roster&)> CeilingsCheck(const std::vector<federation::PeerInfo>& view) {
+  return [view](const config::Roster& next) -> absl::Status {
+    for (const federation::PeerInfo& p : view) {
+      const config::RosterEntry* e = next.FindSite(p.site);
+      if (e && p.up && p.capacity > e->max_capacity)
+        return absl::InvalidArgumentError(absl::StrCat("site ", p.site, " reports capacity ", p.capacity,
+                                                       ", above the max_capacity ", e->max_capacity,
+                                                       " the new roster gives it"));
+    }
+    return absl::OkStatus();
+  };
 }
 
 }  // namespace
@@ -136,9 +175,45 @@ grpc::Status PeerService::GetRoster(grpc::ServerContext* ctx, const v1::GetRoste
   return ToGrpc(handlers_.GetRoster(caller, *req, reply));
 }
 
+grpc::Status PeerService::Rounds(grpc::ServerContext* ctx, const v1::PeerRoundsRequest* req, v1::RoundsReply* reply) {
+  std::string caller;
+  if (auto st = Admit(ctx, req->site(), &caller); !st.ok()) return st;
+  return ToGrpc(handlers_.Rounds(caller, *req, reply));
+}
+
+grpc::Status PeerService::ProposeRoster(grpc::ServerContext* ctx, const v1::ProposeRosterRequest* req,
+                                        v1::SetRosterReply* reply) {
+  std::string caller;
+  if (auto st = Admit(ctx, req->site(), &caller); !st.ok()) return st;
+  return ToGrpc(handlers_.ProposeRoster(caller, *req, reply, CeilingsCheck(d_.site->View())));
+}
+
 // ------------------------------------------------------------------ Admin
 
 grpc::Status AdminService::CheckAdmin(grpc::ServerContext* ctx) const {
+  const std::string cn = d_.config->security.insecure ? std::string() : CommonName(ctx);
+  // Failed calls are limited by the caller's address, so that no one (the
+  // TLS handshake lets a client without a certificate in) guesses tokens at
+  // line rate. The web view calls in-process for its browsers: their
+  // address is the one it passes on.
+  std::string address = PeerAddress(ctx->peer());
+  if (absl::StartsWith(ctx->peer(), "inproc")) {
+    const auto& md = ctx->client_metadata();
+    auto it = md.find(kWebClientHeader);
+    address = it == md.end() ? "web" : absl::StrCat("web ", std::string(it->second.data(), it->second.size()));
+  }
+  // An admin certificate is checked by TLS itself: nothing to guess there.
+  const bool admin_certificate = !cn.empty() && IsAdminCertificate(cn, PeerUris(ctx), *d_.live->roster());
+  const absl::Time now = absl::Now();
+  if (!admin_certificate && !auth_failures_.Allowed(address, now))
+    return grpc::Status(grpc::StatusCode::RESOURCE_EXHAUSTED,
+                        absl::StrCat("too many failed admin calls from ", address, ": wait a minute"));
+  grpc::Status st = Authenticate(ctx, cn);
+  if (!st.ok() && !admin_certificate) auth_failures_.Failed(address, now);
+  return st;
+}
+
+grpc::Status AdminService::Authenticate(grpc::ServerContext* ctx, const std::string& cn) const {
   if (!d_.admin_token.empty()) {
     const auto& md = ctx->client_metadata();
     auto it = md.find("authorization");
@@ -149,45 +224,16 @@ grpc::Status AdminService::CheckAdmin(grpc::ServerContext* ctx) const {
     }
   }
   if (!d_.config->security.insecure) {
-    const std::string cn = CommonName(ctx);
     if (!cn.empty() && IsAdminCertificate(cn, PeerUris(ctx), *d_.live->roster())) return grpc::Status::OK;
     if (!cn.empty())
       return grpc::Status(grpc::StatusCode::PERMISSION_DENIED,
-                          absl::StrCat("the certificate of '", cn, "' carries no admin role; admin calls need the ",
-                                       "admin token or an admin certificate (a site forwarding an admin call ",
-                                       "needs admin_token_file)"));
+                          absl::StrCat("the certificate of '", cn, "' carries no admin role; admin calls need this ",
+                                       "site's admin token or an admin certificate"));
   }
   if (d_.config->security.insecure && d_.admin_token.empty()) return grpc::Status::OK;  // loopback demo
   return grpc::Status(grpc::StatusCode::UNAUTHENTICATED,
                       "admin calls need a bearer token (--token) or an admin client certificate");
 }
-
-namespace {
-
-// Forwards a unary admin call to another site with this site's credentials
-// (and the admin token, when one is set).
-template <typename Req, typename Reply, typename Fn>
-grpc::Status Forward(GrpcPeers* peers, const std::string& site, const std::string& token, const Req& req, Reply* reply,
-                     Fn call) {
-  v1::Admin::Stub* stub = peers->AdminStub(site);
-  if (!stub) return grpc::Status(grpc::StatusCode::NOT_FOUND, absl::StrCat("site ", site, " is not in the roster"));
-  auto ctx = ContextWithDeadline(kForwardTimeout);
-  if (!token.empty()) ctx->AddMetadata("authorization", "Bearer " + token);
-  ctx->AddMetadata(kForwardedHeader, "1");
-  return call(stub, ctx.get(), req, reply);
-}
-
-// A call another site forwarded here: it is not forwarded again, so that two
-// sites that each take the other for the coordinator (their rosters or views
-// differ for a moment) cannot pass it back and forth.
-bool Forwarded(grpc::ServerContext* ctx) { return ctx->client_metadata().count(kForwardedHeader) > 0; }
-
-grpc::Status CoordinatorMoved(const std::string& coord) {
-  return grpc::Status(grpc::StatusCode::UNAVAILABLE,
-                      absl::StrCat("the coordinator is changing (this site takes ", coord, " for it): try again"));
-}
-
-}  // namespace
 
 grpc::Status AdminService::Status(grpc::ServerContext* ctx, const v1::StatusRequest* req, v1::StatusReply* reply) {
   if (auto st = CheckAdmin(ctx); !st.ok()) return st;
@@ -253,14 +299,7 @@ grpc::Status AdminService::Topology(grpc::ServerContext* ctx, const v1::Topology
 
 grpc::Status AdminService::Jobs(grpc::ServerContext* ctx, const v1::JobsRequest* req, v1::JobsReply* reply) {
   if (auto st = CheckAdmin(ctx); !st.ok()) return st;
-  if (IsOther(req->site())) {
-    v1::JobsRequest fwd;
-    fwd.set_site(req->site());
-    return Forward(d_.peers, req->site(), d_.admin_token, fwd, reply,
-                   [](v1::Admin::Stub* s, grpc::ClientContext* c, const v1::JobsRequest& r, v1::JobsReply* o) {
-                     return s->Jobs(c, r, o);
-                   });
-  }
+  if (IsOther(req->site())) return NotForAnotherSite("listing jobs", req->site(), *d_.live->roster());
   auto jobs = d_.adapter->ListJobs();
   if (!jobs.ok()) return ToGrpc(jobs.status());
   for (const scheduler::Job& j : *jobs) ToProto(j, d_.config->site.id, reply->add_jobs());
@@ -292,40 +331,61 @@ grpc::Status AdminService::Balance(grpc::ServerContext* ctx, const v1::BalanceRe
   if (auto st = CheckAdmin(ctx); !st.ok()) return st;
   if (!req->mode().empty())
     if (auto st = balance::CheckRoundMode(req->mode()); !st.ok()) return ToGrpc(st);
-  if (!req->dry_run() && !d_.site->IsCoordinator()) {
-    // Rounds are coordinated by the lowest live label: relay its stream.
-    const std::string coord = d_.site->Coordinator();
-    v1::Admin::Stub* stub = d_.peers->AdminStub(coord);
-    if (!stub) return grpc::Status(grpc::StatusCode::UNAVAILABLE, "no coordinator");
-    grpc::ClientContext fwd;
-    fwd.set_deadline(absl::ToChronoTime(absl::Now() + absl::Minutes(30)));
-    if (!d_.admin_token.empty()) fwd.AddMetadata("authorization", "Bearer " + d_.admin_token);
-    auto reader = stub->Balance(&fwd, *req);
-    v1::RoundEvent e;
-    while (reader->Read(&e)) {
-      if (ctx->IsCancelled()) {
-        fwd.TryCancel();
-        break;
-      }
-      writer->Write(e);
-    }
-    return reader->Finish();
-  }
-  if (!req->mode().empty())
-    if (auto st = balance::CheckRoundMode(req->mode()); !st.ok()) return ToGrpc(st);
+  if (!req->dry_run() && !d_.site->IsCoordinator()) return FollowRemoteRound(ctx, *req, writer);
   auto id = d_.site->Balance(req->dry_run(), "operator", req->mode());
   if (!id.ok()) return ToGrpc(id.status());
-  size_t seen = 0;
+  int seen = 0;
   while (!ctx->IsCancelled()) {
     auto r = d_.site->WaitRound(*id, seen, absl::Seconds(1));
     if (!r) return grpc::Status(grpc::StatusCode::NOT_FOUND, absl::StrCat("round ", *id, " is gone"));
-    if (r->events.size() > seen || r->done) {
+    if (static_cast<int>(r->events.size()) > seen || r->done) {
+      v1::Round round;
+      ToProto(*r, &round);
       v1::RoundEvent e;
-      FillEvent(*r, seen, &e);
-      seen = r->events.size();
+      FillEvent(round, seen, &e);
+      seen = round.events_size();
       writer->Write(e);
       if (r->done || !req->wait()) break;
     }
+  }
+  return grpc::Status::OK;
+}
+
+// Rounds are coordinated by the lowest live label: this site asks it for a
+// round with its own certificate (Peer.RequestBalance) and follows the round
+// through Peer.Rounds; the operator's credential stays here.
+grpc::Status AdminService::FollowRemoteRound(grpc::ServerContext* ctx, const v1::BalanceRequest& req,
+                                             grpc::ServerWriter<v1::RoundEvent>* writer) {
+  const std::string coord = d_.site->Coordinator();
+  if (coord.empty()) return grpc::Status(grpc::StatusCode::UNAVAILABLE, "no coordinator");
+  auto id = d_.peers->RequestOperatorRound(coord, req.mode(), kPeerAskTimeout);
+  if (!id.ok()) return ToGrpc(id.status());
+  v1::PeerRoundsRequest ask;
+  ask.set_limit(1);
+  ask.set_round_id(*id);
+  int seen = 0;
+  absl::Time last_answer = absl::Now();
+  const absl::Time give_up = absl::Now() + absl::Minutes(30);
+  while (!ctx->IsCancelled() && absl::Now() < give_up) {
+    auto got = d_.peers->Rounds(coord, ask, kPeerAskTimeout);
+    if (got.ok() && got->rounds_size() == 0)
+      return grpc::Status(grpc::StatusCode::NOT_FOUND, absl::StrCat("round ", *id, " is gone at ", coord));
+    if (!got.ok()) {
+      if (absl::Now() - last_answer > kFollowGiveUp)
+        return grpc::Status(grpc::StatusCode::UNAVAILABLE,
+                            absl::StrCat("no word of round ", *id, " from ", coord, ": ", got.status().message()));
+    } else {
+      last_answer = absl::Now();
+      const v1::Round& r = got->rounds(0);
+      if (r.events_size() > seen || r.done()) {
+        v1::RoundEvent e;
+        FillEvent(r, seen, &e);
+        seen = r.events_size();
+        writer->Write(e);
+        if (r.done() || !req.wait()) return grpc::Status::OK;
+      }
+    }
+    absl::SleepFor(kFollowEvery);
   }
   return grpc::Status::OK;
 }
@@ -335,11 +395,7 @@ grpc::Status AdminService::Drain(grpc::ServerContext* ctx, const v1::DrainReques
   if (req->site().empty()) return Invalid("drain needs a site");
   if (!d_.live->roster()->FindSite(req->site()))
     return Invalid(absl::StrCat("site '", req->site(), "' is not in the roster"));
-  if (IsOther(req->site()))
-    return Forward(d_.peers, req->site(), d_.admin_token, *req, reply,
-                   [](v1::Admin::Stub* s, grpc::ClientContext* c, const v1::DrainRequest& r, v1::DrainReply* o) {
-                     return s->Drain(c, r, o);
-                   });
+  if (IsOther(req->site())) return NotForAnotherSite("draining", req->site(), *d_.live->roster());
   if (!req->drain())
     if (auto self = d_.live->SelfEntry(); self && self->drained)
       return grpc::Status(grpc::StatusCode::FAILED_PRECONDITION,
@@ -358,11 +414,7 @@ grpc::Status AdminService::Submit(grpc::ServerContext* ctx, const v1::SubmitRequ
   if (req->name().size() > 200) return Invalid("name over 200 characters");
   if (!req->site().empty() && !d_.live->roster()->FindSite(req->site()))
     return Invalid(absl::StrCat("site '", req->site(), "' is not in the roster"));
-  if (IsOther(req->site()))
-    return Forward(d_.peers, req->site(), d_.admin_token, *req, reply,
-                   [](v1::Admin::Stub* s, grpc::ClientContext* c, const v1::SubmitRequest& r, v1::SubmitReply* o) {
-                     return s->Submit(c, r, o);
-                   });
+  if (IsOther(req->site())) return NotForAnotherSite("submitting", req->site(), *d_.live->roster());
   federation::SubmitOrder order;
   order.count = req->count();
   if (!req->name().empty()) order.name = req->name();
@@ -406,48 +458,35 @@ grpc::Status AdminService::Rounds(grpc::ServerContext* ctx, const v1::RoundsRequ
   if (!req->site().empty() && !d_.live->roster()->FindSite(req->site()))
     return Invalid(absl::StrCat("site '", req->site(), "' is not in the roster"));
   // Rounds are recorded where they are coordinated: "" asks the coordinator.
+  // Another site's are asked of it with this site's certificate (Peer.Rounds).
   const std::string site = req->site().empty() ? d_.site->Coordinator() : req->site();
   if (IsOther(site)) {
-    v1::RoundsRequest fwd = *req;
-    fwd.set_site(site);
-    return Forward(d_.peers, site, d_.admin_token, fwd, reply,
-                   [](v1::Admin::Stub* s, grpc::ClientContext* c, const v1::RoundsRequest& r, v1::RoundsReply* o) {
-                     return s->Rounds(c, r, o);
-                   });
+    v1::PeerRoundsRequest ask;
+    ask.set_limit(req->limit() == 0 || req->limit() > 50 ? 50 : req->limit());
+    ask.set_dry_runs(req->dry_runs());
+    auto got = d_.peers->Rounds(site, ask, kPeerAskTimeout);
+    if (!got.ok()) return ToGrpc(got.status());
+    *reply = *std::move(got);
+    return grpc::Status::OK;
   }
   reply->set_site(d_.config->site.id);
-  for (const federation::RoundView& r : d_.site->RecentRounds(req->limit(), req->dry_runs())) {
-    v1::Round* o = reply->add_rounds();
-    o->set_round_id(r.id);
-    o->set_mode(r.mode);
-    o->set_mode_name(r.spec.mode);
-    o->set_dry_run(r.dry_run);
-    o->set_done(r.done);
-    o->set_ok(r.ok);
-    o->set_started_ms(absl::ToUnixMillis(r.started));
-    o->set_finished_ms(r.done ? absl::ToUnixMillis(r.finished) : 0);
-    o->set_steps(r.steps);
-    o->set_moved(r.moved);
-    o->set_messages(r.messages);
-    o->set_max_share_error_before(r.share_error_before);
-    o->set_max_share_error_after(r.share_error_after);
-    ToProto(r.transfers, o->mutable_transfers());
-    for (const std::string& e : r.events) o->add_events(e);
-    ToProto(r.before, o->mutable_before());
-    ToProto(r.after, o->mutable_after());
-  }
+  for (const federation::RoundView& r : d_.site->RecentRounds(req->limit(), req->dry_runs()))
+    ToProto(r, reply->add_rounds());
   return grpc::Status::OK;
 }
 
 grpc::Status AdminService::GetRoster(grpc::ServerContext* ctx, const v1::AdminGetRosterRequest* req,
                                      v1::AdminGetRosterReply* reply) {
   if (auto st = CheckAdmin(ctx); !st.ok()) return st;
-  if (const std::string coord = d_.site->Coordinator(); IsOther(coord)) {
-    if (Forwarded(ctx)) return CoordinatorMoved(coord);
-    return Forward(d_.peers, coord, d_.admin_token, *req, reply,
-                   [](v1::Admin::Stub* s, grpc::ClientContext* c, const v1::AdminGetRosterRequest& r,
-                      v1::AdminGetRosterReply* o) { return s->GetRoster(c, r, o); });
-  }
+  // The roster an operator edits is the coordinator's (SetRoster compares
+  // versions there): this site first takes the coordinator's signed roster
+  // if it is newer (Peer.GetRoster, with this site's certificate; the
+  // operators' signature is checked as for any roster a peer sends), then
+  // answers its own.
+  if (const std::string coord = d_.site->Coordinator(); IsOther(coord) && d_.roster)
+    if (const config::RosterEntry* e = d_.live->roster()->FindSite(coord))
+      if (auto took = d_.peers->FetchRoster({coord, e->endpoint}); !took.ok())
+        LogWarning(absl::StrCat("roster from the coordinator ", coord, " not read: ", took.status().message()));
   reply->set_site(d_.config->site.id);
   roster::ToProto(*d_.live->roster(), reply->mutable_roster());
   reply->set_is_signed(d_.roster && d_.roster->Current().has_value());
@@ -459,30 +498,16 @@ grpc::Status AdminService::SetRoster(grpc::ServerContext* ctx, const v1::SetRost
   if (auto st = CheckAdmin(ctx); !st.ok()) return st;
   if (!d_.roster) return grpc::Status(grpc::StatusCode::FAILED_PRECONDITION, "this site takes no signed roster");
   // The coordinator compares versions for the whole federation, so that two
-  // operators' changes through two sites cannot both be taken.
+  // operators' changes through two sites cannot both be taken; this site
+  // hands the signed roster to it with its own certificate (the signature,
+  // not the caller, is the authority: Peer.ProposeRoster).
   if (const std::string coord = d_.site->Coordinator(); IsOther(coord)) {
-    if (Forwarded(ctx)) return CoordinatorMoved(coord);
-    return Forward(d_.peers, coord, d_.admin_token, *req, reply,
-                   [](v1::Admin::Stub* s, grpc::ClientContext* c, const v1::SetRosterRequest& r,
-                      v1::SetRosterReply* o) { return s->SetRoster(c, r, o); });
+    auto version = d_.peers->ProposeRoster(coord, req->roster(), req->expected_version(), kPeerAskTimeout);
+    if (!version.ok()) return ToGrpc(version.status());
+    reply->set_version(*version);
+    return grpc::Status::OK;
   }
-  // A ceiling below what a live site reports would make every peer refuse
-  // that site's rows (docs/security.md, "Numbers"): refused here, where the
-  // operator's change enters (a guard against a slip, from the capacities
-  // this site has heard; not a rule of the roster, which a peer's copy
-  // could not be checked against).
-  const std::vector<federation::PeerInfo> view = d_.site->View();
-  auto ceilings = [&](const config::Roster& next) -> absl::Status {
-    for (const federation::PeerInfo& p : view) {
-      const config::RosterEntry* e = next.FindSite(p.site);
-      if (e && p.up && p.capacity > e->max_capacity)
-        return absl::InvalidArgumentError(absl::StrCat("site ", p.site, " reports capacity ", p.capacity,
-                                                       ", above the max_capacity ", e->max_capacity,
-                                                       " the new roster gives it"));
-    }
-    return absl::OkStatus();
-  };
-  auto version = d_.roster->Replace(req->roster(), req->expected_version(), ceilings);
+  auto version = d_.roster->Replace(req->roster(), req->expected_version(), CeilingsCheck(d_.site->View()));
   if (!version.ok()) return ToGrpc(version.status());
   reply->set_version(*version);
   return grpc::Status::OK;
@@ -502,4 +527,3 @@ grpc::Status HealthService::Check(grpc::ServerContext*, const ::grpc::health::v1
 }
 
 }  // namespace hyperfed::server
-

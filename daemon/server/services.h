@@ -17,6 +17,7 @@
 #include "daemon/federation/site.h"
 #include "daemon/migration/migrator.h"
 #include "daemon/scheduler/adapter.h"
+#include "daemon/server/auth.h"
 #include "daemon/server/peer_client.h"
 #include "daemon/server/peer_handlers.h"
 #include "daemon/server/peer_limits.h"
@@ -41,6 +42,9 @@ class PeerService final : public v1::Peer::Service {
   grpc::Status Abort(grpc::ServerContext* ctx, const v1::AbortRequest* req, v1::AbortReply* reply) override;
   grpc::Status Heartbeat(grpc::ServerContext* ctx, const v1::HeartbeatRequest* req, v1::HeartbeatReply* reply) override;
   grpc::Status GetRoster(grpc::ServerContext* ctx, const v1::GetRosterRequest* req, v1::SignedRoster* reply) override;
+  grpc::Status Rounds(grpc::ServerContext* ctx, const v1::PeerRoundsRequest* req, v1::RoundsReply* reply) override;
+  grpc::Status ProposeRoster(grpc::ServerContext* ctx, const v1::ProposeRosterRequest* req,
+                             v1::SetRosterReply* reply) override;
 
  private:
   // The transport's part of checking a Peer call, made before the handler's:
@@ -77,13 +81,23 @@ class AdminService final : public v1::Admin::Service {
  private:
   // The admin bearer token ("authorization: Bearer T"), or a client
   // certificate with the admin role (daemon/server/auth.h). A site's own
-  // certificate gets PERMISSION_DENIED.
+  // certificate gets PERMISSION_DENIED. An address whose calls failed too
+  // often is refused (RESOURCE_EXHAUSTED) for a while (AuthFailureLimiter).
   grpc::Status CheckAdmin(grpc::ServerContext* ctx) const;
-  // The request names another site: forward it there. The call carries this
-  // site's certificate, which is no admin credential, and this site's admin
-  // token, which the other site's Admin checks (docs/operations.md, "Secure").
+  // CheckAdmin's check of the credential; `cn` is the verified client
+  // certificate's common name ("" without one).
+  grpc::Status Authenticate(grpc::ServerContext* ctx, const std::string& cn) const;
+  // Balance at a site that is not the coordinator.
+  grpc::Status FollowRemoteRound(grpc::ServerContext* ctx, const v1::BalanceRequest& req,
+                                 grpc::ServerWriter<v1::RoundEvent>* writer);
+  // The request names another site. No Admin call is forwarded: what another
+  // site does with its jobs is asked of it by the operator's client, and
+  // what this site needs of another (rounds, a roster for the coordinator)
+  // it asks with its own certificate through narrow Peer calls
+  // (docs/security.md, "Operators' credentials").
   bool IsOther(const std::string& site) const { return !site.empty() && site != d_.config->site.id; }
   ServiceDeps d_;
+  mutable AuthFailureLimiter auth_failures_;
 };
 
 // The standard health service (grpc.health.v1), answered on the handler

@@ -1,19 +1,21 @@
 #include "daemon/server/web.h"
 
+#include <arpa/inet.h>
 #include <google/protobuf/util/json_util.h>
 #include <httplib.h>
 
-#include <nlohmann/json.hpp>
-
 #include <functional>
+#include <nlohmann/json.hpp>
 #include <set>
 
 #include "absl/status/status.h"
+#include "absl/strings/ascii.h"
 #include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
 #include "config/config.h"
+#include "daemon/server/auth.h"
 #include "daemon/server/web_assets.h"
 #include "hyperfed/v1/hyperfed.grpc.pb.h"
 
@@ -126,6 +128,8 @@ void AddCall(httplib::Server* http, std::shared_ptr<v1::Admin::Stub> stub, Gate 
     // The browser's credential, passed on as is: the Admin service checks it.
     const std::string auth = req.get_header_value("Authorization");
     if (!auth.empty()) ctx.AddMetadata("authorization", auth);
+    // Failed logins are counted per browser address (AdminService::CheckAdmin).
+    ctx.AddMetadata(kWebClientHeader, req.remote_addr);
     Reply reply;
     st = (stub.get()->*method)(&ctx, request, &reply);
     if (!st.ok()) return Error(res, st.error_code(), st.error_message());
@@ -141,6 +145,27 @@ void AddCall(httplib::Server* http, std::shared_ptr<v1::Admin::Stub> stub, Gate 
 
 }  // namespace
 
+bool WebHostAllowed(const std::string& host_header, const std::vector<std::string>& hosts) {
+  std::string h = absl::AsciiStrToLower(absl::StripAsciiWhitespace(host_header));
+  if (h.empty()) return false;
+  if (h.front() == '[') {  // [IPv6]:port
+    const size_t end = h.find(']');
+    if (end == std::string::npos) return false;
+    in6_addr a6;
+    return inet_pton(AF_INET6, h.substr(1, end - 1).c_str(), &a6) == 1 && (end + 1 == h.size() || h[end + 1] == ':');
+  }
+  if (const size_t colon = h.rfind(':'); colon != std::string::npos) {
+    int port = 0;
+    if (!absl::SimpleAtoi(h.substr(colon + 1), &port)) return false;
+    h.resize(colon);
+  }
+  in_addr a4;
+  if (inet_pton(AF_INET, h.c_str(), &a4) == 1 || h == "localhost") return true;
+  for (const std::string& name : hosts)
+    if (absl::EqualsIgnoreCase(h, absl::StripAsciiWhitespace(name))) return true;
+  return false;
+}
+
 bool IsLoopbackClient(const std::string& remote_addr) {
   std::string a = remote_addr;
   if (absl::StartsWithIgnoreCase(a, "::ffff:")) a = a.substr(7);  // IPv4 mapped into IPv6
@@ -150,8 +175,14 @@ bool IsLoopbackClient(const std::string& remote_addr) {
 void WebView::Register(httplib::Server* http) const {
   if (access_ == WebAccess::kOff) return;
   const WebAccess access = access_;
-  Gate gate = [access](const httplib::Request& req, httplib::Response& res) {
+  const std::vector<std::string> hosts = hosts_;
+  Gate gate = [access, hosts](const httplib::Request& req, httplib::Response& res) {
     Harden(res);
+    if (!WebHostAllowed(req.get_header_value("Host"), hosts)) {
+      Error(res, grpc::StatusCode::PERMISSION_DENIED,
+            "the web view answers requests for its IP address, localhost or a name in site.web_hosts only");
+      return false;
+    }
     if (access == WebAccess::kLoopback && !IsLoopbackClient(req.remote_addr)) {
       Error(res, grpc::StatusCode::PERMISSION_DENIED,
             "the web view answers clients on this machine only (site.web: loopback); reach it through an SSH "

@@ -20,6 +20,7 @@
 
 #include <memory>
 #include <string>
+#include <vector>
 
 namespace httplib {
 class Server;
@@ -29,15 +30,26 @@ namespace hyperfed::server {
 
 enum class WebAccess { kOff, kLoopback, kOn };
 
+// Whether a request's Host header (with or without a port) names this page:
+// an IP address, "localhost", or one of `hosts` (case-insensitive). Any
+// other name is refused, so that a page an attacker's name resolves to this
+// address (DNS rebinding) gets nothing, loopback or not. An empty Host
+// (HTTP/1.0) is refused too.
+bool WebHostAllowed(const std::string& host_header, const std::vector<std::string>& hosts);
+
 class WebView {
  public:
-  WebView(std::shared_ptr<grpc::Channel> admin, WebAccess access) : admin_(std::move(admin)), access_(access) {}
+  // `hosts`: the names the page answers to besides IP addresses and
+  // "localhost" (site.web_hosts; WebHostAllowed).
+  WebView(std::shared_ptr<grpc::Channel> admin, WebAccess access, std::vector<std::string> hosts = {})
+      : admin_(std::move(admin)), access_(access), hosts_(std::move(hosts)) {}
   // Adds the page, its assets and /api/v1/* to `http`.
   void Register(httplib::Server* http) const;
 
  private:
   std::shared_ptr<grpc::Channel> admin_;
   WebAccess access_;
+  std::vector<std::string> hosts_;
 };
 
 // "::1", "127.0.0.5", "::ffff:127.0.0.1": a client on this machine.

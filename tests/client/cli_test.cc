@@ -150,9 +150,12 @@ class FakeAdmin final : public v1::Admin::Service {
       s->set_load(i == 0 ? 8 : 0);
       s->set_capacity(2);
       s->set_load_per_capacity(i == 0 ? 4 : 0);
+      // site-b's endpoint: nothing listens there.
+      s->set_endpoint(i == 0 ? self_endpoint : "127.0.0.1:1");
     }
     return grpc::Status::OK;
   }
+  std::string self_endpoint;
 
   grpc::Status Jobs(grpc::ServerContext* ctx, const v1::JobsRequest* req, v1::JobsReply*) override {
     // Slow on purpose: the CLI's --timeout must end the call.
@@ -199,7 +202,7 @@ class FakeAdmin final : public v1::Admin::Service {
 
   grpc::Status Drain(grpc::ServerContext* ctx, const v1::DrainRequest* req, v1::DrainReply*) override {
     if (auto st = Auth(ctx); !st.ok()) return st;
-    if (req->site() != "site-b")
+    if (req->site() != "site-a" && req->site() != "site-b")
       return grpc::Status(grpc::StatusCode::INVALID_ARGUMENT, "site '" + req->site() + "' is not in the roster");
     return grpc::Status::OK;
   }
@@ -257,6 +260,7 @@ class CtlFakeDaemonTest : public ::testing::Test {
     server_->GetHealthCheckService()->SetServingStatus("hyperfed.v1.Admin", true);
     flags_ = absl::StrCat("--insecure --endpoint 127.0.0.1:", port, " --token ", kToken, " ");
     endpoint_ = absl::StrCat("127.0.0.1:", port);
+    admin_.self_endpoint = endpoint_;
   }
   void TearDown() override { server_->Shutdown(absl::ToChronoTime(absl::Now())); }
 
@@ -364,9 +368,14 @@ TEST_F(CtlFakeDaemonTest, DaemonRefusalsPrintTheirMessage) {
   Result r = Ctl(flags_ + "drain site-z");
   EXPECT_EQ(r.code, 1);
   EXPECT_EQ(r.err, "hyperfedctl: site 'site-z' is not in the roster\n");
-  r = Ctl(flags_ + "drain site-b");
+  r = Ctl(flags_ + "drain site-a");
   EXPECT_EQ(r.code, 0) << r.err;
-  EXPECT_NE(r.out.find("site-b drained"), std::string::npos);
+  EXPECT_NE(r.out.find("site-a drained"), std::string::npos);
+  // Another site's drain goes to that site itself (no daemon passes the
+  // operator's token on), at the endpoint the site asked knows for it.
+  r = Ctl(flags_ + "drain site-b");
+  EXPECT_EQ(r.code, 1);
+  EXPECT_NE(r.err.find("cannot reach 127.0.0.1:1"), std::string::npos) << r.err;
   r = Ctl(flags_ + "explain k1");  // the fake does not implement it
   EXPECT_EQ(r.code, 1);
   EXPECT_EQ(Lines(r.err), 1) << r.err;

@@ -129,6 +129,18 @@ TEST_F(LogTest, TextLinesKeepTheSitePrefix) {
   EXPECT_EQ(lines[1].substr(24), " warning site-a: insecure: true");
 }
 
+// Text from a peer (a balance request's reason, a site's error) cannot
+// forge a log entry or send escapes to the terminal that reads the log.
+TEST_F(LogTest, TextLinesAreOneLineWhateverThePeerSent) {
+  Configure("site-a", LogLevel::kInfo, LogFormat::kText);
+  LogInfo("balancing request from site-3 (x\n2026-11-22T04:10:01.123Z error site-a: journal lost\x1b[2J\xc2\x9b\xff)");
+  const std::vector<std::string> lines = Lines();
+  ASSERT_EQ(lines.size(), 1u) << out_.str();
+  EXPECT_EQ(lines[0].substr(24),
+            " info site-a: balancing request from site-3 (x\\n2026-11-22T04:10:01.123Z error site-a: journal "
+            "lost\\x1b[2J\\xc2\\x9b\\xff)");
+}
+
 TEST_F(LogTest, WithoutASiteTextHasNoPrefixAndJsonAnEmptySite) {
   Configure("", LogLevel::kInfo, LogFormat::kText);
   LogInfo("early");

@@ -4,6 +4,7 @@
 #include <unistd.h>
 
 #include <filesystem>
+#include <iostream>
 #include <string>
 #include <vector>
 
@@ -316,8 +317,8 @@ seeds: [{id: site-a, endpoint: "127.0.0.1:7001"}]
 state_dir: s
 security: {insecure: true, roster_key: keys/roster-pub.pem}
 )");
-  EXPECT_TRUE(ErrorContains(c, "site-a.yaml:4: security.roster_key: \"" + (dir_ / "keys/roster-pub.pem") +
-                                   "\" does not exist"))
+  EXPECT_TRUE(
+      ErrorContains(c, "site-a.yaml:4: security.roster_key: \"" + (dir_ / "keys/roster-pub.pem") + "\" does not exist"))
       << "a relative roster_key is taken from the file's folder";
   WriteFile(dir_ / "keys/roster-pub.pem", "key");
   c = Parse(R"(site: {id: site-e, listen: "127.0.0.1:7005"}
@@ -585,6 +586,46 @@ TEST_F(ConfigTest, KeyAndTokenThatOthersCanReadAreRefused) {
   EXPECT_TRUE(LoadConfig(Path()).ok());
 }
 
+// A daemon running as root must not trust what another user can change:
+// the config, its keys and token, and every folder above them
+// (docs/security.md, "Files").
+TEST_F(ConfigTest, FilesOthersCanChangeAreRefusedFolderByFolder) {
+  WriteFile(Path(), kFull);
+  ASSERT_TRUE(LoadConfig(Path()).ok());
+  const std::string ca = dir_ / "certs/ca.pem";
+  EXPECT_EQ(CheckTrustedPath(ca), "");
+  // The CA is public, but no one else may replace it.
+  ASSERT_EQ(chmod(ca.c_str(), 0646), 0);
+  EXPECT_TRUE(ErrorContains(LoadConfig(Path()), absl::StrCat("site-a.yaml:10: security.ca: \"", ca,
+                                                             "\" has mode 0646: group or others may change it")));
+  ASSERT_EQ(chmod(ca.c_str(), 0644), 0);
+  // Another user's file (only root can give a file away: as another user
+  // this part is not run, and says so).
+  if (geteuid() == 0) {
+    ASSERT_EQ(chown(ca.c_str(), 65534, static_cast<gid_t>(-1)), 0);
+    EXPECT_TRUE(ErrorContains(LoadConfig(Path()), "security.ca: \"" + ca + "\" is owned by uid 65534"));
+    ASSERT_EQ(chown(ca.c_str(), 0, static_cast<gid_t>(-1)), 0);
+  } else {
+    std::cout << "not root: the owner check is not run\n";
+  }
+  // A folder above it that others may write (not sticky): they could swap it.
+  const std::string certs = dir_ / "certs";
+  ASSERT_EQ(chmod(certs.c_str(), 0777), 0);
+  EXPECT_TRUE(ErrorContains(LoadConfig(Path()), "a folder above"));
+  EXPECT_NE(CheckTrustedPath(ca).find(certs + "\", a folder above"), std::string::npos) << CheckTrustedPath(ca);
+  // Sticky, as /tmp is: no one else can replace what is in it.
+  ASSERT_EQ(chmod(certs.c_str(), 01777), 0);
+  EXPECT_EQ(CheckTrustedPath(ca), "");
+  ASSERT_EQ(chmod(certs.c_str(), 0755), 0);
+  // The config file itself.
+  ASSERT_EQ(chmod(Path().c_str(), 0666), 0);
+  EXPECT_TRUE(ErrorContains(LoadConfig(Path()), "config not trusted"));
+  ASSERT_EQ(chmod(Path().c_str(), 0644), 0);
+  EXPECT_TRUE(LoadConfig(Path()).ok());
+  // A path not made yet (a new state_dir) is judged by the folders above.
+  EXPECT_EQ(CheckTrustedPath(dir_ / "state/new/deeper"), "");
+}
+
 TEST_F(ConfigTest, SecurityDefaultsAndLimits) {
   auto c = Parse(kFull);
   ASSERT_TRUE(c.ok()) << c.status();
@@ -619,8 +660,8 @@ TEST_F(ConfigTest, LogLevelAndFormatAreNamed) {
   ASSERT_TRUE(c.ok()) << c.status();
   EXPECT_EQ(c->log.format, LogFormat::kText);
   c = ParseFullWith("level: debug", "level: verbose");
-  EXPECT_TRUE(ErrorContains(
-      c, "site-a.yaml:11: log.level: unknown log level \"verbose\"; known: debug, info, warning, error"));
+  EXPECT_TRUE(
+      ErrorContains(c, "site-a.yaml:11: log.level: unknown log level \"verbose\"; known: debug, info, warning, error"));
   c = ParseFullWith("format: json", "format: xml");
   EXPECT_TRUE(ErrorContains(c, "site-a.yaml:11: log.format: unknown log format \"xml\"; known: text, json"));
   c = ParseFullWith("format: json", "format: [json]");

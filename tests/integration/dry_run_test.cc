@@ -66,7 +66,7 @@ void Drain(TestFederation& f, int site, bool drain) {
   req.set_drain(drain);
   v1::DrainReply reply;
   auto ctx = f.Context();
-  ASSERT_TRUE(f.Admin(0)->Drain(ctx.get(), req, &reply).ok());
+  ASSERT_TRUE(f.Admin(site)->Drain(ctx.get(), req, &reply).ok());
 }
 
 class DryRunIsTheRoundTest : public ::testing::TestWithParam<int> {};

@@ -150,8 +150,8 @@ TEST_F(HostileNetworkTest, Row3AdminCertificateAndTokenStillWork) {
   EXPECT_FALSE(s.insecure());
 }
 
-TEST_F(HostileNetworkTest, Row3ForwardingStillWorks) {
-  // hyperfedctl against site-1 for site-2: site-1 forwards with its token.
+TEST_F(HostileNetworkTest, Row3OperatorsCallTheSiteItselfAndNoSitePassesTheirCredentialOn) {
+  // hyperfedctl against site-1 for site-2 calls site-2 itself.
   Out o = Shell(Ctl(1, "drain site-2"));
   ASSERT_EQ(o.code, 0) << o.text;
   EXPECT_EQ(State(2, 2), "self,drained");
@@ -161,18 +161,50 @@ TEST_F(HostileNetworkTest, Row3ForwardingStillWorks) {
   o = Shell(Ctl(1, "jobs --site site-2 --json"));
   EXPECT_EQ(o.code, 0) << o.text;
   EXPECT_NE(o.text.find("\"site\":\"site-2\""), std::string::npos) << o.text;
-  // An operator with the admin certificate and no token: site-1 still
-  // forwards with its own token.
-  v1::DrainRequest d;
-  d.set_site("site-2");
-  d.set_drain(false);
-  v1::DrainReply dr;
-  auto c = Ctx();
-  grpc::Status st = v1::Admin::NewStub(Channel(1, "admin"))->Drain(c.get(), d, &dr);
-  EXPECT_TRUE(st.ok()) << st.error_message();
-  // A balance asked at a site that is not the coordinator is relayed.
+  // Site-1 itself does not act at site-2 for an operator, whatever the
+  // credential: it would have to pass the credential on.
+  for (const std::string as : {"admin", ""}) {
+    auto stub = v1::Admin::NewStub(Channel(1, as));
+    v1::DrainRequest d;
+    d.set_site("site-2");
+    d.set_drain(true);
+    v1::DrainReply dr;
+    auto c = Ctx();
+    c->AddMetadata("authorization", "Bearer " + fed_->Token());
+    grpc::Status st = stub->Drain(c.get(), d, &dr);
+    EXPECT_EQ(st.error_code(), grpc::StatusCode::FAILED_PRECONDITION) << as << ": " << st.error_message();
+    EXPECT_NE(st.error_message().find("itself"), std::string::npos) << st.error_message();
+  }
+  EXPECT_EQ(State(2, 2), "self");
+  // A balance and the coordinator's rounds asked at a site that is not the
+  // coordinator come through the Peer service, with site-2's certificate.
   o = Shell(Ctl(2, "balance --dry-run"));
   EXPECT_EQ(o.code, 0) << o.text;
+  o = Shell(Ctl(2, "rounds --json"));
+  EXPECT_EQ(o.code, 0) << o.text;
+  EXPECT_NE(o.text.find("site-0"), std::string::npos) << o.text;
+}
+
+// Guessing tokens without a certificate (the TLS handshake lets such a
+// client in) is limited per address: after 20 failures in a minute even the
+// right token is refused from that address until the minute is over.
+TEST_F(HostileNetworkTest, Row6TokenGuessesAreLimitedPerAddress) {
+  auto stub = v1::Admin::NewStub(Channel(2, ""));
+  int refused = 0, exhausted = 0;
+  for (int i = 0; i < 40; ++i) {
+    v1::StatusReply s;
+    auto c = Ctx();
+    c->AddMetadata("authorization", absl::StrCat("Bearer guess-", i));
+    grpc::Status st = stub->Status(c.get(), v1::StatusRequest(), &s);
+    if (st.error_code() == grpc::StatusCode::UNAUTHENTICATED) ++refused;
+    if (st.error_code() == grpc::StatusCode::RESOURCE_EXHAUSTED) ++exhausted;
+  }
+  EXPECT_EQ(refused, 20);
+  EXPECT_EQ(exhausted, 20);
+  v1::StatusReply s;
+  auto c = Ctx();
+  c->AddMetadata("authorization", "Bearer " + fed_->Token());
+  EXPECT_EQ(stub->Status(c.get(), v1::StatusRequest(), &s).error_code(), grpc::StatusCode::RESOURCE_EXHAUSTED);
 }
 
 // ------------------------------------------------------------------ row 8

@@ -31,5 +31,34 @@ TEST(AdminCertificateTest, OnlyTheAdminRoleOnANonSiteCertificatePasses) {
   EXPECT_FALSE(IsAdminCertificate("site-1", {kAdminRoleUri}, c.roster));
 }
 
+TEST(AuthFailureLimiterTest, AnAddressIsRefusedAfterItsFailuresUntilTheWindowPasses) {
+  AuthFailureLimiter l(3, absl::Minutes(1));
+  const absl::Time t0 = absl::FromUnixSeconds(1000);
+  for (int i = 0; i < 3; ++i) {
+    EXPECT_TRUE(l.Allowed("10.0.0.1", t0 + absl::Seconds(i)));
+    l.Failed("10.0.0.1", t0 + absl::Seconds(i));
+  }
+  EXPECT_FALSE(l.Allowed("10.0.0.1", t0 + absl::Seconds(3)));
+  EXPECT_TRUE(l.Allowed("10.0.0.2", t0 + absl::Seconds(3))) << "other addresses are not held";
+  EXPECT_FALSE(l.Allowed("10.0.0.1", t0 + absl::Seconds(59)));
+  EXPECT_TRUE(l.Allowed("10.0.0.1", t0 + absl::Seconds(60))) << "the first failure is a minute old";
+}
+
+TEST(AuthFailureLimiterTest, ManyAddressesShareOneEntryAndCannotPushAnotherOut) {
+  AuthFailureLimiter l(2, absl::Minutes(1), /*max_addresses=*/4);
+  const absl::Time t = absl::FromUnixSeconds(1000);
+  l.Failed("attacker", t);
+  l.Failed("attacker", t);
+  for (int i = 0; i < 100; ++i) l.Failed("spoof-" + std::to_string(i), t);
+  EXPECT_FALSE(l.Allowed("attacker", t)) << "its failures are still counted";
+}
+
+TEST(PeerAddressTest, TheHostWithoutItsPort) {
+  EXPECT_EQ(PeerAddress("ipv4:10.0.0.1:5000"), "10.0.0.1");
+  EXPECT_EQ(PeerAddress("ipv6:[::1]:5000"), "::1");
+  EXPECT_EQ(PeerAddress("ipv6:%5B::1%5D:5000"), "%5B::1%5D:5000");
+  EXPECT_EQ(PeerAddress("unix:/run/x.sock"), "unix:/run/x.sock");
+}
+
 }  // namespace
 }  // namespace hyperfed::server

@@ -156,8 +156,8 @@ TEST_F(PeerHandlersTest, GetReportChecksItsCallerAndRoundId) {
   req.set_round_id("site-2-1700000000000-4");
   EXPECT_EQ(handlers_->GetReport("site-1", req, &reply).code(), absl::StatusCode::kPermissionDenied);
   // Ids that are no round's.
-  for (const std::string& bad : {std::string(), std::string("site-1"), std::string("site-1-x-4"),
-                                 std::string("-17-4"), std::string(201, '1')}) {
+  for (const std::string& bad :
+       {std::string(), std::string("site-1"), std::string("site-1-x-4"), std::string("-17-4"), std::string(201, '1')}) {
     req.set_round_id(bad);
     EXPECT_EQ(handlers_->GetReport("site-1", req, &reply).code(), absl::StatusCode::kInvalidArgument) << bad;
   }
@@ -224,6 +224,55 @@ TEST_F(PeerHandlersTest, WithoutARosterKeeperGetRosterIsUnavailable) {
   absl::Status st = handlers_->GetRoster("site-1", req, &reply);
   EXPECT_EQ(st.code(), absl::StatusCode::kUnavailable) << st;
   EXPECT_EQ(st.message(), "no roster keeper");
+}
+
+// Peer.Rounds serves what a site's operator asks of the coordinator through
+// its own site: only to a roster site that is the caller, in bounded pages.
+TEST_F(PeerHandlersTest, RoundsAreForARosterSiteThatIsTheCallerInBoundedPages) {
+  ASSERT_TRUE(site_->Balance(/*dry_run=*/true, "operator", "").ok());
+  v1::PeerRoundsRequest req;
+  req.set_site("site-1");
+  req.set_limit(10);
+  req.set_dry_runs(true);
+  v1::RoundsReply reply;
+  absl::Status st = handlers_->Rounds("site-1", req, &reply);
+  ASSERT_TRUE(st.ok()) << st;
+  EXPECT_EQ(reply.site(), "site-0");
+  EXPECT_EQ(reply.rounds_size(), 1);
+  reply.Clear();
+  EXPECT_EQ(handlers_->Rounds("site-2", req, &reply).code(), absl::StatusCode::kPermissionDenied);
+  EXPECT_EQ(handlers_->Rounds("", req, &reply).code(), absl::StatusCode::kUnauthenticated);
+  req.set_site("site-9");
+  EXPECT_EQ(handlers_->Rounds("site-9", req, &reply).code(), absl::StatusCode::kPermissionDenied);
+  req.set_site("site-1");
+  for (int limit : {0, -1, 51}) {
+    req.set_limit(limit);
+    EXPECT_EQ(handlers_->Rounds("site-1", req, &reply).code(), absl::StatusCode::kInvalidArgument) << limit;
+  }
+  req.set_limit(1);
+  req.set_round_id(std::string(201, 'r'));
+  EXPECT_EQ(handlers_->Rounds("site-1", req, &reply).code(), absl::StatusCode::kInvalidArgument);
+  req.set_round_id("no-such-round");
+  ASSERT_TRUE(handlers_->Rounds("site-1", req, &reply).ok());
+  EXPECT_EQ(reply.rounds_size(), 0);
+}
+
+TEST_F(PeerHandlersTest, AProposedRosterNeedsItsCallerAndARosterKeeper) {
+  v1::ProposeRosterRequest req;
+  req.set_site("site-1");
+  v1::SetRosterReply reply;
+  auto any = [](const config::Roster&) { return absl::OkStatus(); };
+  EXPECT_EQ(handlers_->ProposeRoster("site-2", req, &reply, any).code(), absl::StatusCode::kPermissionDenied);
+  EXPECT_EQ(handlers_->ProposeRoster("site-1", req, &reply, any).code(), absl::StatusCode::kFailedPrecondition);
+}
+
+TEST_F(PeerHandlersTest, ARequestedRoundNamesAKnownModeOrNone) {
+  v1::RequestBalanceRequest req;
+  req.set_site("site-1");
+  req.set_reason("operator");
+  req.set_mode("bogus");
+  v1::RequestBalanceReply reply;
+  EXPECT_EQ(handlers_->RequestBalance("site-1", req, &reply).code(), absl::StatusCode::kInvalidArgument);
 }
 
 }  // namespace

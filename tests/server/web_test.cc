@@ -25,6 +25,18 @@ TEST(WebTest, LoopbackClientsAreThisMachinesOnly) {
   EXPECT_FALSE(IsLoopbackClient(""));
 }
 
+// DNS rebinding: a page whose name an attacker points at this address asks
+// with its own name in Host.
+TEST(WebTest, OnlyItsAddressLocalhostAndListedNamesAreAnswered) {
+  const std::vector<std::string> listed = {"hyperfed.example.org"};
+  for (const char* h : {"127.0.0.1:8300", "127.0.0.1", "[::1]:8300", "[::1]", "localhost:8300", "LOCALHOST",
+                        "192.0.2.7:8300", "hyperfed.example.org", "HyperFed.Example.org:443"})
+    EXPECT_TRUE(WebHostAllowed(h, listed)) << h;
+  for (const char* h : {"", "evil.example:8300", "evil.example", "localhost.evil.example", "127.0.0.1.evil.example",
+                        "[::1", "[::1]x", "127.0.0.1:x", "hyperfed.example.org.evil"})
+    EXPECT_FALSE(WebHostAllowed(h, listed)) << h;
+}
+
 // Serves a WebView whose Admin channel leads nowhere.
 class Served {
  public:
@@ -38,9 +50,9 @@ class Served {
     http_.stop();
     thread_.join();
   }
-  httplib::Result Get(const std::string& path) {
+  httplib::Result Get(const std::string& path, const httplib::Headers& headers = {}) {
     httplib::Client c("127.0.0.1", port_);
-    return c.Get(path);
+    return c.Get(path, headers);
   }
 
  private:
@@ -69,6 +81,19 @@ TEST(WebTest, PageAndAssetsAreServedWithTheirTypes) {
   r = s.Get("/style.css");
   ASSERT_TRUE(r);
   EXPECT_EQ(r->get_header_value("Content-Type"), "text/css; charset=utf-8");
+}
+
+TEST(WebTest, ARequestForAnotherHostGetsNothing) {
+  Served s(WebAccess::kOn);
+  for (const std::string path : {"/", "/app.js", "/api/v1/status"}) {
+    auto r = s.Get(path, {{"Host", "evil.example:8300"}});
+    ASSERT_TRUE(r) << path;
+    EXPECT_EQ(r->status, 403) << path;
+    EXPECT_EQ(r->body.find("<html"), std::string::npos) << path;
+  }
+  auto r = s.Get("/");
+  ASSERT_TRUE(r);
+  EXPECT_EQ(r->status, 200) << "httplib names 127.0.0.1:port";
 }
 
 TEST(WebTest, AFailedAdminCallIsAnHttpErrorWithItsCodeAndMessage) {
