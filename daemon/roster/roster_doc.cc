@@ -49,6 +49,9 @@ void ToProto(const config::Roster& r, v1::RosterBody* out) {
   };
   for (const config::RosterEntry& e : r.sites) put(e, out->add_sites());
   for (const config::RosterEntry& e : r.departed) put(e, out->add_departed());
+  out->set_federation(r.federation);
+  out->set_expires_unix_ms(r.expires_unix_ms);
+  for (const std::string& m : r.allowed_modes) out->add_allowed_modes(m);
 }
 
 absl::StatusOr<config::Roster> FromProto(const v1::RosterBody& body) {
@@ -64,6 +67,9 @@ absl::StatusOr<config::Roster> FromProto(const v1::RosterBody& body) {
   };
   for (const v1::RosterSite& s : body.sites()) r.sites.push_back(get(s));
   for (const v1::RosterSite& s : body.departed()) r.departed.push_back(get(s));
+  r.federation = body.federation();
+  r.expires_unix_ms = body.expires_unix_ms();
+  r.allowed_modes.assign(body.allowed_modes().begin(), body.allowed_modes().end());
   if (r.version < 0) return absl::InvalidArgumentError(absl::StrCat("roster version ", r.version, " is negative"));
   if (r.sites.empty()) return absl::InvalidArgumentError("the roster lists no site");
   std::vector<std::string> problems;
@@ -132,7 +138,9 @@ namespace {
 
 // The next version of `r` with `sites`, checked as any roster is.
 absl::StatusOr<config::Roster> Next(const config::Roster& r, std::vector<config::RosterEntry> sites) {
-  config::Roster next{.version = r.version + 1, .sites = std::move(sites), .departed = r.departed};
+  config::Roster next = r;  // the federation, expiry and modes stay
+  next.version = r.version + 1;
+  next.sites = std::move(sites);
   // A site that comes back is no longer departed; one that leaves is.
   std::erase_if(next.departed, [&](const config::RosterEntry& d) { return next.FindSite(d.id) != nullptr; });
   for (const config::RosterEntry& e : r.sites)
