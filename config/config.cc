@@ -35,8 +35,8 @@ constexpr size_t kMaxIdLength = 64;
 constexpr size_t kMaxErrors = 20;                  // more would bury the first one
 constexpr std::uintmax_t kMaxFileBytes = 1 << 20;  // a site config is a few hundred bytes
 
-const char* const kTopKeys[] = {"site",      "federation", "roster",   "seeds", "capacity", "balancer",
-                                "scheduler", "state_dir",  "security", "log"};
+const char* const kTopKeys[] = {"site",     "federation", "roster",    "seeds",    "capacity",
+                                "balancer", "scheduler",  "state_dir", "security", "log"};
 const char* const kSiteKeys[] = {"id", "label", "listen", "advertise", "metrics_listen", "web"};
 const char* const kRosterKeys[] = {"id", "label", "endpoint", "cost", "max_capacity", "drained"};
 const char* const kSeedKeys[] = {"id", "endpoint"};
@@ -234,8 +234,8 @@ std::vector<Issue> CheckRules(const Config& c) {
     add("site.web", absl::StrCat(Quote(c.site.web), ": expected loopback, on or off"));
 
   if (!ValidId(c.federation))
-    add("federation", absl::StrCat("must be 1 to ", kMaxIdLength, " characters of [A-Za-z0-9._-], got ",
-                                   Quote(c.federation)));
+    add("federation",
+        absl::StrCat("must be 1 to ", kMaxIdLength, " characters of [A-Za-z0-9._-], got ", Quote(c.federation)));
 
   // roster
   if (c.roster.sites.empty() && c.seeds.empty())

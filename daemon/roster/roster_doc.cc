@@ -4,10 +4,12 @@
 #include <openssl/evp.h>
 #include <openssl/pem.h>
 
+#include <algorithm>
 #include <memory>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "daemon/balance/modes.h"
 
 namespace hyperfed::roster {
 namespace {
@@ -84,6 +86,14 @@ absl::StatusOr<config::Roster> FromProto(const v1::RosterBody& body) {
   }
   for (const auto& [key, why] : config::RosterProblems(departed, "departed"))
     if (key.find(".label") == std::string::npos) problems.push_back(key + ": " + why);
+  // Modes a coordinator can run, so that no roster allows a name none has.
+  for (size_t i = 0; i < r.allowed_modes.size(); ++i) {
+    if (auto st = balance::CheckRoundMode(r.allowed_modes[i]); !st.ok())
+      problems.push_back(absl::StrCat("allowed_modes[", i, "]: ", st.message()));
+    else if (std::find(r.allowed_modes.begin(), r.allowed_modes.begin() + i, r.allowed_modes[i]) !=
+             r.allowed_modes.begin() + i)
+      problems.push_back(absl::StrCat("allowed_modes[", i, "]: ", r.allowed_modes[i], " listed twice"));
+  }
   if (!problems.empty())
     return absl::InvalidArgumentError(absl::StrCat("roster version ", r.version, ": ", absl::StrJoin(problems, "; ")));
   return r;
@@ -189,6 +199,30 @@ absl::StatusOr<config::Roster> Relabelled(const config::Roster& r, const std::ve
   std::vector<config::RosterEntry> sites = r.sites;
   for (size_t i = 0; i < sites.size(); ++i) sites[i].label = labels[i];
   return Next(r, std::move(sites));  // distinct and in range, or refused
+}
+
+absl::Status CheckForSite(const config::Roster& r, std::string_view federation, absl::Time now) {
+  if (r.federation.empty())
+    return absl::InvalidArgumentError(absl::StrCat(
+        "roster version ", r.version,
+        " names no federation: it was signed before rosters named theirs (and expired); the operators sign the "
+        "roster in force again with `hyperfedctl roster renew`"));
+  if (r.federation != federation)
+    return absl::InvalidArgumentError(absl::StrCat("roster version ", r.version, " is of federation '", r.federation,
+                                                   "', and this site is of federation '", std::string(federation),
+                                                   "' (its config's `federation`)"));
+  if (absl::FromUnixMillis(r.expires_unix_ms) <= now)
+    return absl::InvalidArgumentError(absl::StrCat("roster version ", r.version, " expired at ",
+                                                   absl::FormatTime(absl::FromUnixMillis(r.expires_unix_ms)),
+                                                   ": the operators sign a newer one (`hyperfedctl roster renew`)"));
+  return absl::OkStatus();
+}
+
+absl::StatusOr<config::Roster> Renewed(const config::Roster& r,
+                                       const std::optional<std::vector<std::string>>& allowed_modes) {
+  config::Roster same = r;
+  if (allowed_modes) same.allowed_modes = *allowed_modes;
+  return Next(same, same.sites);
 }
 
 absl::Status CheckPublicKey(std::string_view public_key_pem) {

@@ -427,7 +427,6 @@ TEST_F(SiteTest, ReportsAreTakenOnlyFromTheRoundsSitesOnceEach) {
   EXPECT_EQ(sites_[0]->OnReport(two).code(), absl::StatusCode::kFailedPrecondition);
 }
 
-
 // Issue 34 (finding 7): a coordinator is checked. A site declines a round
 // whose fault set names a site it hears from itself, or whose mode the
 // roster does not allow; the decline fences nothing off.
@@ -439,12 +438,13 @@ TEST_F(SiteTest, ARoundWhoseFaultSetNamesASiteThisSiteHearsFromIsDeclined) {
   EXPECT_FALSE(sites_[1]->OnStartRound({"r-0", 10, env_.Now() + absl::Hours(1), Id(0), {3}, 2, "exact"}, &why));
   EXPECT_NE(why.find("names site-3 (label 3) as down, but this site hears from it"), std::string::npos) << why;
   EXPECT_EQ(sites_[1]->CurrentRound(), "");
-  // Empty positions and sites it does not hear from may be in a fault set;
-  // the decline took no epoch.
-  env_.Advance(absl::Seconds(4));
+  // Empty positions and sites it has not heard from for two heartbeat
+  // intervals (up still, within the 3 s peer timeout) may be in a fault
+  // set; the decline took no epoch.
+  env_.Advance(absl::Milliseconds(2500));
   for (int i : {0, 1, 2}) sites_[i]->HeartbeatOnce();  // site 3 falls silent
-  EXPECT_TRUE(sites_[1]->OnStartRound({"r-0b", 10, env_.Now() + absl::Hours(1), Id(0), {3}, 2, "exact"}, &why))
-      << why;
+  ASSERT_TRUE(sites_[1]->membership().Find(Id(3))->up);
+  EXPECT_TRUE(sites_[1]->OnStartRound({"r-0b", 10, env_.Now() + absl::Hours(1), Id(0), {3}, 2, "exact"}, &why)) << why;
   ASSERT_TRUE(Eventually([&] { return env_.waiters() > 0; }));
   env_.Advance(absl::Hours(2));  // the part waits for peers nobody started: it ends
 }

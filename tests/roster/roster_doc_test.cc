@@ -118,7 +118,6 @@ TEST(RosterDocTest, DrainThenRemove) {
   EXPECT_EQ(WithoutSite(one, "solo").status().code(), absl::StatusCode::kInvalidArgument);
 }
 
-
 TEST(RosterDocTest, TheFederationExpiryAndAllowedModesTravelSignedAndModesAreChecked) {
   const testing::RosterKeys keys = testing::NewRosterKeys();
   config::Roster r = Four();

@@ -230,7 +230,6 @@ TEST_F(PeerHandlersTest, WithoutARosterKeeperGetRosterIsUnavailable) {
   EXPECT_EQ(st.message(), "no roster keeper");
 }
 
-
 // A clock that runs `on_read` the first time it is read after a test arms
 // it: the roster changes at a chosen moment inside a call.
 class ArmedEnv : public FakeEnv {
