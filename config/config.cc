@@ -35,8 +35,8 @@ constexpr size_t kMaxIdLength = 64;
 constexpr size_t kMaxErrors = 20;                  // more would bury the first one
 constexpr std::uintmax_t kMaxFileBytes = 1 << 20;  // a site config is a few hundred bytes
 
-const char* const kTopKeys[] = {"site",     "federation", "roster",    "seeds",    "capacity",
-                                "balancer", "scheduler",  "state_dir", "security", "log"};
+const char* const kTopKeys[] = {"site",     "roster",    "seeds",     "federation", "capacity",
+                                "balancer", "scheduler", "state_dir", "security",   "log"};
 const char* const kSiteKeys[] = {"id", "label", "listen", "advertise", "metrics_listen", "web"};
 const char* const kRosterKeys[] = {"id", "label", "endpoint", "cost", "max_capacity", "drained"};
 const char* const kSeedKeys[] = {"id", "endpoint"};
