@@ -9,6 +9,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
+#include "absl/strings/str_split.h"
 #include "absl/time/clock.h"
 #include "client/output.h"
 #include "daemon/balance/label_suggest.h"
@@ -329,11 +330,19 @@ class Runner {
 
   // Signs `next` and sets it in place of version `expected`; false after
   // printing why not (a concurrent change: run the command again).
-  bool Publish(int64_t expected, const absl::StatusOr<config::Roster>& next, const std::string& what) {
+  // The roster keeps its federation and is taken for --valid-for from now
+  // (docs/design.md §6.9).
+  bool Publish(int64_t expected, absl::StatusOr<config::Roster> next, const std::string& what) {
     if (!next.ok()) {
       err_ << "hyperfedctl: " << next.status().message() << "\n";
       return false;
     }
+    if (next->federation.empty()) {
+      err_ << "hyperfedctl: the roster of " << TerminalSafe(roster_site_)
+           << " names no federation (a daemon older than federation names): upgrade it first\n";
+      return false;
+    }
+    next->expires_unix_ms = absl::ToUnixMillis(absl::Now() + o_.valid_for);
     auto doc = roster::Sign(*next, o_.roster_key);
     if (!doc.ok()) {
       err_ << "hyperfedctl: --roster-key " << o_.roster_key_file << ": " << doc.status().message() << "\n";
@@ -349,7 +358,8 @@ class Runner {
       return false;
     }
     out_ << "roster version " << r.version() << ": " << what << "; " << next->sites.size() << " sites in a "
-         << next->Dimension() << "-cube\n";
+         << next->Dimension() << "-cube, federation " << TerminalSafe(next->federation) << ", expires "
+         << absl::FormatTime(absl::FromUnixMillis(next->expires_unix_ms), absl::UTCTimeZone()) << "\n";
     return true;
   }
 
@@ -441,13 +451,26 @@ class Runner {
     if (o_.roster_action == "show") {
       out_ << "roster version " << cur->version << (cur->version == 0 ? " (the sites' YAML roster)" : " (signed)")
            << " at " << TerminalSafe(roster_site_) << ": " << cur->sites.size() << " sites in a " << cur->Dimension()
-           << "-cube\n";
+           << "-cube, federation " << TerminalSafe(cur->federation) << ", expires "
+           << (cur->expires_unix_ms == 0
+                   ? std::string("never")
+                   : absl::FormatTime(absl::FromUnixMillis(cur->expires_unix_ms), absl::UTCTimeZone()))
+           << ", modes " << (cur->allowed_modes.empty() ? "all" : TerminalSafe(absl::StrJoin(cur->allowed_modes, ",")))
+           << "\n";
       for (const config::RosterEntry& e : cur->sites)
         out_ << "  " << e.label << "  " << TerminalSafe(e.id) << "  " << TerminalSafe(e.endpoint) << "  max_capacity "
              << e.max_capacity << (e.drained ? "  drained" : "") << "\n";
       return kExitOk;
     }
     if (o_.roster_action == "suggest") return Suggest(*cur);
+    if (o_.roster_action == "renew") {
+      std::optional<std::vector<std::string>> modes;
+      if (o_.modes == "all")
+        modes.emplace();
+      else if (!o_.modes.empty())
+        modes = absl::StrSplit(o_.modes, ',');
+      return Publish(cur->version, roster::Renewed(*cur, modes), "renewed") ? kExitOk : kExitRpcFailure;
+    }
     if (o_.roster_action == "add") {
       auto next =
           roster::WithSite(*cur, o_.site, o_.site_endpoint, o_.label >= 0 ? std::optional<int>(o_.label) : std::nullopt,

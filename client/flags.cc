@@ -179,13 +179,13 @@ struct CommandLine {
     CLI::App* roster = Command("roster",
                                "show the roster, add a site, drain and remove one, or suggest labels that follow the "
                                "links (changes signed with --roster-key)");
-    roster->add_option("ACTION", o.roster_action, "show, add, remove or suggest")
+    roster->add_option("ACTION", o.roster_action, "show, add, remove, suggest or renew")
         ->required()
         ->check(CLI::Validator(
             [](std::string& v) -> std::string {
-              return v == "show" || v == "add" || v == "remove" || v == "suggest"
+              return v == "show" || v == "add" || v == "remove" || v == "suggest" || v == "renew"
                          ? ""
-                         : absl::StrCat("'", v, "' is not show, add, remove or suggest");
+                         : absl::StrCat("'", v, "' is not show, add, remove, suggest or renew");
             },
             ""));
     roster->add_option("SITE", o.site, "the site to add or remove")->check(NotEmpty());
@@ -204,6 +204,13 @@ struct CommandLine {
     roster->add_option("--costs", o.costs_file, "suggest: the link costs, a line 'SITE SITE COST' per pair")
         ->type_name("FILE");
     roster->add_flag("--apply", o.apply, "suggest: sign and set the suggested labels");
+    Duration(roster, "--valid-for", &o.valid_for, false,
+             "add, remove, renew, suggest --apply: how long sites take the signed roster (default 2160h, 90 days)");
+    roster
+        ->add_option("--modes", o.modes,
+                     "renew: the round modes coordinators may run, comma-separated, or 'all' (default: keep)")
+        ->type_name("LIST")
+        ->check(NotEmpty());
     Positional(Command("completion", absl::StrCat("print a shell completion script (", kShells, ")")), "SHELL",
                &o.shell)
         ->check(CLI::Validator(
@@ -425,7 +432,7 @@ absl::StatusOr<Options> ParseArgs(const std::vector<std::string>& args, const En
   if (o.command == "roster") {
     const std::string& a = o.roster_action;
     const bool takes_site = a == "add" || a == "remove";
-    const bool signs = takes_site || (a == "suggest" && o.apply);
+    const bool signs = takes_site || a == "renew" || (a == "suggest" && o.apply);
     if (o.roster_key_file.empty() && env_set(env.roster_key)) o.roster_key_file = *env.roster_key;
     if (takes_site && o.site.empty()) return Usage(absl::StrCat("roster ", a, " needs a SITE"));
     if (!takes_site && !o.site.empty()) return Usage(absl::StrCat("roster ", a, " takes no SITE"));
@@ -434,6 +441,7 @@ absl::StatusOr<Options> ParseArgs(const std::vector<std::string>& args, const En
       return Usage("--endpoint, --label and --capacity-max go with roster add");
     if (a == "suggest" && o.costs_file.empty()) return Usage("roster suggest needs --costs FILE");
     if (a != "suggest" && (!o.costs_file.empty() || o.apply)) return Usage("--costs and --apply go with roster suggest");
+    if (a != "renew" && !o.modes.empty()) return Usage("--modes goes with roster renew");
     if (signs && o.roster_key_file.empty())
       return Usage(absl::StrCat("roster ", a, a == "suggest" ? " --apply" : "",
                                 " needs --roster-key FILE (or HYPERFED_ROSTER_KEY)"));

@@ -67,9 +67,14 @@ struct Options {
   std::string job;           // explain
   std::string migration_id;  // force-release
   std::string shell;         // completion
-  // roster ACTION [SITE]: show, add, remove, suggest (docs/operations.md,
-  // "Join and leave").
+  // roster ACTION [SITE]: show, add, remove, suggest, renew
+  // (docs/operations.md, "Join and leave").
   std::string roster_action;
+  // How long sites take a roster this command signs (docs/design.md §6.9).
+  absl::Duration valid_for = absl::Hours(24 * 90);
+  // roster renew --modes: the round modes the roster allows ("all": every
+  // mode; "" = keep the roster's).
+  std::string modes;
   std::string costs_file;       // roster suggest --costs: the link costs (docs/algorithms.md)
   std::string costs;            // its text, filled in by LoadFiles
   bool apply = false;           // roster suggest --apply: sign and set the suggested labels

@@ -36,8 +36,8 @@ constexpr size_t kMaxIdLength = 64;
 constexpr size_t kMaxErrors = 20;                  // more would bury the first one
 constexpr std::uintmax_t kMaxFileBytes = 1 << 20;  // a site config is a few hundred bytes
 
-const char* const kTopKeys[] = {"site",      "roster",    "seeds",    "capacity", "balancer",
-                                "scheduler", "state_dir", "security", "log"};
+const char* const kTopKeys[] = {"site",     "roster",    "seeds",     "federation", "capacity",
+                                "balancer", "scheduler", "state_dir", "security",   "log"};
 const char* const kSiteKeys[] = {"id", "label", "listen", "advertise", "metrics_listen", "web", "web_hosts"};
 const char* const kRosterKeys[] = {"id", "label", "endpoint", "cost", "max_capacity", "drained"};
 const char* const kSeedKeys[] = {"id", "endpoint"};
@@ -240,6 +240,10 @@ std::vector<Issue> CheckRules(const Config& c) {
                                            }))
       add("site.web_hosts", absl::StrCat(Quote(std::string(h)), ": expected host names separated by commas"));
 
+  if (!ValidId(c.federation))
+    add("federation",
+        absl::StrCat("must be 1 to ", kMaxIdLength, " characters of [A-Za-z0-9._-], got ", Quote(c.federation)));
+
   // roster
   if (c.roster.sites.empty() && c.seeds.empty())
     add("roster", "must list every site, this one included (or give seeds to fetch it from)");
@@ -434,6 +438,7 @@ class Parser {
     Fields top;
     Map(root, "", root_line_, std::begin(kTopKeys), std::end(kTopKeys), &top);
     if (Require(top, "", "site")) ParseSite(top["site"], c);
+    if (top.count("federation")) String(top["federation"], "federation", &c->federation);
     if (top.count("roster")) ParseRoster(top["roster"], c);
     if (top.count("seeds")) ParseSeeds(top["seeds"], c);
     if (top.count("capacity")) ParseCapacity(top["capacity"], c);
@@ -812,6 +817,10 @@ const RosterEntry* Roster::FindSite(const std::string& id) const {
     if (e.id == id) return &e;
   }
   return nullptr;
+}
+
+bool Roster::AllowsMode(const std::string& mode) const {
+  return allowed_modes.empty() || std::find(allowed_modes.begin(), allowed_modes.end(), mode) != allowed_modes.end();
 }
 
 const RosterEntry* Roster::FindDeparted(const std::string& id) const {

@@ -64,7 +64,18 @@ struct Roster {
   // the migrations still in flight with them settle (their endpoint is
   // dialled for those only), also after a restart.
   std::vector<RosterEntry> departed;
+  // The federation it is of (docs/design.md §6.9): a site's YAML roster is
+  // of the site's `federation`; a signed one names its own, and a site takes
+  // only its own federation's.
+  std::string federation;
+  // After this (Unix ms) a site takes a signed roster no more; 0: none (the
+  // YAML's, and rosters signed before rosters expired).
+  int64_t expires_unix_ms = 0;
+  // The round modes a coordinator may run; empty: every mode.
+  std::vector<std::string> allowed_modes;
 
+  // Whether a coordinator may run rounds of `mode` under this roster.
+  bool AllowsMode(const std::string& mode) const;
   // The smallest hypercube dimension that holds every label.
   int Dimension() const;
   const RosterEntry* FindSite(const std::string& id) const;
@@ -147,9 +158,16 @@ struct SecurityConfig {
   bool operator==(const SecurityConfig&) const = default;
 };
 
+// The federation a site belongs to when its config names none.
+inline constexpr char kDefaultFederation[] = "default";
+
 struct Config {
   std::string path;  // the file it was read from
   SiteConfig site;
+  // The federation this site belongs to (docs/design.md §6.9): it takes only
+  // signed rosters that name it. Operators whose roster key signs for more
+  // than one federation give each its own name; [A-Za-z0-9._-]{1,64}.
+  std::string federation = kDefaultFederation;
   // The roster in this file (version 0): every site, this one included. May
   // be empty when `seeds` are given: the site then fetches the roster.
   Roster roster;

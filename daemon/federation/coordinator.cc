@@ -47,6 +47,11 @@ absl::StatusOr<std::string> Coordinator::Begin(bool dry_run, const std::string& 
   const std::string name = mode_name.empty() ? settings.algorithm : mode_name;
   const balance::RoundMode* mode = balance::FindRoundMode(name);
   if (!mode) return balance::CheckRoundMode(name);
+  // Every participant would decline it (Participant::OnStartRound).
+  if (!roster->AllowsMode(name))
+    return absl::FailedPreconditionError(absl::StrCat("mode ", name, " is not allowed by roster version ",
+                                                      roster->version,
+                                                      " (allowed: ", absl::StrJoin(roster->allowed_modes, ", "), ")"));
   if (auto st = refresh_self_(); !st.ok()) return st;
   // One view for both the fault set and the live rows: a peer timing out
   // between two reads would be in neither. Rows of the round's roster only

@@ -2,10 +2,17 @@
 
 namespace hyperfed::federation {
 
+namespace {
+// The YAML's roster is of the site's own federation (docs/design.md §6.9).
+std::shared_ptr<const config::Roster> YamlRoster(const config::Config& config) {
+  auto r = std::make_shared<config::Roster>(config.roster);
+  r->federation = config.federation;
+  return r;
+}
+}  // namespace
+
 LiveConfig::LiveConfig(const config::Config& config)
-    : self_(config.site.id),
-      roster_(std::make_shared<const config::Roster>(config.roster)),
-      balancer_(config.balancer) {}
+    : self_(config.site.id), roster_(YamlRoster(config)), balancer_(config.balancer) {}
 
 std::shared_ptr<const config::Roster> LiveConfig::roster() const {
   std::lock_guard<std::mutex> l(mu_);

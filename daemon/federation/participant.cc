@@ -51,6 +51,14 @@ bool Participant::OnStartRound(const RoundSpec& spec, std::string* why_not) {
     *why_not = absl::StrCat("round ", spec.round_id, " is past its deadline");
     return false;
   }
+  // The same field checks whatever the roster (issue 34, finding 6): a
+  // start on another roster version is declined below, but never with an
+  // epoch or fault set no start may have.
+  if (auto st = CheckRoundStart(spec, env_->Now()); !st.ok()) {
+    *why_not = absl::StrCat("round ", spec.round_id, ": ", st.message());
+    return false;
+  }
+  // One roster for every check and the part: the one this site holds now.
   std::shared_ptr<const config::Roster> roster = live_->roster();
   if (spec.roster_version != roster->version) {
     *why_not = absl::StrCat("round ", spec.round_id, " was planned with roster version ", spec.roster_version,
@@ -59,6 +67,18 @@ bool Participant::OnStartRound(const RoundSpec& spec, std::string* why_not) {
   }
   if (!roster->FindSite(live_->self())) {
     *why_not = absl::StrCat("this site is not in roster version ", roster->version);
+    return false;
+  }
+  if (auto st = CheckRoundRoster(*roster, live_->self(), spec); !st.ok()) {
+    *why_not = absl::StrCat("round ", spec.round_id, ": ", st.message());
+    return false;
+  }
+  // The operators' roster says which modes a coordinator may run (issue
+  // 34, finding 7; docs/design.md §6.9).
+  if (!roster->AllowsMode(spec.mode)) {
+    *why_not =
+        absl::StrCat("round ", spec.round_id, " has mode ", spec.mode, ", which roster version ", roster->version,
+                     " does not allow (allowed: ", absl::StrJoin(roster->allowed_modes, ", "), ")");
     return false;
   }
   // Not newer than the last round started here: refused, so that a round

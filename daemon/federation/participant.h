@@ -31,10 +31,12 @@ class Participant {
   Participant(const LiveConfig* live, const Env* env, Executor* executor, PeerClient* peers, JobMover* mover,
               Snapshot snapshot, Done done);
 
-  // Takes part in `spec` unless it is past its deadline, older than a round
-  // this site has seen, not newer than the one it is in, or planned with
-  // another roster version than this site's (then false, and `why_not` says
-  // why). A repeated start of the current round is true.
+  // Takes part in `spec` unless it is past its deadline, fails a field
+  // check (CheckRoundStart, whatever the roster; CheckRoundRoster), is
+  // planned with another roster version than this site's, runs a mode that
+  // roster does not allow, or is older than a round this site has seen or
+  // not newer than the one it is in (then false, and `why_not` says why;
+  // nothing changes). A repeated start of the current round is true.
   bool OnStartRound(const RoundSpec& spec, std::string* why_not);
   absl::StatusOr<balance::LoadTable> OnExchange(const ExchangeMessage& m);
   // Takes `jobs` of what round_id's plan, as this site derived it, lets

@@ -30,6 +30,37 @@ std::optional<std::string> RoundCoordinator(const std::string& round_id) {
   return round_id.substr(0, a);
 }
 
+bool EpochInBounds(int64_t epoch, absl::Time now) {
+  return epoch > 0 && epoch <= absl::ToUnixMillis(now + kMaxEpochAhead);
+}
+
+absl::Status CheckRoundStart(const RoundSpec& spec, absl::Time now) {
+  auto invalid = [](auto&&... parts) { return absl::InvalidArgumentError(absl::StrCat(parts...)); };
+  if (spec.coordinator.empty()) return invalid("the round names no coordinator");
+  if (auto st = balance::CheckRoundMode(spec.mode); !st.ok()) return st;
+  if (!EpochInBounds(spec.epoch, now)) return invalid("epoch must be > 0 and at most a day ahead of this site's clock");
+  if (spec.deadline <= absl::UnixEpoch()) return invalid("deadline_unix_ms must be > 0");
+  if (spec.dimension < 0 || spec.dimension > 31) return invalid("dimension ", spec.dimension, " outside 0..31");
+  std::set<int> faults;
+  for (int f : spec.faults) {
+    if (f < 0 || int64_t{f} >= (int64_t{1} << spec.dimension))
+      return invalid("fault label ", f, " outside the ", spec.dimension, "-cube");
+    if (!faults.insert(f).second) return invalid("fault label ", f, " listed twice");
+  }
+  return absl::OkStatus();
+}
+
+absl::Status CheckRoundRoster(const config::Roster& roster, const std::string& self, const RoundSpec& spec) {
+  const int n = roster.Dimension();
+  if (spec.dimension != n)
+    return absl::InvalidArgumentError(
+        absl::StrCat("dimension ", spec.dimension, " but this site's roster makes a ", n, "-cube"));
+  const config::RosterEntry* me = roster.FindSite(self);
+  if (me && std::find(spec.faults.begin(), spec.faults.end(), me->label) != spec.faults.end())
+    return absl::FailedPreconditionError("this site is in the round's fault set");
+  return absl::OkStatus();
+}
+
 absl::Status CheckReport(const config::Roster& roster, const RoundReport& r) {
   const config::RosterEntry* e = roster.FindSite(r.site);
   if (!e || e->label != r.label)

@@ -108,6 +108,27 @@ struct RoundReport {
 inline constexpr size_t kMaxReportError = 1000;
 absl::Status CheckReport(const config::Roster& roster, const RoundReport& report);
 
+// A round epoch another site sends (a start, a round message, a
+// heartbeat): > 0 and at most kMaxEpochAhead ahead of this site's clock
+// `now`, so that a wild epoch cannot fence a site off for good
+// (docs/security.md, "Heartbeat epochs"; issue 34). The one bound of epochs.
+inline constexpr absl::Duration kMaxEpochAhead = absl::Hours(24);
+bool EpochInBounds(int64_t epoch, absl::Time now);
+
+// The fields of a round's start that hold whatever roster this site has
+// (docs/design.md §6.3; issue 34, finding 6): a coordinator named, a known
+// round mode (balance::CheckRoundMode), an epoch in bounds, a deadline
+// after 1970, a dimension of 0..31 and fault labels in its cube, each once.
+// InvalidArgument naming the first bad field. Every start meets it, also
+// one on another roster version (then declined as such): the RPC handler
+// and the participant both call it.
+absl::Status CheckRoundStart(const RoundSpec& spec, absl::Time now);
+// The fields that need the round's roster (`roster`, this site's, of the
+// round's version): the round's dimension is the roster's
+// (InvalidArgument), and this site `self` is not in the fault set
+// (FailedPrecondition: it cannot take part).
+absl::Status CheckRoundRoster(const config::Roster& roster, const std::string& self, const RoundSpec& spec);
+
 // Every timeout of a round, from the config (one rule, one place).
 struct RoundTimeouts {
   absl::Duration step;    // one call to a peer, or one wait for a peer a step away

@@ -1,5 +1,6 @@
 #include "daemon/federation/site.h"
 
+#include <algorithm>
 #include <random>
 #include <utility>
 
@@ -280,6 +281,27 @@ bool Site::OnStartRound(const RoundSpec& spec, std::string* why_not) {
     *why_not = absl::StrCat(spec.coordinator, " is not the coordinator here: this site's coordinator is ",
                             membership_.Coordinator());
     return false;
+  }
+  // A coordinator is checked (issue 34, finding 7): a fault set that names a
+  // site this site hears from itself would leave that site's jobs out of
+  // the round on one site's word. Declined; the round ends without this
+  // site and nothing changes here (docs/design.md §6.3). "Hears from": a
+  // heartbeat within two heartbeat intervals (at most peer_timeout), the
+  // time in which a live peer is always heard. A peer silent longer may
+  // well be down, and a coordinator that restarted or saw it go first
+  // rightly names it (the federation simulation's crash profile: a decline
+  // there leaves the round waiting out its step timeouts).
+  if (!spec.faults.empty()) {
+    const config::BalancerConfig b = live_->balancer();
+    const absl::Time heard_since = env_->Now() - std::min(b.peer_timeout, 2 * b.heartbeat_interval);
+    for (const PeerInfo& p : membership_.View()) {
+      if (p.self || !p.up || p.last_seen < heard_since ||
+          std::find(spec.faults.begin(), spec.faults.end(), p.label) == spec.faults.end())
+        continue;
+      *why_not = absl::StrCat("round ", spec.round_id, " names ", p.site, " (label ", p.label,
+                              ") as down, but this site hears from it");
+      return false;
+    }
   }
   return participant_.OnStartRound(spec, why_not);
 }

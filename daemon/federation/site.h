@@ -76,6 +76,11 @@ class Site {
 
   // ---- Peer RPCs
   bool OnHeartbeat(const HeartbeatInfo& hb);
+  // Takes part in `spec` when its coordinator is the one this site
+  // recognises (Membership::MayCoordinate), its fault set names no site
+  // this site hears from (issue 34, finding 7) and the participant takes it
+  // (Participant::OnStartRound); else false, `why_not` says why, and
+  // nothing changes.
   bool OnStartRound(const RoundSpec& spec, std::string* why_not);
   absl::StatusOr<balance::LoadTable> OnExchange(const ExchangeMessage& m);
   absl::Status OnReport(const RoundReport& report);

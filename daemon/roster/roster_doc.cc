@@ -4,10 +4,12 @@
 #include <openssl/evp.h>
 #include <openssl/pem.h>
 
+#include <algorithm>
 #include <memory>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "daemon/balance/modes.h"
 
 namespace hyperfed::roster {
 namespace {
@@ -49,6 +51,9 @@ void ToProto(const config::Roster& r, v1::RosterBody* out) {
   };
   for (const config::RosterEntry& e : r.sites) put(e, out->add_sites());
   for (const config::RosterEntry& e : r.departed) put(e, out->add_departed());
+  out->set_federation(r.federation);
+  out->set_expires_unix_ms(r.expires_unix_ms);
+  for (const std::string& m : r.allowed_modes) out->add_allowed_modes(m);
 }
 
 absl::StatusOr<config::Roster> FromProto(const v1::RosterBody& body) {
@@ -64,6 +69,9 @@ absl::StatusOr<config::Roster> FromProto(const v1::RosterBody& body) {
   };
   for (const v1::RosterSite& s : body.sites()) r.sites.push_back(get(s));
   for (const v1::RosterSite& s : body.departed()) r.departed.push_back(get(s));
+  r.federation = body.federation();
+  r.expires_unix_ms = body.expires_unix_ms();
+  r.allowed_modes.assign(body.allowed_modes().begin(), body.allowed_modes().end());
   if (r.version < 0) return absl::InvalidArgumentError(absl::StrCat("roster version ", r.version, " is negative"));
   if (r.sites.empty()) return absl::InvalidArgumentError("the roster lists no site");
   std::vector<std::string> problems;
@@ -78,6 +86,14 @@ absl::StatusOr<config::Roster> FromProto(const v1::RosterBody& body) {
   }
   for (const auto& [key, why] : config::RosterProblems(departed, "departed"))
     if (key.find(".label") == std::string::npos) problems.push_back(key + ": " + why);
+  // Modes a coordinator can run, so that no roster allows a name none has.
+  for (size_t i = 0; i < r.allowed_modes.size(); ++i) {
+    if (auto st = balance::CheckRoundMode(r.allowed_modes[i]); !st.ok())
+      problems.push_back(absl::StrCat("allowed_modes[", i, "]: ", st.message()));
+    else if (std::find(r.allowed_modes.begin(), r.allowed_modes.begin() + i, r.allowed_modes[i]) !=
+             r.allowed_modes.begin() + i)
+      problems.push_back(absl::StrCat("allowed_modes[", i, "]: ", r.allowed_modes[i], " listed twice"));
+  }
   if (!problems.empty())
     return absl::InvalidArgumentError(absl::StrCat("roster version ", r.version, ": ", absl::StrJoin(problems, "; ")));
   return r;
@@ -132,7 +148,9 @@ namespace {
 
 // The next version of `r` with `sites`, checked as any roster is.
 absl::StatusOr<config::Roster> Next(const config::Roster& r, std::vector<config::RosterEntry> sites) {
-  config::Roster next{.version = r.version + 1, .sites = std::move(sites), .departed = r.departed};
+  config::Roster next = r;  // the federation, expiry and modes stay
+  next.version = r.version + 1;
+  next.sites = std::move(sites);
   // A site that comes back is no longer departed; one that leaves is.
   std::erase_if(next.departed, [&](const config::RosterEntry& d) { return next.FindSite(d.id) != nullptr; });
   for (const config::RosterEntry& e : r.sites)
@@ -181,6 +199,30 @@ absl::StatusOr<config::Roster> Relabelled(const config::Roster& r, const std::ve
   std::vector<config::RosterEntry> sites = r.sites;
   for (size_t i = 0; i < sites.size(); ++i) sites[i].label = labels[i];
   return Next(r, std::move(sites));  // distinct and in range, or refused
+}
+
+absl::Status CheckForSite(const config::Roster& r, std::string_view federation, absl::Time now) {
+  if (r.federation.empty())
+    return absl::InvalidArgumentError(absl::StrCat(
+        "roster version ", r.version,
+        " names no federation: it was signed before rosters named theirs (and expired); the operators sign the "
+        "roster in force again with `hyperfedctl roster renew`"));
+  if (r.federation != federation)
+    return absl::InvalidArgumentError(absl::StrCat("roster version ", r.version, " is of federation '", r.federation,
+                                                   "', and this site is of federation '", std::string(federation),
+                                                   "' (its config's `federation`)"));
+  if (absl::FromUnixMillis(r.expires_unix_ms) <= now)
+    return absl::InvalidArgumentError(absl::StrCat("roster version ", r.version, " expired at ",
+                                                   absl::FormatTime(absl::FromUnixMillis(r.expires_unix_ms)),
+                                                   ": the operators sign a newer one (`hyperfedctl roster renew`)"));
+  return absl::OkStatus();
+}
+
+absl::StatusOr<config::Roster> Renewed(const config::Roster& r,
+                                       const std::optional<std::vector<std::string>>& allowed_modes) {
+  config::Roster same = r;
+  if (allowed_modes) same.allowed_modes = *allowed_modes;
+  return Next(same, same.sites);
 }
 
 absl::Status CheckPublicKey(std::string_view public_key_pem) {

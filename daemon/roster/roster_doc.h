@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "absl/time/time.h"
 #include "config/config.h"
 #include "hyperfed/v1/hyperfed.pb.h"
 
@@ -25,7 +26,8 @@ inline constexpr std::string_view kSignedPrefix = "hyperfed roster v1\n";
 inline constexpr size_t kMaxBodyBytes = size_t{8} << 20;
 
 void ToProto(const config::Roster& r, v1::RosterBody* out);
-// Decodes and checks the rules; errors name the field ("sites[2].label").
+// Decodes and checks the rules; errors name the field ("sites[2].label",
+// "allowed_modes[0]": a name balance::CheckRoundMode knows, each once).
 absl::StatusOr<config::Roster> FromProto(const v1::RosterBody& body);
 
 // Signs `r` with an Ed25519 private key in PEM.
@@ -50,6 +52,20 @@ absl::StatusOr<config::Roster> WithoutSite(const config::Roster& r, const std::s
 // Gives every site the label `labels` holds for it (one per site, in the
 // roster's order).
 absl::StatusOr<config::Roster> Relabelled(const config::Roster& r, const std::vector<int>& labels);
+
+// Whether a site of `federation` takes the signed roster `r` at `now`
+// (docs/design.md §6.9; issue 34): it names that federation and has not
+// expired. InvalidArgument saying why not, and what the operators do: a
+// roster signed before rosters named a federation names none, and is
+// refused like one of another federation (`hyperfedctl roster renew` signs
+// the roster in force again, with the federation and an expiry).
+absl::Status CheckForSite(const config::Roster& r, std::string_view federation, absl::Time now);
+
+// The next version of `r`, the same sites (`hyperfedctl roster renew`):
+// with `allowed_modes` when given (empty: every mode). The caller sets its
+// expiry.
+absl::StatusOr<config::Roster> Renewed(const config::Roster& r,
+                                       const std::optional<std::vector<std::string>>& allowed_modes);
 
 // Checks that `pem` holds an Ed25519 public key (for `hyperfedd --check`).
 absl::Status CheckPublicKey(std::string_view public_key_pem);

@@ -424,6 +424,13 @@ std::string Daemon::RenderMetrics() {
   metric("hyperfed_drained", "gauge", "1 while this site is drained.", site_->drained() ? 1 : 0);
   metric("hyperfed_roster_version", "gauge", "The version of the roster in force here (0: the YAML's).",
          static_cast<double>(live_->roster()->version));
+  // Past it the roster stays in force but no site takes it anew (docs/design.md §6.9).
+  if (roster_ && roster_->Current()) {
+    const absl::Time expires = roster_->Expires();
+    metric("hyperfed_roster_expires_timestamp_seconds", "gauge",
+           "When the signed roster in force expires, in Unix seconds (0: signed before rosters expired).",
+           expires == absl::InfinitePast() ? 0 : absl::ToDoubleSeconds(expires - absl::UnixEpoch()));
+  }
   metric("hyperfed_in_roster", "gauge", "1 while the roster in force lists this site.", live_->SelfEntry() ? 1 : 0);
   // Migrations not settled yet: outgoing ones hold their jobs at this site,
   // incoming ones are not yet submitted here (docs/operations.md, "Recover").

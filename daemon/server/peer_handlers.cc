@@ -1,9 +1,6 @@
 #include "daemon/server/peer_handlers.h"
 
-#include <set>
-
 #include "absl/strings/str_cat.h"
-#include "daemon/balance/modes.h"
 #include "daemon/common/log.h"
 #include "daemon/server/convert.h"
 #include "daemon/server/protocol.h"
@@ -49,7 +46,7 @@ absl::Status PeerHandlers::CheckCaller(const std::string& caller, const std::str
   return absl::OkStatus();
 }
 
-bool PeerHandlers::EpochOk(int64_t e) const { return e > 0 && e <= absl::ToUnixMillis(env_->Now() + absl::Hours(24)); }
+bool PeerHandlers::EpochOk(int64_t e) const { return federation::EpochInBounds(e, env_->Now()); }
 
 void PeerHandlers::LogOnce(const std::string& line) {
   std::lock_guard<std::mutex> l(refused_mu_);
@@ -72,31 +69,23 @@ absl::Status PeerHandlers::RequestBalance(const std::string& caller, const v1::R
 absl::Status PeerHandlers::StartRound(const std::string& caller, const v1::StartRoundRequest& req,
                                       v1::StartRoundReply* reply) {
   if (auto st = CheckCaller(caller, req.coordinator()); !st.ok()) return st;
-  const std::shared_ptr<const config::Roster> roster = d_.live->roster();
-  const int n = roster->Dimension();
   if (req.round_id().empty() || req.round_id().size() > kMaxIdLength) return Invalid("round_id: 1..200 characters");
-  std::string why_not;
-  if (req.roster_version() != roster->version) {
-    // Not a bad request: the roster has just changed at one of the two, and
-    // the checks below need the round's roster. The participant declines it.
-    reply->set_accepted(d_.site->OnStartRound(FromProto(req), &why_not));
-    reply->set_why_not(why_not);
-    return absl::OkStatus();
-  }
-  const config::RosterEntry* self = roster->FindSite(d_.config->site.id);
-  if (!self) return absl::FailedPreconditionError("this site is not in the roster");
-  if (req.dimension() != n)
-    return Invalid(absl::StrCat("dimension ", req.dimension(), " but this site's roster makes a ", n, "-cube"));
-  if (auto st = balance::CheckRoundMode(req.mode()); !st.ok()) return st;
-  if (!EpochOk(req.epoch())) return Invalid("epoch must be > 0 and at most a day ahead of this site's clock");
   if (req.deadline_unix_ms() <= 0) return Invalid("deadline_unix_ms must be > 0");
-  std::set<int> faults;
-  for (int f : req.fault_labels()) {
-    if (f < 0 || f >= (1 << n)) return Invalid(absl::StrCat("fault label ", f, " outside the cube"));
-    if (!faults.insert(f).second) return Invalid(absl::StrCat("fault label ", f, " listed twice"));
+  const federation::RoundSpec spec = FromProto(req);
+  // The same field checks whatever the roster (issue 34, finding 6): they
+  // used to wait for the roster versions to agree, so a start on a roster
+  // that arrived meanwhile carried an unchecked epoch into the participant.
+  if (auto st = federation::CheckRoundStart(spec, env_->Now()); !st.ok()) return st;
+  const std::shared_ptr<const config::Roster> roster = d_.live->roster();
+  if (spec.roster_version == roster->version) {
+    if (!roster->FindSite(d_.config->site.id)) return absl::FailedPreconditionError("this site is not in the roster");
+    if (auto st = federation::CheckRoundRoster(*roster, d_.config->site.id, spec); !st.ok()) return st;
   }
-  if (faults.count(self->label)) return absl::FailedPreconditionError("this site is in the round's fault set");
-  reply->set_accepted(d_.site->OnStartRound(FromProto(req), &why_not));
+  // On another version the roster has just changed at one of the two: not a
+  // bad request, and the participant declines it (checking against the
+  // roster it decides with, whichever that is by then).
+  std::string why_not;
+  reply->set_accepted(d_.site->OnStartRound(spec, &why_not));
   reply->set_why_not(why_not);
   return absl::OkStatus();
 }
@@ -196,6 +185,8 @@ absl::Status PeerHandlers::Heartbeat(const std::string& caller, const v1::Heartb
   if (req.has_roster() && d_.roster)
     if (auto took = d_.roster->Offer(req.roster(), req.site()); !took.ok())
       LogOnce(absl::StrCat("roster from ", req.site(), " not taken: ", took.status().message()));
+  // The roster in force may have expired meanwhile: said, at most hourly.
+  if (d_.roster) d_.roster->WarnIfExpired();
   const std::shared_ptr<const config::Roster> roster = d_.live->roster();
   reply->set_site(d_.config->site.id);
   reply->set_roster_version(roster->version);

@@ -63,7 +63,7 @@ std::string Ids(const std::set<std::string>& s) { return s.empty() ? "none" : ab
 }  // namespace
 
 absl::StatusOr<std::unique_ptr<RosterKeeper>> RosterKeeper::Open(const config::Config& config,
-                                                                 federation::LiveConfig* live) {
+                                                                 federation::LiveConfig* live, const Env* env) {
   std::string key;
   if (!config.security.roster_key.empty()) {
     auto pem = ReadWholeFile(config.security.roster_key, "security.roster_key");
@@ -73,7 +73,8 @@ absl::StatusOr<std::unique_ptr<RosterKeeper>> RosterKeeper::Open(const config::C
           absl::StrCat("security.roster_key ", config.security.roster_key, ": ", st.message()));
     key = *std::move(pem);
   }
-  std::unique_ptr<RosterKeeper> k(new RosterKeeper(config.state_dir + "/roster.signed", std::move(key), live));
+  std::unique_ptr<RosterKeeper> k(new RosterKeeper(config.state_dir + "/roster.signed", std::move(key),
+                                                   config.federation, live, env ? env : RealEnv::Get()));
   std::error_code ec;
   if (!std::filesystem::exists(k->path_, ec)) return k;  // none yet
   auto stored = ReadWholeFile(k->path_, "the stored roster");
@@ -86,10 +87,23 @@ absl::StatusOr<std::unique_ptr<RosterKeeper>> RosterKeeper::Open(const config::C
     return absl::FailedPreconditionError(
         absl::StrCat(k->path_, " holds a signed roster but security.roster_key is not set: set it, or remove the file"));
   std::lock_guard<std::mutex> l(k->mu_);
-  auto r = k->VerifyLocked(doc);
+  // The stored roster was in force when the daemon stopped: only its
+  // signature and rules are checked again, and its federation. One that has
+  // expired since stays in force (ExpiryWarning); one signed before rosters
+  // named a federation is taken as this site's, the way from older
+  // versions (docs/design.md §6.9), until the operators renew it.
+  auto r = roster::Verify(doc, k->public_key_);
   if (!r.ok()) return absl::FailedPreconditionError(absl::StrCat(k->path_, ": ", r.status().message()));
+  if (!r->federation.empty() && r->federation != k->federation_)
+    return absl::FailedPreconditionError(
+        absl::StrCat(k->path_, ": roster version ", r->version, " is of federation '", r->federation,
+                     "', and this site is of federation '", k->federation_,
+                     "' (`federation` in its config): correct `federation`, or remove the file to start from the "
+                     "YAML roster and the peers' newest"));
+  if (r->federation.empty()) r->federation = k->federation_;
   auto next = std::make_shared<const config::Roster>(*std::move(r));
   if (live->SetRoster(next)) k->SetDocLocked(doc);
+  k->WarnIfExpiredLocked();
   return k;
 }
 
@@ -117,7 +131,54 @@ absl::StatusOr<config::Roster> RosterKeeper::VerifyLocked(const v1::SignedRoster
   if (public_key_.empty())
     return absl::FailedPreconditionError(
         "this site has no security.roster_key, so it keeps the roster in its YAML and takes no signed one");
-  return roster::Verify(doc, public_key_);
+  auto r = roster::Verify(doc, public_key_);
+  if (!r.ok()) return r;
+  // Only this federation's, and only before it expires: a new site (version
+  // 0) takes no old roster a seed shows it (issue 34, finding 6).
+  if (auto st = roster::CheckForSite(*r, federation_, env_->Now()); !st.ok()) return st;
+  return r;
+}
+
+absl::Time RosterKeeper::Expires() const {
+  std::lock_guard<std::mutex> l(mu_);
+  return ExpiresLocked();
+}
+
+absl::Time RosterKeeper::ExpiresLocked() const {
+  if (!doc_) return absl::InfiniteFuture();  // the YAML's
+  const int64_t ms = live_->roster()->expires_unix_ms;
+  return ms == 0 ? absl::InfinitePast() : absl::FromUnixMillis(ms);
+}
+
+std::string RosterKeeper::ExpiryWarning() const {
+  std::lock_guard<std::mutex> l(mu_);
+  return ExpiryWarningLocked();
+}
+
+std::string RosterKeeper::ExpiryWarningLocked() const {
+  const absl::Time expires = ExpiresLocked();
+  if (expires > env_->Now()) return "";
+  const int64_t version = live_->roster()->version;
+  return absl::StrCat(
+      "roster version ", version,
+      expires == absl::InfinitePast() ? " was signed before rosters named their federation and expired"
+                                      : absl::StrCat(" expired at ", absl::FormatTime(expires)),
+      ": it stays in force here, but no site that does not have it yet takes it (a new or restored site does not "
+      "join): the operators sign a new version (`hyperfedctl roster renew`)");
+}
+
+void RosterKeeper::WarnIfExpired() {
+  std::lock_guard<std::mutex> l(mu_);
+  WarnIfExpiredLocked();
+}
+
+void RosterKeeper::WarnIfExpiredLocked() {
+  const absl::Time now = env_->Now();
+  if (now - warned_ < absl::Hours(1)) return;
+  if (std::string why = ExpiryWarningLocked(); !why.empty()) {
+    warned_ = now;
+    LogWarning(why);
+  }
 }
 
 absl::Status RosterKeeper::AdoptLocked(const v1::SignedRoster& doc, config::Roster r, const std::string& from) {

@@ -19,6 +19,7 @@
 
 #include "absl/status/statusor.h"
 #include "config/config.h"
+#include "daemon/common/env.h"
 #include "daemon/federation/live_config.h"
 #include "hyperfed/v1/hyperfed.pb.h"
 
@@ -27,9 +28,14 @@ namespace hyperfed::server {
 class RosterKeeper {
  public:
   // Reads security.roster_key (when set) and state_dir/roster.signed: a
-  // stored roster, verified, replaces the YAML's.
-  static absl::StatusOr<std::unique_ptr<RosterKeeper>> Open(const config::Config& config,
-                                                            federation::LiveConfig* live);
+  // stored roster, verified, replaces the YAML's. One of another federation
+  // than config.federation stops the start (FailedPrecondition). One that
+  // has expired, or was signed before rosters named a federation and
+  // expired, stays in force, with a warning (ExpiryWarning): the
+  // federation goes on while the operators sign a new one (docs/design.md
+  // §6.9). `env` gives the clock (nullptr: RealEnv::Get()).
+  static absl::StatusOr<std::unique_ptr<RosterKeeper>> Open(const config::Config& config, federation::LiveConfig* live,
+                                                            const Env* env = nullptr);
 
   // The signed roster in force; nullopt while it is the YAML's.
   std::optional<v1::SignedRoster> Current() const;
@@ -40,8 +46,17 @@ class RosterKeeper {
   // site's signed roster: it is older, or of the same version but another.
   bool PeerLacks(int64_t version, const std::string& digest) const;
 
+  // When the signed roster in force expires (InfiniteFuture for the YAML's;
+  // InfinitePast for one signed before rosters expired).
+  absl::Time Expires() const;
+  // Why the roster in force needs the operators ("" while it does not): it
+  // has expired. Said in the log by WarnIfExpired, at most once an hour.
+  std::string ExpiryWarning() const;
+  void WarnIfExpired();
+
   // A roster a peer sent: true when it was taken; false when it is not
-  // newer; InvalidArgument when it is not the operators' or breaks a rule;
+  // newer; InvalidArgument when it is not the operators', breaks a rule, is
+  // of another federation or has expired (roster::CheckForSite);
   // FailedPrecondition when this site has no roster_key.
   absl::StatusOr<bool> Offer(const v1::SignedRoster& doc, const std::string& from);
   // An operator's roster: taken only while the version in force is
@@ -51,19 +66,30 @@ class RosterKeeper {
                                   const std::function<absl::Status(const config::Roster&)>& check);
 
  private:
-  RosterKeeper(std::string path, std::string public_key, federation::LiveConfig* live)
-      : path_(std::move(path)), public_key_(std::move(public_key)), live_(live) {}
+  RosterKeeper(std::string path, std::string public_key, std::string federation, federation::LiveConfig* live,
+               const Env* env)
+      : path_(std::move(path)),
+        public_key_(std::move(public_key)),
+        federation_(std::move(federation)),
+        live_(live),
+        env_(env) {}
   absl::StatusOr<config::Roster> VerifyLocked(const v1::SignedRoster& doc) const;
   // Stores `doc`, then puts `r` in force; logs what changed.
   absl::Status AdoptLocked(const v1::SignedRoster& doc, config::Roster r, const std::string& from);
   void SetDocLocked(const v1::SignedRoster& doc);
+  absl::Time ExpiresLocked() const;
+  std::string ExpiryWarningLocked() const;
+  void WarnIfExpiredLocked();
 
   const std::string path_;        // state_dir/roster.signed
   const std::string public_key_;  // PEM; "" = no roster is accepted
+  const std::string federation_;  // config.federation: the only one whose rosters this site takes
   federation::LiveConfig* live_;
+  const Env* const env_;
   mutable std::mutex mu_;
   std::optional<v1::SignedRoster> doc_;  // guarded by mu_
   std::string digest_;                   // guarded by mu_; SHA-256 of doc_'s body ("" without one)
+  absl::Time warned_ = absl::InfinitePast();  // guarded by mu_; the last ExpiryWarning logged
 };
 
 }  // namespace hyperfed::server

@@ -165,7 +165,7 @@ TEST(FlagsTest, RosterActionsAndTheirFlags) {
   ASSERT_TRUE(o.ok()) << o.status();
   EXPECT_TRUE(o->roster_key_file.empty()) << "show signs nothing";
 
-  EXPECT_EQ(Error({"roster", "grow", "x"}), "ACTION: 'grow' is not show, add, remove or suggest");
+  EXPECT_EQ(Error({"roster", "grow", "x"}), "ACTION: 'grow' is not show, add, remove, suggest or renew");
   o = Parse({"roster", "suggest", "--costs", "links.txt"});
   ASSERT_TRUE(o.ok()) << o.status();
   EXPECT_EQ(o->costs_file, "links.txt");
@@ -180,6 +180,23 @@ TEST(FlagsTest, RosterActionsAndTheirFlags) {
   EXPECT_EQ(Error({"roster", "remove", "site-c", "--label", "2", "--roster-key", "k"}),
             "--endpoint, --label and --capacity-max go with roster add");
   EXPECT_EQ(Error({"roster", "show", "site-c"}), "roster show takes no SITE");
+}
+
+// docs/design.md §6.9: every signed roster expires; renew signs the one in
+// force again (issue 34).
+TEST(FlagsTest, RosterRenewAndHowLongASignedRosterIsTaken) {
+  auto o = Parse({"roster", "add", "site-i", "--endpoint", "h:1", "--roster-key", "k"});
+  ASSERT_TRUE(o.ok()) << o.status();
+  EXPECT_EQ(o->valid_for, absl::Hours(24 * 90)) << "90 days unless told";
+  o = Parse({"roster", "renew", "--roster-key", "k", "--valid-for", "720h", "--modes", "exact,mcwa"});
+  ASSERT_TRUE(o.ok()) << o.status();
+  EXPECT_EQ(o->roster_action, "renew");
+  EXPECT_EQ(o->valid_for, absl::Hours(720));
+  EXPECT_EQ(o->modes, "exact,mcwa");
+  EXPECT_EQ(Error({"roster", "renew"}), "roster renew needs --roster-key FILE (or HYPERFED_ROSTER_KEY)");
+  EXPECT_EQ(Error({"roster", "renew", "site-c", "--roster-key", "k"}), "roster renew takes no SITE");
+  EXPECT_EQ(Error({"roster", "show", "--modes", "exact"}), "--modes goes with roster renew");
+  EXPECT_NE(Error({"roster", "renew", "--roster-key", "k", "--valid-for", "0s"}), "");
 }
 
 TEST(FlagsTest, BalanceWaitWaitsTenMinutesUnlessTold) {

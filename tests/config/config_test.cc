@@ -215,6 +215,19 @@ TEST_F(ConfigTest, SiteIdMustMatchPattern) {
                             "of [A-Za-z0-9._-], got \"site/c\""));
 }
 
+// docs/design.md §6.9: the federation whose signed rosters the site takes.
+TEST_F(ConfigTest, FederationDefaultsToDefaultAndMustMatchPattern) {
+  auto c = Parse(kMinimal);
+  ASSERT_TRUE(c.ok()) << c.status();
+  EXPECT_EQ(c->federation, "default");
+  c = Parse(absl::StrCat("federation: fed-a.eu\n", kMinimal));
+  ASSERT_TRUE(c.ok()) << c.status();
+  EXPECT_EQ(c->federation, "fed-a.eu");
+  c = Parse(absl::StrCat("federation: \"fed a\"\n", kMinimal));
+  EXPECT_TRUE(ErrorContains(c, "site-a.yaml:1: federation: must be 1 to 64 characters of [A-Za-z0-9._-], got "
+                               "\"fed a\""));
+}
+
 TEST_F(ConfigTest, LabelsMustBeInRange) {
   auto c = ParseFullWith("id: site-b, label: 1,", "id: site-b, label: -1,");
   EXPECT_TRUE(ErrorContains(c, "site-a.yaml:4: roster[1].label: label must be in 0..1048575, got -1"));

@@ -8,6 +8,7 @@
 
 #include <dirent.h>
 
+#include <limits>
 #include <map>
 #include <memory>
 #include <optional>
@@ -424,6 +425,87 @@ TEST_F(SiteTest, ReportsAreTakenOnlyFromTheRoundsSitesOnceEach) {
   EXPECT_TRUE(sites_[0]->LastRound()->ok) << Events(0);
   // A report after the round ended is for no running round.
   EXPECT_EQ(sites_[0]->OnReport(two).code(), absl::StatusCode::kFailedPrecondition);
+}
+
+// Issue 34 (finding 7): a coordinator is checked. A site declines a round
+// whose fault set names a site it hears from itself, or whose mode the
+// roster does not allow; the decline fences nothing off.
+TEST_F(SiteTest, ARoundWhoseFaultSetNamesASiteThisSiteHearsFromIsDeclined) {
+  Make(4);
+  HeartbeatAll();
+  std::string why;
+  // Site 0 says site 3 is down; site 1 heard from it a moment ago.
+  EXPECT_FALSE(sites_[1]->OnStartRound({"r-0", 10, env_.Now() + absl::Hours(1), Id(0), {3}, 2, "exact"}, &why));
+  EXPECT_NE(why.find("names site-3 (label 3) as down, but this site hears from it"), std::string::npos) << why;
+  EXPECT_EQ(sites_[1]->CurrentRound(), "");
+  // Empty positions and sites it has not heard from for two heartbeat
+  // intervals (up still, within the 3 s peer timeout) may be in a fault
+  // set; the decline took no epoch.
+  env_.Advance(absl::Milliseconds(2500));
+  for (int i : {0, 1, 2}) sites_[i]->HeartbeatOnce();  // site 3 falls silent
+  ASSERT_TRUE(sites_[1]->membership().Find(Id(3))->up);
+  EXPECT_TRUE(sites_[1]->OnStartRound({"r-0b", 10, env_.Now() + absl::Hours(1), Id(0), {3}, 2, "exact"}, &why)) << why;
+  ASSERT_TRUE(Eventually([&] { return env_.waiters() > 0; }));
+  env_.Advance(absl::Hours(2));  // the part waits for peers nobody started: it ends
+}
+
+TEST_F(SiteTest, ARoundWithAFaultSetOfASiteOnlyThisSiteHearsEndsWithNothingLost) {
+  Make(4);
+  AddJobs(0, 30);
+  HeartbeatAll();
+  env_.Advance(absl::Seconds(4));
+  for (int i : {0, 1, 2}) sites_[i]->HeartbeatOnce();
+  // Site 3's heartbeat reaches site 1 only: site 0 coordinates without it.
+  HeartbeatInfo hb;
+  hb.site = Id(3);
+  hb.label = 3;
+  hb.capacity = 2;
+  ASSERT_TRUE(sites_[1]->OnHeartbeat(hb));
+  ASSERT_TRUE(sites_[0]->Balance(false, "test").ok());
+  for (int i = 0; i < 200 && !RoundDone(0); ++i) {
+    env_.Advance(absl::Seconds(1));
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  }
+  ASSERT_TRUE(RoundDone(0)) << Events(0);
+  EXPECT_FALSE(sites_[0]->LastRound()->ok);
+  EXPECT_NE(Events(0).find("site-1 did not take part"), std::string::npos) << Events(0);
+  EXPECT_NE(Events(0).find("but this site hears from it"), std::string::npos) << Events(0);
+  EXPECT_EQ(Pending(1), 0) << "site-1 got nothing";
+  EXPECT_EQ(Pending(0) + Pending(2) + Pending(3), 30) << "no job lost";
+}
+
+TEST_F(SiteTest, ARoundOfAModeTheRosterDoesNotAllowIsDeclinedAndNotStarted) {
+  Make(4, [](config::Config& c) { c.roster.allowed_modes = {"exact"}; });
+  HeartbeatAll();
+  std::string why;
+  EXPECT_FALSE(sites_[1]->OnStartRound({"r-m", 10, env_.Now() + absl::Hours(1), Id(0), {}, 2, "mcwa"}, &why));
+  EXPECT_NE(why.find("mode mcwa, which roster version 0 does not allow (allowed: exact)"), std::string::npos) << why;
+  EXPECT_EQ(sites_[1]->CurrentRound(), "");
+  // The coordinator does not start one either.
+  auto id = sites_[0]->Balance(false, "test", "mcwa");
+  EXPECT_EQ(id.status().code(), absl::StatusCode::kFailedPrecondition) << id.status();
+  // The decline took no epoch: an allowed round of the same epoch is taken.
+  EXPECT_TRUE(sites_[1]->OnStartRound({"r-e", 10, env_.Now() + absl::Hours(1), Id(0), {}, 2, "exact"}, &why)) << why;
+  ASSERT_TRUE(Eventually([&] { return env_.waiters() > 0; }));
+  env_.Advance(absl::Hours(2));
+}
+
+// Issue 34 (finding 6): every start meets the same field checks, also one
+// that reaches the site without the RPC handler's.
+TEST_F(SiteTest, AStartWithAnEpochMoreThanADayAheadIsDeclinedAndFencesNothing) {
+  Make(4);
+  HeartbeatAll();
+  std::string why;
+  const int64_t far = absl::ToUnixMillis(env_.Now() + absl::Hours(25));
+  EXPECT_FALSE(sites_[1]->OnStartRound({"r-far", far, env_.Now() + absl::Hours(1), Id(0), {}, 2, "exact"}, &why));
+  EXPECT_NE(why.find("at most a day ahead"), std::string::npos) << why;
+  EXPECT_FALSE(sites_[1]->OnStartRound(
+      {"r-max", std::numeric_limits<int64_t>::max(), env_.Now() + absl::Hours(1), Id(0), {}, 2, "exact"}, &why));
+  EXPECT_FALSE(sites_[1]->OnStartRound({"r-dim", 11, env_.Now() + absl::Hours(1), Id(0), {}, 5, "exact"}, &why));
+  EXPECT_NE(why.find("dimension 5"), std::string::npos) << why;
+  EXPECT_TRUE(sites_[1]->OnStartRound({"r-ok", 10, env_.Now() + absl::Hours(1), Id(0), {}, 2, "exact"}, &why)) << why;
+  ASSERT_TRUE(Eventually([&] { return env_.waiters() > 0; }));
+  env_.Advance(absl::Hours(2));
 }
 
 }  // namespace

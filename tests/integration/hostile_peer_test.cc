@@ -262,5 +262,50 @@ TEST_F(HostilePeerTest, Row11_ReportsOnlyFromTheRoundsSites) {
   EXPECT_EQ(st.error_code(), grpc::StatusCode::FAILED_PRECONDITION) << st.error_message();
 }
 
+// Issue 34 (findings 6 and 7). The lowest live label is the coordinator;
+// here site-0's certificate stands in for a hostile one that holds it.
+v1::StartRoundRequest StartFromSite0(const std::string& id) {
+  v1::StartRoundRequest req;
+  req.set_round_id(id);
+  req.set_coordinator("site-0");
+  req.set_dimension(2);
+  req.set_mode("exact");
+  req.set_epoch(NowMs());
+  req.set_deadline_unix_ms(NowMs() + 60 * 1000);
+  return req;
+}
+
+TEST_F(HostilePeerTest, Issue34_ACoordinatorsFaultSetNamingASiteTheParticipantHearsIsDeclined) {
+  v1::StartRoundRequest req = StartFromSite0("site-0-hostile-faults");
+  req.add_fault_labels(2);  // site-2, which site-1 hears every heartbeat
+  v1::StartRoundReply reply;
+  auto ctx = Ctx();
+  grpc::Status st = PeerAs(*fed_, 1, "site-0")->StartRound(ctx.get(), req, &reply);
+  ASSERT_TRUE(st.ok()) << st.error_message();
+  EXPECT_FALSE(reply.accepted());
+  EXPECT_NE(reply.why_not().find("names site-2 (label 2) as down, but this site hears from it"), std::string::npos)
+      << reply.why_not();
+  auto r = RunRound(*fed_, 0);
+  ASSERT_TRUE(r.ok()) << r.status();
+  EXPECT_TRUE(r->ok()) << r->message();
+}
+
+TEST_F(HostilePeerTest, Issue34_AStartWithAWildEpochIsRefusedWhateverItsRosterVersion) {
+  for (int64_t version : {0, 7}) {  // this site's, and one it does not have
+    v1::StartRoundRequest req = StartFromSite0(absl::StrCat("site-0-hostile-epoch-", version));
+    req.set_epoch(std::numeric_limits<int64_t>::max());
+    req.set_roster_version(version);
+    v1::StartRoundReply reply;
+    auto ctx = Ctx();
+    grpc::Status st = PeerAs(*fed_, 1, "site-0")->StartRound(ctx.get(), req, &reply);
+    EXPECT_EQ(st.error_code(), grpc::StatusCode::INVALID_ARGUMENT) << version << ": " << st.error_message();
+    EXPECT_FALSE(reply.accepted());
+  }
+  // Nothing was fenced off: the real coordinator's rounds run.
+  auto r = RunRound(*fed_, 0);
+  ASSERT_TRUE(r.ok()) << r.status();
+  EXPECT_TRUE(r->ok()) << r->message();
+}
+
 }  // namespace
 }  // namespace hyperfed::testing

@@ -157,7 +157,8 @@ TEST_F(RosterTest, RefusesAWrongKeyAnOlderVersionAndACeilingASiteExceeds) {
     EXPECT_TRUE(f.Admin(0)->GetRoster(ctx.get(), v1::AdminGetRosterRequest(), &r).ok());
     return *roster::FromProto(r.roster());
   };
-  auto set = [&](const config::Roster& next, const std::string& key_pem, int64_t expected) {
+  auto set = [&](config::Roster next, const std::string& key_pem, int64_t expected) {
+    next.expires_unix_ms = absl::ToUnixMillis(absl::Now() + absl::Hours(1));  // sites take none without
     auto doc = roster::Sign(next, key_pem);
     EXPECT_TRUE(doc.ok()) << doc.status();
     v1::SetRosterRequest req;
@@ -218,6 +219,7 @@ TEST_F(RosterTest, TwoConcurrentAddsOneWinsTheOtherGetsTheConflict) {
     auto next = roster::WithSite(v0, f.SiteId(2 + k), f.Endpoint(2 + k), std::nullopt, std::nullopt);
     ASSERT_TRUE(next.ok()) << next.status();
     ASSERT_EQ(next->version, 1);
+    next->expires_unix_ms = absl::ToUnixMillis(absl::Now() + absl::Hours(1));  // sites take none without
     auto doc = roster::Sign(*next, key);
     ASSERT_TRUE(doc.ok()) << doc.status();
     reqs[k].set_expected_version(0);
@@ -409,6 +411,33 @@ TEST_F(RosterTest, SuggestPlacesCheapLinksInSmallSubcubesAndApplyRelabelsTheRunn
   ASSERT_TRUE(round.ok()) << round.status();
   EXPECT_TRUE(round->ok()) << round->message();
   ExpectExactlyOnce(f, keys, "after relabelling");
+}
+
+// Issue 34 (finding 6): a new site takes only an unexpired roster of its own
+// federation from its seed; `roster renew` signs the one in force again.
+TEST_F(RosterTest, ANewSiteRefusesAnExpiredRosterUntilTheOperatorsRenewIt) {
+  Start(2, 1);
+  TestFederation& f = *fed_;
+  Out add = Shell(Ctl(f, 0,
+                      absl::StrCat("roster add ", f.SiteId(2), " --endpoint ", f.Endpoint(2),
+                                   " --valid-for 3s --roster-key ", f.RosterKey())));
+  ASSERT_EQ(add.code, 0) << add.text;
+  EXPECT_NE(add.text.find("federation default, expires "), std::string::npos) << add.text;
+  std::this_thread::sleep_for(std::chrono::seconds(4));  // past its expiry
+  ASSERT_TRUE(f.StartSite(2).ok());
+  std::this_thread::sleep_for(std::chrono::seconds(2));  // it asks its seed every heartbeat
+  EXPECT_NE(f.Log(2).find("expired at"), std::string::npos) << f.Log(2);
+  for (const auto& s : Status(f, 2).sites()) EXPECT_EQ(s.roster_version(), 0) << "took nothing";
+  // The sites that have it keep it, and say so.
+  EXPECT_NE(f.Log(0).find("roster version 1 expired at"), std::string::npos) << f.Log(0);
+  Out renew = Shell(Ctl(f, 1, absl::StrCat("roster renew --roster-key ", f.RosterKey())));
+  ASSERT_EQ(renew.code, 0) << renew.text;
+  EXPECT_NE(renew.text.find("roster version 2: renewed"), std::string::npos) << renew.text;
+  ASSERT_TRUE(WaitRoster(f, {0, 1, 2}, 2)) << f.Log(2);
+  Out show = Shell(Ctl(f, 2, "roster show"));
+  ASSERT_EQ(show.code, 0) << show.text;
+  EXPECT_NE(show.text.find("roster version 2 (signed)"), std::string::npos) << show.text;
+  EXPECT_NE(show.text.find("federation default, expires "), std::string::npos) << show.text;
 }
 
 }  // namespace

@@ -118,5 +118,31 @@ TEST(RosterDocTest, DrainThenRemove) {
   EXPECT_EQ(WithoutSite(one, "solo").status().code(), absl::StatusCode::kInvalidArgument);
 }
 
+TEST(RosterDocTest, TheFederationExpiryAndAllowedModesTravelSignedAndModesAreChecked) {
+  const testing::RosterKeys keys = testing::NewRosterKeys();
+  config::Roster r = Four();
+  r.version = 2;
+  r.federation = "fed-a";
+  r.expires_unix_ms = 1'800'000'000'000;
+  r.allowed_modes = {"exact", "mcwa"};
+  auto back = Verify(*Sign(r, keys.private_pem), keys.public_pem);
+  ASSERT_TRUE(back.ok()) << back.status();
+  EXPECT_EQ(back->federation, "fed-a");
+  EXPECT_EQ(back->expires_unix_ms, 1'800'000'000'000);
+  EXPECT_EQ(back->allowed_modes, (std::vector<std::string>{"exact", "mcwa"}));
+  EXPECT_TRUE(back->AllowsMode("mcwa"));
+  EXPECT_FALSE(back->AllowsMode("improved-dem"));
+  // The next version keeps them (the client sets a new expiry).
+  auto next = WithSite(*back, "site-4", "10.0.0.1:7104", std::nullopt, std::nullopt);
+  ASSERT_TRUE(next.ok()) << next.status();
+  EXPECT_EQ(next->federation, "fed-a");
+  EXPECT_EQ(next->allowed_modes, back->allowed_modes);
+  // A mode no coordinator can run is refused with the roster.
+  r.allowed_modes = {"exact", "fastest"};
+  auto bad = Verify(*Sign(r, keys.private_pem), keys.public_pem);
+  EXPECT_EQ(bad.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_NE(bad.status().message().find("allowed_modes[1]"), std::string::npos) << bad.status();
+}
+
 }  // namespace
 }  // namespace hyperfed::roster

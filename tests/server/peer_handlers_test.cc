@@ -6,7 +6,11 @@
 
 #include "daemon/server/peer_handlers.h"
 
+#include <functional>
+#include <limits>
 #include <memory>
+#include <mutex>
+#include <utility>
 
 #include "daemon/server/protocol.h"
 #include "gtest/gtest.h"
@@ -273,6 +277,115 @@ TEST_F(PeerHandlersTest, ARequestedRoundNamesAKnownModeOrNone) {
   req.set_mode("bogus");
   v1::RequestBalanceReply reply;
   EXPECT_EQ(handlers_->RequestBalance("site-1", req, &reply).code(), absl::StatusCode::kInvalidArgument);
+}
+
+// A clock that runs `on_read` the first time it is read after a test arms
+// it: the roster changes at a chosen moment inside a call.
+class ArmedEnv : public FakeEnv {
+ public:
+  absl::Time Now() const override {
+    std::function<void()> f;
+    {
+      std::lock_guard<std::mutex> l(mu_);
+      f = std::exchange(on_read_, nullptr);
+    }
+    if (f) f();
+    return FakeEnv::Now();
+  }
+  void Arm(std::function<void()> f) {
+    std::lock_guard<std::mutex> l(mu_);
+    on_read_ = std::move(f);
+  }
+
+ private:
+  mutable std::mutex mu_;
+  mutable std::function<void()> on_read_;
+};
+
+// Site-2 of four, with site-0 silent: site-1 is the coordinator it takes
+// until site-0 is heard again (issue 34, finding 6).
+class StartRoundDuringARosterChangeTest : public ::testing::Test {
+ protected:
+  StartRoundDuringARosterChangeTest() {
+    config_.site.id = "site-2";
+    config_.site.label = 2;
+    for (int i = 0; i < 4; ++i)
+      config_.roster.sites.push_back(
+          {.id = "site-" + std::to_string(i), .label = i, .endpoint = "10.0.0.1:" + std::to_string(7100 + i)});
+    config_.capacity.from_adapter = false;
+    config_.capacity.units = 2;
+    live_ = std::make_unique<federation::LiveConfig>(config_);
+    site_ = std::make_unique<federation::Site>(config_, live_.get(), &adapter_, &mover_, &peers_, &env_);
+    ServiceDeps deps;
+    deps.config = &config_;
+    deps.live = live_.get();
+    deps.site = site_.get();
+    deps.env = &env_;
+    handlers_ = std::make_unique<PeerHandlers>(deps);
+  }
+  ~StartRoundDuringARosterChangeTest() override { site_->Stop(); }
+
+  v1::StartRoundRequest Start(const std::string& coordinator, const std::string& id, int64_t epoch,
+                              int64_t roster_version) {
+    v1::StartRoundRequest req;
+    req.set_round_id(id);
+    req.set_coordinator(coordinator);
+    req.set_dimension(2);
+    req.set_mode("exact");
+    req.set_epoch(epoch);
+    req.set_deadline_unix_ms(absl::ToUnixMillis(env_.Now() + absl::Minutes(5)));
+    req.set_roster_version(roster_version);
+    return req;
+  }
+  // Roster version 1: the same sites, newly signed.
+  void TakeVersion1() {
+    auto v1 = std::make_shared<config::Roster>(*live_->roster());
+    v1->version = 1;
+    live_->SetRoster(v1);
+  }
+
+  ArmedEnv env_;
+  config::Config config_;
+  migration::testing::FakeAdapter adapter_{"site-2"};
+  NoMover mover_;
+  NoPeers peers_;
+  std::unique_ptr<federation::LiveConfig> live_;
+  std::unique_ptr<federation::Site> site_;
+  std::unique_ptr<PeerHandlers> handlers_;
+};
+
+TEST_F(StartRoundDuringARosterChangeTest, AnEpochPastTheBoundIsRefusedWhateverTheRosterAndFencesNothing) {
+  // Site-1 plans with roster version 1 while this site still has version 0;
+  // version 1 arrives while the call is being handled.
+  const v1::StartRoundRequest wild = Start("site-1", "site-1-1-1", std::numeric_limits<int64_t>::max(), 1);
+  env_.Arm([this] { TakeVersion1(); });
+  v1::StartRoundReply reply;
+  absl::Status st = handlers_->StartRound("site-1", wild, &reply);
+  EXPECT_EQ(live_->roster()->version, 1) << "the roster changed during the call";
+  EXPECT_EQ(st.code(), absl::StatusCode::kInvalidArgument) << st;
+  EXPECT_FALSE(reply.accepted());
+  EXPECT_EQ(site_->CurrentRound(), "");
+  // The same with the roster already changed, and with no change at all.
+  TakeVersion1();
+  st = handlers_->StartRound("site-1", Start("site-1", "site-1-1-2", std::numeric_limits<int64_t>::max(), 0), &reply);
+  EXPECT_EQ(st.code(), absl::StatusCode::kInvalidArgument) << st;
+  st = handlers_->StartRound("site-1", Start("site-1", "site-1-1-3", std::numeric_limits<int64_t>::max(), 1), &reply);
+  EXPECT_EQ(st.code(), absl::StatusCode::kInvalidArgument) << st;
+  EXPECT_EQ(site_->CurrentRound(), "");
+  // Site-0 is heard again: its rounds, of today's epochs, are taken.
+  v1::HeartbeatRequest hb;
+  hb.set_site("site-0");
+  hb.set_label(0);
+  hb.set_capacity(2);
+  hb.set_roster_version(1);
+  hb.set_protocol(ProtocolVersion());
+  v1::HeartbeatReply hb_reply;
+  ASSERT_TRUE(handlers_->Heartbeat("site-0", hb, &hb_reply).ok());
+  st = handlers_->StartRound("site-0", Start("site-0", "site-0-1-1", absl::ToUnixMillis(env_.Now()), 1), &reply);
+  ASSERT_TRUE(st.ok()) << st;
+  EXPECT_TRUE(reply.accepted()) << reply.why_not();
+  EXPECT_EQ(site_->CurrentRound(), "site-0-1-1");
+  env_.Advance(absl::Minutes(10));  // the part, waiting for peers nobody started, ends
 }
 
 }  // namespace

@@ -4,6 +4,8 @@
 
 #include "daemon/server/roster_keeper.h"
 
+#include <functional>
+
 #include "daemon/roster/roster_doc.h"
 #include "gtest/gtest.h"
 #include "tests/config/test_files.h"
@@ -26,11 +28,17 @@ class RosterKeeperTest : public ::testing::Test {
       config_.roster.sites.push_back(
           {.id = "site-" + std::to_string(i), .label = i, .endpoint = "10.0.0.1:" + std::to_string(7100 + i)});
   }
-  v1::SignedRoster Version(int64_t v, int sites, const std::string& key_pem = "") {
+  // Version `v` of this site's federation, for an hour from now, unless a
+  // test says otherwise.
+  v1::SignedRoster Version(int64_t v, int sites, const std::string& key_pem = "",
+                           const std::function<void(config::Roster&)>& tweak = nullptr) {
     config::Roster r;
     r.version = v;
+    r.federation = config_.federation;
+    r.expires_unix_ms = absl::ToUnixMillis(absl::Now() + absl::Hours(1));
     for (int i = 0; i < sites; ++i)
       r.sites.push_back({.id = "site-" + std::to_string(i), .label = i, .endpoint = "10.0.0.1:" + std::to_string(7100 + i)});
+    if (tweak) tweak(r);
     return *roster::Sign(r, key_pem.empty() ? keys_.private_pem : key_pem);
   }
   std::unique_ptr<RosterKeeper> Open(federation::LiveConfig* live) {
@@ -117,6 +125,122 @@ TEST_F(RosterKeeperTest, AStoredRosterThatDoesNotVerifyStopsTheStart) {
   std::filesystem::remove(dir_ / "roster.signed");
   auto keyless = Open(&live);
   EXPECT_EQ(keyless->Offer(Version(1, 2), "x").status().code(), absl::StatusCode::kFailedPrecondition);
+}
+
+// Issue 34 (finding 6): a site takes only its own federation's rosters, and
+// only before they expire; a new site (version 0) likewise.
+TEST_F(RosterKeeperTest, ARosterOfAnotherFederationIsRefusedAndChangesNothing) {
+  config_.federation = "fed-a";
+  federation::LiveConfig live(config_);
+  auto keeper = Open(&live);
+  ASSERT_NE(keeper, nullptr);
+  auto other = keeper->Offer(Version(3, 3, "", [](config::Roster& r) { r.federation = "fed-b"; }), "site-1");
+  EXPECT_EQ(other.status().code(), absl::StatusCode::kInvalidArgument) << other.status();
+  EXPECT_NE(other.status().message().find("federation 'fed-b'"), std::string::npos) << other.status();
+  EXPECT_NE(other.status().message().find("'fed-a'"), std::string::npos) << other.status();
+  EXPECT_EQ(keeper
+                ->Replace(Version(1, 3, "", [](config::Roster& r) { r.federation = "fed-b"; }), 0,
+                          [](const config::Roster&) { return absl::OkStatus(); })
+                .status()
+                .code(),
+            absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(live.roster()->version, 0) << "nothing changed";
+  EXPECT_FALSE(std::filesystem::exists(dir_ / "roster.signed")) << "nothing stored";
+  auto own = keeper->Offer(Version(3, 3), "site-1");
+  ASSERT_TRUE(own.ok()) << own.status();
+  EXPECT_TRUE(*own);
+  EXPECT_EQ(live.roster()->federation, "fed-a");
+}
+
+TEST_F(RosterKeeperTest, ARosterPastItsExpiryIsRefusedAndChangesNothing) {
+  federation::LiveConfig live(config_);
+  auto keeper = Open(&live);
+  ASSERT_NE(keeper, nullptr);
+  const v1::SignedRoster old = Version(
+      5, 3, "", [](config::Roster& r) { r.expires_unix_ms = absl::ToUnixMillis(absl::Now() - absl::Minutes(1)); });
+  auto took = keeper->Offer(old, "site-1");
+  EXPECT_EQ(took.status().code(), absl::StatusCode::kInvalidArgument) << took.status();
+  EXPECT_NE(took.status().message().find("expired"), std::string::npos) << took.status();
+  EXPECT_EQ(keeper->Replace(old, 0, [](const config::Roster&) { return absl::OkStatus(); }).status().code(),
+            absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(live.roster()->version, 0) << "a new site takes no old roster a seed shows it";
+  EXPECT_FALSE(std::filesystem::exists(dir_ / "roster.signed"));
+}
+
+TEST_F(RosterKeeperTest, ARosterSignedBeforeRostersNamedAFederationIsRefusedWithWhatToDo) {
+  federation::LiveConfig live(config_);
+  auto keeper = Open(&live);
+  ASSERT_NE(keeper, nullptr);
+  const v1::SignedRoster legacy = Version(2, 3, "", [](config::Roster& r) {
+    r.federation.clear();
+    r.expires_unix_ms = 0;
+  });
+  auto took = keeper->Offer(legacy, "site-1");
+  EXPECT_EQ(took.status().code(), absl::StatusCode::kInvalidArgument) << took.status();
+  EXPECT_NE(took.status().message().find("names no federation"), std::string::npos) << took.status();
+  EXPECT_NE(took.status().message().find("hyperfedctl roster renew"), std::string::npos) << took.status();
+  EXPECT_EQ(live.roster()->version, 0);
+}
+
+// The roster in force when it expires, or when the site is upgraded from a
+// version whose rosters named no federation: it stays in force, and the
+// site says why the operators must sign a new one (docs/design.md §6.9).
+TEST_F(RosterKeeperTest, AStoredRosterThatHasExpiredStaysInForceAndTheSiteWarns) {
+  FakeEnv env(absl::Now());
+  {
+    federation::LiveConfig live(config_);
+    auto keeper = RosterKeeper::Open(config_, &live, &env);
+    ASSERT_TRUE(keeper.ok()) << keeper.status();
+    ASSERT_TRUE((*keeper)->Offer(Version(3, 3), "site-1").ok());
+    EXPECT_EQ((*keeper)->ExpiryWarning(), "");
+    env.Advance(absl::Hours(2));  // past its hour
+    EXPECT_NE((*keeper)->ExpiryWarning().find("roster version 3 expired at"), std::string::npos)
+        << (*keeper)->ExpiryWarning();
+    EXPECT_EQ(live.roster()->version, 3) << "still in force";
+  }
+  federation::LiveConfig after(config_);
+  auto again = RosterKeeper::Open(config_, &after, &env);
+  ASSERT_TRUE(again.ok()) << again.status();
+  EXPECT_EQ(after.roster()->version, 3) << "a restart keeps it";
+  EXPECT_NE((*again)->ExpiryWarning().find("hyperfedctl roster renew"), std::string::npos);
+  // It travels no further: a site without it refuses it.
+  TempDir other;
+  config_.state_dir = other.path();
+  federation::LiveConfig fresh(config_);
+  auto joiner = RosterKeeper::Open(config_, &fresh, &env);
+  ASSERT_TRUE(joiner.ok());
+  EXPECT_EQ((*joiner)->Offer(*(*again)->Current(), "site-0").status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(fresh.roster()->version, 0);
+}
+
+TEST_F(RosterKeeperTest, AStoredRosterSignedBeforeFederationNamesStaysInForceAsThisSitesUntilRenewed) {
+  config_.federation = "fed-a";
+  WriteFile(dir_ / "roster.signed", Version(4, 3, "", [](config::Roster& r) {
+                                      r.federation.clear();
+                                      r.expires_unix_ms = 0;
+                                    }).SerializeAsString());
+  federation::LiveConfig live(config_);
+  auto keeper = Open(&live);
+  ASSERT_NE(keeper, nullptr);
+  EXPECT_EQ(live.roster()->version, 4);
+  EXPECT_EQ(live.roster()->federation, "fed-a") << "hyperfedctl reads it from here to renew";
+  EXPECT_NE(keeper->ExpiryWarning().find("signed before rosters named their federation"), std::string::npos)
+      << keeper->ExpiryWarning();
+  // The operators' renewal: the next version, named and with an expiry.
+  auto v = keeper->Replace(Version(5, 3), 4, [](const config::Roster&) { return absl::OkStatus(); });
+  ASSERT_TRUE(v.ok()) << v.status();
+  EXPECT_EQ(keeper->ExpiryWarning(), "");
+}
+
+TEST_F(RosterKeeperTest, AStoredRosterOfAnotherFederationStopsTheStart) {
+  WriteFile(dir_ / "roster.signed",
+            Version(4, 3, "", [](config::Roster& r) { r.federation = "fed-b"; }).SerializeAsString());
+  federation::LiveConfig live(config_);
+  auto k = RosterKeeper::Open(config_, &live);
+  EXPECT_EQ(k.status().code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_NE(k.status().message().find("of federation 'fed-b', and this site is of federation 'default'"),
+            std::string::npos)
+      << k.status();
 }
 
 }  // namespace
