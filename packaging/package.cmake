@@ -73,21 +73,15 @@ endforeach()
 install(FILES ${HYPERFED_MAN_PAGES} DESTINATION ${CMAKE_INSTALL_MANDIR}/man1)
 
 # --- the systemd unit ---------------------------------------------------------
-# deploy/systemd/hyperfedd.service as it is, the binary in /usr/bin instead
-# of /usr/local/bin, and the man page the package brings as its
-# Documentation=. Debian 12 keeps units in /lib/systemd/system.
-set(HYPERFED_UNIT_SRC ${CMAKE_SOURCE_DIR}/deploy/systemd/hyperfedd.service)
-set_property(DIRECTORY APPEND PROPERTY CMAKE_CONFIGURE_DEPENDS ${HYPERFED_UNIT_SRC})
-file(READ ${HYPERFED_UNIT_SRC} HYPERFED_UNIT)
-string(REPLACE "/usr/local/bin/" "/usr/bin/" HYPERFED_UNIT "${HYPERFED_UNIT}")
-string(FIND "${HYPERFED_UNIT}" "ExecStart=/usr/bin/hyperfedd " HYPERFED_UNIT_EXEC)
-if(HYPERFED_UNIT_EXEC EQUAL -1)
-  message(FATAL_ERROR "${HYPERFED_UNIT_SRC}: no ExecStart=/usr/local/bin/hyperfedd to point at /usr/bin")
-endif()
-string(REGEX REPLACE "\nDescription=([^\n]*)\n" "\nDescription=\\1\nDocumentation=man:hyperfedd(1)\n" HYPERFED_UNIT
-                     "${HYPERFED_UNIT}")
-file(WRITE ${HYPERFED_PACKAGING_OUT}/hyperfedd.service "${HYPERFED_UNIT}")
-install(FILES ${HYPERFED_PACKAGING_OUT}/hyperfedd.service DESTINATION /lib/systemd/system)
+# deploy/systemd/hyperfedd.service, made and installed at install time by
+# packaging/unit.cmake with the binary where this install puts it: the
+# package's (prefix /usr) in /lib/systemd/system, starting /usr/bin/hyperfedd;
+# a plain `cmake --install` (prefix /usr/local) in
+# /usr/local/lib/systemd/system, starting /usr/local/bin/hyperfedd.
+install(CODE "set(HYPERFED_UNIT_SRC \"${CMAKE_SOURCE_DIR}/deploy/systemd/hyperfedd.service\")
+              set(HYPERFED_UNIT_OUT \"${HYPERFED_PACKAGING_OUT}/hyperfedd.service\")
+              set(HYPERFED_UNIT_BINDIR \"\${CMAKE_INSTALL_PREFIX}/${CMAKE_INSTALL_BINDIR}\")
+              include(\"${HYPERFED_PACKAGING_DIR}/unit.cmake\")")
 
 # --- documentation, examples, certificates for trials --------------------------
 set(HYPERFED_DOCDIR ${CMAKE_INSTALL_DATAROOTDIR}/doc/hyperfed)
