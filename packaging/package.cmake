@@ -20,7 +20,7 @@ include(GNUInstallDirs)
 # `cpack` and `make install` install what is built; they do not build every
 # target (the tests) first. The `deb` target below builds what the package holds.
 set(CMAKE_SKIP_INSTALL_ALL_DEPENDENCY TRUE)
-# Folders 0755 and files 0644 whatever the umask of whoever builds.
+# Folders the install makes are 0755 whatever the umask of whoever builds.
 set(CMAKE_INSTALL_DEFAULT_DIRECTORY_PERMISSIONS OWNER_READ OWNER_WRITE OWNER_EXECUTE GROUP_READ GROUP_EXECUTE
     WORLD_READ WORLD_EXECUTE)
 
@@ -94,7 +94,7 @@ configure_file(${HYPERFED_PACKAGING_DIR}/changelog.in ${HYPERFED_PACKAGING_OUT}/
 install(CODE "execute_process(COMMAND \"${HYPERFED_GZIP}\" -9nkf ${HYPERFED_PACKAGING_OUT}/changelog)")
 install(FILES ${HYPERFED_PACKAGING_OUT}/changelog.gz DESTINATION ${HYPERFED_DOCDIR})
 # scripts/gen-certs: a test CA and site certificates (docs/operations.md,
-# "Secure"); the installed examples' README names it.
+# "Secure"); README.Debian names it.
 install(PROGRAMS ${CMAKE_SOURCE_DIR}/scripts/gen-certs DESTINATION ${CMAKE_INSTALL_DATADIR}/hyperfed)
 # hyperfed-sim paper sharcnet reads it from $HYPERFED_TRACE_DIR (its built-in
 # default is the source tree's sim/traces).
