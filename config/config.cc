@@ -767,33 +767,6 @@ bool IsLoopback(const std::string& host_port) {
   return true;
 }
 
-std::string CheckTrustedPath(const std::string& path) {
-  std::error_code ec;
-  const fs::path real = fs::weakly_canonical(fs::absolute(path, ec), ec);
-  if (ec) return absl::StrCat(Quote(path), ": ", ec.message());
-  const uid_t me = ::geteuid();
-  bool first = true;
-  for (fs::path cur = real;; cur = cur.parent_path()) {
-    struct stat st;
-    if (::stat(cur.c_str(), &st) != 0) {
-      if (first && errno == ENOENT && cur != cur.parent_path()) continue;  // not made yet (a new state_dir)
-      return absl::StrCat(Quote(cur.string()), ": ", std::strerror(errno));
-    }
-    const std::string what = first ? Quote(path) : absl::StrCat(Quote(cur.string()), ", a folder above ", Quote(path));
-    if (st.st_uid != 0 && st.st_uid != me)
-      return absl::StrCat(what, " is owned by uid ", st.st_uid,
-                          ": what the daemon trusts must belong to root or to the daemon's own user");
-    const bool sticky_folder = !first && S_ISDIR(st.st_mode) && (st.st_mode & S_ISVTX);
-    const bool others_write = (st.st_mode & S_IWOTH) || ((st.st_mode & S_IWGRP) && st.st_gid != 0);
-    if (others_write && !sticky_folder)
-      return absl::StrCat(what, " has mode ", absl::StrFormat("%04o", st.st_mode & 07777),
-                          ": group or others may change it, so the daemon cannot trust it (chmod go-w)");
-    first = false;
-    if (cur == cur.parent_path()) break;
-  }
-  return "";
-}
-
 std::string CheckSecretFileMode(const std::string& path) {
   std::error_code ec;
   fs::perms p = fs::status(path, ec).permissions();

@@ -15,6 +15,7 @@
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
 #include "daemon/common/log.h"
+#include "daemon/common/trusted_path.h"
 
 namespace hyperfed::config {
 
@@ -199,14 +200,7 @@ bool IsLoopback(const std::string& host_port);
 // token file), else why not, naming the file and its mode.
 std::string CheckSecretFileMode(const std::string& path);
 
-// "" when only root and this process's user can change `path` (a file or a
-// folder the daemon trusts: its config, keys, token, state_dir, an
-// adapter's map, command or bin_dir), else why not, naming the first culprit.
-// `path` (after symbolic links) and every folder above it must be owned by
-// root or this process's user and writable by no one else (group root
-// aside); a folder above it that others may write must be sticky (/tmp),
-// so that no one else can replace what is in it. A daemon running as root
-// would otherwise run what a local user wrote (docs/security.md, "Files").
-std::string CheckTrustedPath(const std::string& path);
+// The one rule for files and folders the daemon trusts (daemon/common/trusted_path.h).
+using ::hyperfed::CheckTrustedPath;
 
 }  // namespace hyperfed::config

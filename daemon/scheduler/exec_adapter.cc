@@ -16,6 +16,7 @@
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
 #include "absl/strings/strip.h"
+#include "daemon/common/trusted_path.h"
 #include "google/protobuf/util/json_util.h"
 #include "hyperfed/exec/v1/exec.pb.h"
 
@@ -195,11 +196,11 @@ absl::StatusOr<ExecOptions> ParseExecOptions(const std::map<std::string, std::st
         if (name == op + "_command") known = true;
       }
       if (!known) {
-        return absl::InvalidArgumentError(absl::StrCat(
-            "scheduler option \"", name,
-            "\" is unknown to the exec adapter (known: command, extra_operations, pass_env, timeout_ms, ",
-            "and OP_command for OP in ", absl::StrJoin(ExecOperations(), ", "), ", ",
-            absl::StrJoin(ExecOptionalOperations(), ", "), ")"));
+        return absl::InvalidArgumentError(
+            absl::StrCat("scheduler option \"", name,
+                         "\" is unknown to the exec adapter (known: command, extra_operations, pass_env, timeout_ms, ",
+                         "and OP_command for OP in ", absl::StrJoin(ExecOperations(), ", "), ", ",
+                         absl::StrJoin(ExecOptionalOperations(), ", "), ")"));
       }
       per_op[name] = value;
     }
@@ -239,6 +240,11 @@ absl::StatusOr<ExecOptions> ParseExecOptions(const std::map<std::string, std::st
       return absl::InvalidArgumentError(absl::StrCat("scheduler option \"", per_op.contains(key) ? key : "command",
                                                      "\": ", argv[0], " is not an executable file"));
     }
+    // The daemon runs it (as root on most sites): no one else may change it.
+    if (argv[0].find('/') != std::string::npos)
+      if (std::string why = CheckTrustedPath(argv[0]); !why.empty())
+        return absl::InvalidArgumentError(
+            absl::StrCat("scheduler option \"", per_op.contains(key) ? key : "command", "\": ", why));
     o.commands[op] = std::move(argv);
   }
   return o;
@@ -451,7 +457,8 @@ absl::StatusOr<std::vector<int64_t>> ExecAdapter::ArrivalStarts(const std::vecto
   }
   std::vector<int64_t> out(p.starts_ms().begin(), p.starts_ms().end());
   for (int64_t t : out)
-    if (t <= 0) return absl::InternalError(absl::StrCat(r->what, " printed start time ", t, "; want ms since the epoch"));
+    if (t <= 0)
+      return absl::InternalError(absl::StrCat(r->what, " printed start time ", t, "; want ms since the epoch"));
   return out;
 }
 

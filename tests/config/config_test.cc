@@ -224,8 +224,9 @@ TEST_F(ConfigTest, FederationDefaultsToDefaultAndMustMatchPattern) {
   ASSERT_TRUE(c.ok()) << c.status();
   EXPECT_EQ(c->federation, "fed-a.eu");
   c = Parse(absl::StrCat("federation: \"fed a\"\n", kMinimal));
-  EXPECT_TRUE(ErrorContains(c, "site-a.yaml:1: federation: must be 1 to 64 characters of [A-Za-z0-9._-], got "
-                               "\"fed a\""));
+  EXPECT_TRUE(ErrorContains(c,
+                            "site-a.yaml:1: federation: must be 1 to 64 characters of [A-Za-z0-9._-], got "
+                            "\"fed a\""));
 }
 
 TEST_F(ConfigTest, LabelsMustBeInRange) {
@@ -637,6 +638,11 @@ TEST_F(ConfigTest, FilesOthersCanChangeAreRefusedFolderByFolder) {
   EXPECT_TRUE(LoadConfig(Path()).ok());
   // A path not made yet (a new state_dir) is judged by the folders above.
   EXPECT_EQ(CheckTrustedPath(dir_ / "state/new/deeper"), "");
+  ASSERT_EQ(chmod(dir_.path().c_str(), 01777), 0);  // a new state_dir right under a sticky folder, as /tmp
+  EXPECT_EQ(CheckTrustedPath(dir_ / "new-state"), "");
+  ASSERT_EQ(chmod(dir_.path().c_str(), 0777), 0);
+  EXPECT_NE(CheckTrustedPath(dir_ / "new-state").find("has mode 0777"), std::string::npos);
+  ASSERT_EQ(chmod(dir_.path().c_str(), 0700), 0);
 }
 
 TEST_F(ConfigTest, SecurityDefaultsAndLimits) {

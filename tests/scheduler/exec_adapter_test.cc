@@ -6,6 +6,7 @@
 #include "daemon/scheduler/exec_adapter.h"
 
 #include <signal.h>
+#include <sys/stat.h>
 #include <sys/types.h>
 
 #include <algorithm>
@@ -162,6 +163,30 @@ TEST(ExecAdapterOptionsTest, BadCommandLineIsNamed) {
   EXPECT_TRUE(absl::StrContains(s.message(), "/nonexistent/sched is not an executable file")) << s;
 }
 
+// The daemon runs the command, as root on most sites: a command another
+// user could change is refused (docs/security.md, issue 34 finding 6f).
+TEST(ExecAdapterOptionsTest, ACommandOthersCanChangeIsRefused) {
+  char dir[] = "/tmp/hyperfed-exec-XXXXXX";
+  ASSERT_NE(mkdtemp(dir), nullptr);
+  const std::string cmd = std::string(dir) + "/sched";
+  {
+    std::ofstream f(cmd);
+    f << "#!/bin/sh\nexit 0\n";
+  }
+  ASSERT_EQ(chmod(cmd.c_str(), 0755), 0);
+  EXPECT_TRUE(CreateStatus({{"command", cmd}}).ok());
+  ASSERT_EQ(chmod(cmd.c_str(), 0777), 0);
+  absl::Status s = CreateStatus({{"command", cmd}});
+  EXPECT_TRUE(absl::IsInvalidArgument(s)) << s;
+  EXPECT_TRUE(absl::StrContains(s.message(), "\"command\": \"" + cmd + "\" has mode 0777")) << s;
+  ASSERT_EQ(chmod(cmd.c_str(), 0755), 0);
+  ASSERT_EQ(chmod(dir, 0777), 0);  // anyone could put another file in its place
+  s = CreateStatus({{"command", "true"}, {"list_command", cmd}});
+  EXPECT_TRUE(absl::StrContains(s.message(), "\"list_command\": ")) << s;
+  EXPECT_TRUE(absl::StrContains(s.message(), "a folder above")) << s;
+  std::filesystem::remove_all(dir);
+}
+
 TEST(ExecAdapterOptionsTest, CommandGetsTheOperationAppendedAndPerOperationCommandsOverride) {
   auto o = ParseExecOptions({{"command", "sched --state '/a b'"}, {"list_command", "my-list -v"}});
   ASSERT_TRUE(o.ok()) << o.status();
@@ -260,12 +285,14 @@ TEST_F(ExecAdapterTest, UnreadableOptionalAnswersAreInternalErrors) {
 }
 
 TEST_F(ExecAdapterTest, PendingTakesStartMsFromListAndSkipsWhatCannotMove) {
-  auto a = Make({{"list", Sh("echo '{\"jobs\": ["
-                             "{\"id\": \"1\", \"state\": \"running\", \"start_ms\": 5},"
-                             "{\"id\": \"2\", \"state\": \"pending\", \"start_ms\": 7000, \"spec\": {\"cores\": 2, \"key\": \"k2\"}},"
-                             "{\"id\": \"3\", \"state\": \"held\"},"
-                             "{\"id\": \"4\", \"state\": \"pending\", \"pinned\": true},"
-                             "{\"id\": \"5\", \"state\": \"pending\", \"queued_at_ms\": 9}]}'")}});
+  auto a = Make(
+      {{"list",
+        Sh("echo '{\"jobs\": ["
+           "{\"id\": \"1\", \"state\": \"running\", \"start_ms\": 5},"
+           "{\"id\": \"2\", \"state\": \"pending\", \"start_ms\": 7000, \"spec\": {\"cores\": 2, \"key\": \"k2\"}},"
+           "{\"id\": \"3\", \"state\": \"held\"},"
+           "{\"id\": \"4\", \"state\": \"pending\", \"pinned\": true},"
+           "{\"id\": \"5\", \"state\": \"pending\", \"queued_at_ms\": 9}]}'")}});
   auto p = a->Pending();
   ASSERT_TRUE(p.ok()) << p.status();
   ASSERT_EQ(p->size(), 2u);
