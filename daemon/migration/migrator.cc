@@ -58,6 +58,20 @@ bool PrintableId(const std::string& s) {
   return std::all_of(s.begin(), s.end(), [](char c) { return c > ' ' && c < 127; });
 }
 
+// The n of a migration id "<source>:<n>", the only form MigrateOut makes
+// (n from the journal's sequence, >= 1); 0 when `id` is not one of
+// `source`'s. Binding ids to their source and numbering them lets a
+// destination bound what it remembers of aborts (issue 34, finding 6).
+int64_t SequenceOf(const std::string& id, const std::string& source) {
+  if (!absl::StartsWith(id, source + ":")) return 0;
+  const std::string n = id.substr(source.size() + 1);
+  int64_t v = 0;
+  if (n.empty() || n.size() > 18 || !std::all_of(n.begin(), n.end(), [](char c) { return c >= '0' && c <= '9'; }) ||
+      n[0] == '0' || !absl::SimpleAtoi(n, &v))
+    return 0;
+  return v;
+}
+
 // Calls fn(begin, end) for each chunk [begin, end) of at most `chunk` of n items.
 template <typename F>
 void ForChunks(size_t n, int64_t chunk, F fn) {
@@ -294,7 +308,8 @@ absl::StatusOr<std::vector<Job>> Migrator::Candidates(const std::vector<std::str
   if (!only) {
     // kMoveOrder: most recently queued first; among equal times, later in
     // queue order.
-    std::stable_sort(out.begin(), out.end(), [](const Job& a, const Job& b) { return a.queued_at_ms < b.queued_at_ms; });
+    std::stable_sort(out.begin(), out.end(),
+                     [](const Job& a, const Job& b) { return a.queued_at_ms < b.queued_at_ms; });
     std::reverse(out.begin(), out.end());
   }
   return listed;
@@ -392,6 +407,14 @@ absl::Status Migrator::PrepareBatch(MigrationRecord b, int64_t* dropped, std::op
       }
       j.spec = *std::move(spec);
       j.spec.key = j.key;
+      // What every destination refuses is not sent: it would fail the
+      // whole batch there, round after round (issue 34, finding 5). The job
+      // stays here, released, and the note says why.
+      if (absl::Status c = scheduler::CheckPortableSpec(j.spec); !c.ok()) {
+        notes.push_back(absl::StrCat(j.key, " not sent: ", c.message()));
+        to_release.push_back(j.source_id);
+        continue;
+      }
       ready.push_back(std::move(j));
     }
   });
@@ -661,9 +684,9 @@ absl::Status Migrator::Validate(const TransferRequest& req) const {
   if (!PrintableId(req.migration_id)) return absl::InvalidArgumentError("Transfer: bad migration id");
   if (!PrintableId(req.source_site)) return absl::InvalidArgumentError("Transfer: bad source site id");
   if (req.source_site == self_site_) return absl::InvalidArgumentError("Transfer: source is this site");
-  if (!absl::StartsWith(req.migration_id, req.source_site + ":"))
-    return absl::InvalidArgumentError(
-        absl::StrCat("Transfer: migration id ", req.migration_id, " is not one of ", req.source_site, "'s"));
+  if (SequenceOf(req.migration_id, req.source_site) == 0)
+    return absl::InvalidArgumentError(absl::StrCat("Transfer: migration id ", req.migration_id, " is not one of ",
+                                                   req.source_site, "'s (\"", req.source_site, ":<n>\")"));
   if (req.round_id.size() > kMaxIdLength) return absl::InvalidArgumentError("Transfer: round id too long");
   if (req.jobs.empty() || static_cast<int64_t>(req.jobs.size()) > max_batch_) {
     return absl::InvalidArgumentError(
@@ -695,7 +718,11 @@ absl::StatusOr<std::vector<std::string>> Migrator::CompleteIn(MigrationRecord r)
     // submitted again.
     std::vector<std::pair<scheduler::JobSpec, std::string>> batch;
     batch.reserve(end - begin);
-    for (size_t i = begin; i < end; ++i) batch.emplace_back(std::move(r.jobs[i].spec), Tag(r.id, i));
+    for (size_t i = begin; i < end; ++i) {
+      batch.emplace_back(std::move(r.jobs[i].spec), Tag(r.id, i));
+      // Not in the journal's encoding of a spec: the record's source is.
+      batch.back().first.source_site = r.peer;
+    }
     std::vector<absl::StatusOr<std::string>> got = adapter_->SubmitMany(batch, false);
     for (size_t i = begin; i < end; ++i) {
       absl::StatusOr<std::string> id =
@@ -741,9 +768,9 @@ absl::Status Migrator::RefuseIn(const MigrationRecord& r, const absl::Status& wh
                                                  ", submitted before it, could not be cancelled: ", s.message(),
                                                  "; the migration stays PREPARED for an operator"));
   }
-  if (absl::Status s = journal_->Update(Direction::kIn, r.id, MigrationState::kAborted,
-                                        absl::StrCat("refused by this site's scheduler: ", why.message()),
-                                        clock_->Now());
+  if (absl::Status s =
+          journal_->Update(Direction::kIn, r.id, MigrationState::kAborted,
+                           absl::StrCat("refused by this site's scheduler: ", why.message()), clock_->Now());
       !s.ok()) {
     return s;
   }
@@ -751,7 +778,12 @@ absl::Status Migrator::RefuseIn(const MigrationRecord& r, const absl::Status& wh
       absl::StrCat("migration ", r.id, " aborted: this site's scheduler refused it: ", why.message()));
 }
 
-absl::StatusOr<TransferReply> Migrator::HandleTransfer(const TransferRequest& req) {
+absl::StatusOr<TransferReply> Migrator::HandleTransfer(const TransferRequest& request) {
+  // Every job is the source's, whatever its spec says: the adapter maps
+  // its owner by (source site, owner) (issue 34, finding 2). The caller
+  // checked source_site against the certificate.
+  TransferRequest req = request;
+  for (scheduler::JobSpec& s : req.jobs) s.source_site = req.source_site;
   if (absl::Status s = Validate(req); !s.ok()) return s;
   Acquire(InKey(req.migration_id));
   BusyGuard guard([this, key = InKey(req.migration_id)] { ReleaseBusy(key); });
@@ -778,6 +810,14 @@ absl::StatusOr<TransferReply> Migrator::HandleTransfer(const TransferRequest& re
       return reply;
     }
   } else {
+    // An id this source aborted before its Transfer came, whose record was
+    // dropped for newer ones (HandleAbort): refused as the record would.
+    absl::StatusOr<int64_t> floor = journal_->EarlyAbortFloor(req.source_site);
+    if (!floor.ok()) return floor.status();
+    if (SequenceOf(req.migration_id, req.source_site) <= *floor) {
+      return absl::AbortedError(absl::StrCat("Transfer: migration ", req.migration_id, " was aborted (",
+                                             req.source_site, "'s ids up to ", *floor, " are)"));
+    }
     if (admission_) {
       if (absl::Status a = admission_(req); !a.ok()) return Annotate(a, absl::StrCat("Transfer ", req.migration_id));
     }
@@ -807,16 +847,24 @@ absl::StatusOr<AbortReply> Migrator::HandleAbort(const std::string& migration_id
   if (!PrintableId(source_site) || source_site == self_site_) {
     return absl::InvalidArgumentError("Abort: bad source site id");
   }
-  if (!absl::StartsWith(migration_id, source_site + ":"))
-    return absl::InvalidArgumentError(
-        absl::StrCat("Abort: migration id ", migration_id, " is not one of ", source_site, "'s"));
+  const int64_t seq = SequenceOf(migration_id, source_site);
+  if (seq == 0)
+    return absl::InvalidArgumentError(absl::StrCat("Abort: migration id ", migration_id, " is not one of ", source_site,
+                                                   "'s (\"", source_site, ":<n>\")"));
   Acquire(InKey(migration_id));
   BusyGuard guard([this, key = InKey(migration_id)] { ReleaseBusy(key); });
   absl::StatusOr<std::optional<MigrationRecord>> got = journal_->Get(Direction::kIn, migration_id);
   if (!got.ok()) return got.status();
   AbortReply reply;
   if (!got->has_value()) {
-    // Remember the id, so a Transfer still on its way is refused.
+    // Remember the id, so a Transfer still on its way is refused: by its
+    // record, or once kMaxEarlyAbortsPerSource later ones from the same
+    // source have pushed that out, by the source's floor (HandleTransfer).
+    // An id at or below the floor is refused already: nothing to store.
+    absl::StatusOr<int64_t> floor = journal_->EarlyAbortFloor(source_site);
+    if (!floor.ok()) return floor.status();
+    reply.aborted = true;
+    if (seq <= *floor) return reply;
     MigrationRecord r;
     r.id = migration_id;
     r.direction = Direction::kIn;
@@ -824,7 +872,7 @@ absl::StatusOr<AbortReply> Migrator::HandleAbort(const std::string& migration_id
     r.state = MigrationState::kAborted;
     r.created = r.updated = clock_->Now();
     r.note = "aborted before any transfer arrived";
-    if (absl::Status s = journal_->Insert(r); !s.ok()) return s;
+    if (absl::Status s = journal_->RecordEarlyAbort(r, kMaxEarlyAbortsPerSource); !s.ok()) return s;
     CrashPoint(kCrashInAfterAbortRecorded);
     reply.aborted = true;
     return reply;

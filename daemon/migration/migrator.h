@@ -155,6 +155,12 @@ inline constexpr char kMoveOrder[] = "the most recently queued first";
 
 inline constexpr size_t kMaxIdLength = 200;
 
+// The most records a destination keeps, per source, of ids that source
+// aborted before any Transfer of them arrived (HandleAbort of an unknown
+// id; issue 34, finding 6). Older ones are dropped and the source's floor
+// rises instead (Journal::RecordEarlyAbort).
+inline constexpr int64_t kMaxEarlyAbortsPerSource = 1024;
+
 class Migrator {
  public:
   // Nothing is owned; everything must outlive the Migrator. `max_batch` is
@@ -212,6 +218,8 @@ class Migrator {
   // (kInvalidArgument from the adapter: final), the jobs of the migration
   // already submitted are cancelled, the record is ABORTED and the answer
   // is kFailedPrecondition, so the source aborts and keeps its jobs.
+  // Every job of the request gets JobSpec::source_site = req.source_site
+  // (the authenticated caller), whatever the request's specs said.
   absl::StatusOr<TransferReply> HandleTransfer(const TransferRequest& req);
   absl::StatusOr<AbortReply> HandleAbort(const std::string& migration_id, const std::string& source_site);
 

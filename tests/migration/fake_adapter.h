@@ -77,6 +77,16 @@ class FakeAdapter : public scheduler::SchedulerAdapter {
     std::lock_guard<std::mutex> l(mu_);
     refused_name_ = std::move(name);
   }
+  // The source_site of every spec CheckSpec and Submit were given, in call
+  // order (issue 34: the adapter is told the authenticated sender).
+  std::vector<std::string> CheckedSources() const {
+    std::lock_guard<std::mutex> l(mu_);
+    return checked_sources_;
+  }
+  std::vector<std::string> SubmittedSources() const {
+    std::lock_guard<std::mutex> l(mu_);
+    return submitted_sources_;
+  }
 
   // ---- SchedulerAdapter
   std::string Name() const override { return "fake"; }
@@ -134,6 +144,7 @@ class FakeAdapter : public scheduler::SchedulerAdapter {
   absl::Status CheckSpec(const scheduler::JobSpec& spec) const override {
     if (absl::Status st = SchedulerAdapter::CheckSpec(spec); !st.ok()) return st;  // the contract: common rules first
     std::lock_guard<std::mutex> l(mu_);
+    checked_sources_.push_back(spec.source_site);
     if (!refused_name_.empty() && spec.name == refused_name_)
       return absl::InvalidArgumentError(absl::StrCat("injected: no job named ", spec.name, " here"));
     return absl::OkStatus();
@@ -148,6 +159,7 @@ class FakeAdapter : public scheduler::SchedulerAdapter {
 
   absl::StatusOr<std::string> Submit(const scheduler::JobSpec& spec, const std::string& tag, bool held) override {
     std::lock_guard<std::mutex> l(mu_);
+    submitted_sources_.push_back(spec.source_site);
     if (!tag.empty()) {
       for (const auto& [id, j] : jobs_) {
         if (j.tag == tag) return id;
@@ -277,6 +289,8 @@ class FakeAdapter : public scheduler::SchedulerAdapter {
   int hold_fail_after_effect_ = 0;
   std::string refused_name_;
   std::string refused_submit_name_;
+  mutable std::vector<std::string> checked_sources_;
+  std::vector<std::string> submitted_sources_;
 };
 
 }  // namespace hyperfed::migration::testing

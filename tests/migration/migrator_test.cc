@@ -4,10 +4,10 @@
 
 #include "daemon/migration/migrator.h"
 
-#include <map>
-#include <set>
 #include <algorithm>
+#include <map>
 #include <memory>
+#include <set>
 #include <thread>
 
 #include "daemon/common/env.h"
@@ -227,6 +227,37 @@ TEST_F(MigratorTest, ASpecTheDestinationRefusesKeepsTheWholeBatchAtTheSource) {
   EXPECT_EQ(OutState(a, (*res)[0].migration_id), MigrationState::kAborted);
 }
 
+// Issue 34, finding 5: one user's job that no site would take (here a name
+// over kMaxNameLength) used to reach the destination, whose check refused
+// the whole batch, every round. The source checks each spec with the same
+// scheduler-independent check first (scheduler::CheckPortableSpec): that job
+// stays home, released, and the rest move.
+TEST_F(MigratorTest, Issue34_AJobFailingTheCommonCheckStaysHomeAndTheRestMove) {
+  Site& a = Make("A");
+  Site& b = Make("B");
+  AddJob(a, "k0");
+  scheduler::JobSpec bad;
+  bad.name = std::string(scheduler::kMaxNameLength + 1, 'n');
+  bad.script = "#!/bin/sh\ntrue\n";
+  bad.key = "k1";
+  a.adapter->Add(bad);
+  AddJob(a, "k2");
+  auto res = a.migrator->MigrateOut("B", 3, "r1");
+  ASSERT_TRUE(res.ok()) << res.status();
+  ASSERT_EQ(res->size(), 1u);
+  EXPECT_TRUE((*res)[0].status.ok()) << (*res)[0].status;
+  EXPECT_EQ((*res)[0].moved, 2);
+  EXPECT_EQ((*res)[0].shortfall, 1);
+  auto live = Live();
+  EXPECT_EQ(live["k0"].first, "B");
+  EXPECT_EQ(live["k2"].first, "B");
+  EXPECT_EQ(live["k1"], std::make_pair(std::string("A"), JobState::kPending)) << "left at home, released";
+  const MigrationRecord r = **a.journal->Get(Direction::kOut, (*res)[0].migration_id);
+  EXPECT_EQ(r.state, MigrationState::kCommitted);
+  EXPECT_NE(r.note.find("k1 not sent"), std::string::npos) << r.note;
+  EXPECT_EQ(b.adapter->CheckedSources().size(), 2u) << "B never saw k1";
+}
+
 TEST_F(MigratorTest, SplitsIntoBatchesAndReportsTheShortfall) {
   Site& a = Make("A", /*max_batch=*/2);
   Make("B");
@@ -275,10 +306,10 @@ TEST_F(MigratorTest, GivesAKeyToAJobThatHasNone) {
   EXPECT_EQ(b.adapter->AllJobs()[0].spec.key, "A:" + id);
 }
 
-TransferRequest Request(const std::string& id, std::vector<std::string> keys) {
+TransferRequest Request(const std::string& id, std::vector<std::string> keys, const std::string& source = "A") {
   TransferRequest req;
   req.migration_id = id;
-  req.source_site = "A";
+  req.source_site = source;
   for (const std::string& k : keys) {
     scheduler::JobSpec s;
     s.key = k;
@@ -286,6 +317,30 @@ TransferRequest Request(const std::string& id, std::vector<std::string> keys) {
     req.jobs.push_back(s);
   }
   return req;
+}
+
+// Issue 34, finding 2: users_map is looked up by (source site, owner), so
+// the adapter must learn the site that sent a job from the caller's
+// certificate (the handler's source_site), never from the spec; and the
+// site is not stored in the journal's specs, so a record finished by
+// Recover gets it from the record's peer.
+TEST_F(MigratorTest, Issue34_EveryIncomingJobCarriesTheAuthenticatedSourceSite) {
+  Site& b = Make("B");
+  TransferRequest req = Request("A:1", {"k0", "k1"});
+  req.jobs[0].source_site = "C";  // what a hostile A might write
+  ASSERT_TRUE(b.migrator->HandleTransfer(req).ok());
+  EXPECT_EQ(b.adapter->CheckedSources(), (std::vector<std::string>{"A", "A"}));
+  EXPECT_EQ(b.adapter->SubmittedSources(), (std::vector<std::string>{"A", "A"}));
+  // Submit fails once; Recover finishes the record from the journal.
+  b.adapter->FailSubmits(1);
+  EXPECT_FALSE(b.migrator->HandleTransfer(Request("A:2", {"k2"})).ok());
+  ASSERT_TRUE(b.migrator->Recover().ok());
+  EXPECT_EQ(b.adapter->SubmittedSources(), (std::vector<std::string>{"A", "A", "A", "A"}));
+  // Neither the journal's encoding nor the wire carries it.
+  scheduler::JobSpec with = req.jobs[0], without = req.jobs[0];
+  without.source_site = "";
+  EXPECT_EQ(EncodeSpec(with), EncodeSpec(without));
+  EXPECT_EQ(DecodeSpec(EncodeSpec(with))->source_site, "");
 }
 
 TEST_F(MigratorTest, RepeatedTransferAnswersTheStoredResult) {
@@ -354,6 +409,49 @@ TEST_F(MigratorTest, AbortBeforeTransferIsRecordedAndTheTransferRefusedForEver) 
   b.journal = *Journal::Open(dir_.File("B.db"));
   b.migrator = std::make_unique<Migrator>("B", b.adapter.get(), b.journal.get(), &transport_, &clock_, 100);
   EXPECT_EQ(b.migrator->HandleTransfer(Request("A:1", {"k0"})).status().code(), absl::StatusCode::kAborted);
+}
+
+// Issue 34, finding 6: Abort of an id never seen stores a record (so a late
+// Transfer of it is refused), and any certified site may send such aborts.
+// Per source only kMaxEarlyAbortsPerSource records are kept; the oldest go,
+// and the highest id dropped becomes that source's floor: a Transfer of an
+// unknown id at or below it is refused like an aborted one.
+TEST_F(MigratorTest, Issue34_AFloodOfUnknownAbortsIsBoundedAndStillRefusesLateTransfers) {
+  Site& b = Make("B");
+  const int64_t cap = kMaxEarlyAbortsPerSource;
+  for (int64_t i = 1; i <= cap + 50; ++i) {
+    auto ab = b.migrator->HandleAbort(absl::StrCat("A:", i), "A");
+    ASSERT_TRUE(ab.ok()) << i << ": " << ab.status();
+    ASSERT_TRUE(ab->aborted);
+  }
+  // Another source's aborts are not dropped for A's.
+  ASSERT_TRUE(b.migrator->HandleAbort("C:7", "C")->aborted);
+  auto recs = b.journal->ListRecent(static_cast<int>(cap) * 3);
+  ASSERT_TRUE(recs.ok()) << recs.status();
+  int64_t from_a = 0;
+  for (const MigrationRecord& r : *recs) from_a += r.peer == "A";
+  EXPECT_EQ(from_a, cap);
+  // Every aborted id is refused, kept or dropped, before and after a restart.
+  for (int restart = 0; restart < 2; ++restart) {
+    for (int64_t i : {int64_t{1}, int64_t{50}, int64_t{51}, cap + 50}) {
+      EXPECT_EQ(b.migrator->HandleTransfer(Request(absl::StrCat("A:", i), {"k0"})).status().code(),
+                absl::StatusCode::kAborted)
+          << i;
+    }
+    EXPECT_EQ(b.migrator->HandleTransfer(Request("C:7", {"k0"}, "C")).status().code(), absl::StatusCode::kAborted);
+    b.migrator.reset();
+    b.journal.reset();
+    b.journal = *Journal::Open(dir_.File("B.db"));
+    b.migrator = std::make_unique<Migrator>("B", b.adapter.get(), b.journal.get(), &transport_, &clock_, 100);
+  }
+  EXPECT_TRUE(b.adapter->AllJobs().empty());
+  // A new id above the floor still moves.
+  auto tr = b.migrator->HandleTransfer(Request(absl::StrCat("A:", cap + 51), {"k0"}));
+  EXPECT_TRUE(tr.ok()) << tr.status();
+  // Ids a source's MigrateOut never makes ("<site>:<n>") are refused, and
+  // an abort of one stores nothing.
+  EXPECT_EQ(b.migrator->HandleAbort("A:x", "A").status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(b.migrator->HandleTransfer(Request("A:0x5", {"k9"})).status().code(), absl::StatusCode::kInvalidArgument);
 }
 
 TEST_F(MigratorTest, AbortAfterSubmitAnswersTheNewIds) {
