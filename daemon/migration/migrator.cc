@@ -72,6 +72,54 @@ int64_t SequenceOf(const std::string& id, const std::string& source) {
   return v;
 }
 
+// The reply to a source for a record's jobs and their destination ids
+// (one per job, "" for a job refused here): TransferReply's layout.
+template <typename Reply>
+void FillReply(const std::vector<JournalJob>& jobs, const std::vector<std::string>& dest_ids, Reply* reply) {
+  for (size_t i = 0; i < jobs.size(); ++i) {
+    if (i < dest_ids.size() && !dest_ids[i].empty())
+      reply->new_ids.push_back(dest_ids[i]);
+    else
+      reply->refused_keys.push_back(jobs[i].key);
+  }
+}
+std::vector<std::string> DestIds(const std::vector<JournalJob>& jobs) {
+  std::vector<std::string> out;
+  out.reserve(jobs.size());
+  for (const JournalJob& j : jobs) out.push_back(j.dest_id);
+  return out;
+}
+
+// The destination id of every job of `r` from a reply's new_ids and
+// refused_keys ("" for a refused job), or Internal when the reply does not
+// fit the record (not a final answer: the source keeps holding and asks
+// again).
+absl::StatusOr<std::vector<std::string>> ExpandReply(const MigrationRecord& r, const std::vector<std::string>& new_ids,
+                                                     const std::vector<std::string>& refused_keys,
+                                                     const std::string& what) {
+  auto bad = [&](const std::string& why) {
+    return absl::InternalError(absl::StrCat(what, " ", r.id, ": ", r.peer, " answered ", new_ids.size(), " ids and ",
+                                            refused_keys.size(), " refused jobs for ", r.jobs.size(), " jobs: ", why));
+  };
+  if (new_ids.size() + refused_keys.size() != r.jobs.size()) return bad("the counts do not add up");
+  if (new_ids.empty()) return bad("a destination refusing every job aborts the migration instead");
+  std::set<std::string> refused(refused_keys.begin(), refused_keys.end());
+  if (refused.size() != refused_keys.size()) return bad("a key refused twice");
+  std::vector<std::string> out;
+  out.reserve(r.jobs.size());
+  size_t next = 0;
+  for (const JournalJob& j : r.jobs) {
+    if (refused.erase(j.key) > 0) {
+      out.emplace_back();
+    } else {
+      if (next >= new_ids.size() || new_ids[next].empty()) return bad("an id missing or empty");
+      out.push_back(new_ids[next++]);
+    }
+  }
+  if (!refused.empty() || next != new_ids.size()) return bad("a refused key not of this migration");
+  return out;
+}
+
 // Calls fn(begin, end) for each chunk [begin, end) of at most `chunk` of n items.
 template <typename F>
 void ForChunks(size_t n, int64_t chunk, F fn) {
@@ -331,10 +379,12 @@ OutResult Migrator::RunBatch(MigrationRecord b, bool attempt, int64_t* shortfall
   absl::Status st = PrepareBatch(std::move(b), &dropped, &prepared);
   *shortfall += dropped;
   bool committed = false;
-  if (st.ok() && prepared.has_value()) st = DriveOut(res.migration_id, &*prepared, &committed);
+  int64_t refused = 0;
+  if (st.ok() && prepared.has_value()) st = DriveOut(res.migration_id, &*prepared, &committed, &refused);
   if (st.ok() && committed) {  // the usual end: nothing to read back
     res.job_keys = Keys(*prepared);
-    res.moved = static_cast<int64_t>(prepared->jobs.size());
+    res.moved = static_cast<int64_t>(prepared->jobs.size()) - refused;
+    *shortfall += refused;  // refused at the destination: still here
     return res;
   }
   absl::StatusOr<std::optional<MigrationRecord>> after = journal_->Get(Direction::kOut, res.migration_id, false);
@@ -347,7 +397,9 @@ OutResult Migrator::RunBatch(MigrationRecord b, bool attempt, int64_t* shortfall
   int64_t n = static_cast<int64_t>(r.jobs.size());
   switch (r.state) {
     case MigrationState::kCommitted:
-      res.moved = n;
+      // A job the destination refused (no id) stayed here.
+      res.moved = std::count_if(r.jobs.begin(), r.jobs.end(), [](const JournalJob& j) { return !j.dest_id.empty(); });
+      *shortfall += n - res.moved;
       res.status = absl::OkStatus();
       break;
     case MigrationState::kAborted:
@@ -478,7 +530,8 @@ absl::Status Migrator::ReleaseAll(const MigrationRecord& r) {
   return first;
 }
 
-absl::Status Migrator::DriveOut(const std::string& id, const MigrationRecord* known, bool* committed) {
+absl::Status Migrator::DriveOut(const std::string& id, const MigrationRecord* known, bool* committed,
+                                int64_t* refused) {
   // Each pass moves the record at least one state on, or returns.
   for (int pass = 0; pass < 4; ++pass) {
     std::optional<MigrationRecord> read;
@@ -517,7 +570,7 @@ absl::Status Migrator::DriveOut(const std::string& id, const MigrationRecord* kn
           CrashPoint(kCrashOutAfterAborting);
           continue;
         }
-        absl::Status s = SendTransfer(r);
+        absl::Status s = SendTransfer(r, refused);
         if (s.ok() && committed != nullptr) *committed = true;
         if (s.ok() || !IsFinalRefusal(s)) return s;
         if (absl::Status j = journal_->Update(Direction::kOut, id, MigrationState::kAborting,
@@ -552,7 +605,7 @@ absl::StatusOr<std::vector<std::string>> Migrator::UnheldKeys(const MigrationRec
   return unheld;
 }
 
-absl::Status Migrator::SendTransfer(const MigrationRecord& r) {
+absl::Status Migrator::SendTransfer(const MigrationRecord& r, int64_t* refused) {
   TransferRequest req;
   req.migration_id = r.id;
   req.source_site = self_site_;
@@ -561,25 +614,42 @@ absl::Status Migrator::SendTransfer(const MigrationRecord& r) {
   for (const JournalJob& j : r.jobs) req.jobs.push_back(j.spec);
   absl::StatusOr<TransferReply> reply = transport_->Transfer(r.peer, req);
   if (!reply.ok()) return Annotate(reply.status(), absl::StrCat("transfer ", r.id, " to ", r.peer));
-  if (reply->new_ids.size() != r.jobs.size()) {
-    // Not a final answer we can act on: keep holding, retry later.
-    return absl::InternalError(absl::StrCat("transfer ", r.id, ": ", r.peer, " answered ", reply->new_ids.size(),
-                                            " ids for ", r.jobs.size(), " jobs"));
-  }
+  // Not a final answer we can act on when it does not fit: keep holding,
+  // retry later.
+  absl::StatusOr<std::vector<std::string>> ids = ExpandReply(r, reply->new_ids, reply->refused_keys, "transfer");
+  if (!ids.ok()) return ids.status();
+  if (refused != nullptr) *refused = static_cast<int64_t>(reply->refused_keys.size());
   CrashPoint(kCrashOutAfterReply);
-  return CommitOut(r, reply->new_ids, "");
+  return CommitOut(r, *ids, "");
 }
 
 absl::Status Migrator::CommitOut(const MigrationRecord& r, const std::vector<std::string>& new_ids,
                                  const std::string& note) {
   std::vector<std::string> notes;
   if (!note.empty()) notes.push_back(note);
+  // The jobs the destination refused ("" ids) stay here: released, never
+  // cancelled (issue 34, finding 5). Released first: a crash after it
+  // leaves a PREPARED record with unheld jobs, which recovery settles
+  // through Abort, and the destination answers this same result.
+  MigrationRecord refused, taken;
+  std::vector<std::string> refused_keys;
+  for (size_t i = 0; i < r.jobs.size(); ++i) {
+    const bool no_id = i >= new_ids.size() || new_ids[i].empty();
+    (no_id ? refused : taken).jobs.push_back(r.jobs[i]);
+    if (no_id) refused_keys.push_back(r.jobs[i].key);
+  }
+  refused.id = taken.id = r.id;
+  if (!refused_keys.empty()) {
+    if (absl::Status s = ReleaseAll(refused); !s.ok()) return s;
+    CrashPoint(kCrashOutAfterReleaseRefused);
+    notes.push_back(absl::StrCat("refused by ", r.peer, ", kept here: ", absl::StrJoin(refused_keys, ", ")));
+  }
   absl::Status failed = absl::OkStatus();
-  ForChunks(r.jobs.size(), adapter_chunk_, [&](size_t begin, size_t end) {
+  ForChunks(taken.jobs.size(), adapter_chunk_, [&](size_t begin, size_t end) {
     if (!failed.ok()) return;
-    std::vector<absl::Status> st = adapter_->CancelMany(SourceIds(r.jobs, begin, end));
+    std::vector<absl::Status> st = adapter_->CancelMany(SourceIds(taken.jobs, begin, end));
     for (size_t i = begin; i < end; ++i) {
-      const JournalJob& j = r.jobs[i];
+      const JournalJob& j = taken.jobs[i];
       absl::Status s = i - begin < st.size() ? st[i - begin] : absl::InternalError("no answer from CancelMany");
       if (s.code() == absl::StatusCode::kFailedPrecondition) {
         // Running (or done) here after someone released our hold: the
@@ -610,11 +680,9 @@ absl::Status Migrator::SendAbort(const MigrationRecord& r) {
   if (!reply.ok()) return Annotate(reply.status(), absl::StrCat("abort ", r.id, " at ", r.peer));
   CrashPoint(kCrashOutAfterAbortReply);
   if (!reply->aborted) {
-    if (reply->new_ids.size() != r.jobs.size()) {
-      return absl::InternalError(absl::StrCat("abort ", r.id, ": ", r.peer, " answered ", reply->new_ids.size(),
-                                              " ids for ", r.jobs.size(), " jobs"));
-    }
-    return CommitOut(r, reply->new_ids, "the destination had submitted; committed on its abort answer");
+    absl::StatusOr<std::vector<std::string>> ids = ExpandReply(r, reply->new_ids, reply->refused_keys, "abort");
+    if (!ids.ok()) return ids.status();
+    return CommitOut(r, *ids, "the destination had submitted; committed on its abort answer");
   }
   // The destination recorded the abort and will refuse the id: ours are the
   // only copies.
@@ -698,12 +766,6 @@ absl::Status Migrator::Validate(const TransferRequest& req) const {
     std::string where = absl::StrCat("Transfer: jobs[", i, "]: ");
     if (s.key.empty()) return absl::InvalidArgumentError(where + "a moved job needs its key");
     if (!keys.insert(s.key).second) return absl::InvalidArgumentError(where + "duplicate key " + s.key);
-    // Checked before anything is journaled or submitted: a spec this
-    // scheduler refuses refuses the whole transfer, so the source keeps
-    // (and releases) every job instead of a transfer that can never finish.
-    if (absl::Status c = adapter_->CheckSpec(s); !c.ok()) {
-      return absl::InvalidArgumentError(absl::StrCat(where, "this site's scheduler refuses it: ", c.message()));
-    }
   }
   return absl::OkStatus();
 }
@@ -712,6 +774,11 @@ absl::StatusOr<std::vector<std::string>> Migrator::CompleteIn(MigrationRecord r)
   std::vector<std::string> ids;
   ids.reserve(r.jobs.size());
   absl::Status failed = absl::OkStatus();
+  // Jobs this site's scheduler refused for good (InvalidArgument: final,
+  // scheduler::SchedulerAdapter::Submit): they fail alone, with "" as
+  // their id (issue 34, finding 5).
+  std::vector<std::string> refusals;
+  absl::Status first_refusal = absl::OkStatus();
   ForChunks(r.jobs.size(), adapter_chunk_, [&](size_t begin, size_t end) {
     if (!failed.ok()) return;
     // Idempotent by tag: a job submitted before a crash is found, not
@@ -727,6 +794,12 @@ absl::StatusOr<std::vector<std::string>> Migrator::CompleteIn(MigrationRecord r)
     for (size_t i = begin; i < end; ++i) {
       absl::StatusOr<std::string> id =
           i - begin < got.size() ? std::move(got[i - begin]) : absl::InternalError("no answer from SubmitMany");
+      if (absl::IsInvalidArgument(id.status())) {
+        if (first_refusal.ok()) first_refusal = Annotate(id.status(), absl::StrCat("submit job ", i));
+        refusals.push_back(absl::StrCat(r.jobs[i].key, " (", id.status().message(), ")"));
+        ids.emplace_back();
+        continue;
+      }
       if (!id.ok()) {
         failed = Annotate(id.status(), absl::StrCat("migration ", r.id, ": submit job ", i));
         return;
@@ -735,12 +808,13 @@ absl::StatusOr<std::vector<std::string>> Migrator::CompleteIn(MigrationRecord r)
     }
     CrashPoint(kCrashInAfterSubmitOne);
   });
-  // The scheduler's refusal is final (scheduler::SchedulerAdapter::Submit):
-  // retrying would fail for ever with the jobs held at the source.
-  if (failed.code() == absl::StatusCode::kInvalidArgument) return RefuseIn(r, failed);
   if (!failed.ok()) return failed;
+  // Every job refused: nothing to commit; the source keeps them all.
+  if (refusals.size() == r.jobs.size()) return RefuseIn(r, first_refusal);
   CrashPoint(kCrashInAfterSubmit);
-  if (absl::Status s = journal_->Update(Direction::kIn, r.id, MigrationState::kCommitted, "", clock_->Now(), &ids);
+  const std::string note =
+      refusals.empty() ? "" : absl::StrCat("refused by this site's scheduler: ", absl::StrJoin(refusals, "; "));
+  if (absl::Status s = journal_->Update(Direction::kIn, r.id, MigrationState::kCommitted, note, clock_->Now(), &ids);
       !s.ok()) {
     return s;
   }
@@ -806,7 +880,7 @@ absl::StatusOr<TransferReply> Migrator::HandleTransfer(const TransferRequest& re
     }
     if (r.state == MigrationState::kCommitted) {
       TransferReply reply;
-      for (const JournalJob& j : r.jobs) reply.new_ids.push_back(j.dest_id);
+      FillReply(r.jobs, DestIds(r.jobs), &reply);
       return reply;
     }
   } else {
@@ -818,6 +892,22 @@ absl::StatusOr<TransferReply> Migrator::HandleTransfer(const TransferRequest& re
       return absl::AbortedError(absl::StrCat("Transfer: migration ", req.migration_id, " was aborted (",
                                              req.source_site, "'s ids up to ", *floor, " are)"));
     }
+    // Checked before anything is journaled: a spec this site refuses fails
+    // alone (its submit is refused again, CompleteIn); when every one is
+    // refused the transfer is, and nothing is journaled (issue 34,
+    // finding 5).
+    size_t refused = 0;
+    absl::Status first = absl::OkStatus();
+    for (size_t i = 0; i < req.jobs.size(); ++i) {
+      if (absl::Status c = adapter_->CheckSpec(req.jobs[i]); !c.ok()) {
+        ++refused;
+        if (first.ok()) {
+          first = absl::InvalidArgumentError(
+              absl::StrCat("Transfer: jobs[", i, "]: this site's scheduler refuses it: ", c.message()));
+        }
+      }
+    }
+    if (refused == req.jobs.size()) return first;
     if (admission_) {
       if (absl::Status a = admission_(req); !a.ok()) return Annotate(a, absl::StrCat("Transfer ", req.migration_id));
     }
@@ -837,9 +927,14 @@ absl::StatusOr<TransferReply> Migrator::HandleTransfer(const TransferRequest& re
     if (absl::Status s = journal_->Insert(r); !s.ok()) return s;
     CrashPoint(kCrashInAfterPrepared);
   }
+  std::vector<JournalJob> keys;  // CompleteIn takes the record
+  keys.reserve(r.jobs.size());
+  for (const JournalJob& j : r.jobs) keys.push_back(JournalJob{.key = j.key});
   absl::StatusOr<std::vector<std::string>> ids = CompleteIn(std::move(r));
   if (!ids.ok()) return ids.status();
-  return TransferReply{*std::move(ids)};
+  TransferReply reply;
+  FillReply(keys, *ids, &reply);
+  return reply;
 }
 
 absl::StatusOr<AbortReply> Migrator::HandleAbort(const std::string& migration_id, const std::string& source_site) {
@@ -887,7 +982,7 @@ absl::StatusOr<AbortReply> Migrator::HandleAbort(const std::string& migration_id
       reply.aborted = true;
       return reply;
     case MigrationState::kCommitted:
-      for (const JournalJob& j : r.jobs) reply.new_ids.push_back(j.dest_id);
+      FillReply(r.jobs, DestIds(r.jobs), &reply);
       return reply;
     default:
       break;
@@ -907,7 +1002,7 @@ absl::StatusOr<AbortReply> Migrator::HandleAbort(const std::string& migration_id
       return reply;
     }
     if (!ids.ok()) return ids.status();
-    reply.new_ids = *std::move(ids);
+    FillReply(r.jobs, *ids, &reply);
     return reply;
   }
   if (absl::Status s = journal_->Update(Direction::kIn, r.id, MigrationState::kAborted,
@@ -961,7 +1056,10 @@ absl::StatusOr<std::map<std::string, int64_t>> Migrator::CommittedOut(const std:
   if (!recs.ok()) return recs.status();
   std::map<std::string, int64_t> out;
   for (const MigrationRecord& r : *recs)
-    if (r.state == MigrationState::kCommitted) out[r.peer] += static_cast<int64_t>(r.jobs.size());
+    if (r.state == MigrationState::kCommitted) {
+      // A job the destination refused stayed here.
+      for (const JournalJob& j : r.jobs) out[r.peer] += !j.dest_id.empty();
+    }
   return out;
 }
 

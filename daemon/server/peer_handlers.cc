@@ -47,9 +47,7 @@ absl::Status PeerHandlers::CheckCaller(const std::string& caller, const std::str
   return absl::OkStatus();
 }
 
-bool PeerHandlers::EpochOk(int64_t e) const {
-  return e > 0 && e <= absl::ToUnixMillis(env_->Now() + absl::Hours(24));
-}
+bool PeerHandlers::EpochOk(int64_t e) const { return e > 0 && e <= absl::ToUnixMillis(env_->Now() + absl::Hours(24)); }
 
 void PeerHandlers::LogOnce(const std::string& line) {
   std::lock_guard<std::mutex> l(refused_mu_);
@@ -151,7 +149,7 @@ absl::Status PeerHandlers::Transfer(const std::string& caller, const v1::Transfe
     return Invalid("migration_id: 1..200 characters");
   auto r = d_.migrator->HandleTransfer(FromProto(req));
   if (!r.ok()) return r.status();
-  for (const auto& id : r->new_ids) reply->add_new_ids(id);
+  ToProto(*r, reply);
   return absl::OkStatus();
 }
 
@@ -161,8 +159,7 @@ absl::Status PeerHandlers::Abort(const std::string& caller, const v1::AbortReque
     return Invalid("migration_id: 1..200 characters");
   auto r = d_.migrator->HandleAbort(req.migration_id(), req.source_site());
   if (!r.ok()) return r.status();
-  reply->set_aborted(r->aborted);
-  for (const auto& id : r->new_ids) reply->add_new_ids(id);
+  ToProto(*r, reply);
   return absl::OkStatus();
 }
 

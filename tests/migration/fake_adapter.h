@@ -171,6 +171,9 @@ class FakeAdapter : public scheduler::SchedulerAdapter {
     }
     if (!refused_submit_name_.empty() && spec.name == refused_submit_name_)
       return absl::InvalidArgumentError("injected refusal: the scheduler does not take " + spec.name);
+    // The contract: Submit refuses what CheckSpec refuses.
+    if (!refused_name_.empty() && spec.name == refused_name_)
+      return absl::InvalidArgumentError(absl::StrCat("injected: no job named ", spec.name, " here"));
     scheduler::Job j;
     j.id = absl::StrCat(site_, "-", next_id_++);
     j.spec = spec;

@@ -207,9 +207,12 @@ TEST_F(MigratorTest, ABatchWithNoJobHeldIsAShortfallOfItsJobsOnce) {
   EXPECT_EQ(live["k1"], std::make_pair(std::string("A"), JobState::kPending));
 }
 
-// A destination whose scheduler refuses one spec refuses the transfer before
-// submitting anything; the source aborts and keeps every job, runnable.
-TEST_F(MigratorTest, ASpecTheDestinationRefusesKeepsTheWholeBatchAtTheSource) {
+// Issue 34, finding 5: a spec the destination refuses (its CheckSpec) fails
+// alone: the rest of the batch moves, the reply names the refused key, and
+// the source releases exactly that job. A batch whose every spec is refused
+// is refused as before: nothing journaled at the destination, every job
+// kept at the source.
+TEST_F(MigratorTest, Issue34_ASpecTheDestinationRefusesFailsAloneAndTheRestMove) {
   Site& a = Make("A");
   Site& b = Make("B");
   AddJob(a, "k0");
@@ -219,12 +222,69 @@ TEST_F(MigratorTest, ASpecTheDestinationRefusesKeepsTheWholeBatchAtTheSource) {
   auto res = a.migrator->MigrateOut("B", 3, "r1");
   ASSERT_TRUE(res.ok()) << res.status();
   ASSERT_EQ(res->size(), 1u);
+  EXPECT_TRUE((*res)[0].status.ok()) << (*res)[0].status;
+  EXPECT_EQ((*res)[0].moved, 2);
+  EXPECT_EQ((*res)[0].shortfall, 1);
+  auto live = Live();
+  EXPECT_EQ(live["k0"].first, "B");
+  EXPECT_EQ(live["k2"].first, "B");
+  EXPECT_EQ(live["k1"], std::make_pair(std::string("A"), JobState::kPending));
+  const std::string id = (*res)[0].migration_id;
+  const MigrationRecord out = **a.journal->Get(Direction::kOut, id);
+  EXPECT_EQ(out.state, MigrationState::kCommitted);
+  EXPECT_NE(out.note.find("refused by B, kept here: k1"), std::string::npos) << out.note;
+  EXPECT_EQ(*a.migrator->CommittedOut("r1"), (std::map<std::string, int64_t>{{"B", 2}}));
+  EXPECT_EQ((**b.journal->Get(Direction::kIn, id)).state, MigrationState::kCommitted);
+  // A repeat and an Abort answer the same: two ids, k1 refused.
+  TransferRequest again;
+  again.migration_id = id;
+  again.source_site = "A";
+  for (const JournalJob& j : out.jobs) again.jobs.push_back(j.spec);
+  auto tr = b.migrator->HandleTransfer(again);
+  ASSERT_TRUE(tr.ok()) << tr.status();
+  EXPECT_EQ(tr->new_ids.size(), 2u);
+  EXPECT_EQ(tr->refused_keys, std::vector<std::string>{"k1"});
+  auto ab = b.migrator->HandleAbort(id, "A");
+  ASSERT_TRUE(ab.ok()) << ab.status();
+  EXPECT_FALSE(ab->aborted);
+  EXPECT_EQ(ab->new_ids, tr->new_ids);
+  EXPECT_EQ(ab->refused_keys, tr->refused_keys);
+  EXPECT_TRUE(a.migrator->Recover().ok());
+  EXPECT_TRUE(b.migrator->Recover().ok());
+  // Every spec refused: the whole transfer is, and the source keeps all.
+  b.adapter->RefuseSpecsNamed("k1");
+  auto alone = a.migrator->MigrateOut("B", 1, "r2");
+  ASSERT_TRUE(alone.ok()) << alone.status();
+  EXPECT_EQ((*alone)[0].moved, 0);
+  EXPECT_NE((*alone)[0].status.message().find("refuses it"), std::string::npos) << (*alone)[0].status;
+  EXPECT_EQ(Live()["k1"], std::make_pair(std::string("A"), JobState::kPending));
+  EXPECT_EQ(OutState(a, (*alone)[0].migration_id), MigrationState::kAborted);
+}
+
+// A reply that does not fit the batch (a refused key not of it, counts that
+// do not add up) is not acted on: the jobs stay held and the record
+// PREPARED, to be asked again.
+TEST_F(MigratorTest, Issue34_AReplyThatDoesNotFitIsNotActedOn) {
+  Site& a = Make("A");
+  Make("B");
+  AddJob(a, "k0");
+  AddJob(a, "k1");
+  int calls = 0;
+  transport_.SetReplyFilter([&](TransferReply* r) {
+    ++calls;
+    r->refused_keys = {"not-ours"};
+    r->new_ids.pop_back();
+  });
+  auto res = a.migrator->MigrateOut("B", 2, "r1");
+  ASSERT_TRUE(res.ok()) << res.status();
+  EXPECT_EQ(calls, 1);
   EXPECT_EQ((*res)[0].moved, 0);
-  EXPECT_FALSE((*res)[0].status.ok());
-  EXPECT_NE((*res)[0].status.message().find("refuses it"), std::string::npos) << (*res)[0].status;
-  for (const auto& [key, where] : Live()) EXPECT_EQ(where, std::make_pair(std::string("A"), JobState::kPending)) << key;
-  EXPECT_TRUE(b.adapter->AllJobs().empty()) << "nothing submitted at B";
-  EXPECT_EQ(OutState(a, (*res)[0].migration_id), MigrationState::kAborted);
+  EXPECT_EQ((*res)[0].in_flight, 2);
+  EXPECT_EQ(OutState(a, (*res)[0].migration_id), MigrationState::kPrepared);
+  transport_.SetReplyFilter(nullptr);
+  EXPECT_TRUE(a.migrator->Recover().ok());
+  EXPECT_EQ(OutState(a, (*res)[0].migration_id), MigrationState::kCommitted);
+  for (const auto& [key, where] : Live()) EXPECT_EQ(where.first, "B") << key;
 }
 
 // Issue 34, finding 5: one user's job that no site would take (here a name
@@ -712,31 +772,42 @@ TEST_F(MigratorTest, AdmissionRefusalChangesNothing) {
   EXPECT_EQ(b.adapter->AllJobs().size(), 1u);
 }
 
-TEST_F(MigratorTest, ASchedulerRefusalAtSubmitIsFinalAndTheSourceKeepsItsJobs) {
+// Issue 34, finding 5: a job the destination's scheduler refuses at submit
+// time (final) fails alone too; when it refuses every job of the batch, the
+// record is aborted and the source keeps them all.
+TEST_F(MigratorTest, ASchedulerRefusalAtSubmitFailsAloneAndTheSourceKeepsThatJob) {
   Site& a = Make("A");
   Site& b = Make("B");
   AddJob(a, "k0");
   AddJob(a, "k1");
   AddJob(a, "k2");
-  // k1 passes CheckSpec at B but B's scheduler refuses it when submitted:
-  // whichever order the jobs go in, some may be submitted before it.
+  // k1 passes CheckSpec at B but B's scheduler refuses it when submitted.
   b.adapter->RefuseSubmitsNamed("k1");
   auto res = a.migrator->MigrateOut("B", 3, "r1");
   ASSERT_TRUE(res.ok()) << res.status();
   const std::string id = (*res)[0].migration_id;
-  EXPECT_EQ((*res)[0].moved, 0);
+  EXPECT_EQ((*res)[0].moved, 2);
   EXPECT_EQ((*res)[0].in_flight, 0) << "nothing left held";
-  EXPECT_EQ(OutState(a, id), MigrationState::kAborted);
-  EXPECT_EQ((**b.journal->Get(Direction::kIn, id)).state, MigrationState::kAborted);
+  EXPECT_EQ(OutState(a, id), MigrationState::kCommitted);
+  const MigrationRecord in = **b.journal->Get(Direction::kIn, id);
+  EXPECT_EQ(in.state, MigrationState::kCommitted);
+  EXPECT_NE(in.note.find("k1 (injected refusal"), std::string::npos) << in.note;
   auto live = Live();
   ASSERT_EQ(live.size(), 3u);
-  for (const char* k : {"k0", "k1", "k2"}) {
-    EXPECT_EQ(live[k].first, "A") << k;
-    EXPECT_EQ(live[k].second, JobState::kPending) << k;
-  }
+  EXPECT_EQ(live["k1"], std::make_pair(std::string("A"), JobState::kPending));
+  EXPECT_EQ(live["k0"].first, "B");
+  EXPECT_EQ(live["k2"].first, "B");
   // Recovery on both sides has nothing left to do.
   EXPECT_TRUE(b.migrator->Recover().ok());
   EXPECT_TRUE(a.migrator->Recover().ok());
+  // Only k1 left: refused alone is refused whole.
+  auto last = a.migrator->MigrateOut("B", 1, "r2");
+  ASSERT_TRUE(last.ok()) << last.status();
+  EXPECT_EQ((*last)[0].moved, 0);
+  EXPECT_EQ((*last)[0].in_flight, 0);
+  EXPECT_EQ(OutState(a, (*last)[0].migration_id), MigrationState::kAborted);
+  EXPECT_EQ((**b.journal->Get(Direction::kIn, (*last)[0].migration_id)).state, MigrationState::kAborted);
+  EXPECT_EQ(Live()["k1"], std::make_pair(std::string("A"), JobState::kPending));
 }
 
 }  // namespace
