@@ -454,11 +454,8 @@ absl::StatusOr<SlurmOptions> ParseSlurmOptions(const std::map<std::string, std::
           "submit_partition, timeout, uid_max, uid_min, users, users_map, workdir_policy)"));
     }
   }
-  // Checked whatever check_combination says: each concerns who jobs run as.
-  if (o.uid_min > o.uid_max) {
-    return absl::InvalidArgumentError(absl::StrCat("scheduler option \"uid_max\": ", o.uid_max, " is below uid_min, ",
-                                                   o.uid_min, " (the defaults are login.defs' UID_MIN and UID_MAX)"));
-  }
+  // Checked whatever check_combination says: the built-in deny list alone
+  // refuses these (deny_users' additions are checked with the combination).
   for (const auto& [from, target] : o.users_map) {
     if (o.deny_users.contains(target.user)) {
       return absl::InvalidArgumentError(absl::StrCat(
@@ -472,6 +469,10 @@ absl::StatusOr<SlurmOptions> ParseSlurmOptions(const std::map<std::string, std::
                                                    "docs/adapters.md, \"Who moved jobs run as\")"));
   }
   if (!check_combination) return o;
+  if (o.uid_min > o.uid_max) {
+    return absl::InvalidArgumentError(absl::StrCat("scheduler option \"uid_max\": ", o.uid_max, " is below uid_min, ",
+                                                   o.uid_min, " (the defaults are login.defs' UID_MIN and UID_MAX)"));
+  }
   if (o.run_as == SlurmRunAs::kOwner && !o.users_map_set) {
     return absl::InvalidArgumentError(
         "scheduler option \"run_as\": \"owner\" needs \"users_map\" (same-name, or a file of "

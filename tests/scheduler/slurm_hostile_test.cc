@@ -412,6 +412,10 @@ TEST_F(HostileSlurmSpec, Issue34_SameNameTakesOnlyOrdinaryAccounts) {
     EXPECT_TRUE(absl::IsInvalidArgument(o.status())) << says;
     EXPECT_TRUE(absl::StrContains(o.status().message(), says)) << o.status();
   }
+  // One option at a time (how the daemon's config check names the line):
+  // the range is checked with the combination only.
+  EXPECT_TRUE(ParseSlurmOptions({{"uid_min", "70000"}}, /*check_combination=*/false).ok());
+  EXPECT_TRUE(ParseSlurmOptions({{"uid_min", "70000"}, {"uid_max", "80000"}}).ok());
   // run_as_account: never a listed service account.
   auto munge = ParseSlurmOptions({{"run_as", "account"}, {"run_as_account", "munge"}});
   EXPECT_TRUE(absl::IsInvalidArgument(munge.status())) << munge.status();
