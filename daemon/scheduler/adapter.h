@@ -189,9 +189,10 @@ class SchedulerAdapter {
 
   // Whether Submit would take this spec, without submitting anything:
   // InvalidArgument saying what this scheduler refuses (a script it cannot
-  // run, a name or environment it cannot carry). A site receiving jobs checks
-  // every spec of a transfer before it submits any, so a refusal refuses the
-  // whole transfer and the source keeps its jobs. Submit refuses what this
+  // run, a name or environment it cannot carry, an owner it will not run
+  // as). A site receiving jobs checks every spec of a transfer before it
+  // submits any: a refused job fails alone and stays at its source, the
+  // rest move (issue 34; docs/design.md §7). Submit refuses what this
   // refuses. The default checks what every adapter needs (cores >= 1; no
   // negative memory, time limit or duration; a finite cost >= 0; every
   // environment name allowed by RefusedEnvName; an owner that is "" or a
