@@ -777,7 +777,7 @@ absl::StatusOr<std::vector<std::string>> Migrator::CompleteIn(MigrationRecord r)
   // Jobs this site's scheduler refused for good (InvalidArgument: final,
   // scheduler::SchedulerAdapter::Submit): they fail alone, with "" as
   // their id (issue 34, finding 5).
-  std::vector<std::string> refusals;
+  std::vector<std::pair<size_t, std::string>> refusals;  // index, why
   absl::Status first_refusal = absl::OkStatus();
   ForChunks(r.jobs.size(), adapter_chunk_, [&](size_t begin, size_t end) {
     if (!failed.ok()) return;
@@ -796,7 +796,7 @@ absl::StatusOr<std::vector<std::string>> Migrator::CompleteIn(MigrationRecord r)
           i - begin < got.size() ? std::move(got[i - begin]) : absl::InternalError("no answer from SubmitMany");
       if (absl::IsInvalidArgument(id.status())) {
         if (first_refusal.ok()) first_refusal = Annotate(id.status(), absl::StrCat("submit job ", i));
-        refusals.push_back(absl::StrCat(r.jobs[i].key, " (", id.status().message(), ")"));
+        refusals.emplace_back(i, absl::StrCat(r.jobs[i].key, " (", id.status().message(), ")"));
         ids.emplace_back();
         continue;
       }
@@ -809,11 +809,25 @@ absl::StatusOr<std::vector<std::string>> Migrator::CompleteIn(MigrationRecord r)
     CrashPoint(kCrashInAfterSubmitOne);
   });
   if (!failed.ok()) return failed;
+  // A job refused now that an earlier pass submitted (a scheduler may check
+  // a spec before it looks up the tag, and its rules may have changed) was
+  // taken: reported refused, the source would release its copy and it would
+  // run at both sites. Found by its tag, it keeps its id.
+  std::vector<std::string> refused_notes;
+  for (const auto& [i, why] : refusals) {
+    absl::StatusOr<std::vector<Job>> found = adapter_->FindByTag(Tag(r.id, i));
+    if (!found.ok()) return Annotate(found.status(), absl::StrCat("migration ", r.id, ": find by tag"));
+    for (const Job& j : *found) {
+      if (j.state != JobState::kCancelled && ids[i].empty()) ids[i] = j.id;
+    }
+    if (ids[i].empty()) refused_notes.push_back(why);
+  }
   // Every job refused: nothing to commit; the source keeps them all.
-  if (refusals.size() == r.jobs.size()) return RefuseIn(r, first_refusal);
+  if (refused_notes.size() == r.jobs.size()) return RefuseIn(r, first_refusal);
   CrashPoint(kCrashInAfterSubmit);
-  const std::string note =
-      refusals.empty() ? "" : absl::StrCat("refused by this site's scheduler: ", absl::StrJoin(refusals, "; "));
+  const std::string note = refused_notes.empty()
+                               ? ""
+                               : absl::StrCat("refused by this site's scheduler: ", absl::StrJoin(refused_notes, "; "));
   if (absl::Status s = journal_->Update(Direction::kIn, r.id, MigrationState::kCommitted, note, clock_->Now(), &ids);
       !s.ok()) {
     return s;

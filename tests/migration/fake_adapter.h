@@ -72,6 +72,13 @@ class FakeAdapter : public scheduler::SchedulerAdapter {
     std::lock_guard<std::mutex> l(mu_);
     refused_submit_name_ = std::move(name);
   }
+  // The refusal of RefuseSubmitsNamed comes before the tag is looked up
+  // (as the sim adapter checks a spec first): a job submitted before is
+  // then refused on a retry.
+  void RefuseBeforeTagLookup(bool before) {
+    std::lock_guard<std::mutex> l(mu_);
+    refuse_before_tag_ = before;
+  }
   // CheckSpec refuses specs with this name.
   void RefuseSpecsNamed(std::string name) {
     std::lock_guard<std::mutex> l(mu_);
@@ -160,6 +167,8 @@ class FakeAdapter : public scheduler::SchedulerAdapter {
   absl::StatusOr<std::string> Submit(const scheduler::JobSpec& spec, const std::string& tag, bool held) override {
     std::lock_guard<std::mutex> l(mu_);
     submitted_sources_.push_back(spec.source_site);
+    if (refuse_before_tag_ && !refused_submit_name_.empty() && spec.name == refused_submit_name_)
+      return absl::InvalidArgumentError("injected refusal: the scheduler does not take " + spec.name);
     if (!tag.empty()) {
       for (const auto& [id, j] : jobs_) {
         if (j.tag == tag) return id;
@@ -292,6 +301,7 @@ class FakeAdapter : public scheduler::SchedulerAdapter {
   int hold_fail_after_effect_ = 0;
   std::string refused_name_;
   std::string refused_submit_name_;
+  bool refuse_before_tag_ = false;
   mutable std::vector<std::string> checked_sources_;
   std::vector<std::string> submitted_sources_;
 };

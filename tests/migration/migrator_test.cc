@@ -403,6 +403,27 @@ TEST_F(MigratorTest, Issue34_EveryIncomingJobCarriesTheAuthenticatedSourceSite) 
   EXPECT_EQ(DecodeSpec(EncodeSpec(with))->source_site, "");
 }
 
+// A job refused on a retry that an earlier pass had submitted (found by its
+// tag) was taken: reported refused, the source would release its copy and
+// the job would run at both sites.
+TEST_F(MigratorTest, Issue34_AJobSubmittedBeforeItsRefusalIsNotReportedRefused) {
+  Site& b = Make("B");
+  TransferRequest req = Request("A:1", {"k0", "k1"});
+  req.jobs[0].name = "k0";
+  req.jobs[1].name = "k1";
+  b.adapter->FailSubmits(1);  // k0 fails for now, k1 is submitted
+  EXPECT_EQ(b.migrator->HandleTransfer(req).status().code(), absl::StatusCode::kUnavailable);
+  ASSERT_EQ(b.adapter->AllJobs().size(), 1u);
+  b.adapter->RefuseSubmitsNamed("k1");
+  b.adapter->RefuseBeforeTagLookup(true);
+  ASSERT_TRUE(b.migrator->Recover().ok());
+  auto tr = b.migrator->HandleTransfer(req);
+  ASSERT_TRUE(tr.ok()) << tr.status();
+  EXPECT_EQ(tr->new_ids.size(), 2u);
+  EXPECT_TRUE(tr->refused_keys.empty());
+  EXPECT_EQ(b.adapter->AllJobs().size(), 2u) << "k1 once, k0 once";
+}
+
 TEST_F(MigratorTest, RepeatedTransferAnswersTheStoredResult) {
   Site& b = Make("B");
   TransferRequest req = Request("A:1", {"k0", "k1"});
