@@ -34,6 +34,9 @@ inline constexpr std::string_view kCrashOutAfterHold = "out_after_hold";
 inline constexpr std::string_view kCrashOutAfterPrepared = "out_after_prepared";
 // Transfer answered with the new ids; no held copy cancelled yet.
 inline constexpr std::string_view kCrashOutAfterReply = "out_after_reply";
+// The jobs the destination refused released (they stay here); no held copy
+// cancelled yet (issue 34, finding 5).
+inline constexpr std::string_view kCrashOutAfterReleaseRefused = "out_after_release_refused";
 // After each chunk of cancelled held copies (CancelMany).
 inline constexpr std::string_view kCrashOutAfterCancelOne = "out_after_cancel_one";
 // Every held copy cancelled; COMMITTED not yet journaled.
@@ -68,11 +71,11 @@ inline constexpr std::string_view kCrashInAfterAbortRecorded = "in_after_abort_r
 
 // Every point above, for tests that visit them all.
 inline constexpr std::string_view kAllCrashPoints[] = {
-    kCrashOutAfterIntent,       kCrashOutAfterHoldOne,    kCrashOutAfterHold,    kCrashOutAfterPrepared,
-    kCrashOutAfterReply,        kCrashOutAfterCancelOne,  kCrashOutAfterCancel,  kCrashOutAfterCommitted,
-    kCrashOutAfterAborting,     kCrashOutAfterAbortReply, kCrashOutAfterRelease, kCrashOutAfterAborted,
-    kCrashInAfterPrepared,      kCrashInAfterSubmitOne,   kCrashInAfterSubmit,   kCrashInAfterCommitted,
-    kCrashInAfterAbortRecorded,
+    kCrashOutAfterIntent,       kCrashOutAfterHoldOne,        kCrashOutAfterHold,    kCrashOutAfterPrepared,
+    kCrashOutAfterReply,        kCrashOutAfterCancelOne,      kCrashOutAfterCancel,  kCrashOutAfterCommitted,
+    kCrashOutAfterAborting,     kCrashOutAfterAbortReply,     kCrashOutAfterRelease, kCrashOutAfterAborted,
+    kCrashInAfterPrepared,      kCrashInAfterSubmitOne,       kCrashInAfterSubmit,   kCrashInAfterCommitted,
+    kCrashInAfterAbortRecorded, kCrashOutAfterReleaseRefused,
 };
 
 inline constexpr char kCrashEnvVar[] = "HYPERFED_CRASH_AT";

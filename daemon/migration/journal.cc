@@ -246,6 +246,58 @@ absl::Status Journal::InsertJobs(Direction d, const std::string& id, const std::
   return absl::OkStatus();
 }
 
+absl::Status Journal::RecordEarlyAbort(const MigrationRecord& r, int64_t cap) {
+  std::lock_guard<std::mutex> l(mu_);
+  Transaction tx(&statements_);
+  if (!tx.began()) return SqlError("begin");
+  if (absl::Status s = InsertLocked(r); !s.ok()) return s;
+  // The peer's records of aborts before any Transfer: aborted, incoming,
+  // without jobs (a record that had a Transfer has its jobs).
+  Stmt q(&statements_,
+         "SELECT id FROM migrations m WHERE direction = 'in' AND peer = ?1 AND state = 'ABORTED' AND NOT EXISTS "
+         "(SELECT 1 FROM migration_jobs j WHERE j.direction = 'in' AND j.migration_id = m.id)");
+  if (!q.ok()) return SqlError("prepare early aborts");
+  q.Bind(1, r.peer);
+  std::vector<std::pair<int64_t, std::string>> early;
+  for (int rc = q.Step(); rc != SQLITE_DONE; rc = q.Step()) {
+    if (rc != SQLITE_ROW) return SqlError("read early aborts");
+    std::string id = q.Text(0);
+    int64_t n = 0;
+    // Every such id passed the migrator's check ("<peer>:<n>"); one that
+    // does not parse sorts first and goes first.
+    const size_t colon = id.rfind(':');
+    if (colon == std::string::npos || !absl::SimpleAtoi(id.substr(colon + 1), &n)) n = 0;
+    early.emplace_back(n, std::move(id));
+  }
+  if (static_cast<int64_t>(early.size()) <= cap) return tx.Commit() ? absl::OkStatus() : SqlError("commit");
+  std::sort(early.begin(), early.end());
+  const size_t drop = early.size() - static_cast<size_t>(std::max<int64_t>(cap, 0));
+  Stmt del(&statements_, "DELETE FROM migrations WHERE direction = 'in' AND id = ?1");
+  if (!del.ok()) return SqlError("prepare drop early abort");
+  for (size_t i = 0; i < drop; ++i) {
+    del.Reset();
+    if (del.Bind(1, early[i].second).Step() != SQLITE_DONE) return SqlError("drop early abort");
+  }
+  Stmt floor(&statements_,
+             "INSERT INTO meta(name, value) VALUES (?1, ?2) ON CONFLICT(name) DO UPDATE SET value = "
+             "max(value, excluded.value)");
+  if (!floor.ok()) return SqlError("prepare floor");
+  if (floor.Bind(1, "early_abort_floor:" + r.peer).Bind(2, early[drop - 1].first).Step() != SQLITE_DONE)
+    return SqlError("raise floor");
+  return tx.Commit() ? absl::OkStatus() : SqlError("commit");
+}
+
+absl::StatusOr<int64_t> Journal::EarlyAbortFloor(const std::string& peer) const {
+  std::lock_guard<std::mutex> l(mu_);
+  Stmt q(&statements_, "SELECT value FROM meta WHERE name = ?1");
+  if (!q.ok()) return SqlError("prepare floor");
+  q.Bind(1, "early_abort_floor:" + peer);
+  const int rc = q.Step();
+  if (rc == SQLITE_DONE) return int64_t{0};
+  if (rc != SQLITE_ROW) return SqlError("read floor");
+  return q.Int(0);
+}
+
 absl::Status Journal::Insert(const MigrationRecord& r) { return InsertAll({r}); }
 
 absl::Status Journal::InsertAll(const std::vector<MigrationRecord>& rs) {
@@ -438,8 +490,7 @@ absl::StatusOr<std::optional<MigrationRecord>> Journal::Get(Direction d, const s
 
 absl::StatusOr<std::vector<MigrationRecord>> Journal::ListActive(Direction d) const {
   std::lock_guard<std::mutex> l(mu_);
-  return Query(absl::StrCat("direction = ?1 AND ", kUnsettled), "created_ms, id",
-               {DirectionName(d)}, -1, true);
+  return Query(absl::StrCat("direction = ?1 AND ", kUnsettled), "created_ms, id", {DirectionName(d)}, -1, true);
 }
 
 absl::StatusOr<std::vector<MigrationRecord>> Journal::ListRecent(int limit) const {

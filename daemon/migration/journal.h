@@ -7,7 +7,8 @@
 //
 // Tables:
 //   meta(name, value)             schema_version; next_sequence, the
-//                                 persistent counter behind migration ids
+//                                 persistent counter behind migration ids;
+//                                 early_abort_floor:<peer> (RecordEarlyAbort)
 //   migrations(direction, id, peer, state, round_id, created_ms,
 //              updated_ms, note)  one row per outgoing ("out") or incoming
 //                                 ("in") migration
@@ -106,6 +107,18 @@ class Journal {
   // Like Update, but replaces the job rows with `jobs` (keys, ids and specs).
   absl::Status UpdateWithJobs(Direction d, const std::string& id, MigrationState state, const std::string& note,
                               absl::Time now, const std::vector<JournalJob>& jobs);
+
+  // An Abort that came before any Transfer (issue 34, finding 6): inserts
+  // `r` (an incoming ABORTED record without jobs, its id "<r.peer>:<n>"),
+  // then keeps at most `cap` such records from r.peer, dropping those with
+  // the lowest n, and raises r.peer's floor (EarlyAbortFloor) to the
+  // highest n dropped. One
+  // transaction: a crash leaves the record and its floor, or neither.
+  // AlreadyExists if the id exists.
+  absl::Status RecordEarlyAbort(const MigrationRecord& r, int64_t cap);
+  // The highest number RecordEarlyAbort dropped for `peer` (0: none): a
+  // Transfer of an unknown id of that peer at or below it was aborted.
+  absl::StatusOr<int64_t> EarlyAbortFloor(const std::string& peer) const;
 
   // Records not in a terminal state, oldest first, with specs.
   absl::StatusOr<std::vector<MigrationRecord>> ListActive(Direction d) const;

@@ -58,6 +58,68 @@ bool PrintableId(const std::string& s) {
   return std::all_of(s.begin(), s.end(), [](char c) { return c > ' ' && c < 127; });
 }
 
+// The n of a migration id "<source>:<n>", the only form MigrateOut makes
+// (n from the journal's sequence, >= 1); 0 when `id` is not one of
+// `source`'s. Binding ids to their source and numbering them lets a
+// destination bound what it remembers of aborts (issue 34, finding 6).
+int64_t SequenceOf(const std::string& id, const std::string& source) {
+  if (!absl::StartsWith(id, source + ":")) return 0;
+  const std::string n = id.substr(source.size() + 1);
+  int64_t v = 0;
+  if (n.empty() || n.size() > 18 || !std::all_of(n.begin(), n.end(), [](char c) { return c >= '0' && c <= '9'; }) ||
+      n[0] == '0' || !absl::SimpleAtoi(n, &v))
+    return 0;
+  return v;
+}
+
+// The reply to a source for a record's jobs and their destination ids
+// (one per job, "" for a job refused here): TransferReply's layout.
+template <typename Reply>
+void FillReply(const std::vector<JournalJob>& jobs, const std::vector<std::string>& dest_ids, Reply* reply) {
+  for (size_t i = 0; i < jobs.size(); ++i) {
+    if (i < dest_ids.size() && !dest_ids[i].empty())
+      reply->new_ids.push_back(dest_ids[i]);
+    else
+      reply->refused_keys.push_back(jobs[i].key);
+  }
+}
+std::vector<std::string> DestIds(const std::vector<JournalJob>& jobs) {
+  std::vector<std::string> out;
+  out.reserve(jobs.size());
+  for (const JournalJob& j : jobs) out.push_back(j.dest_id);
+  return out;
+}
+
+// The destination id of every job of `r` from a reply's new_ids and
+// refused_keys ("" for a refused job), or Internal when the reply does not
+// fit the record (not a final answer: the source keeps holding and asks
+// again).
+absl::StatusOr<std::vector<std::string>> ExpandReply(const MigrationRecord& r, const std::vector<std::string>& new_ids,
+                                                     const std::vector<std::string>& refused_keys,
+                                                     const std::string& what) {
+  auto bad = [&](const std::string& why) {
+    return absl::InternalError(absl::StrCat(what, " ", r.id, ": ", r.peer, " answered ", new_ids.size(), " ids and ",
+                                            refused_keys.size(), " refused jobs for ", r.jobs.size(), " jobs: ", why));
+  };
+  if (new_ids.size() + refused_keys.size() != r.jobs.size()) return bad("the counts do not add up");
+  if (new_ids.empty()) return bad("a destination refusing every job aborts the migration instead");
+  std::set<std::string> refused(refused_keys.begin(), refused_keys.end());
+  if (refused.size() != refused_keys.size()) return bad("a key refused twice");
+  std::vector<std::string> out;
+  out.reserve(r.jobs.size());
+  size_t next = 0;
+  for (const JournalJob& j : r.jobs) {
+    if (refused.erase(j.key) > 0) {
+      out.emplace_back();
+    } else {
+      if (next >= new_ids.size() || new_ids[next].empty()) return bad("an id missing or empty");
+      out.push_back(new_ids[next++]);
+    }
+  }
+  if (!refused.empty() || next != new_ids.size()) return bad("a refused key not of this migration");
+  return out;
+}
+
 // Calls fn(begin, end) for each chunk [begin, end) of at most `chunk` of n items.
 template <typename F>
 void ForChunks(size_t n, int64_t chunk, F fn) {
@@ -294,7 +356,8 @@ absl::StatusOr<std::vector<Job>> Migrator::Candidates(const std::vector<std::str
   if (!only) {
     // kMoveOrder: most recently queued first; among equal times, later in
     // queue order.
-    std::stable_sort(out.begin(), out.end(), [](const Job& a, const Job& b) { return a.queued_at_ms < b.queued_at_ms; });
+    std::stable_sort(out.begin(), out.end(),
+                     [](const Job& a, const Job& b) { return a.queued_at_ms < b.queued_at_ms; });
     std::reverse(out.begin(), out.end());
   }
   return listed;
@@ -316,10 +379,12 @@ OutResult Migrator::RunBatch(MigrationRecord b, bool attempt, int64_t* shortfall
   absl::Status st = PrepareBatch(std::move(b), &dropped, &prepared);
   *shortfall += dropped;
   bool committed = false;
-  if (st.ok() && prepared.has_value()) st = DriveOut(res.migration_id, &*prepared, &committed);
+  int64_t refused = 0;
+  if (st.ok() && prepared.has_value()) st = DriveOut(res.migration_id, &*prepared, &committed, &refused);
   if (st.ok() && committed) {  // the usual end: nothing to read back
     res.job_keys = Keys(*prepared);
-    res.moved = static_cast<int64_t>(prepared->jobs.size());
+    res.moved = static_cast<int64_t>(prepared->jobs.size()) - refused;
+    *shortfall += refused;  // refused at the destination: still here
     return res;
   }
   absl::StatusOr<std::optional<MigrationRecord>> after = journal_->Get(Direction::kOut, res.migration_id, false);
@@ -332,7 +397,9 @@ OutResult Migrator::RunBatch(MigrationRecord b, bool attempt, int64_t* shortfall
   int64_t n = static_cast<int64_t>(r.jobs.size());
   switch (r.state) {
     case MigrationState::kCommitted:
-      res.moved = n;
+      // A job the destination refused (no id) stayed here.
+      res.moved = std::count_if(r.jobs.begin(), r.jobs.end(), [](const JournalJob& j) { return !j.dest_id.empty(); });
+      *shortfall += n - res.moved;
       res.status = absl::OkStatus();
       break;
     case MigrationState::kAborted:
@@ -392,6 +459,14 @@ absl::Status Migrator::PrepareBatch(MigrationRecord b, int64_t* dropped, std::op
       }
       j.spec = *std::move(spec);
       j.spec.key = j.key;
+      // What every destination refuses is not sent: it would fail the
+      // whole batch there, round after round (issue 34, finding 5). The job
+      // stays here, released, and the note says why.
+      if (absl::Status c = scheduler::CheckPortableSpec(j.spec); !c.ok()) {
+        notes.push_back(absl::StrCat(j.key, " not sent: ", c.message()));
+        to_release.push_back(j.source_id);
+        continue;
+      }
       ready.push_back(std::move(j));
     }
   });
@@ -455,7 +530,8 @@ absl::Status Migrator::ReleaseAll(const MigrationRecord& r) {
   return first;
 }
 
-absl::Status Migrator::DriveOut(const std::string& id, const MigrationRecord* known, bool* committed) {
+absl::Status Migrator::DriveOut(const std::string& id, const MigrationRecord* known, bool* committed,
+                                int64_t* refused) {
   // Each pass moves the record at least one state on, or returns.
   for (int pass = 0; pass < 4; ++pass) {
     std::optional<MigrationRecord> read;
@@ -494,7 +570,7 @@ absl::Status Migrator::DriveOut(const std::string& id, const MigrationRecord* kn
           CrashPoint(kCrashOutAfterAborting);
           continue;
         }
-        absl::Status s = SendTransfer(r);
+        absl::Status s = SendTransfer(r, refused);
         if (s.ok() && committed != nullptr) *committed = true;
         if (s.ok() || !IsFinalRefusal(s)) return s;
         if (absl::Status j = journal_->Update(Direction::kOut, id, MigrationState::kAborting,
@@ -529,7 +605,7 @@ absl::StatusOr<std::vector<std::string>> Migrator::UnheldKeys(const MigrationRec
   return unheld;
 }
 
-absl::Status Migrator::SendTransfer(const MigrationRecord& r) {
+absl::Status Migrator::SendTransfer(const MigrationRecord& r, int64_t* refused) {
   TransferRequest req;
   req.migration_id = r.id;
   req.source_site = self_site_;
@@ -538,25 +614,42 @@ absl::Status Migrator::SendTransfer(const MigrationRecord& r) {
   for (const JournalJob& j : r.jobs) req.jobs.push_back(j.spec);
   absl::StatusOr<TransferReply> reply = transport_->Transfer(r.peer, req);
   if (!reply.ok()) return Annotate(reply.status(), absl::StrCat("transfer ", r.id, " to ", r.peer));
-  if (reply->new_ids.size() != r.jobs.size()) {
-    // Not a final answer we can act on: keep holding, retry later.
-    return absl::InternalError(absl::StrCat("transfer ", r.id, ": ", r.peer, " answered ", reply->new_ids.size(),
-                                            " ids for ", r.jobs.size(), " jobs"));
-  }
+  // Not a final answer we can act on when it does not fit: keep holding,
+  // retry later.
+  absl::StatusOr<std::vector<std::string>> ids = ExpandReply(r, reply->new_ids, reply->refused_keys, "transfer");
+  if (!ids.ok()) return ids.status();
+  if (refused != nullptr) *refused = static_cast<int64_t>(reply->refused_keys.size());
   CrashPoint(kCrashOutAfterReply);
-  return CommitOut(r, reply->new_ids, "");
+  return CommitOut(r, *ids, "");
 }
 
 absl::Status Migrator::CommitOut(const MigrationRecord& r, const std::vector<std::string>& new_ids,
                                  const std::string& note) {
   std::vector<std::string> notes;
   if (!note.empty()) notes.push_back(note);
+  // The jobs the destination refused ("" ids) stay here: released, never
+  // cancelled (issue 34, finding 5). Released first: a crash after it
+  // leaves a PREPARED record with unheld jobs, which recovery settles
+  // through Abort, and the destination answers this same result.
+  MigrationRecord refused, taken;
+  std::vector<std::string> refused_keys;
+  for (size_t i = 0; i < r.jobs.size(); ++i) {
+    const bool no_id = i >= new_ids.size() || new_ids[i].empty();
+    (no_id ? refused : taken).jobs.push_back(r.jobs[i]);
+    if (no_id) refused_keys.push_back(r.jobs[i].key);
+  }
+  refused.id = taken.id = r.id;
+  if (!refused_keys.empty()) {
+    if (absl::Status s = ReleaseAll(refused); !s.ok()) return s;
+    CrashPoint(kCrashOutAfterReleaseRefused);
+    notes.push_back(absl::StrCat("refused by ", r.peer, ", kept here: ", absl::StrJoin(refused_keys, ", ")));
+  }
   absl::Status failed = absl::OkStatus();
-  ForChunks(r.jobs.size(), adapter_chunk_, [&](size_t begin, size_t end) {
+  ForChunks(taken.jobs.size(), adapter_chunk_, [&](size_t begin, size_t end) {
     if (!failed.ok()) return;
-    std::vector<absl::Status> st = adapter_->CancelMany(SourceIds(r.jobs, begin, end));
+    std::vector<absl::Status> st = adapter_->CancelMany(SourceIds(taken.jobs, begin, end));
     for (size_t i = begin; i < end; ++i) {
-      const JournalJob& j = r.jobs[i];
+      const JournalJob& j = taken.jobs[i];
       absl::Status s = i - begin < st.size() ? st[i - begin] : absl::InternalError("no answer from CancelMany");
       if (s.code() == absl::StatusCode::kFailedPrecondition) {
         // Running (or done) here after someone released our hold: the
@@ -587,11 +680,9 @@ absl::Status Migrator::SendAbort(const MigrationRecord& r) {
   if (!reply.ok()) return Annotate(reply.status(), absl::StrCat("abort ", r.id, " at ", r.peer));
   CrashPoint(kCrashOutAfterAbortReply);
   if (!reply->aborted) {
-    if (reply->new_ids.size() != r.jobs.size()) {
-      return absl::InternalError(absl::StrCat("abort ", r.id, ": ", r.peer, " answered ", reply->new_ids.size(),
-                                              " ids for ", r.jobs.size(), " jobs"));
-    }
-    return CommitOut(r, reply->new_ids, "the destination had submitted; committed on its abort answer");
+    absl::StatusOr<std::vector<std::string>> ids = ExpandReply(r, reply->new_ids, reply->refused_keys, "abort");
+    if (!ids.ok()) return ids.status();
+    return CommitOut(r, *ids, "the destination had submitted; committed on its abort answer");
   }
   // The destination recorded the abort and will refuse the id: ours are the
   // only copies.
@@ -661,9 +752,9 @@ absl::Status Migrator::Validate(const TransferRequest& req) const {
   if (!PrintableId(req.migration_id)) return absl::InvalidArgumentError("Transfer: bad migration id");
   if (!PrintableId(req.source_site)) return absl::InvalidArgumentError("Transfer: bad source site id");
   if (req.source_site == self_site_) return absl::InvalidArgumentError("Transfer: source is this site");
-  if (!absl::StartsWith(req.migration_id, req.source_site + ":"))
-    return absl::InvalidArgumentError(
-        absl::StrCat("Transfer: migration id ", req.migration_id, " is not one of ", req.source_site, "'s"));
+  if (SequenceOf(req.migration_id, req.source_site) == 0)
+    return absl::InvalidArgumentError(absl::StrCat("Transfer: migration id ", req.migration_id, " is not one of ",
+                                                   req.source_site, "'s (\"", req.source_site, ":<n>\")"));
   if (req.round_id.size() > kMaxIdLength) return absl::InvalidArgumentError("Transfer: round id too long");
   if (req.jobs.empty() || static_cast<int64_t>(req.jobs.size()) > max_batch_) {
     return absl::InvalidArgumentError(
@@ -675,12 +766,6 @@ absl::Status Migrator::Validate(const TransferRequest& req) const {
     std::string where = absl::StrCat("Transfer: jobs[", i, "]: ");
     if (s.key.empty()) return absl::InvalidArgumentError(where + "a moved job needs its key");
     if (!keys.insert(s.key).second) return absl::InvalidArgumentError(where + "duplicate key " + s.key);
-    // Checked before anything is journaled or submitted: a spec this
-    // scheduler refuses refuses the whole transfer, so the source keeps
-    // (and releases) every job instead of a transfer that can never finish.
-    if (absl::Status c = adapter_->CheckSpec(s); !c.ok()) {
-      return absl::InvalidArgumentError(absl::StrCat(where, "this site's scheduler refuses it: ", c.message()));
-    }
   }
   return absl::OkStatus();
 }
@@ -689,17 +774,32 @@ absl::StatusOr<std::vector<std::string>> Migrator::CompleteIn(MigrationRecord r)
   std::vector<std::string> ids;
   ids.reserve(r.jobs.size());
   absl::Status failed = absl::OkStatus();
+  // Jobs this site's scheduler refused for good (InvalidArgument: final,
+  // scheduler::SchedulerAdapter::Submit): they fail alone, with "" as
+  // their id (issue 34, finding 5).
+  std::vector<std::pair<size_t, std::string>> refusals;  // index, why
+  absl::Status first_refusal = absl::OkStatus();
   ForChunks(r.jobs.size(), adapter_chunk_, [&](size_t begin, size_t end) {
     if (!failed.ok()) return;
     // Idempotent by tag: a job submitted before a crash is found, not
     // submitted again.
     std::vector<std::pair<scheduler::JobSpec, std::string>> batch;
     batch.reserve(end - begin);
-    for (size_t i = begin; i < end; ++i) batch.emplace_back(std::move(r.jobs[i].spec), Tag(r.id, i));
+    for (size_t i = begin; i < end; ++i) {
+      batch.emplace_back(std::move(r.jobs[i].spec), Tag(r.id, i));
+      // Not in the journal's encoding of a spec: the record's source is.
+      batch.back().first.source_site = r.peer;
+    }
     std::vector<absl::StatusOr<std::string>> got = adapter_->SubmitMany(batch, false);
     for (size_t i = begin; i < end; ++i) {
       absl::StatusOr<std::string> id =
           i - begin < got.size() ? std::move(got[i - begin]) : absl::InternalError("no answer from SubmitMany");
+      if (absl::IsInvalidArgument(id.status())) {
+        if (first_refusal.ok()) first_refusal = Annotate(id.status(), absl::StrCat("submit job ", i));
+        refusals.emplace_back(i, absl::StrCat(r.jobs[i].key, " (", id.status().message(), ")"));
+        ids.emplace_back();
+        continue;
+      }
       if (!id.ok()) {
         failed = Annotate(id.status(), absl::StrCat("migration ", r.id, ": submit job ", i));
         return;
@@ -708,12 +808,27 @@ absl::StatusOr<std::vector<std::string>> Migrator::CompleteIn(MigrationRecord r)
     }
     CrashPoint(kCrashInAfterSubmitOne);
   });
-  // The scheduler's refusal is final (scheduler::SchedulerAdapter::Submit):
-  // retrying would fail for ever with the jobs held at the source.
-  if (failed.code() == absl::StatusCode::kInvalidArgument) return RefuseIn(r, failed);
   if (!failed.ok()) return failed;
+  // A job refused now that an earlier pass submitted (a scheduler may check
+  // a spec before it looks up the tag, and its rules may have changed) was
+  // taken: reported refused, the source would release its copy and it would
+  // run at both sites. Found by its tag, it keeps its id.
+  std::vector<std::string> refused_notes;
+  for (const auto& [i, why] : refusals) {
+    absl::StatusOr<std::vector<Job>> found = adapter_->FindByTag(Tag(r.id, i));
+    if (!found.ok()) return Annotate(found.status(), absl::StrCat("migration ", r.id, ": find by tag"));
+    for (const Job& j : *found) {
+      if (j.state != JobState::kCancelled && ids[i].empty()) ids[i] = j.id;
+    }
+    if (ids[i].empty()) refused_notes.push_back(why);
+  }
+  // Every job refused: nothing to commit; the source keeps them all.
+  if (refused_notes.size() == r.jobs.size()) return RefuseIn(r, first_refusal);
   CrashPoint(kCrashInAfterSubmit);
-  if (absl::Status s = journal_->Update(Direction::kIn, r.id, MigrationState::kCommitted, "", clock_->Now(), &ids);
+  const std::string note = refused_notes.empty()
+                               ? ""
+                               : absl::StrCat("refused by this site's scheduler: ", absl::StrJoin(refused_notes, "; "));
+  if (absl::Status s = journal_->Update(Direction::kIn, r.id, MigrationState::kCommitted, note, clock_->Now(), &ids);
       !s.ok()) {
     return s;
   }
@@ -741,9 +856,9 @@ absl::Status Migrator::RefuseIn(const MigrationRecord& r, const absl::Status& wh
                                                  ", submitted before it, could not be cancelled: ", s.message(),
                                                  "; the migration stays PREPARED for an operator"));
   }
-  if (absl::Status s = journal_->Update(Direction::kIn, r.id, MigrationState::kAborted,
-                                        absl::StrCat("refused by this site's scheduler: ", why.message()),
-                                        clock_->Now());
+  if (absl::Status s =
+          journal_->Update(Direction::kIn, r.id, MigrationState::kAborted,
+                           absl::StrCat("refused by this site's scheduler: ", why.message()), clock_->Now());
       !s.ok()) {
     return s;
   }
@@ -751,7 +866,12 @@ absl::Status Migrator::RefuseIn(const MigrationRecord& r, const absl::Status& wh
       absl::StrCat("migration ", r.id, " aborted: this site's scheduler refused it: ", why.message()));
 }
 
-absl::StatusOr<TransferReply> Migrator::HandleTransfer(const TransferRequest& req) {
+absl::StatusOr<TransferReply> Migrator::HandleTransfer(const TransferRequest& request) {
+  // Every job is the source's, whatever its spec says: the adapter maps
+  // its owner by (source site, owner) (issue 34, finding 2). The caller
+  // checked source_site against the certificate.
+  TransferRequest req = request;
+  for (scheduler::JobSpec& s : req.jobs) s.source_site = req.source_site;
   if (absl::Status s = Validate(req); !s.ok()) return s;
   Acquire(InKey(req.migration_id));
   BusyGuard guard([this, key = InKey(req.migration_id)] { ReleaseBusy(key); });
@@ -774,10 +894,34 @@ absl::StatusOr<TransferReply> Migrator::HandleTransfer(const TransferRequest& re
     }
     if (r.state == MigrationState::kCommitted) {
       TransferReply reply;
-      for (const JournalJob& j : r.jobs) reply.new_ids.push_back(j.dest_id);
+      FillReply(r.jobs, DestIds(r.jobs), &reply);
       return reply;
     }
   } else {
+    // An id this source aborted before its Transfer came, whose record was
+    // dropped for newer ones (HandleAbort): refused as the record would.
+    absl::StatusOr<int64_t> floor = journal_->EarlyAbortFloor(req.source_site);
+    if (!floor.ok()) return floor.status();
+    if (SequenceOf(req.migration_id, req.source_site) <= *floor) {
+      return absl::AbortedError(absl::StrCat("Transfer: migration ", req.migration_id, " was aborted (",
+                                             req.source_site, "'s ids up to ", *floor, " are)"));
+    }
+    // Checked before anything is journaled: a spec this site refuses fails
+    // alone (its submit is refused again, CompleteIn); when every one is
+    // refused the transfer is, and nothing is journaled (issue 34,
+    // finding 5).
+    size_t refused = 0;
+    absl::Status first = absl::OkStatus();
+    for (size_t i = 0; i < req.jobs.size(); ++i) {
+      if (absl::Status c = adapter_->CheckSpec(req.jobs[i]); !c.ok()) {
+        ++refused;
+        if (first.ok()) {
+          first = absl::InvalidArgumentError(
+              absl::StrCat("Transfer: jobs[", i, "]: this site's scheduler refuses it: ", c.message()));
+        }
+      }
+    }
+    if (refused == req.jobs.size()) return first;
     if (admission_) {
       if (absl::Status a = admission_(req); !a.ok()) return Annotate(a, absl::StrCat("Transfer ", req.migration_id));
     }
@@ -797,9 +941,14 @@ absl::StatusOr<TransferReply> Migrator::HandleTransfer(const TransferRequest& re
     if (absl::Status s = journal_->Insert(r); !s.ok()) return s;
     CrashPoint(kCrashInAfterPrepared);
   }
+  std::vector<JournalJob> keys;  // CompleteIn takes the record
+  keys.reserve(r.jobs.size());
+  for (const JournalJob& j : r.jobs) keys.push_back(JournalJob{.key = j.key});
   absl::StatusOr<std::vector<std::string>> ids = CompleteIn(std::move(r));
   if (!ids.ok()) return ids.status();
-  return TransferReply{*std::move(ids)};
+  TransferReply reply;
+  FillReply(keys, *ids, &reply);
+  return reply;
 }
 
 absl::StatusOr<AbortReply> Migrator::HandleAbort(const std::string& migration_id, const std::string& source_site) {
@@ -807,16 +956,24 @@ absl::StatusOr<AbortReply> Migrator::HandleAbort(const std::string& migration_id
   if (!PrintableId(source_site) || source_site == self_site_) {
     return absl::InvalidArgumentError("Abort: bad source site id");
   }
-  if (!absl::StartsWith(migration_id, source_site + ":"))
-    return absl::InvalidArgumentError(
-        absl::StrCat("Abort: migration id ", migration_id, " is not one of ", source_site, "'s"));
+  const int64_t seq = SequenceOf(migration_id, source_site);
+  if (seq == 0)
+    return absl::InvalidArgumentError(absl::StrCat("Abort: migration id ", migration_id, " is not one of ", source_site,
+                                                   "'s (\"", source_site, ":<n>\")"));
   Acquire(InKey(migration_id));
   BusyGuard guard([this, key = InKey(migration_id)] { ReleaseBusy(key); });
   absl::StatusOr<std::optional<MigrationRecord>> got = journal_->Get(Direction::kIn, migration_id);
   if (!got.ok()) return got.status();
   AbortReply reply;
   if (!got->has_value()) {
-    // Remember the id, so a Transfer still on its way is refused.
+    // Remember the id, so a Transfer still on its way is refused: by its
+    // record, or once kMaxEarlyAbortsPerSource later ones from the same
+    // source have pushed that out, by the source's floor (HandleTransfer).
+    // An id at or below the floor is refused already: nothing to store.
+    absl::StatusOr<int64_t> floor = journal_->EarlyAbortFloor(source_site);
+    if (!floor.ok()) return floor.status();
+    reply.aborted = true;
+    if (seq <= *floor) return reply;
     MigrationRecord r;
     r.id = migration_id;
     r.direction = Direction::kIn;
@@ -824,7 +981,7 @@ absl::StatusOr<AbortReply> Migrator::HandleAbort(const std::string& migration_id
     r.state = MigrationState::kAborted;
     r.created = r.updated = clock_->Now();
     r.note = "aborted before any transfer arrived";
-    if (absl::Status s = journal_->Insert(r); !s.ok()) return s;
+    if (absl::Status s = journal_->RecordEarlyAbort(r, kMaxEarlyAbortsPerSource); !s.ok()) return s;
     CrashPoint(kCrashInAfterAbortRecorded);
     reply.aborted = true;
     return reply;
@@ -839,7 +996,7 @@ absl::StatusOr<AbortReply> Migrator::HandleAbort(const std::string& migration_id
       reply.aborted = true;
       return reply;
     case MigrationState::kCommitted:
-      for (const JournalJob& j : r.jobs) reply.new_ids.push_back(j.dest_id);
+      FillReply(r.jobs, DestIds(r.jobs), &reply);
       return reply;
     default:
       break;
@@ -859,7 +1016,7 @@ absl::StatusOr<AbortReply> Migrator::HandleAbort(const std::string& migration_id
       return reply;
     }
     if (!ids.ok()) return ids.status();
-    reply.new_ids = *std::move(ids);
+    FillReply(r.jobs, *ids, &reply);
     return reply;
   }
   if (absl::Status s = journal_->Update(Direction::kIn, r.id, MigrationState::kAborted,
@@ -913,7 +1070,10 @@ absl::StatusOr<std::map<std::string, int64_t>> Migrator::CommittedOut(const std:
   if (!recs.ok()) return recs.status();
   std::map<std::string, int64_t> out;
   for (const MigrationRecord& r : *recs)
-    if (r.state == MigrationState::kCommitted) out[r.peer] += static_cast<int64_t>(r.jobs.size());
+    if (r.state == MigrationState::kCommitted) {
+      // A job the destination refused stayed here.
+      for (const JournalJob& j : r.jobs) out[r.peer] += !j.dest_id.empty();
+    }
   return out;
 }
 

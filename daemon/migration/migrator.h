@@ -16,8 +16,13 @@
 //      started, is dropped from the batch), export the held ones' specs.
 //   3. Journal OUT PREPARED with the final job list and specs, replacing the
 //      PREPARING rows in one transaction.
-//   4. Transfer. The reply's new ids -> cancel the held copies -> journal
-//      COMMITTED with the new ids.
+//   0. (Before step 3) a job whose spec fails scheduler::CheckPortableSpec,
+//      which every destination applies, is released and left out of the
+//      batch (noted in the record): it would only fail there (issue 34).
+//   4. Transfer. The reply's new ids -> release the jobs the destination
+//      refused (refused_keys: they fail alone and stay here) -> cancel the
+//      other held copies -> journal COMMITTED with the new ids ("" for a
+//      refused job).
 //
 // Why journal before holding: holding first leaves, after a crash between
 // hold and journal, held jobs nobody knows about; they would stay held for
@@ -72,11 +77,19 @@
 //   1. Journal IN PREPARED with the specs (so the record can be completed
 //      without the source), unless the id is known: COMMITTED -> answer the
 //      stored ids; ABORTED -> refuse (kAborted) for ever; PREPARED -> finish.
+//   (Before 1, for a new id: each spec through the adapter's CheckSpec;
+//   when every one fails the Transfer is refused, kInvalidArgument, and
+//   nothing is journaled.)
 //   2. Submit every job with the tag "hyperfed:<migration id>:<index>".
 //      Submit is idempotent by tag, so finishing a half-done record submits
-//      only what is missing.
-//   3. Journal COMMITTED with the new ids, answer them.
-// Abort: unknown id -> journal it ABORTED (a late Transfer is then refused);
+//      only what is missing. A job the scheduler refuses for good
+//      (kInvalidArgument) fails alone: its id is "" (issue 34, finding 5).
+//      When it refuses every job, RefuseIn (below).
+//   3. Journal COMMITTED with the new ids, answer them: new_ids for the
+//      jobs taken, refused_keys for the others (transport.h).
+// Abort: unknown id -> journal it ABORTED (a late Transfer is then refused;
+// at most kMaxEarlyAbortsPerSource such records per source, the older ones
+// replaced by the source's floor, below which every unknown id is refused);
 // PREPARED with nothing submitted (FindByTag finds no job) -> ABORTED; any
 // job submitted -> finish the record and answer the ids (the source commits);
 // COMMITTED -> answer the ids. Recover finishes IN PREPARED records from the
@@ -155,6 +168,12 @@ inline constexpr char kMoveOrder[] = "the most recently queued first";
 
 inline constexpr size_t kMaxIdLength = 200;
 
+// The most records a destination keeps, per source, of ids that source
+// aborted before any Transfer of them arrived (HandleAbort of an unknown
+// id; issue 34, finding 6). Older ones are dropped and the source's floor
+// rises instead (Journal::RecordEarlyAbort).
+inline constexpr int64_t kMaxEarlyAbortsPerSource = 1024;
+
 class Migrator {
  public:
   // Nothing is owned; everything must outlive the Migrator. `max_batch` is
@@ -205,13 +224,16 @@ class Migrator {
   // Destination side, for the daemon's Transfer and Abort handlers. A bad
   // request gets kInvalidArgument and changes nothing; an aborted id gets
   // kAborted; repeated calls answer the stored result. A migration id is
-  // bound to its source: it must begin with "<source_site>:" (the ids
-  // MigrateOut makes), so one site can neither claim nor abort another's.
-  // A new migration must pass the admission check (below) before anything
-  // is journaled. When this site's scheduler refuses a job at submit time
-  // (kInvalidArgument from the adapter: final), the jobs of the migration
-  // already submitted are cancelled, the record is ABORTED and the answer
-  // is kFailedPrecondition, so the source aborts and keeps its jobs.
+  // bound to its source: it must be "<source_site>:<n>" (the ids MigrateOut
+  // makes, n >= 1), so one site can neither claim nor abort another's. A
+  // new migration must pass the admission check (below) before anything
+  // is journaled. A job this site refuses (CheckSpec, or its scheduler at
+  // submit time: kInvalidArgument, final) fails alone and is named in
+  // refused_keys; when every job is refused at submit time, the record is
+  // ABORTED and the answer is kFailedPrecondition, so the source aborts
+  // and keeps its jobs.
+  // Every job of the request gets JobSpec::source_site = req.source_site
+  // (the authenticated caller), whatever the request's specs said.
   absl::StatusOr<TransferReply> HandleTransfer(const TransferRequest& req);
   absl::StatusOr<AbortReply> HandleAbort(const std::string& migration_id, const std::string& source_site);
 
@@ -263,11 +285,14 @@ class Migrator {
   // it can go. `known`: the record as this call has just journaled it, so
   // the first step does not read it back; *committed (if given) is set when
   // this call's Transfer committed it.
-  absl::Status DriveOut(const std::string& id, const MigrationRecord* known = nullptr, bool* committed = nullptr);
+  // *refused (if given): how many of its jobs the destination refused (they
+  // stay here, released).
+  absl::Status DriveOut(const std::string& id, const MigrationRecord* known = nullptr, bool* committed = nullptr,
+                        int64_t* refused = nullptr);
   // The keys of the record's jobs that are pending or running again (its
   // jobs were all held when it was journaled PREPARED).
   absl::StatusOr<std::vector<std::string>> UnheldKeys(const MigrationRecord& r);
-  absl::Status SendTransfer(const MigrationRecord& r);
+  absl::Status SendTransfer(const MigrationRecord& r, int64_t* refused = nullptr);
   absl::Status SendAbort(const MigrationRecord& r);
   absl::Status CommitOut(const MigrationRecord& r, const std::vector<std::string>& new_ids, const std::string& note);
   absl::Status AbandonPreparing(const MigrationRecord& r, const std::string& note);
@@ -287,8 +312,10 @@ class Migrator {
   // `attempt`, abandons it. Adds the jobs that did not move to *shortfall.
   OutResult RunBatch(MigrationRecord b, bool attempt, int64_t* shortfall);
   // Destination: submits what is missing of an IN PREPARED record, journals
-  // COMMITTED and returns the new ids. Caller holds the record busy. Takes
-  // the record: its specs go to the scheduler without another copy.
+  // COMMITTED and returns the new ids, one per job, "" for a job the
+  // scheduler refused for good (it fails alone); when it refused every job,
+  // RefuseIn. Caller holds the record busy. Takes the record: its specs go
+  // to the scheduler without another copy.
   absl::StatusOr<std::vector<std::string>> CompleteIn(MigrationRecord r);
   // Destination: the scheduler refused a job of an IN PREPARED record for
   // good. Cancels what was submitted of it and journals ABORTED

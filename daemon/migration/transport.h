@@ -18,16 +18,27 @@ struct TransferRequest {
   std::vector<scheduler::JobSpec> jobs;  // every spec has a non-empty key
 };
 
+// A job the destination refused for good (its CheckSpec or its scheduler:
+// the same spec would be refused again) fails alone: the rest of the batch
+// is committed, and the reply names the refused jobs by key. The source
+// cancels the copies of the others and releases exactly the refused ones
+// (issue 34, finding 5; docs/design.md §7).
 struct TransferReply {
-  std::vector<std::string> new_ids;  // the jobs' ids at the destination, in request order
+  // The ids at the destination of the jobs it took, in request order,
+  // skipping the refused ones: new_ids.size() + refused_keys.size() is the
+  // request's job count. (A source that does not know refused_keys sees a
+  // count mismatch, keeps its jobs held and retries: never loses one.)
+  std::vector<std::string> new_ids;
+  std::vector<std::string> refused_keys;  // in request order
 };
 
 struct AbortReply {
   // true: the destination recorded the abort and will refuse the id for ever
-  // (it had submitted nothing). false: it had submitted; new_ids are the
-  // jobs' ids there and the source must commit.
+  // (it had submitted nothing). false: it had submitted; new_ids and
+  // refused_keys are as in TransferReply and the source must commit.
   bool aborted = false;
   std::vector<std::string> new_ids;
+  std::vector<std::string> refused_keys;
 };
 
 // Carries Transfer and Abort to a peer's Migrator::HandleTransfer /

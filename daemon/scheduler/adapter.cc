@@ -62,7 +62,9 @@ std::string RefusedEnvName(const std::string& name) {
   return "";
 }
 
-absl::Status SchedulerAdapter::CheckSpec(const JobSpec& s) const {
+absl::Status SchedulerAdapter::CheckSpec(const JobSpec& s) const { return CheckPortableSpec(s); }
+
+absl::Status CheckPortableSpec(const JobSpec& s) {
   if (s.key.size() > kMaxKeyLength)
     return absl::InvalidArgumentError(absl::StrCat("job spec: key over ", kMaxKeyLength, " characters"));
   if (s.name.size() > kMaxNameLength)

@@ -42,6 +42,14 @@ struct JobSpec {
   // runs as the local user this maps to (docs/adapters.md, "Who moved jobs
   // run as"); it is never trusted for anything else.
   std::string owner;
+  // The site the job came from, as this site authenticated it (its
+  // certificate): set by the destination's migrator on every job of an
+  // incoming Transfer, overwriting whatever the request said, and "" for a
+  // job that did not arrive from a peer. Never exported, journaled or sent
+  // (spec_codec and the RPC conversion leave it out): a site says only
+  // through its certificate who it is. users_map looks up (source_site,
+  // owner) (docs/adapters.md, "Who moved jobs run as"; issue 34).
+  std::string source_site;
 
   friend bool operator==(const JobSpec&, const JobSpec&) = default;
 };
@@ -64,6 +72,14 @@ inline constexpr size_t kMaxOwnerLength = 32;
 // docs/adapters.md ("Environment") lists them all.
 std::string RefusedEnvName(const std::string& name);
 
+// What every adapter needs of a spec, whichever scheduler (the default
+// SchedulerAdapter::CheckSpec, which every adapter's calls first):
+// InvalidArgument saying what is wrong. A source checks each spec it would
+// send with it, so a job no destination takes stays home alone instead of
+// failing its whole batch (issue 34, finding 5); a destination checks it
+// again through its adapter's CheckSpec.
+absl::Status CheckPortableSpec(const JobSpec& spec);
+
 enum class JobState { kPending, kHeld, kRunning, kDone, kCancelled };
 const char* JobStateName(JobState s);
 
@@ -79,7 +95,7 @@ struct Job {
 // One pending job as a balancer sees it (SchedulerAdapter::Pending).
 struct PendingJob {
   std::string id;
-  std::string key;           // JobSpec::key
+  std::string key;  // JobSpec::key
   int64_t cores = 1;
   int64_t queued_at_ms = 0;  // submit time, ms since the epoch
   int64_t limit_ms = 0;      // its time limit (0: unknown)
@@ -173,14 +189,15 @@ class SchedulerAdapter {
 
   // Whether Submit would take this spec, without submitting anything:
   // InvalidArgument saying what this scheduler refuses (a script it cannot
-  // run, a name or environment it cannot carry). A site receiving jobs checks
-  // every spec of a transfer before it submits any, so a refusal refuses the
-  // whole transfer and the source keeps its jobs. Submit refuses what this
+  // run, a name or environment it cannot carry, an owner it will not run
+  // as). A site receiving jobs checks every spec of a transfer before it
+  // submits any: a refused job fails alone and stays at its source, the
+  // rest move (issue 34; docs/design.md §7). Submit refuses what this
   // refuses. The default checks what every adapter needs (cores >= 1; no
   // negative memory, time limit or duration; a finite cost >= 0; every
   // environment name allowed by RefusedEnvName; an owner that is "" or a
   // sane login name, [a-z_][a-z0-9_-]{0,31}); adapters add their own rules
-  // and call it first.
+  // and call it first. The default is CheckPortableSpec.
   virtual absl::Status CheckSpec(const JobSpec& spec) const;
 
   // Jobs (in any state, done and cancelled included) carrying the tag.

@@ -299,9 +299,19 @@ bool SaneUserName(absl::string_view u) {
                      [](char c) { return absl::ascii_islower(c) || absl::ascii_isdigit(c) || c == '_' || c == '-'; });
 }
 
-// users_map's file: "remote_user local_user" per line; blank lines and
-// lines starting with '#' are skipped. Errors name the file and line.
-absl::Status ReadUsersMap(const std::string& path, std::map<std::string, std::string>* out) {
+// A roster site id ([A-Za-z0-9._-]+, as the config checks it).
+bool SaneSiteId(absl::string_view s) {
+  return !s.empty() && s.size() <= 200 && std::all_of(s.begin(), s.end(), [](char c) {
+    return absl::ascii_isalnum(c) || c == '.' || c == '_' || c == '-';
+  });
+}
+
+// users_map's file: "site:remote_user local_user" per line, site a roster
+// id or "*" for any site; blank lines and lines starting with '#' are
+// skipped. A line without a site is an error: the sender picks the owner,
+// so a line must say which site it believes for that name (issue 34,
+// finding 2). Errors name the file and line.
+absl::Status ReadUsersMap(const std::string& path, std::map<std::pair<std::string, std::string>, SlurmMapTarget>* out) {
   std::ifstream f(path);
   if (!f) return absl::InvalidArgumentError(absl::StrCat("cannot read users_map file ", path));
   std::string line;
@@ -310,21 +320,60 @@ absl::Status ReadUsersMap(const std::string& path, std::map<std::string, std::st
     if (l.empty() || l[0] == '#') continue;
     std::vector<std::string> words = absl::StrSplit(l, absl::ByAnyChar(" \t"), absl::SkipEmpty());
     auto bad = [&](absl::string_view why) {
-      return absl::InvalidArgumentError(absl::StrCat(path, ":", n, ": ", why, "; want \"remote_user local_user\""));
+      return absl::InvalidArgumentError(absl::StrCat(path, ":", n, ": ", why,
+                                                     "; want \"site:remote_user local_user\" (site: the sending "
+                                                     "site's roster id, or * for any site)"));
     };
     if (words.size() != 2) return bad("not two words");
-    for (const std::string& w : words)
+    const size_t colon = words[0].find(':');
+    if (colon == std::string::npos) {
+      return bad(absl::StrCat("\"", words[0], "\" names no site: qualify it as \"site-id:", words[0],
+                              "\" (or \"*:", words[0], "\" to take the name from any site)"));
+    }
+    const std::string site = words[0].substr(0, colon), remote = words[0].substr(colon + 1);
+    if (site != "*" && !SaneSiteId(site))
+      return bad(absl::StrCat("\"", site, "\" is not a site id ([A-Za-z0-9._-]+) or *"));
+    for (const std::string& w : {remote, words[1]})
       if (!SaneUserName(w)) return bad(absl::StrCat("\"", w, "\" is not a user name ([a-z_][a-z0-9_-]{0,31})"));
-    if (!out->emplace(words[0], words[1]).second) return bad(absl::StrCat("\"", words[0], "\" is mapped twice"));
+    if (!out->emplace(std::make_pair(site, remote), SlurmMapTarget{words[1], n}).second)
+      return bad(absl::StrCat("\"", words[0], "\" is mapped twice"));
   }
+  return absl::OkStatus();
+}
+
+// The number of an option uid_min or uid_max: 1..4294967294 (0 is root,
+// 4294967295 is (uid_t)-1).
+absl::Status ParseUid(const std::string& name, const std::string& value, uint32_t* out) {
+  uint64_t v = 0;
+  if (!absl::SimpleAtoi(value, &v) || v < 1 || v > 4294967294u) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("scheduler option \"", name, "\": want a uid in 1..4294967294, got \"", value, "\""));
+  }
+  *out = static_cast<uint32_t>(v);
   return absl::OkStatus();
 }
 
 }  // namespace
 
+std::pair<uint32_t, uint32_t> LoginDefsUidRange(const std::string& path) {
+  std::pair<uint32_t, uint32_t> out = {1000, 60000};
+  std::ifstream f(path);
+  std::string line;
+  while (f && std::getline(f, line)) {
+    std::vector<std::string> words = absl::StrSplit(line, absl::ByAnyChar(" \t"), absl::SkipEmpty());
+    if (words.size() < 2 || (words[0] != "UID_MIN" && words[0] != "UID_MAX")) continue;
+    uint32_t v = 0;
+    if (!ParseUid(words[0], words[1], &v).ok()) continue;
+    (words[0] == "UID_MIN" ? out.first : out.second) = v;
+  }
+  return out;
+}
+
 absl::StatusOr<SlurmOptions> ParseSlurmOptions(const std::map<std::string, std::string>& options,
                                                bool check_combination) {
   SlurmOptions o;
+  std::tie(o.uid_min, o.uid_max) = LoginDefsUidRange();
+  for (const char* u : kSlurmDeniedUsers) o.deny_users.insert(u);
   for (const auto& [name, value] : options) {
     if (name == "slurm_conf") {
       o.slurm_conf = value;
@@ -380,6 +429,16 @@ absl::StatusOr<SlurmOptions> ParseSlurmOptions(const std::map<std::string, std::
       o.keep_workdir = value == "keep";
     } else if (name == "submit_dir") {
       o.submit_dir = value;
+    } else if (name == "uid_min" || name == "uid_max") {
+      if (auto st = ParseUid(name, value, name == "uid_min" ? &o.uid_min : &o.uid_max); !st.ok()) return st;
+    } else if (name == "deny_users") {
+      for (const std::string& u : SplitList(value)) {
+        if (!SaneUserName(u)) {
+          return absl::InvalidArgumentError(
+              absl::StrCat("scheduler option \"deny_users\": \"", u, "\" is not a user name ([a-z_][a-z0-9_-]{0,31})"));
+        }
+        o.deny_users.insert(u);
+      }
     } else if (name == "speed") {
       double d = 0;
       if (!absl::SimpleAtod(value, &d) || !std::isfinite(d) || d <= 0) {
@@ -390,12 +449,30 @@ absl::StatusOr<SlurmOptions> ParseSlurmOptions(const std::map<std::string, std::
     } else {
       return absl::InvalidArgumentError(absl::StrCat(
           "scheduler option \"", name,
-          "\" is unknown to the slurm adapter (known: bin_dir, mark_key, partitions, pin_marker, pinned_partitions, "
-          "run_as, run_as_account, slurm_conf, speed, submit_account, submit_dir, submit_partition, timeout, users, "
-          "users_map, workdir_policy)"));
+          "\" is unknown to the slurm adapter (known: bin_dir, deny_users, mark_key, partitions, pin_marker, "
+          "pinned_partitions, run_as, run_as_account, slurm_conf, speed, submit_account, submit_dir, "
+          "submit_partition, timeout, uid_max, uid_min, users, users_map, workdir_policy)"));
     }
   }
+  // Checked whatever check_combination says: the built-in deny list alone
+  // refuses these (deny_users' additions are checked with the combination).
+  for (const auto& [from, target] : o.users_map) {
+    if (o.deny_users.contains(target.user)) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "scheduler option \"users_map\": ", o.users_map_file, ":", target.line, ": local user \"", target.user,
+          "\" is listed in deny_users (a service account; docs/adapters.md, \"Who moved jobs run as\")"));
+    }
+  }
+  if (o.deny_users.contains(o.run_as_account)) {
+    return absl::InvalidArgumentError(absl::StrCat("scheduler option \"run_as_account\": \"", o.run_as_account,
+                                                   "\" is listed in deny_users (a service account; "
+                                                   "docs/adapters.md, \"Who moved jobs run as\")"));
+  }
   if (!check_combination) return o;
+  if (o.uid_min > o.uid_max) {
+    return absl::InvalidArgumentError(absl::StrCat("scheduler option \"uid_max\": ", o.uid_max, " is below uid_min, ",
+                                                   o.uid_min, " (the defaults are login.defs' UID_MIN and UID_MAX)"));
+  }
   if (o.run_as == SlurmRunAs::kOwner && !o.users_map_set) {
     return absl::InvalidArgumentError(
         "scheduler option \"run_as\": \"owner\" needs \"users_map\" (same-name, or a file of "
@@ -434,6 +511,24 @@ absl::StatusOr<passwd> LookUpUser(const std::string& name, std::string* buf) {
   return pw;
 }
 
+// Why moved jobs may not run as local user `name` (uid `uid`), or "" when
+// they may: never root, the daemon's own account or one in deny_users; and
+// an account a peer's spec chose (run_as: owner, by same-name or a
+// users_map line) only in uid_min..uid_max, the ordinary users' range
+// (issue 34, finding 1: owner "munge" read munge.key). run_as_account is the
+// operator's own choice of one account, so the range does not bind it
+// ("nobody", uid 65534, is the usual one).
+std::string WhyNotRunAs(const SlurmOptions& o, const std::string& name, uint32_t uid, bool peer_chosen) {
+  if (uid == 0) return absl::StrCat("\"", name, "\" is root");
+  if (uid == geteuid()) return absl::StrCat("\"", name, "\" is the daemon's own account, which runs no jobs");
+  if (o.deny_users.contains(name)) return absl::StrCat("\"", name, "\" is listed in deny_users (a service account)");
+  if (peer_chosen && (uid < o.uid_min || uid > o.uid_max)) {
+    return absl::StrCat("\"", name, "\" has uid ", uid, ", outside uid_min..uid_max (", o.uid_min, "..", o.uid_max,
+                        "): not an ordinary user's account");
+  }
+  return "";
+}
+
 }  // namespace
 
 absl::StatusOr<std::unique_ptr<SlurmAdapter>> SlurmAdapter::Open(const AdapterContext& ctx) {
@@ -447,17 +542,24 @@ absl::StatusOr<std::unique_ptr<SlurmAdapter>> SlurmAdapter::Open(const AdapterCo
   }
   auto key = MarkKey::LoadOrCreate(key_path);
   if (!key.ok()) return key.status();
+  // Checked now so that a site learns at start, not at its first transfer
+  // (and again for every job: users change).
   if (o->run_as == SlurmRunAs::kAccount) {
-    // Checked now so that a site learns at start, not at its first transfer.
     std::string buf;
     auto pw = LookUpUser(o->run_as_account, &buf);
     if (!pw.ok()) {
       return absl::InvalidArgumentError(absl::StrCat("scheduler option \"run_as_account\": ", pw.status().message()));
     }
-    if (pw->pw_uid == 0 || pw->pw_uid == geteuid()) {
-      return absl::InvalidArgumentError(absl::StrCat("scheduler option \"run_as_account\": \"", o->run_as_account,
-                                                     "\" is root or the daemon's own account; moved jobs never run "
-                                                     "as either (docs/adapters.md, \"Who moved jobs run as\")"));
+    if (std::string why = WhyNotRunAs(*o, o->run_as_account, pw->pw_uid, /*peer_chosen=*/false); !why.empty())
+      return absl::InvalidArgumentError(absl::StrCat("scheduler option \"run_as_account\": ", why));
+  }
+  for (const auto& [from, target] : o->users_map) {
+    std::string buf;
+    auto pw = LookUpUser(target.user, &buf);
+    if (!pw.ok()) continue;  // refused per job while it does not exist
+    if (std::string why = WhyNotRunAs(*o, target.user, pw->pw_uid, /*peer_chosen=*/true); !why.empty()) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("scheduler option \"users_map\": ", o->users_map_file, ":", target.line, ": ", why));
     }
   }
   std::string env_dir = std::filesystem::path(key_path).parent_path().string();
@@ -564,13 +666,17 @@ absl::StatusOr<SlurmAdapter::Queue> SlurmAdapter::ReadQueue() {
     const bool no_workdir = (e.has_meta && e.meta.no_workdir) || !options_.keep_workdir;
     s.workdir = no_workdir ? "" : Str(j, "current_working_directory");
     if (e.has_meta) {
-      s.env = e.meta.env;
-      s.duration_ms = e.meta.duration_ms;
+      s.env = e.meta.env;  // the user's own job's variables (checked below)
       job.tag = e.meta.tag;
     }
+    // The key (the job's identity in the federation: "exactly once" is
+    // checked by it), the cost and the sim duration come from a comment only
+    // when hyperfed wrote it (its mark verifies); a user's own comment could
+    // claim another job's key (issue 34, finding 5).
+    if (e.marked) s.duration_ms = e.meta.duration_ms;
     s.owner = e.marked ? e.meta.owner : e.user;
-    s.key = e.has_meta && e.meta.has_key ? e.meta.key : absl::StrCat(Str(j, "cluster"), "/", job.id);
-    s.cost = e.has_meta && e.meta.has_cost
+    s.key = e.marked && e.meta.has_key ? e.meta.key : absl::StrCat(Str(j, "cluster"), "/", job.id);
+    s.cost = e.marked && e.meta.has_cost
                  ? e.meta.cost
                  : static_cast<double>(s.cores) * static_cast<double>(s.time_limit_s > 0 ? s.time_limit_s : 1);
     bool pinned = !options_.pin_marker.empty() && absl::StartsWith(s.name, options_.pin_marker);
@@ -811,8 +917,8 @@ absl::Status SlurmAdapter::Judge(Change c, const std::string& id, const absl::St
     return absl::UnavailableError(absl::StrCat("slurm: job ", id, " is still ", JobStateName(got), " after ",
                                                c == Change::kHold ? "scontrol hold" : "scancel", "; try again"));
   }
-  return absl::FailedPreconditionError(
-      absl::StrCat("slurm: job ", id, " is ", JobStateName(got), ", not ", JobStateName(want), " (it changed meanwhile)"));
+  return absl::FailedPreconditionError(absl::StrCat("slurm: job ", id, " is ", JobStateName(got), ", not ",
+                                                    JobStateName(want), " (it changed meanwhile)"));
 }
 
 absl::Status SlurmAdapter::Hold(const std::string& id) { return ChangeMany(Change::kHold, {id})[0]; }
@@ -873,7 +979,8 @@ std::vector<absl::StatusOr<JobSpec>> SlurmAdapter::ExportMany(const std::vector<
     if (absl::IsFailedPrecondition(st)) {
       // slurmctld answered and has no script for it: it never will.
       unreadable_.insert(fetch[k]);
-      st = absl::FailedPreconditionError(absl::StrCat(st.message(), "; job ", fetch[k].first, " is pinned from now on"));
+      st =
+          absl::FailedPreconditionError(absl::StrCat(st.message(), "; job ", fetch[k].first, " is pinned from now on"));
     }
     failed[fetch[k]] = st;
   }
@@ -1009,21 +1116,30 @@ bool SbatchRefused(const CommandResult& r) {
 std::string FilterSbatchDirectives(const std::string& script) {
   std::string out;
   out.reserve(script.size() + 64);
+  // Where sbatch 22.05 reads directives (src/sbatch/opt.c,
+  // _opt_batch_script; src/sbatch/xlate.c, xlate_batch_script):
+  // "#SBATCH" and "#SLURM" at the start of a line up to the first line
+  // that is neither blank nor a comment; "#PBS" and "#BSUB" at the start of
+  // a line anywhere before the 101st line not starting with '#' (unless
+  // --ignore-pbs, which SubmitIn passes: these lines go anyway, should an
+  // sbatch not honour it). Matched here in any case and after blanks too,
+  // a superset of what sbatch matches (issue 34, finding 4).
   bool header = true;
+  int not_comment = 0;  // lines not starting with '#', as xlate.c counts them
   size_t pos = 0;
   while (pos < script.size()) {
     size_t end = script.find('\n', pos);
     end = end == std::string::npos ? script.size() : end + 1;
     const absl::string_view line(script.data() + pos, end - pos);
     pos = end;
-    if (header) {
-      const absl::string_view body = absl::StripAsciiWhitespace(line);
-      if (!body.empty() && body[0] != '#') {
-        header = false;  // sbatch reads no directive after this line
-      } else if (absl::StartsWithIgnoreCase(body, "#SBATCH") && !AllowedDirective(line)) {
-        absl::StrAppend(&out, "# hyperfed removed: ", line);
-        continue;
-      }
+    const absl::string_view body = absl::StripAsciiWhitespace(line);
+    if (header && !body.empty() && body[0] != '#') header = false;  // sbatch reads no #SBATCH/#SLURM after it
+    if (line.empty() || line[0] != '#') ++not_comment;
+    const bool native = absl::StartsWithIgnoreCase(body, "#SBATCH") || absl::StartsWithIgnoreCase(body, "#SLURM");
+    const bool foreign = absl::StartsWithIgnoreCase(body, "#PBS") || absl::StartsWithIgnoreCase(body, "#BSUB");
+    if ((header && native && !AllowedDirective(line)) || (foreign && not_comment <= 100)) {
+      absl::StrAppend(&out, "# hyperfed removed: ", line);
+      continue;
     }
     out.append(line.data(), line.size());
   }
@@ -1049,10 +1165,17 @@ absl::StatusOr<SlurmAdapter::RunAsUser> SlurmAdapter::RunAs(const JobSpec& s) co
         return refuse("the job has no owner, and this site runs jobs as their owner (run_as: owner)");
       if (options_.same_name) {
         local = s.owner;
-      } else if (auto it = options_.users_map.find(s.owner); it != options_.users_map.end()) {
-        local = it->second;
+      } else if (auto it = options_.users_map.find({s.source_site, s.owner});
+                 !s.source_site.empty() && it != options_.users_map.end()) {
+        local = it->second.user;
+      } else if (auto any = options_.users_map.find({"*", s.owner});
+                 !s.source_site.empty() && any != options_.users_map.end()) {
+        local = any->second.user;
       } else {
-        return refuse(absl::StrCat("owner \"", s.owner, "\" is not in users_map ", options_.users_map_file));
+        return refuse(absl::StrCat("owner \"", s.owner, "\" from site \"", s.source_site, "\" is not in users_map ",
+                                   options_.users_map_file, " (lines \"",
+                                   s.source_site.empty() ? "site" : s.source_site, ":", s.owner,
+                                   " local_user\" or \"*:", s.owner, " local_user\")"));
       }
       break;
     }
@@ -1061,10 +1184,8 @@ absl::StatusOr<SlurmAdapter::RunAsUser> SlurmAdapter::RunAs(const JobSpec& s) co
   auto pw = LookUpUser(local, &buf);
   if (!pw.ok())
     return refuse(absl::StrCat("owner \"", s.owner, "\" maps to local user \"", local, "\", which does not exist"));
-  if (pw->pw_uid == 0) return refuse(absl::StrCat("owner \"", s.owner, "\" maps to \"", local, "\", which is root"));
-  if (pw->pw_uid == geteuid()) {
-    return refuse(
-        absl::StrCat("owner \"", s.owner, "\" maps to \"", local, "\", the daemon's own account, which runs no jobs"));
+  if (std::string why = WhyNotRunAs(options_, local, pw->pw_uid, options_.run_as == SlurmRunAs::kOwner); !why.empty()) {
+    return refuse(absl::StrCat("owner \"", s.owner, "\" maps to local user ", why));
   }
   return RunAsUser{.name = local, .uid = pw->pw_uid, .gid = pw->pw_gid};
 }
@@ -1301,10 +1422,9 @@ absl::StatusOr<std::vector<PendingJob>> SlurmAdapter::Pending() {
 absl::StatusOr<int64_t> SlurmAdapter::WidestJob() {
   const NodeLimits limits = Limits();
   if (limits.cpus <= 0) {
-    return absl::UnavailableError(absl::StrCat("slurm: `sinfo --json` gave no node CPUs for ",
-                                               options_.submit_partition.empty()
-                                                   ? std::string("this site")
-                                                   : "partition " + options_.submit_partition));
+    return absl::UnavailableError(absl::StrCat(
+        "slurm: `sinfo --json` gave no node CPUs for ",
+        options_.submit_partition.empty() ? std::string("this site") : "partition " + options_.submit_partition));
   }
   return limits.cpus;
 }
@@ -1343,10 +1463,13 @@ absl::StatusOr<std::vector<int64_t>> SlurmAdapter::ArrivalStarts(const std::vect
   }
   std::vector<int64_t> out;
   for (int64_t w : widths) {
-    std::vector<std::string> argv = {"sbatch",       "--test-only",
+    std::vector<std::string> argv = {"sbatch",
+                                     "--test-only",
                                      "--job-name=hyperfed-arrival-probe",
-                                     "--ntasks=1",   absl::StrCat("--cpus-per-task=", w),
-                                     "--export=NONE", "--wrap=true"};
+                                     "--ntasks=1",
+                                     absl::StrCat("--cpus-per-task=", w),
+                                     "--export=NONE",
+                                     "--wrap=true"};
     if (!options_.submit_partition.empty()) argv.push_back("--partition=" + options_.submit_partition);
     if (!options_.submit_account.empty()) argv.push_back("--account=" + options_.submit_account);
     auto r = RunRaw(&argv, "", options_.submit_dir, {{"TZ", "UTC"}});

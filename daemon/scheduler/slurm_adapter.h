@@ -31,7 +31,10 @@
 // anything is submitted. A job submitted to Slurm directly has no such
 // comment: its key is "<cluster>/<job id>", its cost cores x time limit in
 // seconds (cores when unlimited), its tag "" and its environment empty (the
-// commands cannot read a job's environment; see env policy below).
+// commands cannot read a job's environment; see env policy below). So has
+// a job whose comment is in hyperfed's format without a valid mark (a
+// user's own): its k=, c= and d= are ignored, only its e= (its user's own
+// variables) and p= count (issue 34, finding 5).
 //
 // Spec <-> Slurm:
 //   name -> --job-name; script -> sbatch's stdin (byte for byte; back with
@@ -44,8 +47,9 @@
 //   when empty; either way the job gets the run-as user's login environment
 //   at the destination, not the daemon's; owner -> --uid/--gid of the user
 //   it runs as (run_as), and the comment.
-//   The script's #SBATCH lines outside a small allow-list are neutralised
-//   (FilterSbatchDirectives) and #PBS/#BSUB ones ignored (--ignore-pbs):
+//   The script's #SBATCH and #SLURM lines outside a small allow-list and
+//   its #PBS/#BSUB ones are neutralised (FilterSbatchDirectives), and
+//   sbatch is told --ignore-pbs:
 //   where a job runs and with what is the spec's and the site's to say.
 //
 // Options (the config's scheduler.options, all strings):
@@ -68,9 +72,17 @@
 //                     users_map gives the spec's owner) or "account"
 //                     (run_as_account). Unset: arriving jobs are refused.
 //                     Never the daemon's own account, never root.
-//   users_map         "same-name", or a file of "remote_user local_user"
-//                     lines (run_as owner)
+//   users_map         "same-name", or a file of "site:remote_user
+//                     local_user" lines (run_as owner); site is the
+//                     sending site's roster id (JobSpec::source_site, as
+//                     the migrator authenticated it) or * for any site; a
+//                     line without one is a load error (issue 34)
 //   run_as_account    an unprivileged local user (run_as account)
+//   uid_min, uid_max  the uids a peer's spec may run as (run_as owner:
+//                     same-name and map targets); default login.defs'
+//                     UID_MIN..UID_MAX (LoginDefsUidRange)
+//   deny_users        comma-separated accounts no moved job runs as, added
+//                     to kSlurmDeniedUsers
 //   mark_key          the migration mark's key file (default
 //                     <state_dir>/mark.key; see mark.h)
 //   submit_partition  partition for jobs that arrive ("" = cluster default;
@@ -125,8 +137,8 @@
 
 #include <cstdint>
 #include <map>
-#include <optional>
 #include <memory>
+#include <optional>
 #include <set>
 #include <string>
 #include <utility>
@@ -170,14 +182,32 @@ inline constexpr char kSlurmSafePath[] = "/usr/local/sbin:/usr/local/bin:/usr/sb
 // --mail-type=V`, `#SBATCH --open-mode=V`, `#SBATCH --signal=V`, with V made
 // of [A-Za-z0-9_,:@]. They change how a job is notified, requeued and
 // signalled, not where it runs, as whom, with what or where it writes.
-// Every other directive line in the script's header (up to the first line
-// that is neither blank nor a comment, where sbatch stops reading them) is
-// rewritten to "# hyperfed removed: <line>"; lines after it are untouched.
-// A line starting with "#SBATCH" in any case and after blanks counts, so
-// nothing sbatch might read slips through.
+// Every other #SBATCH or #SLURM line in the script's header (up to the first
+// line that is neither blank nor a comment, where sbatch stops reading
+// them) is rewritten to "# hyperfed removed: <line>", and so is every #PBS
+// and #BSUB line where sbatch without --ignore-pbs reads them (before the
+// 101st line not starting with '#'); other lines are untouched. A prefix in
+// any case and after blanks counts, so nothing sbatch might read slips
+// through (Slurm 22.05's src/sbatch/opt.c and xlate.c; issue 34).
 std::string FilterSbatchDirectives(const std::string& script);
 
+// The UID_MIN..UID_MAX of the login.defs file at `path`: the uids useradd
+// gives ordinary users. What the file does not say (or says out of range:
+// 0, not a number) is Debian's default, 1000..60000.
+std::pair<uint32_t, uint32_t> LoginDefsUidRange(const std::string& path = "/etc/login.defs");
+
 enum class SlurmRunAs { kUnset, kOwner, kAccount };
+
+// Accounts no moved job ever runs as, whatever deny_users adds: the
+// scheduler's and its authentication's own (issue 34, finding 1: a job run
+// as munge reads munge.key, which forges any Slurm credential).
+inline constexpr const char* kSlurmDeniedUsers[] = {"root", "slurm", "slurmdbd", "slurmrestd", "munge"};
+
+// A users_map line's local user, with its line number for errors.
+struct SlurmMapTarget {
+  std::string user;
+  int line = 0;
+};
 
 struct SlurmOptions {
   std::string slurm_conf;
@@ -187,10 +217,16 @@ struct SlurmOptions {
   std::set<std::string> users;
   SlurmRunAs run_as = SlurmRunAs::kUnset;
   bool users_map_set = false;
-  bool same_name = false;                        // users_map: same-name
-  std::map<std::string, std::string> users_map;  // remote user -> local user (from the file)
+  bool same_name = false;  // users_map: same-name
+  // (source site or "*", remote user) -> local user, from the file.
+  std::map<std::pair<std::string, std::string>, SlurmMapTarget> users_map;
   std::string users_map_file;
   std::string run_as_account;
+  // Accounts a peer's spec may pick (run_as: owner): uids in
+  // uid_min..uid_max (default login.defs' UID_MIN..UID_MAX) and not in
+  // deny_users (kSlurmDeniedUsers plus the option's).
+  uint32_t uid_min = 1000, uid_max = 60000;
+  std::set<std::string> deny_users;
   std::string mark_key;
   std::string submit_partition;
   std::string submit_account;
@@ -334,6 +370,8 @@ class SlurmAdapter : public SchedulerAdapter {
     std::string name;
     uint32_t uid = 0, gid = 0;
   };
+  // Never root, the daemon, deny_users; for run_as owner only uid_min..uid_max
+  // (WhyNotRunAs in slurm_adapter.cc; issue 34).
   absl::StatusOr<RunAsUser> RunAs(const JobSpec& spec) const;
   // The largest node of the submit partition (or of the managed ones);
   // nullopt-like units = 0 when sinfo cannot say.

@@ -45,6 +45,32 @@ migration::TransferRequest FromProto(const v1::TransferRequest& in) {
   return out;
 }
 
+void ToProto(const migration::TransferReply& in, v1::TransferReply* out) {
+  for (const std::string& id : in.new_ids) out->add_new_ids(id);
+  for (const std::string& key : in.refused_keys) out->add_refused_keys(key);
+}
+
+migration::TransferReply FromProto(const v1::TransferReply& in) {
+  migration::TransferReply out;
+  out.new_ids.assign(in.new_ids().begin(), in.new_ids().end());
+  out.refused_keys.assign(in.refused_keys().begin(), in.refused_keys().end());
+  return out;
+}
+
+void ToProto(const migration::AbortReply& in, v1::AbortReply* out) {
+  out->set_aborted(in.aborted);
+  for (const std::string& id : in.new_ids) out->add_new_ids(id);
+  for (const std::string& key : in.refused_keys) out->add_refused_keys(key);
+}
+
+migration::AbortReply FromProto(const v1::AbortReply& in) {
+  migration::AbortReply out;
+  out.aborted = in.aborted();
+  out.new_ids.assign(in.new_ids().begin(), in.new_ids().end());
+  out.refused_keys.assign(in.refused_keys().begin(), in.refused_keys().end());
+  return out;
+}
+
 scheduler::JobSpec FromProto(const v1::JobSpec& in) {
   scheduler::JobSpec s;
   s.name = in.name();

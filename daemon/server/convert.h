@@ -31,6 +31,12 @@ std::vector<balance::Transfer> FromProto(const google::protobuf::RepeatedPtrFiel
 
 void ToProto(const migration::TransferRequest& in, v1::TransferRequest* out);
 migration::TransferRequest FromProto(const v1::TransferRequest& in);
+// The replies carry refused_keys (issue 34, finding 5): every transport
+// converts them here, so none drops the field.
+void ToProto(const migration::TransferReply& in, v1::TransferReply* out);
+migration::TransferReply FromProto(const v1::TransferReply& in);
+void ToProto(const migration::AbortReply& in, v1::AbortReply* out);
+migration::AbortReply FromProto(const v1::AbortReply& in);
 
 void ToProto(const federation::RoundReport& in, v1::RoundReport* out);
 federation::RoundReport FromProto(const v1::RoundReport& in);

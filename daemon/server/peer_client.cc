@@ -320,9 +320,7 @@ absl::StatusOr<migration::TransferReply> GrpcPeers::Transfer(const std::string& 
   v1::TransferReply reply;
   auto ctx = ContextWithDeadline(kTransferTimeout);
   if (auto st = c->peer->Transfer(ctx.get(), *p, &reply); !st.ok()) return FromGrpc(st);
-  migration::TransferReply r;
-  r.new_ids.assign(reply.new_ids().begin(), reply.new_ids().end());
-  return r;
+  return FromProto(reply);
 }
 
 absl::StatusOr<migration::AbortReply> GrpcPeers::Abort(const std::string& dest_site, const std::string& migration_id,
@@ -336,10 +334,7 @@ absl::StatusOr<migration::AbortReply> GrpcPeers::Abort(const std::string& dest_s
   v1::AbortReply reply;
   auto ctx = ContextWithDeadline(kTransferTimeout);
   if (auto st = c->peer->Abort(ctx.get(), p, &reply); !st.ok()) return FromGrpc(st);
-  migration::AbortReply r;
-  r.aborted = reply.aborted();
-  r.new_ids.assign(reply.new_ids().begin(), reply.new_ids().end());
-  return r;
+  return FromProto(reply);
 }
 
 }  // namespace hyperfed::server

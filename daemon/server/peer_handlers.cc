@@ -142,7 +142,7 @@ absl::Status PeerHandlers::Transfer(const std::string& caller, const v1::Transfe
     return Invalid("migration_id: 1..200 characters");
   auto r = d_.migrator->HandleTransfer(FromProto(req));
   if (!r.ok()) return r.status();
-  for (const auto& id : r->new_ids) reply->add_new_ids(id);
+  ToProto(*r, reply);
   return absl::OkStatus();
 }
 
@@ -152,8 +152,7 @@ absl::Status PeerHandlers::Abort(const std::string& caller, const v1::AbortReque
     return Invalid("migration_id: 1..200 characters");
   auto r = d_.migrator->HandleAbort(req.migration_id(), req.source_site());
   if (!r.ok()) return r.status();
-  reply->set_aborted(r->aborted);
-  for (const auto& id : r->new_ids) reply->add_new_ids(id);
+  ToProto(*r, reply);
   return absl::OkStatus();
 }
 

@@ -94,9 +94,7 @@ absl::StatusOr<migration::TransferReply> SimPeers::Transfer(const std::string& d
   if (!p.ok()) return p.status();
   auto reply = net_->Call(self_, dest_site, env_, *p, server::kTransferTimeout, false, &PeerHandlers::Transfer);
   if (!reply.ok()) return reply.status();
-  migration::TransferReply r;
-  r.new_ids.assign(reply->new_ids().begin(), reply->new_ids().end());
-  return r;
+  return server::FromProto(*reply);
 }
 
 absl::StatusOr<migration::AbortReply> SimPeers::Abort(const std::string& dest_site, const std::string& migration_id,
@@ -106,10 +104,7 @@ absl::StatusOr<migration::AbortReply> SimPeers::Abort(const std::string& dest_si
   p.set_source_site(source_site);
   auto reply = net_->Call(self_, dest_site, env_, p, server::kTransferTimeout, false, &PeerHandlers::Abort);
   if (!reply.ok()) return reply.status();
-  migration::AbortReply r;
-  r.aborted = reply->aborted();
-  r.new_ids.assign(reply->new_ids().begin(), reply->new_ids().end());
-  return r;
+  return server::FromProto(*reply);
 }
 
 }  // namespace hyperfed::fedsim

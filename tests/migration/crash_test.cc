@@ -49,55 +49,61 @@ std::string JournalFile(const std::string& dir, const std::string& site) { retur
 // killed mid-call is, to the caller, an unanswered call.
 class ForkTransport : public PeerTransport {
  public:
-  explicit ForkTransport(std::string dir) : dir_(std::move(dir)) {}
+  explicit ForkTransport(std::string dir, std::string refuse = "") : dir_(std::move(dir)), refuse_(std::move(refuse)) {}
   void Queue(Fault f) { faults_.push_back(f); }
   bool dest_killed() const { return dest_killed_; }
 
   absl::StatusOr<TransferReply> Transfer(const std::string& dest, const TransferRequest& req) override {
     absl::StatusOr<std::string> out = Call(dest, [&](Migrator& m) {
       absl::StatusOr<TransferReply> r = m.HandleTransfer(req);
-      return Encode(r.status(), false, r.ok() ? r->new_ids : std::vector<std::string>{});
+      return r.ok() ? Encode(r.status(), false, r->new_ids, r->refused_keys) : Encode(r.status(), false, {}, {});
     });
     if (!out.ok()) return out.status();
     bool aborted;
-    std::vector<std::string> ids;
-    absl::Status s = Decode(*out, &aborted, &ids);
+    TransferReply reply;
+    absl::Status s = Decode(*out, &aborted, &reply.new_ids, &reply.refused_keys);
     if (!s.ok()) return s;
-    return TransferReply{ids};
+    return reply;
   }
 
   absl::StatusOr<AbortReply> Abort(const std::string& dest, const std::string& id, const std::string& source) override {
     absl::StatusOr<std::string> out = Call(dest, [&](Migrator& m) {
       absl::StatusOr<AbortReply> r = m.HandleAbort(id, source);
-      return Encode(r.status(), r.ok() && r->aborted, r.ok() ? r->new_ids : std::vector<std::string>{});
+      return r.ok() ? Encode(r.status(), r->aborted, r->new_ids, r->refused_keys) : Encode(r.status(), false, {}, {});
     });
     if (!out.ok()) return out.status();
     AbortReply reply;
-    absl::Status s = Decode(*out, &reply.aborted, &reply.new_ids);
+    absl::Status s = Decode(*out, &reply.aborted, &reply.new_ids, &reply.refused_keys);
     if (!s.ok()) return s;
     return reply;
   }
 
  private:
-  static std::string Encode(const absl::Status& s, bool aborted, const std::vector<std::string>& ids) {
+  static std::string Encode(const absl::Status& s, bool aborted, const std::vector<std::string>& ids,
+                            const std::vector<std::string>& refused) {
     std::string out;
     AppendField(&out, absl::StrCat(static_cast<int>(s.code())));
     AppendField(&out, std::string(s.message()));
     AppendField(&out, aborted ? "1" : "0");
+    AppendField(&out, absl::StrCat(ids.size()));
     for (const std::string& id : ids) AppendField(&out, id);
+    for (const std::string& key : refused) AppendField(&out, key);
     return out;
   }
-  static absl::Status Decode(std::string_view in, bool* aborted, std::vector<std::string>* ids) {
-    std::string code, msg, ab, id;
+  static absl::Status Decode(std::string_view in, bool* aborted, std::vector<std::string>* ids,
+                             std::vector<std::string>* refused) {
+    std::string code, msg, ab, n_s, id;
     int c = 0;
+    size_t n = 0;
     if (!ReadField(&in, &code) || !ReadField(&in, &msg) || !ReadField(&in, &ab) || !absl::SimpleAtoi(code, &c)) {
       return absl::InternalError("fork transport: bad answer");
     }
     if (c != 0) return absl::Status(static_cast<absl::StatusCode>(c), msg);
     *aborted = ab == "1";
+    if (!ReadField(&in, &n_s) || !absl::SimpleAtoi(n_s, &n)) return absl::InternalError("fork transport: bad answer");
     while (!in.empty()) {
       if (!ReadField(&in, &id)) return absl::InternalError("fork transport: bad answer");
-      ids->push_back(id);
+      (ids->size() < n ? ids : refused)->push_back(id);
     }
     return absl::OkStatus();
   }
@@ -117,6 +123,7 @@ class ForkTransport : public PeerTransport {
     if (pid == 0) {
       close(fds[0]);
       FakeAdapter adapter(dest, JobsFile(dir_, dest));
+      if (!refuse_.empty()) adapter.RefuseSpecsNamed(refuse_);
       auto journal = Journal::Open(JournalFile(dir_, dest));
       if (!journal.ok()) _exit(21);
       FakeEnv clock;
@@ -148,6 +155,7 @@ class ForkTransport : public PeerTransport {
   }
 
   std::string dir_;
+  std::string refuse_;  // the job name the destination's scheduler refuses
   std::vector<Fault> faults_;
   bool dest_killed_ = false;
 };
@@ -157,7 +165,11 @@ enum class Scenario {
   kRecoverAfterLoss,   // the Transfer is lost; Recover retries it
   kLostReplyGiveUp,    // delivered, reply lost; GiveUp: Abort answers the ids
   kUnreachableGiveUp,  // never delivered; GiveUp: Abort is recorded
+  kRefusedAlone,       // as kPlain, and B refuses a3 (of the first batch): it fails alone
 };
+
+// The job B's scheduler refuses in kRefusedAlone ("" in the others).
+std::string Refused(Scenario sc) { return sc == Scenario::kRefusedAlone ? "a3" : ""; }
 
 constexpr int kChildDestKilled = 10;
 
@@ -168,10 +180,11 @@ constexpr int kChildDestKilled = 10;
   auto journal = Journal::Open(JournalFile(dir, "A"));
   if (!journal.ok()) _exit(31);
   FakeEnv clock;
-  ForkTransport transport(dir);
+  ForkTransport transport(dir, Refused(sc));
   Migrator m("A", &adapter, journal->get(), &transport, &clock, 3, kChunk);
   switch (sc) {
     case Scenario::kPlain:
+    case Scenario::kRefusedAlone:
       (void)m.MigrateOut("B", 4, "r1");
       break;
     case Scenario::kRecoverAfterLoss:
@@ -231,6 +244,7 @@ std::string CrashAndRecover(Scenario sc, const std::string& point, int order) {
   FakeEnv clock;
   TestTransport transport;
   FakeAdapter aa("A", JobsFile(dir.path(), "A")), ba("B", JobsFile(dir.path(), "B"));
+  if (!Refused(sc).empty()) ba.RefuseSpecsNamed(Refused(sc));
   auto aj = Journal::Open(JournalFile(dir.path(), "A"));
   auto bj = Journal::Open(JournalFile(dir.path(), "B"));
   EXPECT_TRUE(aj.ok() && bj.ok());
@@ -258,6 +272,12 @@ std::string CrashAndRecover(Scenario sc, const std::string& point, int order) {
     }
   }
   for (const std::string& k : kKeys) EXPECT_EQ(live[k], 1) << "job " << k;
+  if (!Refused(sc).empty()) {
+    bool home = false;
+    for (const scheduler::Job& j : aa.AllJobs())
+      home = home || (j.spec.key == Refused(sc) && j.state == JobState::kPending);
+    EXPECT_TRUE(home) << Refused(sc) << ", refused by B, is not pending at A";
+  }
   EXPECT_EQ(live.size(), kKeys.size());
   return how;
 }
@@ -281,10 +301,10 @@ void RunAll(Scenario sc, const std::set<std::string>& must_hit) {
 }
 
 TEST(MigrationCrashTest, PlainMigrationSurvivesACrashAtEveryPoint) {
-  RunAll(Scenario::kPlain, {"out_after_intent", "out_after_hold_one", "out_after_hold_one:2",
-                            "out_after_hold", "out_after_prepared", "out_after_reply", "out_after_cancel_one",
-                            "out_after_cancel_one:2", "out_after_cancel", "out_after_committed", "in_after_prepared",
-                            "in_after_submit_one", "in_after_submit_one:2", "in_after_submit", "in_after_committed"});
+  RunAll(Scenario::kPlain, {"out_after_intent", "out_after_hold_one", "out_after_hold_one:2", "out_after_hold",
+                            "out_after_prepared", "out_after_reply", "out_after_cancel_one", "out_after_cancel_one:2",
+                            "out_after_cancel", "out_after_committed", "in_after_prepared", "in_after_submit_one",
+                            "in_after_submit_one:2", "in_after_submit", "in_after_committed"});
 }
 
 TEST(MigrationCrashTest, RetryByRecoverSurvivesACrashAtEveryPoint) {
@@ -297,6 +317,14 @@ TEST(MigrationCrashTest, GiveUpAfterLostReplySurvivesACrashAtEveryPoint) {
   RunAll(Scenario::kLostReplyGiveUp,
          {"out_after_aborting", "out_after_abort_reply", "out_after_cancel_one", "out_after_cancel",
           "out_after_committed", "in_after_prepared", "in_after_submit", "in_after_committed"});
+}
+
+// Issue 34, finding 5: a job the destination refuses fails alone; a crash
+// anywhere leaves it at the source, released, and the rest moved once.
+TEST(MigrationCrashTest, ARefusedJobFailsAloneThroughACrashAtEveryPoint) {
+  RunAll(Scenario::kRefusedAlone,
+         {"out_after_prepared", "out_after_reply", "out_after_release_refused", "out_after_cancel_one",
+          "out_after_cancel", "out_after_committed", "in_after_prepared", "in_after_submit", "in_after_committed"});
 }
 
 TEST(MigrationCrashTest, GiveUpWhenUnreachableSurvivesACrashAtEveryPoint) {

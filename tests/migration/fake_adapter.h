@@ -72,10 +72,27 @@ class FakeAdapter : public scheduler::SchedulerAdapter {
     std::lock_guard<std::mutex> l(mu_);
     refused_submit_name_ = std::move(name);
   }
+  // The refusal of RefuseSubmitsNamed comes before the tag is looked up
+  // (as the sim adapter checks a spec first): a job submitted before is
+  // then refused on a retry.
+  void RefuseBeforeTagLookup(bool before) {
+    std::lock_guard<std::mutex> l(mu_);
+    refuse_before_tag_ = before;
+  }
   // CheckSpec refuses specs with this name.
   void RefuseSpecsNamed(std::string name) {
     std::lock_guard<std::mutex> l(mu_);
     refused_name_ = std::move(name);
+  }
+  // The source_site of every spec CheckSpec and Submit were given, in call
+  // order (issue 34: the adapter is told the authenticated sender).
+  std::vector<std::string> CheckedSources() const {
+    std::lock_guard<std::mutex> l(mu_);
+    return checked_sources_;
+  }
+  std::vector<std::string> SubmittedSources() const {
+    std::lock_guard<std::mutex> l(mu_);
+    return submitted_sources_;
   }
 
   // ---- SchedulerAdapter
@@ -134,6 +151,7 @@ class FakeAdapter : public scheduler::SchedulerAdapter {
   absl::Status CheckSpec(const scheduler::JobSpec& spec) const override {
     if (absl::Status st = SchedulerAdapter::CheckSpec(spec); !st.ok()) return st;  // the contract: common rules first
     std::lock_guard<std::mutex> l(mu_);
+    checked_sources_.push_back(spec.source_site);
     if (!refused_name_.empty() && spec.name == refused_name_)
       return absl::InvalidArgumentError(absl::StrCat("injected: no job named ", spec.name, " here"));
     return absl::OkStatus();
@@ -148,6 +166,9 @@ class FakeAdapter : public scheduler::SchedulerAdapter {
 
   absl::StatusOr<std::string> Submit(const scheduler::JobSpec& spec, const std::string& tag, bool held) override {
     std::lock_guard<std::mutex> l(mu_);
+    submitted_sources_.push_back(spec.source_site);
+    if (refuse_before_tag_ && !refused_submit_name_.empty() && spec.name == refused_submit_name_)
+      return absl::InvalidArgumentError("injected refusal: the scheduler does not take " + spec.name);
     if (!tag.empty()) {
       for (const auto& [id, j] : jobs_) {
         if (j.tag == tag) return id;
@@ -159,6 +180,9 @@ class FakeAdapter : public scheduler::SchedulerAdapter {
     }
     if (!refused_submit_name_.empty() && spec.name == refused_submit_name_)
       return absl::InvalidArgumentError("injected refusal: the scheduler does not take " + spec.name);
+    // The contract: Submit refuses what CheckSpec refuses.
+    if (!refused_name_.empty() && spec.name == refused_name_)
+      return absl::InvalidArgumentError(absl::StrCat("injected: no job named ", spec.name, " here"));
     scheduler::Job j;
     j.id = absl::StrCat(site_, "-", next_id_++);
     j.spec = spec;
@@ -277,6 +301,9 @@ class FakeAdapter : public scheduler::SchedulerAdapter {
   int hold_fail_after_effect_ = 0;
   std::string refused_name_;
   std::string refused_submit_name_;
+  bool refuse_before_tag_ = false;
+  mutable std::vector<std::string> checked_sources_;
+  std::vector<std::string> submitted_sources_;
 };
 
 }  // namespace hyperfed::migration::testing

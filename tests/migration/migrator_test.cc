@@ -4,10 +4,10 @@
 
 #include "daemon/migration/migrator.h"
 
-#include <map>
-#include <set>
 #include <algorithm>
+#include <map>
 #include <memory>
+#include <set>
 #include <thread>
 
 #include "daemon/common/env.h"
@@ -207,9 +207,12 @@ TEST_F(MigratorTest, ABatchWithNoJobHeldIsAShortfallOfItsJobsOnce) {
   EXPECT_EQ(live["k1"], std::make_pair(std::string("A"), JobState::kPending));
 }
 
-// A destination whose scheduler refuses one spec refuses the transfer before
-// submitting anything; the source aborts and keeps every job, runnable.
-TEST_F(MigratorTest, ASpecTheDestinationRefusesKeepsTheWholeBatchAtTheSource) {
+// Issue 34, finding 5: a spec the destination refuses (its CheckSpec) fails
+// alone: the rest of the batch moves, the reply names the refused key, and
+// the source releases exactly that job. A batch whose every spec is refused
+// is refused as before: nothing journaled at the destination, every job
+// kept at the source.
+TEST_F(MigratorTest, Issue34_ASpecTheDestinationRefusesFailsAloneAndTheRestMove) {
   Site& a = Make("A");
   Site& b = Make("B");
   AddJob(a, "k0");
@@ -219,12 +222,100 @@ TEST_F(MigratorTest, ASpecTheDestinationRefusesKeepsTheWholeBatchAtTheSource) {
   auto res = a.migrator->MigrateOut("B", 3, "r1");
   ASSERT_TRUE(res.ok()) << res.status();
   ASSERT_EQ(res->size(), 1u);
+  EXPECT_TRUE((*res)[0].status.ok()) << (*res)[0].status;
+  EXPECT_EQ((*res)[0].moved, 2);
+  EXPECT_EQ((*res)[0].shortfall, 1);
+  auto live = Live();
+  EXPECT_EQ(live["k0"].first, "B");
+  EXPECT_EQ(live["k2"].first, "B");
+  EXPECT_EQ(live["k1"], std::make_pair(std::string("A"), JobState::kPending));
+  const std::string id = (*res)[0].migration_id;
+  const MigrationRecord out = **a.journal->Get(Direction::kOut, id);
+  EXPECT_EQ(out.state, MigrationState::kCommitted);
+  EXPECT_NE(out.note.find("refused by B, kept here: k1"), std::string::npos) << out.note;
+  EXPECT_EQ(*a.migrator->CommittedOut("r1"), (std::map<std::string, int64_t>{{"B", 2}}));
+  EXPECT_EQ((**b.journal->Get(Direction::kIn, id)).state, MigrationState::kCommitted);
+  // A repeat and an Abort answer the same: two ids, k1 refused.
+  TransferRequest again;
+  again.migration_id = id;
+  again.source_site = "A";
+  for (const JournalJob& j : out.jobs) again.jobs.push_back(j.spec);
+  auto tr = b.migrator->HandleTransfer(again);
+  ASSERT_TRUE(tr.ok()) << tr.status();
+  EXPECT_EQ(tr->new_ids.size(), 2u);
+  EXPECT_EQ(tr->refused_keys, std::vector<std::string>{"k1"});
+  auto ab = b.migrator->HandleAbort(id, "A");
+  ASSERT_TRUE(ab.ok()) << ab.status();
+  EXPECT_FALSE(ab->aborted);
+  EXPECT_EQ(ab->new_ids, tr->new_ids);
+  EXPECT_EQ(ab->refused_keys, tr->refused_keys);
+  EXPECT_TRUE(a.migrator->Recover().ok());
+  EXPECT_TRUE(b.migrator->Recover().ok());
+  // Every spec refused: the whole transfer is, and the source keeps all.
+  b.adapter->RefuseSpecsNamed("k1");
+  auto alone = a.migrator->MigrateOut("B", 1, "r2");
+  ASSERT_TRUE(alone.ok()) << alone.status();
+  EXPECT_EQ((*alone)[0].moved, 0);
+  EXPECT_NE((*alone)[0].status.message().find("refuses it"), std::string::npos) << (*alone)[0].status;
+  EXPECT_EQ(Live()["k1"], std::make_pair(std::string("A"), JobState::kPending));
+  EXPECT_EQ(OutState(a, (*alone)[0].migration_id), MigrationState::kAborted);
+}
+
+// A reply that does not fit the batch (a refused key not of it, counts that
+// do not add up) is not acted on: the jobs stay held and the record
+// PREPARED, to be asked again.
+TEST_F(MigratorTest, Issue34_AReplyThatDoesNotFitIsNotActedOn) {
+  Site& a = Make("A");
+  Make("B");
+  AddJob(a, "k0");
+  AddJob(a, "k1");
+  int calls = 0;
+  transport_.SetReplyFilter([&](TransferReply* r) {
+    ++calls;
+    r->refused_keys = {"not-ours"};
+    r->new_ids.pop_back();
+  });
+  auto res = a.migrator->MigrateOut("B", 2, "r1");
+  ASSERT_TRUE(res.ok()) << res.status();
+  EXPECT_EQ(calls, 1);
   EXPECT_EQ((*res)[0].moved, 0);
-  EXPECT_FALSE((*res)[0].status.ok());
-  EXPECT_NE((*res)[0].status.message().find("refuses it"), std::string::npos) << (*res)[0].status;
-  for (const auto& [key, where] : Live()) EXPECT_EQ(where, std::make_pair(std::string("A"), JobState::kPending)) << key;
-  EXPECT_TRUE(b.adapter->AllJobs().empty()) << "nothing submitted at B";
-  EXPECT_EQ(OutState(a, (*res)[0].migration_id), MigrationState::kAborted);
+  EXPECT_EQ((*res)[0].in_flight, 2);
+  EXPECT_EQ(OutState(a, (*res)[0].migration_id), MigrationState::kPrepared);
+  transport_.SetReplyFilter(nullptr);
+  EXPECT_TRUE(a.migrator->Recover().ok());
+  EXPECT_EQ(OutState(a, (*res)[0].migration_id), MigrationState::kCommitted);
+  for (const auto& [key, where] : Live()) EXPECT_EQ(where.first, "B") << key;
+}
+
+// Issue 34, finding 5: one user's job that no site would take (here a name
+// over kMaxNameLength) used to reach the destination, whose check refused
+// the whole batch, every round. The source checks each spec with the same
+// scheduler-independent check first (scheduler::CheckPortableSpec): that job
+// stays home, released, and the rest move.
+TEST_F(MigratorTest, Issue34_AJobFailingTheCommonCheckStaysHomeAndTheRestMove) {
+  Site& a = Make("A");
+  Site& b = Make("B");
+  AddJob(a, "k0");
+  scheduler::JobSpec bad;
+  bad.name = std::string(scheduler::kMaxNameLength + 1, 'n');
+  bad.script = "#!/bin/sh\ntrue\n";
+  bad.key = "k1";
+  a.adapter->Add(bad);
+  AddJob(a, "k2");
+  auto res = a.migrator->MigrateOut("B", 3, "r1");
+  ASSERT_TRUE(res.ok()) << res.status();
+  ASSERT_EQ(res->size(), 1u);
+  EXPECT_TRUE((*res)[0].status.ok()) << (*res)[0].status;
+  EXPECT_EQ((*res)[0].moved, 2);
+  EXPECT_EQ((*res)[0].shortfall, 1);
+  auto live = Live();
+  EXPECT_EQ(live["k0"].first, "B");
+  EXPECT_EQ(live["k2"].first, "B");
+  EXPECT_EQ(live["k1"], std::make_pair(std::string("A"), JobState::kPending)) << "left at home, released";
+  const MigrationRecord r = **a.journal->Get(Direction::kOut, (*res)[0].migration_id);
+  EXPECT_EQ(r.state, MigrationState::kCommitted);
+  EXPECT_NE(r.note.find("k1 not sent"), std::string::npos) << r.note;
+  EXPECT_EQ(b.adapter->CheckedSources().size(), 2u) << "B never saw k1";
 }
 
 TEST_F(MigratorTest, SplitsIntoBatchesAndReportsTheShortfall) {
@@ -275,10 +366,10 @@ TEST_F(MigratorTest, GivesAKeyToAJobThatHasNone) {
   EXPECT_EQ(b.adapter->AllJobs()[0].spec.key, "A:" + id);
 }
 
-TransferRequest Request(const std::string& id, std::vector<std::string> keys) {
+TransferRequest Request(const std::string& id, std::vector<std::string> keys, const std::string& source = "A") {
   TransferRequest req;
   req.migration_id = id;
-  req.source_site = "A";
+  req.source_site = source;
   for (const std::string& k : keys) {
     scheduler::JobSpec s;
     s.key = k;
@@ -286,6 +377,51 @@ TransferRequest Request(const std::string& id, std::vector<std::string> keys) {
     req.jobs.push_back(s);
   }
   return req;
+}
+
+// Issue 34, finding 2: users_map is looked up by (source site, owner), so
+// the adapter must learn the site that sent a job from the caller's
+// certificate (the handler's source_site), never from the spec; and the
+// site is not stored in the journal's specs, so a record finished by
+// Recover gets it from the record's peer.
+TEST_F(MigratorTest, Issue34_EveryIncomingJobCarriesTheAuthenticatedSourceSite) {
+  Site& b = Make("B");
+  TransferRequest req = Request("A:1", {"k0", "k1"});
+  req.jobs[0].source_site = "C";  // what a hostile A might write
+  ASSERT_TRUE(b.migrator->HandleTransfer(req).ok());
+  EXPECT_EQ(b.adapter->CheckedSources(), (std::vector<std::string>{"A", "A"}));
+  EXPECT_EQ(b.adapter->SubmittedSources(), (std::vector<std::string>{"A", "A"}));
+  // Submit fails once; Recover finishes the record from the journal.
+  b.adapter->FailSubmits(1);
+  EXPECT_FALSE(b.migrator->HandleTransfer(Request("A:2", {"k2"})).ok());
+  ASSERT_TRUE(b.migrator->Recover().ok());
+  EXPECT_EQ(b.adapter->SubmittedSources(), (std::vector<std::string>{"A", "A", "A", "A"}));
+  // Neither the journal's encoding nor the wire carries it.
+  scheduler::JobSpec with = req.jobs[0], without = req.jobs[0];
+  without.source_site = "";
+  EXPECT_EQ(EncodeSpec(with), EncodeSpec(without));
+  EXPECT_EQ(DecodeSpec(EncodeSpec(with))->source_site, "");
+}
+
+// A job refused on a retry that an earlier pass had submitted (found by its
+// tag) was taken: reported refused, the source would release its copy and
+// the job would run at both sites.
+TEST_F(MigratorTest, Issue34_AJobSubmittedBeforeItsRefusalIsNotReportedRefused) {
+  Site& b = Make("B");
+  TransferRequest req = Request("A:1", {"k0", "k1"});
+  req.jobs[0].name = "k0";
+  req.jobs[1].name = "k1";
+  b.adapter->FailSubmits(1);  // k0 fails for now, k1 is submitted
+  EXPECT_EQ(b.migrator->HandleTransfer(req).status().code(), absl::StatusCode::kUnavailable);
+  ASSERT_EQ(b.adapter->AllJobs().size(), 1u);
+  b.adapter->RefuseSubmitsNamed("k1");
+  b.adapter->RefuseBeforeTagLookup(true);
+  ASSERT_TRUE(b.migrator->Recover().ok());
+  auto tr = b.migrator->HandleTransfer(req);
+  ASSERT_TRUE(tr.ok()) << tr.status();
+  EXPECT_EQ(tr->new_ids.size(), 2u);
+  EXPECT_TRUE(tr->refused_keys.empty());
+  EXPECT_EQ(b.adapter->AllJobs().size(), 2u) << "k1 once, k0 once";
 }
 
 TEST_F(MigratorTest, RepeatedTransferAnswersTheStoredResult) {
@@ -354,6 +490,49 @@ TEST_F(MigratorTest, AbortBeforeTransferIsRecordedAndTheTransferRefusedForEver) 
   b.journal = *Journal::Open(dir_.File("B.db"));
   b.migrator = std::make_unique<Migrator>("B", b.adapter.get(), b.journal.get(), &transport_, &clock_, 100);
   EXPECT_EQ(b.migrator->HandleTransfer(Request("A:1", {"k0"})).status().code(), absl::StatusCode::kAborted);
+}
+
+// Issue 34, finding 6: Abort of an id never seen stores a record (so a late
+// Transfer of it is refused), and any certified site may send such aborts.
+// Per source only kMaxEarlyAbortsPerSource records are kept; the oldest go,
+// and the highest id dropped becomes that source's floor: a Transfer of an
+// unknown id at or below it is refused like an aborted one.
+TEST_F(MigratorTest, Issue34_AFloodOfUnknownAbortsIsBoundedAndStillRefusesLateTransfers) {
+  Site& b = Make("B");
+  const int64_t cap = kMaxEarlyAbortsPerSource;
+  for (int64_t i = 1; i <= cap + 50; ++i) {
+    auto ab = b.migrator->HandleAbort(absl::StrCat("A:", i), "A");
+    ASSERT_TRUE(ab.ok()) << i << ": " << ab.status();
+    ASSERT_TRUE(ab->aborted);
+  }
+  // Another source's aborts are not dropped for A's.
+  ASSERT_TRUE(b.migrator->HandleAbort("C:7", "C")->aborted);
+  auto recs = b.journal->ListRecent(static_cast<int>(cap) * 3);
+  ASSERT_TRUE(recs.ok()) << recs.status();
+  int64_t from_a = 0;
+  for (const MigrationRecord& r : *recs) from_a += r.peer == "A";
+  EXPECT_EQ(from_a, cap);
+  // Every aborted id is refused, kept or dropped, before and after a restart.
+  for (int restart = 0; restart < 2; ++restart) {
+    for (int64_t i : {int64_t{1}, int64_t{50}, int64_t{51}, cap + 50}) {
+      EXPECT_EQ(b.migrator->HandleTransfer(Request(absl::StrCat("A:", i), {"k0"})).status().code(),
+                absl::StatusCode::kAborted)
+          << i;
+    }
+    EXPECT_EQ(b.migrator->HandleTransfer(Request("C:7", {"k0"}, "C")).status().code(), absl::StatusCode::kAborted);
+    b.migrator.reset();
+    b.journal.reset();
+    b.journal = *Journal::Open(dir_.File("B.db"));
+    b.migrator = std::make_unique<Migrator>("B", b.adapter.get(), b.journal.get(), &transport_, &clock_, 100);
+  }
+  EXPECT_TRUE(b.adapter->AllJobs().empty());
+  // A new id above the floor still moves.
+  auto tr = b.migrator->HandleTransfer(Request(absl::StrCat("A:", cap + 51), {"k0"}));
+  EXPECT_TRUE(tr.ok()) << tr.status();
+  // Ids a source's MigrateOut never makes ("<site>:<n>") are refused, and
+  // an abort of one stores nothing.
+  EXPECT_EQ(b.migrator->HandleAbort("A:x", "A").status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(b.migrator->HandleTransfer(Request("A:0x5", {"k9"})).status().code(), absl::StatusCode::kInvalidArgument);
 }
 
 TEST_F(MigratorTest, AbortAfterSubmitAnswersTheNewIds) {
@@ -614,31 +793,42 @@ TEST_F(MigratorTest, AdmissionRefusalChangesNothing) {
   EXPECT_EQ(b.adapter->AllJobs().size(), 1u);
 }
 
-TEST_F(MigratorTest, ASchedulerRefusalAtSubmitIsFinalAndTheSourceKeepsItsJobs) {
+// Issue 34, finding 5: a job the destination's scheduler refuses at submit
+// time (final) fails alone too; when it refuses every job of the batch, the
+// record is aborted and the source keeps them all.
+TEST_F(MigratorTest, ASchedulerRefusalAtSubmitFailsAloneAndTheSourceKeepsThatJob) {
   Site& a = Make("A");
   Site& b = Make("B");
   AddJob(a, "k0");
   AddJob(a, "k1");
   AddJob(a, "k2");
-  // k1 passes CheckSpec at B but B's scheduler refuses it when submitted:
-  // whichever order the jobs go in, some may be submitted before it.
+  // k1 passes CheckSpec at B but B's scheduler refuses it when submitted.
   b.adapter->RefuseSubmitsNamed("k1");
   auto res = a.migrator->MigrateOut("B", 3, "r1");
   ASSERT_TRUE(res.ok()) << res.status();
   const std::string id = (*res)[0].migration_id;
-  EXPECT_EQ((*res)[0].moved, 0);
+  EXPECT_EQ((*res)[0].moved, 2);
   EXPECT_EQ((*res)[0].in_flight, 0) << "nothing left held";
-  EXPECT_EQ(OutState(a, id), MigrationState::kAborted);
-  EXPECT_EQ((**b.journal->Get(Direction::kIn, id)).state, MigrationState::kAborted);
+  EXPECT_EQ(OutState(a, id), MigrationState::kCommitted);
+  const MigrationRecord in = **b.journal->Get(Direction::kIn, id);
+  EXPECT_EQ(in.state, MigrationState::kCommitted);
+  EXPECT_NE(in.note.find("k1 (injected refusal"), std::string::npos) << in.note;
   auto live = Live();
   ASSERT_EQ(live.size(), 3u);
-  for (const char* k : {"k0", "k1", "k2"}) {
-    EXPECT_EQ(live[k].first, "A") << k;
-    EXPECT_EQ(live[k].second, JobState::kPending) << k;
-  }
+  EXPECT_EQ(live["k1"], std::make_pair(std::string("A"), JobState::kPending));
+  EXPECT_EQ(live["k0"].first, "B");
+  EXPECT_EQ(live["k2"].first, "B");
   // Recovery on both sides has nothing left to do.
   EXPECT_TRUE(b.migrator->Recover().ok());
   EXPECT_TRUE(a.migrator->Recover().ok());
+  // Only k1 left: refused alone is refused whole.
+  auto last = a.migrator->MigrateOut("B", 1, "r2");
+  ASSERT_TRUE(last.ok()) << last.status();
+  EXPECT_EQ((*last)[0].moved, 0);
+  EXPECT_EQ((*last)[0].in_flight, 0);
+  EXPECT_EQ(OutState(a, (*last)[0].migration_id), MigrationState::kAborted);
+  EXPECT_EQ((**b.journal->Get(Direction::kIn, (*last)[0].migration_id)).state, MigrationState::kAborted);
+  EXPECT_EQ(Live()["k1"], std::make_pair(std::string("A"), JobState::kPending));
 }
 
 }  // namespace

@@ -7,6 +7,7 @@
 
 #include <deque>
 #include <filesystem>
+#include <functional>
 #include <map>
 #include <mutex>
 #include <string>
@@ -69,6 +70,12 @@ class TestTransport : public PeerTransport {
     std::lock_guard<std::mutex> l(mu_);
     return transfers_delivered_;
   }
+  // Changes every successful Transfer reply before the source sees it (a
+  // destination answering what does not fit); nullptr: none.
+  void SetReplyFilter(std::function<void(TransferReply*)> filter) {
+    std::lock_guard<std::mutex> l(mu_);
+    reply_filter_ = std::move(filter);
+  }
 
   absl::StatusOr<TransferReply> Transfer(const std::string& dest, const TransferRequest& req) override {
     Migrator* m;
@@ -82,6 +89,12 @@ class TestTransport : public PeerTransport {
       Count();
     }
     if (f == Fault::kDropReply) return absl::DeadlineExceededError("test transport: reply lost");
+    std::function<void(TransferReply*)> filter;
+    {
+      std::lock_guard<std::mutex> l(mu_);
+      filter = reply_filter_;
+    }
+    if (filter && r.ok()) filter(&*r);
     return r;
   }
 
@@ -119,6 +132,7 @@ class TestTransport : public PeerTransport {
   std::map<std::string, bool> down_;
   std::deque<Fault> faults_;
   int transfers_delivered_ = 0;
+  std::function<void(TransferReply*)> reply_filter_;
 };
 
 }  // namespace hyperfed::migration::testing

@@ -37,6 +37,16 @@ void WriteExecutable(const std::string& path, const std::string& body) {
   chmod(path.c_str(), 0755);
 }
 
+// Makes a local user (useradd, uid from UID_MIN up) unless one exists; ""
+// when done, else why not.
+std::string EnsureUser(const std::string& user) {
+  if (getpwnam(user.c_str()) != nullptr) return "";
+  if (geteuid() != 0) return "creating users (useradd) needs root";
+  auto r = RunCommand({.argv = {"useradd", "-M", "-s", "/bin/sh", user}});
+  if (!r.ok()) return r.status().ToString();
+  return r->exit_code == 0 ? "" : absl::StrCat("useradd ", user, ": ", r->err);
+}
+
 // ---- Without Slurm: CheckSpec, the mark, the #SBATCH filter ----
 
 class HostileSlurmSpec : public ::testing::Test {
@@ -298,16 +308,19 @@ TEST_F(HostileSlurmSpec, Outcome9_OwnersAreUserNamesAndMapOnlyToOrdinaryUsers) {
   EXPECT_TRUE(absl::StrContains(st.message(), "run_as")) << st;
   EXPECT_TRUE(absl::StrContains(st.message(), "never runs them as its own account")) << st;
   EXPECT_TRUE(absl::IsInvalidArgument((*none)->Submit(Good(), "t", true).status()));
-  // run_as: owner with a mapping file.
-  passwd* self = getpwuid(geteuid());
-  ASSERT_NE(self, nullptr);
-  std::ofstream(dir_.Sub("users.map")) << "# remote local\nalice nobody\nboss root\nme " << self->pw_name
-                                       << "\nghost no-such-user-here\n";
+  // run_as: owner with a mapping file (lines name the source site: issue
+  // 34). A map line naming root or a service account is refused at load
+  // (Issue34_UsersMapLinesNameTheirSourceSite); one naming a user made later
+  // is checked at every job.
+  if (std::string why = EnsureUser("alice"); !why.empty()) GTEST_SKIP() << why;
+  std::ofstream(dir_.Sub("users.map")) << "# site:remote local\nsite-a:alice alice\nsite-a:ghost no-such-user-here\n";
   auto owner = Adapter({{"run_as", "owner"}, {"users_map", dir_.Sub("users.map")}});
   ASSERT_NE(owner, nullptr);
-  EXPECT_TRUE(owner->CheckSpec(Good()).ok()) << owner->CheckSpec(Good());
+  JobSpec good = Good();
+  good.source_site = "site-a";
+  EXPECT_TRUE(owner->CheckSpec(good).ok()) << owner->CheckSpec(good);
   auto refused = [&](const std::string& who, const std::string& says) {
-    JobSpec s = Good();
+    JobSpec s = good;
     s.owner = who;
     absl::Status st = owner->CheckSpec(s);
     EXPECT_TRUE(absl::IsInvalidArgument(st)) << who << ": " << st;
@@ -315,15 +328,15 @@ TEST_F(HostileSlurmSpec, Outcome9_OwnersAreUserNamesAndMapOnlyToOrdinaryUsers) {
   };
   refused("carol", "not in users_map");
   refused("", "no owner");
-  refused("boss", "root");
-  refused("me", geteuid() == 0 ? "root" : "daemon's own account");
   refused("ghost", "does not exist");
-  // same-name: the owner's own name, never root.
+  // same-name: the owner's own name, never root, never nobody (uid 65534,
+  // above UID_MAX: issue 34).
   auto same = Adapter({{"run_as", "owner"}, {"users_map", "same-name"}});
   ASSERT_NE(same, nullptr);
   JobSpec s = Good();
-  s.owner = "nobody";
   EXPECT_TRUE(same->CheckSpec(s).ok()) << same->CheckSpec(s);
+  s.owner = "nobody";
+  EXPECT_TRUE(absl::IsInvalidArgument(same->CheckSpec(s))) << same->CheckSpec(s);
   s.owner = "root";
   EXPECT_TRUE(absl::IsInvalidArgument(same->CheckSpec(s)));
   // Config errors name the option (and the map file's line).
@@ -338,12 +351,226 @@ TEST_F(HostileSlurmSpec, Outcome9_OwnersAreUserNamesAndMapOnlyToOrdinaryUsers) {
     EXPECT_TRUE(absl::IsInvalidArgument(o.status())) << says;
     EXPECT_TRUE(absl::StrContains(o.status().message(), says)) << o.status();
   }
-  std::ofstream(dir_.Sub("bad.map")) << "alice bob\n\nbob\n";
+  std::ofstream(dir_.Sub("bad.map")) << "site-a:alice bob\n\nbob\n";
   auto bad = ParseSlurmOptions({{"run_as", "owner"}, {"users_map", dir_.Sub("bad.map")}});
   EXPECT_TRUE(absl::StrContains(bad.status().message(), "bad.map:3: not two words")) << bad.status();
   auto root_account =
       SlurmAdapter::Open({.state_dir = dir_.path(), .options = {{"run_as", "account"}, {"run_as_account", "root"}}});
   EXPECT_TRUE(absl::IsInvalidArgument(root_account.status())) << root_account.status();
+}
+
+// Issue 34, finding 1: with run_as: owner and same-name a peer chose the
+// account (owner "munge" read munge.key: root on the cluster). Only
+// accounts in uid_min..uid_max and not in deny_users run moved jobs.
+TEST_F(HostileSlurmSpec, Issue34_SameNameTakesOnlyOrdinaryAccounts) {
+  if (std::string why = EnsureUser("alice"); !why.empty()) GTEST_SKIP() << why;
+  Queue(R"({"jobs": []})");  // a submit with a tag reads the queue first
+  auto same = Adapter({{"run_as", "owner"}, {"users_map", "same-name"}});
+  ASSERT_NE(same, nullptr);
+  JobSpec s = Good();
+  s.source_site = "site-b";
+  EXPECT_TRUE(same->CheckSpec(s).ok()) << same->CheckSpec(s);
+  int refused = 0;
+  for (const char* owner : {"munge", "slurm", "daemon", "bin", "nobody", "root", "www-data"}) {
+    if (getpwnam(owner) == nullptr) continue;
+    s.owner = owner;
+    absl::Status st = same->CheckSpec(s);
+    EXPECT_TRUE(absl::IsInvalidArgument(st)) << owner << ": " << st;
+    EXPECT_TRUE(absl::StrContains(st.message(), "uid_min") || absl::StrContains(st.message(), "deny_users") ||
+                absl::StrContains(st.message(), "root"))
+        << st;
+    EXPECT_TRUE(absl::IsInvalidArgument(same->Submit(s, absl::StrCat("t-", owner), true).status())) << owner;
+    ++refused;
+  }
+  EXPECT_GE(refused, 4);
+  // The operator's own list and range.
+  s.owner = "alice";
+  auto deny = Adapter({{"run_as", "owner"}, {"users_map", "same-name"}, {"deny_users", "carol, alice"}});
+  ASSERT_NE(deny, nullptr);
+  absl::Status st = deny->CheckSpec(s);
+  EXPECT_TRUE(absl::IsInvalidArgument(st)) << st;
+  EXPECT_TRUE(absl::StrContains(st.message(), "deny_users")) << st;
+  const uint32_t alice_uid = getpwnam("alice")->pw_uid;
+  auto range = Adapter({{"run_as", "owner"},
+                        {"users_map", "same-name"},
+                        {"uid_min", absl::StrCat(alice_uid + 1)},
+                        {"uid_max", absl::StrCat(alice_uid + 100)}});
+  ASSERT_NE(range, nullptr);
+  st = range->CheckSpec(s);
+  EXPECT_TRUE(absl::IsInvalidArgument(st)) << st;
+  EXPECT_TRUE(absl::StrContains(st.message(), absl::StrCat("uid ", alice_uid))) << st;
+  EXPECT_TRUE(absl::StrContains(st.message(), "uid_min")) << st;
+  // Config errors name the option.
+  for (const auto& [opts, says] : std::vector<std::pair<std::map<std::string, std::string>, std::string>>{
+           {{{"uid_min", "abc"}}, "\"uid_min\""},
+           {{{"uid_min", "0"}}, "\"uid_min\""},
+           {{{"uid_max", "-5"}}, "\"uid_max\""},
+           {{{"uid_max", "4294967295"}}, "\"uid_max\""},
+           {{{"uid_min", "2000"}, {"uid_max", "1999"}}, "\"uid_max\""},
+           {{{"deny_users", "alice,Bad User"}}, "\"deny_users\""}}) {
+    auto o = ParseSlurmOptions(opts);
+    EXPECT_TRUE(absl::IsInvalidArgument(o.status())) << says;
+    EXPECT_TRUE(absl::StrContains(o.status().message(), says)) << o.status();
+  }
+  // One option at a time (how the daemon's config check names the line):
+  // the range is checked with the combination only.
+  EXPECT_TRUE(ParseSlurmOptions({{"uid_min", "70000"}}, /*check_combination=*/false).ok());
+  EXPECT_TRUE(ParseSlurmOptions({{"uid_min", "70000"}, {"uid_max", "80000"}}).ok());
+  // run_as_account: never a listed service account.
+  auto munge = ParseSlurmOptions({{"run_as", "account"}, {"run_as_account", "munge"}});
+  EXPECT_TRUE(absl::IsInvalidArgument(munge.status())) << munge.status();
+  EXPECT_TRUE(absl::StrContains(munge.status().message(), "deny_users")) << munge.status();
+}
+
+// Issue 34, finding 5: a local user writes their own job's comment. Its k=,
+// c= and d= fields must not give the job another job's key (the
+// federation's identity of a job: "exactly once" is checked by it) nor its
+// cost and duration: a job hyperfed did not submit (no valid mark) gets
+// them from Slurm's own fields.
+TEST_F(HostileSlurmSpec, Issue34_AUsersCommentGivesNoKeyCostOrDuration) {
+  auto key = MarkKey::LoadOrCreate(dir_.Sub("mark.key"));
+  ASSERT_TRUE(key.ok()) << key.status();
+  SlurmJobMeta real;
+  real.tag = "hyperfed:site-0:7:0";
+  real.has_key = true;
+  real.key = "site-0/7";
+  real.has_cost = true;
+  real.cost = 5;
+  real.mark = key->Sign(SlurmMarkMessage(real, "nobody"));
+  Queue(absl::StrCat(
+      R"({"jobs": [
+    {"job_id": 5, "job_state": "PENDING", "state_reason": "None", "submit_time": 100, "batch_flag": true,
+     "cluster": "c1", "cpus": 2, "time_limit": 10, "user_name": "mallory",
+     "comment": "hyperfed1;k=site-0/7;c=1e300;d=99999;e=A=1"},
+    {"job_id": 6, "job_state": "PENDING", "state_reason": "None", "submit_time": 101, "batch_flag": true,
+     "cluster": "c1", "cpus": 1, "user_name": "nobody", "comment": ")",
+      EncodeSlurmComment(real), R"("}]})"));
+  auto a = Adapter();
+  ASSERT_NE(a, nullptr);
+  auto jobs = a->GetJobs({"5", "6"});
+  ASSERT_TRUE(jobs[0].ok() && jobs[1].ok());
+  EXPECT_EQ(jobs[0]->spec.key, "c1/5") << "k= claimed job 6's key";
+  EXPECT_EQ(jobs[0]->spec.cost, 2.0 * 600);
+  EXPECT_EQ(jobs[0]->spec.duration_ms, 0);
+  EXPECT_EQ(jobs[0]->spec.env, (std::map<std::string, std::string>{{"A", "1"}})) << "the user's own variables stay";
+  EXPECT_EQ(jobs[1]->spec.key, "site-0/7") << "a marked job keeps its key";
+  EXPECT_EQ(jobs[1]->spec.cost, 5);
+  auto spec = a->Export("5");
+  ASSERT_TRUE(spec.ok()) << spec.status();
+  EXPECT_EQ(spec->key, "c1/5");
+  EXPECT_EQ(spec->cost, 1200);
+  auto pending = a->Pending();
+  ASSERT_TRUE(pending.ok()) << pending.status();
+  ASSERT_EQ(pending->size(), 2u);
+  EXPECT_NE((*pending)[0].key, (*pending)[1].key);
+}
+
+TEST(SlurmLoginDefs, UidRangeIsLoginDefsOrTheDebianDefault) {
+  TempDir dir;
+  std::ofstream(dir.Sub("login.defs"))
+      << "# UID_MIN 5\nUID_MIN\t\t 1500\n#UID_MAX 7\nUID_MAX 50000 \nSYS_UID_MIN 100\n";
+  EXPECT_EQ(LoginDefsUidRange(dir.Sub("login.defs")), std::make_pair(uint32_t{1500}, uint32_t{50000}));
+  std::ofstream(dir.Sub("half.defs")) << "UID_MAX 9000\n";
+  EXPECT_EQ(LoginDefsUidRange(dir.Sub("half.defs")), std::make_pair(uint32_t{1000}, uint32_t{9000}));
+  EXPECT_EQ(LoginDefsUidRange(dir.Sub("none")), std::make_pair(uint32_t{1000}, uint32_t{60000}));
+  std::ofstream(dir.Sub("bad.defs")) << "UID_MIN 0\nUID_MAX x\n";
+  EXPECT_EQ(LoginDefsUidRange(dir.Sub("bad.defs")), std::make_pair(uint32_t{1000}, uint32_t{60000}));
+}
+
+// Issue 34, finding 2: the sender chose the owner, so a map line names the
+// site it trusts for that name; the adapter is told the authenticated
+// source site (JobSpec::source_site, set by the migrator).
+TEST_F(HostileSlurmSpec, Issue34_UsersMapLinesNameTheirSourceSite) {
+  for (const char* u : {"alice", "bob"})
+    if (std::string why = EnsureUser(u); !why.empty()) GTEST_SKIP() << why;
+  Queue(R"({"jobs": []})");  // a submit with a tag reads the queue first
+  std::ofstream(dir_.Sub("users.map")) << "# site:remote local\nsite-b:alice alice\n*:bob bob\nsite-c:carol bob\n";
+  auto a = Adapter({{"run_as", "owner"}, {"users_map", dir_.Sub("users.map")}});
+  ASSERT_NE(a, nullptr);
+  JobSpec s = Good();
+  s.source_site = "site-b";
+  EXPECT_TRUE(a->CheckSpec(s).ok()) << a->CheckSpec(s);
+  for (const char* other : {"site-c", "", "*"}) {
+    s.source_site = other;
+    absl::Status st = a->CheckSpec(s);
+    EXPECT_TRUE(absl::IsInvalidArgument(st)) << other << ": " << st;
+    EXPECT_TRUE(absl::StrContains(st.message(), "not in users_map")) << st;
+    EXPECT_TRUE(absl::IsInvalidArgument(a->Submit(s, "t", true).status()));
+  }
+  s.owner = "bob";
+  s.source_site = "site-x";
+  EXPECT_TRUE(a->CheckSpec(s).ok()) << a->CheckSpec(s);
+  s.owner = "carol";
+  s.source_site = "site-c";
+  EXPECT_TRUE(a->CheckSpec(s).ok()) << a->CheckSpec(s);
+  s.source_site = "site-b";
+  EXPECT_TRUE(absl::IsInvalidArgument(a->CheckSpec(s)));
+  // Load errors name the file and line.
+  for (const auto& [text, says] : std::vector<std::pair<std::string, std::string>>{
+           {"site-b:alice alice\nalice alice\n", "users.map:2: \"alice\" names no site"},
+           {"site-b:alice alice\nsite-b:alice bob\n", "users.map:2: \"site-b:alice\" is mapped twice"},
+           {"si te:alice alice\n", "users.map:1: not two words"},
+           {"s!te:alice alice\n", "users.map:1: \"s!te\" is not a site id"},
+           {":alice alice\n", "users.map:1: \"\" is not a site id"},
+           {"site-b:Alice alice\n", "users.map:1: \"Alice\" is not a user name"},
+           {"site-b:alice root\n", "users.map:1: local user \"root\" is listed in deny_users"},
+           {"site-b:alice munge\n", "users.map:1: local user \"munge\" is listed in deny_users"}}) {
+    std::ofstream(dir_.Sub("users.map")) << text;
+    auto o = ParseSlurmOptions({{"run_as", "owner"}, {"users_map", dir_.Sub("users.map")}});
+    EXPECT_TRUE(absl::IsInvalidArgument(o.status())) << text;
+    EXPECT_TRUE(absl::StrContains(o.status().message(), says)) << o.status();
+  }
+  // A target outside uid_min..uid_max is refused at start, naming the line.
+  std::ofstream(dir_.Sub("users.map")) << "site-b:alice alice\nsite-b:x nobody\n";
+  auto nobody = SlurmAdapter::Open(
+      {.state_dir = dir_.path(),
+       .options = {{"bin_dir", dir_.path()}, {"run_as", "owner"}, {"users_map", dir_.Sub("users.map")}}});
+  EXPECT_TRUE(absl::IsInvalidArgument(nobody.status())) << nobody.status();
+  EXPECT_TRUE(absl::StrContains(nobody.status().message(), "users.map:2:")) << nobody.status();
+  EXPECT_TRUE(absl::StrContains(nobody.status().message(), "uid_min")) << nobody.status();
+}
+
+// Issue 34, finding 4: sbatch 22.05 reads "#SBATCH" and "#SLURM" lines
+// (src/sbatch/opt.c, _opt_batch_script: at the start of the line, to the
+// first line that is not blank and not a comment) and, without
+// --ignore-pbs, "#PBS" and "#BSUB" lines (src/sbatch/xlate.c: anywhere in
+// the first 100 lines that do not start with '#').
+TEST_F(HostileSlurmSpec, Issue34_FilterCoversEveryPrefixSbatchReads) {
+  const std::string script =
+      "#!/bin/sh\n"
+      "#SLURM --array=0-9\n"
+      "#SLURM--exclusive\n"
+      "#slurm --priority=TOP\n"
+      "  #SLURM -p other\n"
+      "#SLURMX --mem=0\n"
+      "#PBS -t 0-9\n"
+      "#BSUB -J x\n"
+      "#SBATCH --requeue\n"
+      "echo hi\n"
+      "#PBS -l nodes=2\n"
+      "  #BSUB -n 4\n"
+      "#SLURM --array=1-2\n";
+  const std::string want =
+      "#!/bin/sh\n"
+      "# hyperfed removed: #SLURM --array=0-9\n"
+      "# hyperfed removed: #SLURM--exclusive\n"
+      "# hyperfed removed: #slurm --priority=TOP\n"
+      "# hyperfed removed:   #SLURM -p other\n"
+      "# hyperfed removed: #SLURMX --mem=0\n"
+      "# hyperfed removed: #PBS -t 0-9\n"
+      "# hyperfed removed: #BSUB -J x\n"
+      "#SBATCH --requeue\n"
+      "echo hi\n"
+      "# hyperfed removed: #PBS -l nodes=2\n"
+      "# hyperfed removed:   #BSUB -n 4\n"
+      "#SLURM --array=1-2\n";
+  EXPECT_EQ(FilterSbatchDirectives(script), want);
+  EXPECT_EQ(FilterSbatchDirectives(want), want);
+  // #PBS lines count up to the 101st line that does not start with '#'.
+  std::string body = "#!/bin/sh\n";
+  for (int i = 0; i < 100; ++i) body += "true\n";
+  const std::string late = body + "#PBS -t 0-9\ntrue\n#PBS -t 0-9\n";
+  EXPECT_EQ(FilterSbatchDirectives(late), body + "# hyperfed removed: #PBS -t 0-9\ntrue\n#PBS -t 0-9\n");
 }
 
 // ---- On a real Slurm ----
@@ -542,19 +769,26 @@ TEST_F(HostileSlurm, Outcome9_MovedJobRunsAsItsOwner) {
     auto r = RunCommand({.argv = {"useradd", "-M", "-s", "/bin/sh", user}});
     ASSERT_TRUE(r.ok() && r->exit_code == 0) << "useradd " << user << ": " << (r.ok() ? r->err : r.status().ToString());
   }
-  std::ofstream(dir_.Sub("users.map")) << "alice alice\nsite-b-bob bob\nboss root\n";
+  std::ofstream(dir_.Sub("users.map")) << "site-a:alice alice\nsite-b:site-b-bob bob\n";
   auto a = Adapter({{"run_as", "owner"}, {"users_map", dir_.Sub("users.map")}});
   ASSERT_NE(a, nullptr);
-  JobSpec s{.name = "owned", .script = "#!/bin/sh\ntrue\n", .key = "site-a/1", .owner = "alice"};
+  JobSpec s{
+      .name = "owned", .script = "#!/bin/sh\ntrue\n", .key = "site-a/1", .owner = "alice", .source_site = "site-a"};
   auto id = a->Submit(s, "t-alice", true);
   ASSERT_TRUE(id.ok()) << id.status();
   EXPECT_EQ(Squeue(*id, "%u"), "alice");
   s.owner = "site-b-bob";
+  s.source_site = "site-b";
   auto bob = a->Submit(s, "t-bob", true);
   ASSERT_TRUE(bob.ok()) << bob.status();
   EXPECT_EQ(Squeue(*bob, "%u"), "bob");
   EXPECT_EQ(a->Export(*bob)->owner, "site-b-bob") << "the owner as the spec gave it travels on";
-  for (const char* who : {"carol", "boss", ""}) {
+  // Issue 34, finding 2: alice from site-c is not site-a's alice.
+  s.owner = "alice";
+  s.source_site = "site-c";
+  EXPECT_TRUE(absl::IsInvalidArgument(a->Submit(s, "t-alice-c", true).status()));
+  s.source_site = "site-a";
+  for (const char* who : {"carol", ""}) {
     s.owner = who;
     absl::Status st = a->CheckSpec(s);
     EXPECT_TRUE(absl::IsInvalidArgument(st)) << who << ": " << st;
@@ -572,6 +806,64 @@ TEST_F(HostileSlurm, Outcome9_MovedJobRunsAsItsOwner) {
   EXPECT_FALSE(absl::StrContains(all->out, "root")) << all->out;
   std::vector<std::string> users = absl::StrSplit(absl::StripAsciiWhitespace(all->out), '\n', absl::SkipEmpty());
   EXPECT_EQ(users.size(), 3u) << all->out;
+}
+
+// Issue 34, finding 1, on the real Slurm: a peer's spec with owner "munge"
+// (Debian's munge package makes the user) would run as munge and read
+// /etc/munge/munge.key. Refused at CheckSpec and at Submit; nothing runs.
+TEST_F(HostileSlurm, Issue34_PeerCannotRunAJobAsMunge) {
+  if (!Root()) GTEST_SKIP() << "sbatch --uid needs root; running as uid " << geteuid();
+  ASSERT_NE(getpwnam("munge"), nullptr) << "the munge package makes the munge user";
+  auto a = Adapter({{"run_as", "owner"}, {"users_map", "same-name"}});
+  ASSERT_NE(a, nullptr);
+  const std::string out = dir_.Sub("stolen");
+  JobSpec s{.name = "steal",
+            .script = absl::StrCat("#!/bin/sh\nid -un > ", out, "\ncat /etc/munge/munge.key >> ", out, "\n"),
+            .key = "site-b/1",
+            .owner = "munge",
+            .source_site = "site-b"};
+  absl::Status check = a->CheckSpec(s);
+  EXPECT_TRUE(absl::IsInvalidArgument(check)) << check;
+  // munge is a service account by default (kSlurmDeniedUsers), and its uid
+  // (102 on Debian) is below UID_MIN.
+  EXPECT_TRUE(absl::StrContains(check.message(), "deny_users")) << check;
+  auto id = a->Submit(s, "t-munge", false);
+  EXPECT_TRUE(absl::IsInvalidArgument(id.status())) << id.status();
+  for (const char* service : {"daemon", "nobody", "slurm"}) {
+    if (getpwnam(service) == nullptr) continue;
+    s.owner = service;
+    EXPECT_TRUE(absl::IsInvalidArgument(a->Submit(s, absl::StrCat("t-", service), false).status())) << service;
+  }
+  auto all = cluster_->Cmd({"squeue", "-h", "-o", "%i %u"});
+  ASSERT_TRUE(all.ok()) << all.status();
+  EXPECT_EQ(absl::StripAsciiWhitespace(all->out), "") << "a job was submitted: " << all->out;
+  absl::SleepFor(absl::Milliseconds(500));
+  EXPECT_FALSE(std::filesystem::exists(out)) << ReadText(out);
+}
+
+// Issue 34, finding 4, on the real Slurm 22.05: "#SLURM" lines are
+// directives too, and so are "#PBS" lines unless --ignore-pbs; a peer's
+// script with them makes one plain job.
+TEST_F(HostileSlurm, Issue34_SlurmAndPbsLinesMakeOneJob) {
+  auto a = Adapter();
+  ASSERT_NE(a, nullptr);
+  JobSpec s{.name = "array",
+            .script =
+                "#!/bin/sh\n#SLURM --array=0-9\n#SLURM --exclusive\n#SLURM --priority=TOP\n"
+                "#PBS -t 0-9\n#PBS -l nodes=2\nsleep 30\n",
+            .cores = 1,
+            .key = "site-b/2"};
+  auto id = a->Submit(s, "t-array", false);
+  ASSERT_TRUE(id.ok()) << id.status();
+  auto all = cluster_->Cmd({"squeue", "-h", "-r", "-o", "%i"});
+  ASSERT_TRUE(all.ok()) << all.status();
+  EXPECT_EQ(absl::StripAsciiWhitespace(all->out), *id) << "one job, not an array: " << all->out;
+  auto job = ShowJob(*id);
+  EXPECT_FALSE(job.contains("ArrayJobId")) << job["ArrayJobId"];
+  EXPECT_NE(job["OverSubscribe"], "NO") << "--exclusive applied";
+  EXPECT_NE(job["Priority"], "4294967294") << "--priority=TOP applied";
+  EXPECT_EQ(job["NumNodes"].substr(0, 1), "1") << job["NumNodes"];
+  EXPECT_TRUE(cluster_->Cmd({"scancel", *id}).ok());
 }
 
 TEST_F(HostileSlurm, Row7_WhatSbatchRefusesIsFinalAndWhatItCannotRunIsRefusedFirst) {

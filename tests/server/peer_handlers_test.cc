@@ -12,9 +12,13 @@
 #include <mutex>
 #include <utility>
 
+#include "daemon/migration/journal.h"
+#include "daemon/migration/migrator.h"
+#include "daemon/server/convert.h"
 #include "daemon/server/protocol.h"
 #include "gtest/gtest.h"
 #include "tests/migration/fake_adapter.h"
+#include "tests/migration/test_util.h"
 
 namespace hyperfed::server {
 namespace {
@@ -386,6 +390,54 @@ TEST_F(StartRoundDuringARosterChangeTest, AnEpochPastTheBoundIsRefusedWhateverTh
   EXPECT_TRUE(reply.accepted()) << reply.why_not();
   EXPECT_EQ(site_->CurrentRound(), "site-0-1-1");
   env_.Advance(absl::Minutes(10));  // the part, waiting for peers nobody started, ends
+}
+
+// Issue 34, findings 2 and 5, at the RPC edge: a Transfer's jobs reach the
+// scheduler with the caller's site as their source whatever the request's
+// specs say, and a job the site refuses fails alone, named in the reply's
+// refused_keys, which the conversion carries both ways.
+TEST_F(PeerHandlersTest, ATransferTakesTheCallersSiteAndNamesTheJobsItRefuses) {
+  migration::testing::TempDir dir;
+  auto journal = migration::Journal::Open(dir.File("journal.db"));
+  ASSERT_TRUE(journal.ok()) << journal.status();
+  migration::Migrator migrator("site-0", &adapter_, journal->get(), nullptr, &env_, 100);
+  ServiceDeps deps;
+  deps.config = &config_;
+  deps.live = live_.get();
+  deps.site = site_.get();
+  deps.env = &env_;
+  deps.migrator = &migrator;
+  PeerHandlers handlers(deps);
+  adapter_.RefuseSpecsNamed("bad");
+  v1::TransferRequest req;
+  req.set_migration_id("site-1:1");
+  req.set_source_site("site-1");
+  for (const char* name : {"good", "bad", "fine"}) {
+    v1::JobSpec* s = req.add_jobs();
+    s->set_name(name);
+    s->set_key(std::string("k-") + name);
+    s->set_script("#!/bin/sh\ntrue\n");
+    s->set_cores(1);
+  }
+  v1::TransferReply reply;
+  // A caller claiming another site is denied and changes nothing.
+  EXPECT_EQ(handlers.Transfer("site-2", req, &reply).code(), absl::StatusCode::kPermissionDenied);
+  EXPECT_TRUE(adapter_.SubmittedSources().empty());
+  ASSERT_TRUE(handlers.Transfer("site-1", req, &reply).ok());
+  EXPECT_EQ(reply.new_ids_size(), 2);
+  ASSERT_EQ(reply.refused_keys_size(), 1);
+  EXPECT_EQ(reply.refused_keys(0), "k-bad");
+  for (const std::string& source : adapter_.SubmittedSources()) EXPECT_EQ(source, "site-1");
+  const migration::TransferReply back = FromProto(reply);
+  EXPECT_EQ(back.new_ids.size(), 2u);
+  EXPECT_EQ(back.refused_keys, std::vector<std::string>{"k-bad"});
+  v1::AbortRequest abort;
+  abort.set_migration_id("site-1:1");
+  abort.set_source_site("site-1");
+  v1::AbortReply ab;
+  ASSERT_TRUE(handlers.Abort("site-1", abort, &ab).ok());
+  EXPECT_FALSE(ab.aborted());
+  EXPECT_EQ(FromProto(ab).refused_keys, std::vector<std::string>{"k-bad"});
 }
 
 }  // namespace
