@@ -27,6 +27,7 @@
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
 #include "absl/strings/strip.h"
+#include "daemon/common/trusted_path.h"
 #include "absl/time/time.h"
 #include "nlohmann/json.hpp"
 
@@ -378,6 +379,10 @@ absl::StatusOr<SlurmOptions> ParseSlurmOptions(const std::map<std::string, std::
     if (name == "slurm_conf") {
       o.slurm_conf = value;
     } else if (name == "bin_dir") {
+      // The daemon runs sbatch and the rest from it, as root: no one else
+      // may change them (docs/security.md, issue 34 finding 6f).
+      if (std::string why = CheckTrustedPath(value); !why.empty())
+        return absl::InvalidArgumentError(absl::StrCat("scheduler option \"bin_dir\": ", why));
       o.bin_dir = value;
     } else if (name == "timeout") {
       absl::Duration d;
@@ -400,6 +405,9 @@ absl::StatusOr<SlurmOptions> ParseSlurmOptions(const std::map<std::string, std::
       o.users_map_set = true;
       if (value == "same-name") {
         o.same_name = true;
+      } else if (std::string why = CheckTrustedPath(value); !why.empty()) {
+        // Who a peer's job runs as: no one else may add a line.
+        return absl::InvalidArgumentError(absl::StrCat("scheduler option \"users_map\": ", why));
       } else if (auto st = ReadUsersMap(value, &o.users_map); !st.ok()) {
         return absl::InvalidArgumentError(absl::StrCat("scheduler option \"users_map\": ", st.message()));
       } else {

@@ -520,6 +520,21 @@ TEST_F(HostileSlurmSpec, Issue34_UsersMapLinesNameTheirSourceSite) {
     EXPECT_TRUE(absl::IsInvalidArgument(o.status())) << text;
     EXPECT_TRUE(absl::StrContains(o.status().message(), says)) << o.status();
   }
+  // A map or a bin_dir another user could change is refused (finding 6f):
+  // they say who a peer's job runs as and what the daemon runs as root.
+  std::ofstream(dir_.Sub("users.map")) << "site-b:alice alice\n";
+  ASSERT_EQ(chmod(dir_.Sub("users.map").c_str(), 0666), 0);
+  auto writable = ParseSlurmOptions({{"run_as", "owner"}, {"users_map", dir_.Sub("users.map")}});
+  EXPECT_TRUE(absl::StrContains(writable.status().message(), "\"users_map\": \"" + dir_.Sub("users.map") +
+                                                                 "\" has mode 0666"))
+      << writable.status();
+  ASSERT_EQ(chmod(dir_.Sub("users.map").c_str(), 0644), 0);
+  ASSERT_TRUE(ParseSlurmOptions({{"run_as", "owner"}, {"users_map", dir_.Sub("users.map")}}).ok());
+  std::filesystem::create_directories(dir_.Sub("bin"));
+  ASSERT_EQ(chmod(dir_.Sub("bin").c_str(), 0775 | S_IWOTH), 0);
+  auto bin = ParseSlurmOptions({{"bin_dir", dir_.Sub("bin")}});
+  EXPECT_TRUE(absl::StrContains(bin.status().message(), "\"bin_dir\": ")) << bin.status();
+  EXPECT_TRUE(absl::StrContains(bin.status().message(), "has mode 0777")) << bin.status();
   // A target outside uid_min..uid_max is refused at start, naming the line.
   std::ofstream(dir_.Sub("users.map")) << "site-b:alice alice\nsite-b:x nobody\n";
   auto nobody = SlurmAdapter::Open(
