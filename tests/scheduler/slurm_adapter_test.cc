@@ -40,7 +40,7 @@ class SlurmEnv : public AdapterContractEnv {
     cluster_ = *std::move(c);
     // Jobs that arrive run as an unprivileged account (never the daemon's):
     // it must be able to work in submit_dir.
-    chmod(dir_.path().c_str(), 0777);
+    chmod(dir_.path().c_str(), 01777);  // sticky (as /tmp): the daemon still trusts its files there
     auto a = SlurmAdapter::Open({.state_dir = dir_.path(),
                                  .options = {{"slurm_conf", cluster_->conf()},
                                              {"submit_dir", dir_.path()},
@@ -71,7 +71,7 @@ class SlurmAdapterTest : public ::testing::Test {
  protected:
   void SetUp() override {
     if (std::string why = SlurmMissing(); !why.empty()) GTEST_SKIP() << why;
-    chmod(dir_.path().c_str(), 0777);  // jobs run as nobody (run_as_account below)
+    chmod(dir_.path().c_str(), 01777);  // jobs run as nobody (run_as_account below); sticky, as /tmp
   }
   void StartCluster() {
     auto c = SlurmCluster::Start("own");

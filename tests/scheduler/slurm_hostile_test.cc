@@ -597,7 +597,7 @@ class HostileSlurm : public ::testing::Test {
     auto c = SlurmCluster::Start("hostile");
     ASSERT_TRUE(c.ok()) << c.status();
     cluster_ = *std::move(c);
-    chmod(dir_.path().c_str(), 0777);  // jobs run as nobody
+    chmod(dir_.path().c_str(), 01777);  // jobs run as other users; sticky (as /tmp), so the daemon still trusts its files there
   }
   std::unique_ptr<SlurmAdapter> Adapter(std::map<std::string, std::string> options = {}) {
     options["slurm_conf"] = cluster_->conf();
