@@ -85,8 +85,10 @@ class AdminService final : public v1::Admin::Service {
   // often is refused (RESOURCE_EXHAUSTED) for a while (AuthFailureLimiter).
   grpc::Status CheckAdmin(grpc::ServerContext* ctx) const;
   // CheckAdmin's check of the credential; `cn` is the verified client
-  // certificate's common name ("" without one).
-  grpc::Status Authenticate(grpc::ServerContext* ctx, const std::string& cn) const;
+  // certificate's common name ("" without one or with insecure: true), and
+  // `admin_certificate` whether that certificate is an operator's
+  // (IsAdminCertificate, decided once by CheckAdmin).
+  grpc::Status Authenticate(grpc::ServerContext* ctx, const std::string& cn, bool admin_certificate) const;
   // Balance at a site that is not the coordinator.
   grpc::Status FollowRemoteRound(grpc::ServerContext* ctx, const v1::BalanceRequest& req,
                                  grpc::ServerWriter<v1::RoundEvent>* writer);
