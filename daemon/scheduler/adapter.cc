@@ -171,6 +171,10 @@ absl::StatusOr<std::vector<std::pair<int64_t, int64_t>>> SchedulerAdapter::FreeC
   return absl::UnimplementedError(absl::StrCat("the ", Name(), " adapter gives no free-core forecast"));
 }
 
+std::vector<absl::Status> SchedulerAdapter::EndPlacementWindow(const std::vector<std::string>& ids) {
+  return std::vector<absl::Status>(ids.size(), absl::OkStatus());
+}
+
 std::vector<absl::StatusOr<Job>> SchedulerAdapter::GetJobs(const std::vector<std::string>& ids) {
   std::vector<absl::StatusOr<Job>> out;
   auto jobs = ListJobs();

@@ -157,6 +157,18 @@ class SchedulerAdapter {
   // job backfills into. The default is Unimplemented.
   virtual absl::StatusOr<std::vector<std::pair<int64_t, int64_t>>> FreeCores();
 
+  // ---- Placement at arrival (docs/design.md, "Placement at arrival").
+  //
+  // A scheduler may hold a new job back for a short placement window so
+  // that the daemon can send it where it starts first before it can start
+  // here (Slurm: the project's job_submit.lua gives it a begin time a few
+  // seconds ahead). The daemon calls this for the new jobs it keeps: each
+  // may start here now. One result per id, in order; a job without a
+  // window (or no longer pending) is a no-op, NotFound for an unknown id.
+  // With no daemon the window simply ends by itself. The default has no
+  // window: every item is OK.
+  virtual std::vector<absl::Status> EndPlacementWindow(const std::vector<std::string>& ids);
+
   // Hold a pending job (it will not start); release a held one. Holding a
   // held job and releasing a pending one are no-ops. NotFound for an unknown
   // id; FailedPrecondition for a running, done or cancelled job.

@@ -39,6 +39,9 @@ class SwappableAdapter : public SchedulerAdapter {
     return Current()->ArrivalStarts(widths);
   }
   absl::StatusOr<std::vector<std::pair<int64_t, int64_t>>> FreeCores() override { return Current()->FreeCores(); }
+  std::vector<absl::Status> EndPlacementWindow(const std::vector<std::string>& ids) override {
+    return Current()->EndPlacementWindow(ids);
+  }
   absl::Status Hold(const std::string& id) override { return Current()->Hold(id); }
   absl::Status Release(const std::string& id) override { return Current()->Release(id); }
   absl::Status Cancel(const std::string& id) override { return Current()->Cancel(id); }
