@@ -44,7 +44,7 @@ const char* const kSeedKeys[] = {"id", "endpoint"};
 const char* const kCapacityKeys[] = {"units", "speed"};
 const char* const kBalancerKeys[] = {"algorithm",          "interval",     "underload_threshold", "min_imbalance",
                                      "heartbeat_interval", "peer_timeout", "step_timeout",        "max_batch",
-                                     "job_choice",         "hysteresis"};
+                                     "job_choice",         "hysteresis",   "placement",           "placement_margin"};
 const char* const kSchedulerKeys[] = {"adapter", "options"};
 const char* const kSecurityKeys[] = {"insecure",         "cert",       "key",        "ca",
                                      "admin_token_file", "reflection", "roster_key", "max_calls_per_peer",
@@ -312,6 +312,9 @@ std::vector<Issue> CheckRules(const Config& c) {
     add("balancer.job_choice", std::string(choice.status().message()));
   }
   check_duration("balancer.hysteresis", b.hysteresis, false);
+  check_duration("balancer.placement_margin", b.placement_margin, true);
+  if (b.placement_margin < absl::Milliseconds(1) && b.placement_margin > absl::ZeroDuration())
+    add("balancer.placement_margin", "must be at least 1ms");
   if (b.max_batch < 1 || b.max_batch > kMaxBatch) {
     add("balancer.max_batch", absl::StrCat("must be in 1..", kMaxBatch, ", got ", b.max_batch));
   }
@@ -683,6 +686,10 @@ class Parser {
     if (f.count("max_batch")) Integer(f["max_batch"], "balancer.max_batch", &b.max_batch);
     if (f.count("job_choice")) String(f["job_choice"], "balancer.job_choice", &b.job_choice);
     if (f.count("hysteresis")) Duration(f["hysteresis"], "balancer.hysteresis", &b.hysteresis);
+    if (f.count("placement")) Bool(f["placement"], "balancer.placement", &b.placement);
+    if (f.count("placement_margin")) {
+      Duration(f["placement_margin"], "balancer.placement_margin", &b.placement_margin);
+    }
   }
 
   void ParseScheduler(const YAML::Node& n, Config* c) {

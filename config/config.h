@@ -129,8 +129,15 @@ struct BalancerConfig {
   // Which jobs a round moves (docs/algorithms.md, "Jobs that gain"): "gain"
   // (those whose estimated start improves most; the default) or "newest".
   std::string job_choice = "gain";
-  // A job that arrived by a move this recently is not moved again.
+  // A job that arrived by a move (a round's or a placement's) this recently
+  // moves again only when it starts at least placement_margin sooner.
   absl::Duration hysteresis = absl::Minutes(10);
+  // Placement at arrival (docs/design.md, "Placement at arrival"): each new
+  // pending job goes at once to the site where it would start first, by at
+  // least placement_margin; off: this site places nothing and takes no
+  // placed job (rounds still run).
+  bool placement = true;
+  absl::Duration placement_margin = absl::Seconds(60);
 
   bool operator==(const BalancerConfig&) const = default;
 };

@@ -39,6 +39,7 @@ const char kUsage[] =
     "  hyperfed-sim compare [--dims LO:HI] [--trials N] [--seed S] [--json]\n"
     "  hyperfed-sim replay TRACE.swf [--sites 96,108,48,144,64,8,8] [--origin proportional|uniform|hot[:SITE]]\n"
     "                   [--load L] [--interval S] [--hysteresis S] [--policies P,...|all] [--seed S]\n"
+    "                   [--estimates trace|exact|factor:F|model] [--heartbeat S] [--margin S]\n"
     "                   [--jobs N] [--json]\n"
     "  hyperfed-sim federation [--sites N] [--seeds A..B] [--faults none|crash|network|all] [--rounds R]\n"
     "                   [--algorithm A] [--job-choice newest|gain] [--latency-ms MS] [--heartbeat-ms MS]\n"
@@ -184,7 +185,16 @@ int Replay(std::map<std::string, std::string> f, const std::vector<std::string>&
     return UsageError(absl::StrCat("bad --seed '", f["seed"], "': expected a non-negative integer"));
   if (f.count("jobs") && (!absl::SimpleAtoi(f["jobs"], &wo.max_jobs) || wo.max_jobs < 1))
     return UsageError(absl::StrCat("bad --jobs '", f["jobs"], "': expected an integer >= 1"));
+  if (f.count("estimates")) {
+    auto e = hyperfed::sim::ParseEstimates(f["estimates"]);
+    if (!e.ok()) return UsageError(std::string(e.status().message()));
+    wo.estimates = *e;
+  }
   hyperfed::sim::ReplayOptions ro;
+  if (f.count("heartbeat") && (!absl::SimpleAtoi(f["heartbeat"], &ro.heartbeat) || ro.heartbeat < 0))
+    return UsageError(absl::StrCat("bad --heartbeat '", f["heartbeat"], "': expected seconds >= 0"));
+  if (f.count("margin") && (!absl::SimpleAtoi(f["margin"], &ro.margin) || ro.margin < 1))
+    return UsageError(absl::StrCat("bad --margin '", f["margin"], "': expected seconds >= 1"));
   if (f.count("interval") && (!absl::SimpleAtoi(f["interval"], &ro.interval) || ro.interval < 1))
     return UsageError(absl::StrCat("bad --interval '", f["interval"], "': expected seconds >= 1"));
   if (f.count("hysteresis") && (!absl::SimpleAtoi(f["hysteresis"], &ro.hysteresis) || ro.hysteresis < 0))
@@ -192,6 +202,8 @@ int Replay(std::map<std::string, std::string> f, const std::vector<std::string>&
   std::vector<std::string> policies = hyperfed::sim::ReplayPolicyNames();
   if (f.count("policies") && f["policies"] != "all") {
     policies = absl::StrSplit(f["policies"], ',');
+    for (std::string& p : policies)
+      if (p == "default") p = std::string(hyperfed::sim::kDefaultReplayPolicy);
     for (const std::string& p : policies)
       if (auto st = hyperfed::sim::CheckReplayPolicy(p); !st.ok())
         return UsageError(absl::StrCat("bad --policies: ", st.message()));
@@ -209,6 +221,7 @@ int Replay(std::map<std::string, std::string> f, const std::vector<std::string>&
   run.trace = pos[0];
   run.origin = hyperfed::sim::OriginName(wo.origin);
   run.seed = wo.seed;
+  run.estimates = hyperfed::sim::EstimatesName(wo.estimates);
   run.options = ro;
   for (const std::string& p : policies) {
     if (StderrIsTerminal()) std::fprintf(stderr, "\r\033[Kreplaying %s", p.c_str());
@@ -356,7 +369,8 @@ int main(int argc, char** argv) {
                               {{"dims", "LO:HI"}, {"trials", "N"}, {"seed", "S"}}, {"json"}, "", &p);
   CLI::App* replay = Command(&app, "replay", "replay an SWF trace under every balancing policy",
                              {{"sites", "LIST"}, {"origin", "O"}, {"load", "L"}, {"interval", "S"},
-                              {"hysteresis", "S"}, {"policies", "P"}, {"seed", "S"}, {"jobs", "N"}},
+                              {"hysteresis", "S"}, {"policies", "P"}, {"seed", "S"}, {"jobs", "N"},
+                              {"estimates", "E"}, {"heartbeat", "S"}, {"margin", "S"}},
                              {"json"}, "TRACE", &p);
   CLI::App* federation = Command(
       &app, "federation", "every site's own daemon code under simulated time, network and faults",

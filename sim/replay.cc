@@ -23,6 +23,7 @@
 #include "daemon/balance/choice.h"
 #include "daemon/balance/easy.h"
 #include "daemon/balance/modes.h"
+#include "daemon/balance/placement.h"
 
 namespace hyperfed::sim {
 
@@ -254,15 +255,22 @@ absl::StatusOr<Workload> MakeWorkload(const SwfTrace& trace, const std::vector<i
   if (o.load > 0) CompressToLoad(&w.jobs, total, o.load);
   w.load = OfferedLoad(w.jobs, total);
   w.origin = AssignOrigins(w.jobs, sites, o.origin, o.seed);
+  ApplyEstimates(o.estimates, o.seed, &w.jobs);
   return w;
 }
 
 // ---------------------------------------------------------------- policies
 
 std::vector<std::string> ReplayPolicyNames() {
-  std::vector<std::string> out = {"none", "pooled", "earliest-start"};
+  std::vector<std::string> out = {"none", "pooled", "earliest-start", "siblings"};
+  std::vector<std::string> rounds;
   for (const std::string& m : bal::RoundModeNames())
-    for (const char* c : {"newest", "gain"}) out.push_back(absl::StrCat(m, "/", c));
+    for (const char* c : {"newest", "gain"}) rounds.push_back(absl::StrCat(m, "/", c));
+  out.insert(out.end(), rounds.begin(), rounds.end());
+  for (const char* a : {"arrival", "arrival+queue"}) {
+    out.push_back(a);
+    for (const std::string& r : rounds) out.push_back(absl::StrCat(a, "+", r));
+  }
   return out;
 }
 
@@ -275,7 +283,7 @@ absl::Status CheckReplayPolicy(std::string_view name) {
 
 namespace {
 
-enum class Kind { kNone, kPooled, kEarliest, kRound };
+enum class Kind { kNone, kPooled, kEarliest, kSiblings, kRound };
 
 struct Site {
   int64_t cores = 0;
@@ -290,8 +298,9 @@ struct Site {
 
 class Replayer {
  public:
-  Replayer(const Workload& w, Kind kind, const bal::RoundMode* mode, bal::JobChoice choice, const ReplayOptions& o)
-      : w_(w), kind_(kind), mode_(mode), choice_(choice), o_(o) {
+  Replayer(const Workload& w, Kind kind, bool arrival, bool requeue, const bal::RoundMode* mode,
+           bal::JobChoice choice, const ReplayOptions& o)
+      : w_(w), kind_(kind), arrival_(arrival), requeue_(requeue), mode_(mode), choice_(choice), o_(o) {
     const size_t n = w.jobs.size();
     if (kind == Kind::kPooled) {
       int64_t total = 0;
@@ -309,6 +318,10 @@ class Replayer {
     last_move_.assign(n, std::numeric_limits<int64_t>::min());
     if (o.keep_records) move_times_.resize(n);
     dirty_.assign(sites_.size(), false);
+    if (arrival_) {
+      placers_.assign(sites_.size(), bal::Placer(o.margin));
+      published_.assign(sites_.size(), std::numeric_limits<uint64_t>::max());
+    }
     // The round's cube: the smallest holding the sites, the rest empty.
     while ((size_t{1} << shape_.dimension) < sites_.size()) ++shape_.dimension;
     for (size_t p = sites_.size(); p < (size_t{1} << shape_.dimension); ++p)
@@ -323,10 +336,17 @@ class Replayer {
     int64_t next_round = t0;
     size_t next_sub = 0;
     constexpr int64_t kInf = std::numeric_limits<int64_t>::max();
+    // Heartbeats: a site publishes its profile at the first heartbeat (a
+    // multiple of o_.heartbeat from t0) at or after it changed.
+    const int64_t beat = std::max<int64_t>(o_.heartbeat, 1);
+    auto beat_ceil = [&](int64_t t) { return t0 + (t - t0 + beat - 1) / beat * beat; };
+    const bool beats = arrival_ && o_.heartbeat > 0;
+    int64_t next_beat = kInf;
     while (true) {
       int64_t t = kInf;
       if (next_sub < n) t = w_.jobs[next_sub].submit;
       if (!ends_.empty()) t = std::min(t, ends_.top().first);
+      t = std::min(t, next_beat);
       if (kind_ == Kind::kRound) {
         if (pending_ > 0) {
           t = std::min(t, next_round);
@@ -345,20 +365,37 @@ class Replayer {
         s.running.erase(std::find(s.running.begin(), s.running.end(), j));
         Touch(site_of_[j]);
       }
+      if (beats) {
+        if (next_beat == kInf && version_ != published_version_) next_beat = beat_ceil(t);
+        if (next_beat <= t) {
+          Publish(t);
+          if (requeue_) RePlace(t);
+          next_beat = kInf;
+        }
+      }
       while (next_sub < n && w_.jobs[next_sub].submit == t) {
         const int j = static_cast<int>(next_sub++);
+        ++pending_;
+        if (kind_ == Kind::kSiblings) {
+          for (int s = 0; s < static_cast<int>(sites_.size()); ++s)
+            if (w_.jobs[j].cores <= sites_[s].cores) Enqueue(j, s);
+          continue;
+        }
         const int s = Place(j, t);
         site_of_[j] = s;
-        sites_[s].queue.push_back(j);
-        ++pending_;
-        Touch(s);
+        Enqueue(j, s);
       }
-      ScheduleDirty(t);
+      if (kind_ == Kind::kSiblings) {
+        ScheduleSiblings(t);
+      } else {
+        ScheduleDirty(t);
+      }
       if (kind_ == Kind::kRound && t == next_round) {
         if (absl::Status st = Round(t); !st.ok()) return st;
         ScheduleDirty(t);
         next_round += interval;
       }
+      if (beats && next_beat == kInf && version_ != published_version_) next_beat = beat_ceil(t + 1);
     }
     return absl::OkStatus();
   }
@@ -374,6 +411,8 @@ class Replayer {
     PolicyResult r = JobMetrics(w_, submit, start, end, moves_);
     r.policy = std::string(policy);
     r.rounds = rounds_;
+    r.queue_entries = queue_entries_;
+    r.peak_queued = peak_queued_;
     if (o_.keep_records) {
       r.records.resize(n);
       for (size_t j = 0; j < n; ++j) r.records[j] = {site_of_[j], start_[j], end_[j], moves_[j], move_times_[j]};
@@ -386,6 +425,26 @@ class Replayer {
     ++sites_[s].version;
     ++version_;
     dirty_[s] = true;
+  }
+
+  void Enqueue(int j, int s) {
+    sites_[s].queue.push_back(j);
+    ++queue_entries_;
+    peak_queued_ = std::max(peak_queued_, ++queued_);
+    Touch(s);
+  }
+
+  // Every site whose queue changed since it last published tells the
+  // others its profile as of t.
+  void Publish(int64_t t) {
+    for (size_t s = 0; s < sites_.size(); ++s) {
+      if (published_[s] == sites_[s].version) continue;
+      published_[s] = sites_[s].version;
+      const bal::StartProfile p = bal::ProfileFromForecast(Forecast(static_cast<int>(s), t));
+      for (size_t o = 0; o < sites_.size(); ++o)
+        if (o != s) placers_[o].Publish(static_cast<int>(s), t, p);
+    }
+    published_version_ = version_;
   }
 
   std::vector<bal::RunningJob> RunningOf(const Site& s) const {
@@ -405,22 +464,15 @@ class Replayer {
   int Place(int j, int64_t t) {
     if (kind_ == Kind::kPooled) return 0;
     const int origin = w_.origin[j];
+    if (arrival_) return PlaceAtArrival(j, t);
     if (kind_ != Kind::kEarliest) return origin;
     // earliest-start: the site where, appended to the tail, EASY starts it
     // first; ties to the origin, then to the lower index.
     int best = origin;
-    int64_t best_start = bal::kNeverStarts;
-    auto start_at = [&](int s) {
-      const Site& site = sites_[s];
-      if (w_.jobs[j].cores > site.cores) return bal::kNeverStarts;
-      std::vector<bal::QueuedJob> q = QueueOf(site);
-      q.push_back({w_.jobs[j].cores, w_.jobs[j].limit});
-      return bal::EasyForecastStarts(site.cores, t, RunningOf(site), q).starts.back();
-    };
-    best_start = start_at(origin);
+    int64_t best_start = StartIfAppended(origin, j, t);
     for (int s = 0; s < static_cast<int>(sites_.size()) && best_start > t; ++s) {
       if (s == origin) continue;
-      const int64_t st = start_at(s);
+      const int64_t st = StartIfAppended(s, j, t);
       if (st < best_start) {
         best_start = st;
         best = s;
@@ -431,6 +483,135 @@ class Replayer {
       if (o_.keep_records) move_times_[j].push_back(t);
     }
     return best;
+  }
+
+  // When EASY at site s starts job j, appended to its queue at t.
+  int64_t StartIfAppended(int s, int j, int64_t t) const {
+    const Site& site = sites_[s];
+    if (w_.jobs[j].cores > site.cores) return bal::kNeverStarts;
+    std::vector<bal::QueuedJob> q = QueueOf(site);
+    q.push_back({w_.jobs[j].cores, w_.jobs[j].limit});
+    return bal::EasyForecastStarts(site.cores, t, RunningOf(site), q).starts.back();
+  }
+
+  // The origin's Placer decides, on its own forecast and its peers'
+  // published profiles (fresh ones when o_.heartbeat is 0).
+  int PlaceAtArrival(int j, int64_t t) {
+    const int origin = w_.origin[j];
+    if (o_.heartbeat == 0) Publish(t);
+    const int64_t home = StartIfAppended(origin, j, t);
+    const bal::Placement p = placers_[origin].Place(
+        t, {.cores = w_.jobs[j].cores,
+            .limit = w_.jobs[j].limit,
+            .wait_here = home == bal::kNeverStarts ? bal::kNeverStarts : home - t});
+    if (p.peer < 0) return origin;
+    // Placed away: as after a round's move (the destination's journal
+    // records its arrival), a round moves it within the hysteresis time
+    // only for the margin.
+    last_move_[j] = t;
+    recent_moves_.push_back(t);
+    ++moves_[j];
+    if (o_.keep_records) move_times_[j].push_back(t);
+    return p.peer;
+  }
+
+  // arrival+queue: at each heartbeat every site offers its waiting jobs
+  // (queue order) to its Placer as if they had just arrived: a job moves
+  // when it would start at least the margin sooner at a peer. Waits here
+  // are the site's forecast at the beat; a job moved within the hysteresis
+  // time stays.
+  void RePlace(int64_t t) {
+    for (int s = 0; s < static_cast<int>(sites_.size()); ++s) {
+      Site& site = sites_[s];
+      if (site.queue.empty()) continue;
+      const bal::EasyForecast f = Forecast(s, t);
+      std::vector<std::pair<size_t, int>> go;  // (queue index, peer)
+      for (size_t k = 0; k < site.queue.size(); ++k) {
+        const int j = site.queue[k];
+        if (last_move_[j] > t - o_.hysteresis) continue;
+        const int64_t wait = f.starts[k] == bal::kNeverStarts ? bal::kNeverStarts : f.starts[k] - t;
+        if (wait < o_.margin) continue;
+        const bal::Placement p =
+            placers_[s].Place(t, {.cores = w_.jobs[j].cores, .limit = w_.jobs[j].limit, .wait_here = wait});
+        if (p.peer >= 0) go.push_back({k, p.peer});
+      }
+      if (go.empty()) continue;
+      std::vector<bool> gone(site.queue.size(), false);
+      for (const auto& [k, peer] : go) {
+        const int j = site.queue[k];
+        gone[k] = true;
+        site_of_[j] = peer;
+        ++moves_[j];
+        last_move_[j] = t;
+        recent_moves_.push_back(t);
+        if (o_.keep_records) move_times_[j].push_back(t);
+        sites_[peer].queue.push_back(j);
+        ++queue_entries_;
+        Touch(peer);
+      }
+      std::vector<int> left;
+      for (size_t k = 0; k < site.queue.size(); ++k)
+        if (!gone[k]) left.push_back(site.queue[k]);
+      site.queue.swap(left);
+      Touch(s);
+    }
+  }
+
+  // Siblings: every site wide enough holds a copy; at each instant the
+  // sites' EASY run on their queues, a job whose copy starts somewhere runs
+  // there (the origin first, then the lower index, when several would start
+  // it at this instant) and its other copies are withdrawn at once. A site
+  // that lost a job it would have started, or a copy, plans again, until no
+  // site would start anything more now.
+  void ScheduleSiblings(int64_t t) {
+    const int sites = static_cast<int>(sites_.size());
+    while (true) {
+      std::vector<std::vector<int>> go(sites);
+      std::map<int, int> winner;  // job -> site
+      bool any = false;
+      for (int s = 0; s < sites; ++s) {
+        if (!dirty_[s]) continue;
+        dirty_[s] = false;
+        Site& site = sites_[s];
+        if (site.queue.empty()) continue;
+        for (size_t k : bal::EasyStartNow(site.cores, t, RunningOf(site), QueueOf(site))) {
+          const int j = site.queue[k];
+          go[s].push_back(j);
+          auto [it, fresh] = winner.try_emplace(j, s);
+          if (!fresh && s == w_.origin[j]) it->second = s;
+          any = true;
+        }
+      }
+      if (!any) return;
+      for (int s = 0; s < sites; ++s)
+        for (int j : go[s])
+          if (winner[j] != s) dirty_[s] = true;  // planned with a job another site took
+      for (const auto& [j, s] : winner) {
+        // Withdraw every copy, then run it at s.
+        for (int c = 0; c < sites; ++c) {
+          std::vector<int>& q = sites_[c].queue;
+          auto it = std::find(q.begin(), q.end(), j);
+          if (it == q.end()) continue;
+          q.erase(it);
+          --queued_;
+          Touch(c);
+        }
+        site_of_[j] = s;
+        if (s != w_.origin[j]) {
+          moves_[j] = 1;
+          if (o_.keep_records) move_times_[j].push_back(t);
+        }
+        Start(j, s, t);
+      }
+    }
+  }
+
+  void Start(int j, int s, int64_t t) {
+    start_[j] = t;
+    end_[j] = t + w_.jobs[j].run;
+    sites_[s].running.push_back(j);
+    ends_.push({end_[j], j});
+    --pending_;
   }
 
   void ScheduleDirty(int64_t t) {
@@ -448,11 +629,8 @@ class Replayer {
         const int j = site.queue[k];
         if (g < go.size() && go[g] == k) {
           ++g;
-          start_[j] = t;
-          end_[j] = t + w_.jobs[j].run;
-          site.running.push_back(j);
-          ends_.push({end_[j], j});
-          --pending_;
+          Start(j, static_cast<int>(s), t);
+          --queued_;
         } else {
           left.push_back(j);
         }
@@ -549,7 +727,7 @@ class Replayer {
       cands[k].recent = last_move_[j] < t && last_move_[j] > t - o_.hysteresis;
       if (f) cands[k].wait_here = f->starts[k] == bal::kNeverStarts ? bal::kNeverStarts / 2 : f->starts[k] - t;
     }
-    std::vector<bal::Chosen> chosen = bal::ChooseJobs(choice_, cands, outs);
+    std::vector<bal::Chosen> chosen = bal::ChooseJobs(choice_, cands, outs, 1, o_.margin);
     if (chosen.empty()) return;
     std::sort(chosen.begin(), chosen.end(), [](const bal::Chosen& x, const bal::Chosen& y) { return x.job < y.job; });
     std::vector<bool> gone(s.queue.size(), false);
@@ -558,6 +736,7 @@ class Replayer {
       const int to = outs[c.transfer].to;
       gone[c.job] = true;
       sites_[to].queue.push_back(j);
+      ++queue_entries_;
       site_of_[j] = to;
       ++moves_[j];
       last_move_[j] = t;
@@ -575,6 +754,12 @@ class Replayer {
 
   const Workload& w_;
   Kind kind_;
+  bool arrival_;
+  bool requeue_;
+  std::vector<bal::Placer> placers_;  // arrival: each site's
+  std::vector<uint64_t> published_;   // arrival: the version each site last published
+  uint64_t published_version_ = std::numeric_limits<uint64_t>::max();
+  int64_t queue_entries_ = 0, queued_ = 0, peak_queued_ = 0;
   const bal::RoundMode* mode_;
   bal::JobChoice choice_;
   ReplayOptions o_;
@@ -637,24 +822,33 @@ absl::StatusOr<PolicyResult> ReplayPolicy(const Workload& w, std::string_view po
   if (absl::Status st = CheckReplayPolicy(policy); !st.ok()) return st;
   if (o.interval < 1) return absl::InvalidArgumentError("the balancing interval must be at least 1 s");
   if (o.hysteresis < 0) return absl::InvalidArgumentError("the hysteresis time must not be negative");
+  if (o.heartbeat < 0) return absl::InvalidArgumentError("the heartbeat interval must not be negative");
+  if (o.margin < 1) return absl::InvalidArgumentError("the placement margin must be at least 1 s");
   Kind kind = Kind::kRound;
   const bal::RoundMode* mode = nullptr;
   bal::JobChoice choice = bal::JobChoice::kGain;
-  if (policy == "none") {
+  std::string_view rounds = policy;
+  const bool arrival = policy.substr(0, 7) == "arrival";
+  if (arrival) rounds = policy == "arrival" ? "none" : policy.substr(std::string_view("arrival+").size());
+  const bool requeue = arrival && rounds.substr(0, 5) == "queue";
+  if (requeue) rounds = rounds == "queue" ? "none" : rounds.substr(std::string_view("queue+").size());
+  if (rounds == "none") {
     kind = Kind::kNone;
-  } else if (policy == "pooled") {
+  } else if (rounds == "pooled") {
     kind = Kind::kPooled;
-  } else if (policy == "earliest-start") {
+  } else if (rounds == "earliest-start") {
     kind = Kind::kEarliest;
+  } else if (rounds == "siblings") {
+    kind = Kind::kSiblings;
   } else {
-    const size_t slash = policy.find('/');
-    mode = bal::FindRoundMode(policy.substr(0, slash));
-    auto c = bal::ParseJobChoice(policy.substr(slash + 1));
+    const size_t slash = rounds.find('/');
+    mode = bal::FindRoundMode(rounds.substr(0, slash));
+    auto c = bal::ParseJobChoice(rounds.substr(slash + 1));
     if (!mode || !c.ok()) return absl::InvalidArgumentError(absl::StrCat("unknown policy '", std::string(policy), "'"));
     choice = *c;
   }
   const auto t0 = std::chrono::steady_clock::now();
-  Replayer r(w, kind, mode, choice, o);
+  Replayer r(w, kind, arrival, requeue, mode, choice, o);
   if (absl::Status st = r.Run(); !st.ok()) return st;
   PolicyResult res = r.Result(policy);
   res.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
@@ -671,22 +865,25 @@ std::string Header(const Workload& w, const ReplayRun& r) {
   return absl::StrFormat(
       "trace %s: %d jobs replayed (%d lines skipped: run time < 0 or no processors; %d jobs wider than the widest "
       "site dropped)\n"
-      "sites %s (%d cores), origin %s, seed %d, offered load %.3f (trace %.3f), interval %d s, hysteresis %d s\n",
+      "sites %s (%d cores), origin %s, seed %d, offered load %.3f (trace %.3f), time limits %s\n"
+      "rounds every %d s, hysteresis %d s; arrival: heartbeat %d s, margin %d s; * the daemon's default policy\n",
       r.trace, w.jobs.size(), w.skipped, w.dropped_wide, absl::StrJoin(w.sites, ","), total, r.origin, r.seed, w.load,
-      w.load_before, r.options.interval, r.options.hysteresis);
+      w.load_before, r.estimates, r.options.interval, r.options.hysteresis, r.options.heartbeat, r.options.margin);
 }
 
 }  // namespace
 
 std::string ReplayText(const Workload& w, const ReplayRun& r) {
   std::string out = Header(w, r);
-  absl::StrAppendFormat(&out, "%-19s | %10s | %10s | %10s | %9s | %6s | %11s | %6s | %11s | %7s\n", "policy",
+  absl::StrAppendFormat(&out, "%-28s | %10s | %10s | %10s | %9s | %6s | %11s | %6s | %11s | %13s | %7s\n", "policy",
                         "mean wait", "median", "p95 wait", "mean bsld", "util", "jobs moved", "%", "moves/moved",
-                        "time");
+                        "queue entries", "time");
   for (const PolicyResult& p : r.results)
-    absl::StrAppendFormat(&out, "%-19s | %9.0fs | %9.0fs | %9.0fs | %9.2f | %6.3f | %11d | %5.1f%% | %11.2f | %6.2fs\n",
-                          p.policy, p.mean_wait, p.median_wait, p.p95_wait, p.mean_bounded_slowdown, p.utilisation,
-                          p.jobs_moved, p.jobs_moved_pct, p.moves_per_moved_job, p.seconds);
+    absl::StrAppendFormat(
+        &out, "%-28s | %9.0fs | %9.0fs | %9.0fs | %9.2f | %6.3f | %11d | %5.1f%% | %11.2f | %13d | %6.2fs\n",
+        absl::StrCat(p.policy, p.policy == kDefaultReplayPolicy ? " *" : ""), p.mean_wait, p.median_wait, p.p95_wait,
+        p.mean_bounded_slowdown, p.utilisation, p.jobs_moved, p.jobs_moved_pct, p.moves_per_moved_job,
+        p.queue_entries, p.seconds);
   absl::StrAppend(&out, "wait in seconds; bsld: bounded slowdown, tau ", kSlowdownTau, " s\n");
   return out;
 }
@@ -699,8 +896,10 @@ std::string ReplayJson(const Workload& w, const ReplayRun& r) {
   absl::StrAppendFormat(&out, "  \"jobs\": %d,\n  \"skipped\": %d,\n  \"dropped_wide\": %d,\n", w.jobs.size(),
                         w.skipped, w.dropped_wide);
   absl::StrAppendFormat(&out, "  \"trace_load\": %.6f,\n  \"load\": %.6f,\n", w.load_before, w.load);
+  absl::StrAppendFormat(&out, "  \"estimates\": \"%s\",\n", r.estimates);
   absl::StrAppendFormat(&out, "  \"interval\": %d,\n  \"hysteresis\": %d,\n  \"tau\": %d,\n", r.options.interval,
                         r.options.hysteresis, kSlowdownTau);
+  absl::StrAppendFormat(&out, "  \"heartbeat\": %d,\n  \"margin\": %d,\n", r.options.heartbeat, r.options.margin);
   absl::StrAppend(&out, "  \"policies\": [\n");
   for (size_t i = 0; i < r.results.size(); ++i) {
     const PolicyResult& p = r.results[i];
@@ -708,9 +907,11 @@ std::string ReplayJson(const Workload& w, const ReplayRun& r) {
                           "    {\"policy\": \"%s\", \"jobs\": %d, \"mean_wait\": %.3f, \"median_wait\": %.3f, "
                           "\"p95_wait\": %.3f, \"mean_bounded_slowdown\": %.6f, \"utilisation\": %.6f, "
                           "\"jobs_moved\": %d, \"jobs_moved_pct\": %.4f, \"moves\": %d, "
-                          "\"moves_per_moved_job\": %.4f}%s\n",
+                          "\"moves_per_moved_job\": %.4f, \"queue_entries\": %d, \"peak_queued\": %d, "
+                          "\"default\": %s}%s\n",
                           p.policy, p.jobs, p.mean_wait, p.median_wait, p.p95_wait, p.mean_bounded_slowdown,
                           p.utilisation, p.jobs_moved, p.jobs_moved_pct, p.moves, p.moves_per_moved_job,
+                          p.queue_entries, p.peak_queued, p.policy == kDefaultReplayPolicy ? "true" : "false",
                           i + 1 < r.results.size() ? "," : "");
   }
   absl::StrAppend(&out, "  ]\n}\n");

@@ -17,6 +17,7 @@
 
 #include "absl/status/statusor.h"
 #include "absl/types/span.h"
+#include "sim/estimates.h"
 
 namespace hyperfed::sim {
 
@@ -26,7 +27,7 @@ struct SwfJob {
   int64_t submit = 0;  // field 2, seconds
   int64_t run = 0;     // field 4, seconds, >= 0
   int64_t cores = 1;   // field 8 if > 0, else field 5; > 0
-  int64_t limit = 1;   // field 9 if > 0 (at least run), else run: perfect estimates
+  int64_t limit = 1;   // what schedulers plan with: field 9 if > 0 (at least run), else run; --estimates
   int64_t user = -1;   // field 12; -1: unknown, the job is its own user
   int line = 0;        // line number in the file, from 1
 };
@@ -85,21 +86,37 @@ struct WorkloadOptions {
   int64_t max_jobs = 0;  // > 0: only the first max_jobs usable jobs
   double load = 0;       // > 0: compress to this offered load
   OriginSpec origin;
+  EstimateSpec estimates;  // the jobs' time limits (ApplyEstimates, seeded by `seed`)
   uint64_t seed = 1;
 };
 // InvalidArgument for no sites, a site without cores or no job left.
 absl::StatusOr<Workload> MakeWorkload(const SwfTrace& trace, const std::vector<int64_t>& sites,
                                       const WorkloadOptions& o);
 
-// Policy names: "none", "pooled", "earliest-start", then MODE/CHOICE for
-// every round mode (RoundModeNames order) and choice "newest", "gain".
+// Policy names: "none", "pooled", "earliest-start", "siblings", then
+// MODE/CHOICE for every round mode (RoundModeNames order) and choice
+// "newest", "gain", then "arrival" (placement at arrival, no rounds) and
+// "arrival+MODE/CHOICE" (placement at arrival plus rounds) for each.
+//  siblings: Slurm federation's race (src/slurmctld/fed_mgr.c): a copy of
+//    each job is queued at every site wide enough; the first site whose EASY
+//    starts a copy runs the job and every other copy is withdrawn at that
+//    instant (ties at one instant: the origin, then the lower index).
+//  earliest-start: each job is placed at arrival where EASY, knowing every
+//    site's queue exactly, starts it first (an oracle; sbatch -M's will_run).
+//  arrival: each origin places its arriving jobs with balance::Placer on the
+//    start profiles its peers published at the last heartbeat and its ledger.
 std::vector<std::string> ReplayPolicyNames();
+// The policy the daemon runs by default (placement at arrival plus exact
+// rounds choosing by gain); `--json` marks it "default": true.
+inline constexpr std::string_view kDefaultReplayPolicy = "arrival+queue+exact/gain";
 // InvalidArgument naming the known policies.
 absl::Status CheckReplayPolicy(std::string_view name);
 
 struct ReplayOptions {
   int64_t interval = 60;      // seconds between balancing rounds
-  int64_t hysteresis = 600;   // a job moved less than this ago is not chosen
+  int64_t hysteresis = 600;   // a job moved less than this ago is chosen only for a gain of `margin`
+  int64_t heartbeat = 5;      // arrival: peers publish their start profiles this often (0: always fresh)
+  int64_t margin = 60;        // arrival: a job moves only to start at least this much sooner
   bool keep_records = false;  // fill PolicyResult::records
 };
 
@@ -123,6 +140,10 @@ struct PolicyResult {
   int64_t moves = 0;
   double moves_per_moved_job = 0;
   int64_t rounds = 0;      // rounds that planned (not skipped as unchanged)
+  // Times a job entered a site's queue: one per job, one per move, and for
+  // siblings one per copy; peak_queued: the most queue entries at one time.
+  int64_t queue_entries = 0;
+  int64_t peak_queued = 0;
   double seconds = 0;      // wall time of the replay
   std::vector<JobRecord> records;  // by job index, when keep_records
 };
@@ -144,6 +165,7 @@ struct ReplayRun {
   std::string trace;
   std::string origin;
   uint64_t seed = 1;
+  std::string estimates = "trace";
   ReplayOptions options;
   std::vector<PolicyResult> results;
 };

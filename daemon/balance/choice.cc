@@ -119,7 +119,8 @@ absl::StatusOr<JobChoice> ParseJobChoice(std::string_view name) {
 std::string_view JobChoiceName(JobChoice c) { return c == JobChoice::kGain ? "gain" : "newest"; }
 
 std::vector<Chosen> ChooseJobs(JobChoice choice, absl::Span<const Candidate> jobs,
-                               absl::Span<const Outgoing> transfers, int64_t min_gain) {
+                               absl::Span<const Outgoing> transfers, int64_t min_gain,
+                               int64_t recent_min_gain) {
   std::vector<Chosen> out;
   std::vector<Load> left(transfers.size());
   for (size_t t = 0; t < transfers.size(); ++t) left[t] = std::max<Load>(transfers[t].count, 0);
@@ -160,13 +161,15 @@ std::vector<Chosen> ChooseJobs(JobChoice choice, absl::Span<const Candidate> job
     *there = profile[t].WaitFor(jobs[k].cores, jobs[k].limit);
     return *there == kNeverStarts ? kNeverStarts : jobs[k].wait_here - *there;
   };
+  // The least gain that moves job k.
+  auto needs = [&](size_t k) { return jobs[k].recent ? std::max(min_gain, recent_min_gain) : min_gain; };
   for (size_t k = 0; k < jobs.size(); ++k) {
-    if (jobs[k].recent) continue;
+    if (jobs[k].recent && recent_min_gain == kNeverStarts) continue;
     for (size_t t = 0; t < transfers.size(); ++t) {
       if (left[t] == 0) continue;
       int64_t there = 0;
       const int64_t gain = gain_of(k, t, &there);
-      if (there != kNeverStarts && gain >= min_gain) heap.push_back({{k, t, gain}, 0});
+      if (there != kNeverStarts && gain >= needs(k)) heap.push_back({{k, t, gain}, 0});
     }
   }
   std::make_heap(heap.begin(), heap.end(), worse);
@@ -179,7 +182,7 @@ std::vector<Chosen> ChooseJobs(JobChoice choice, absl::Span<const Candidate> job
     int64_t there = 0;
     if (p.version != version[t]) {  // the destination was booked since: recompute
       const int64_t gain = gain_of(k, t, &there);
-      if (there == kNeverStarts || gain < min_gain) continue;
+      if (there == kNeverStarts || gain < needs(k)) continue;
       heap.push_back({{k, t, gain}, version[t]});
       std::push_heap(heap.begin(), heap.end(), worse);
       continue;

@@ -19,8 +19,11 @@
 //    quota is then an upper bound, never a reason to move a job that would
 //    start later. kNewest is the papers' and hyperfed's earlier rule (the
 //    most recently queued jobs first), with the fit rule.
-// Hysteresis: a job that arrived by a move less than the hysteresis time
-// ago is never chosen (the caller marks it `recent`), so no job bounces.
+// Hysteresis: a job that arrived by a move (or was placed at arrival) less
+// than the hysteresis time ago is chosen only when it gains at least
+// `recent_min_gain` (kGain; kNewest never chooses it): the caller marks it
+// `recent`. Each such move brings the job's estimated start forward by that
+// margin, so no job bounces, and none is pinned where it would wait long.
 
 #include <cstdint>
 #include <string_view>
@@ -92,7 +95,7 @@ struct Candidate {
   int64_t cores = 1;
   int64_t limit = 0;      // time limit (0: unknown)
   int64_t wait_here = 0;  // estimated start at home minus now
-  bool recent = false;    // arrived by a move within the hysteresis time
+  bool recent = false;    // arrived by a move or a placement within the hysteresis time
 };
 
 // One transfer of the round out of this source.
@@ -113,6 +116,7 @@ struct Chosen {
 // job chosen is booked into its destination's profile (Book), so later
 // choices see the cores it takes there.
 std::vector<Chosen> ChooseJobs(JobChoice choice, absl::Span<const Candidate> jobs,
-                               absl::Span<const Outgoing> transfers, int64_t min_gain = 1);
+                               absl::Span<const Outgoing> transfers, int64_t min_gain = 1,
+                               int64_t recent_min_gain = kNeverStarts);
 
 }  // namespace hyperfed::balance

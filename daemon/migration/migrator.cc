@@ -241,7 +241,10 @@ absl::StatusOr<std::vector<std::vector<std::string>>> Migrator::Choose(const std
   // newest jobs go (with the fit rule).
   const balance::JobChoice choice = estimates ? rules.choice : balance::JobChoice::kNewest;
   const int64_t min_gain = rules.draining ? std::numeric_limits<int64_t>::min() / 4 : 1;
-  for (const balance::Chosen& c : balance::ChooseJobs(choice, cands, transfers, min_gain))
+  const int64_t recent_min_gain = rules.recent_margin == absl::InfiniteDuration()
+                                      ? balance::kNeverStarts
+                                      : std::max<int64_t>(1, absl::ToInt64Milliseconds(rules.recent_margin));
+  for (const balance::Chosen& c : balance::ChooseJobs(choice, cands, transfers, min_gain, recent_min_gain))
     out[c.transfer].push_back(jobs[c.job]->id);
   return out;
 }

@@ -204,9 +204,11 @@ class Migrator {
   // that gain"): balance::ChooseJobs over this site's Pending() jobs, each
   // job's wait here from its scheduler's estimate (or, when the scheduler
   // gives none, from this site's own start profile `own`), minus jobs in a
-  // migration and jobs that arrived by a move within `hysteresis` in
-  // another round. When draining, every job that fits goes (gain ordering
-  // only). Ids per destination, at most its count.
+  // migration; a job that arrived by a move within `hysteresis` in another
+  // round (or by a placement) goes only if it starts at least
+  // `recent_margin` sooner there (gain; newest leaves it). When draining,
+  // every job that fits goes (gain ordering only). Ids per destination, at
+  // most its count.
   struct Destination {
     std::string site;
     int64_t count = 0;
@@ -215,6 +217,7 @@ class Migrator {
   struct ChoiceRules {
     balance::JobChoice choice = balance::JobChoice::kGain;
     absl::Duration hysteresis = absl::ZeroDuration();
+    absl::Duration recent_margin = absl::InfiniteDuration();  // infinite: a recent job never moves
     bool draining = false;
   };
   absl::StatusOr<std::vector<std::vector<std::string>>> Choose(const std::vector<Destination>& dests,

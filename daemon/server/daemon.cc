@@ -290,6 +290,7 @@ absl::StatusOr<std::string> Daemon::Reload(const std::string& path) {
   differs(nb.max_batch != ob.max_batch, "balancer.max_batch");
   differs(nb.job_choice != ob.job_choice, "balancer.job_choice");
   differs(nb.hysteresis != ob.hysteresis, "balancer.hysteresis");
+  differs(nb.placement_margin != ob.placement_margin, "balancer.placement_margin");
   if (!restart.empty())
     return absl::FailedPreconditionError(
         absl::StrCat(path, ": not reloaded, nothing changed: ", absl::StrJoin(restart, ", "),

@@ -91,7 +91,8 @@ absl::StatusOr<SiteStack> OpenSiteStack(const config::Config& config, federation
   auto choice = balance::ParseJobChoice(config.balancer.job_choice);  // checked with the config
   s.mover = std::make_unique<MigratorMover>(
       s.migrator.get(), migration::Migrator::ChoiceRules{.choice = choice.ok() ? *choice : balance::JobChoice::kGain,
-                                                         .hysteresis = config.balancer.hysteresis});
+                                                         .hysteresis = config.balancer.hysteresis,
+                                                         .recent_margin = config.balancer.placement_margin});
   s.site = std::make_unique<federation::Site>(config, live, s.adapter.get(), s.mover.get(), peers, env);
   // The batches of a migration run side by side on the site's executor.
   s.migrator->SetExecutor(s.site->executor());

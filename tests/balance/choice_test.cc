@@ -118,7 +118,25 @@ TEST(ChooseJobsTest, NoJobGoesWhereItCannotFit) {
   }
 }
 
-TEST(ChooseJobsTest, ARecentlyMovedJobIsNeverChosen) {
+// Issue 29: the hysteresis pinned a recently moved job whatever it would
+// gain. With a margin it moves on only when it gains at least the margin.
+TEST(ChooseJobsTest, ARecentlyMovedJobMovesOnlyForTheMargin) {
+  // 4 free cores at the destination; a recent job gaining 1000, one gaining
+  // 20 (under the margin of 300), an old one gaining 10.
+  const std::vector<Candidate> jobs{{1, 0, 1000, true}, {1, 0, 10, false}, {1, 0, 20, true}};
+  const std::vector<Outgoing> out{{1, 3, Profile(4, {{0, 4}})}};
+  const auto chosen = ChooseJobs(JobChoice::kGain, jobs, out, 1, 300);
+  ASSERT_EQ(chosen.size(), 2u);
+  EXPECT_EQ(chosen[0].job, 0u);
+  EXPECT_EQ(chosen[0].gain, 1000);
+  EXPECT_EQ(chosen[1].job, 1u);
+  // newest knows no gain: a recent job stays.
+  const auto newest = ChooseJobs(JobChoice::kNewest, jobs, out, 1, 300);
+  ASSERT_EQ(newest.size(), 1u);
+  EXPECT_EQ(newest[0].job, 1u);
+}
+
+TEST(ChooseJobsTest, ARecentlyMovedJobIsNeverChosenWithoutAMargin) {
   const std::vector<Candidate> jobs{{1, 0, 1000, true}, {1, 0, 10, false}, {1, 0, 20, true}};
   const std::vector<Outgoing> out{{1, 3, Profile(1, {{0, 1}})}};
   for (JobChoice c : {JobChoice::kGain, JobChoice::kNewest}) {

@@ -182,6 +182,7 @@ TEST(ReplayTest, NoJobMovesTwiceWithinTheHysteresisTime) {
     ro.keep_records = true;
     ro.interval = 60;
     ro.hysteresis = hyst;
+    ro.margin = int64_t{1} << 40;  // a recent job would need to gain this much: never
     for (const std::string& p : ReplayPolicyNames()) {
       if (p.find('/') == std::string::npos) continue;
       auto r = ReplayPolicy(w, p, ro);
@@ -195,6 +196,205 @@ TEST(ReplayTest, NoJobMovesTwiceWithinTheHysteresisTime) {
         }
     }
   }
+}
+
+// Within the hysteresis time a job moves again only when it gains the
+// margin: with a margin of 1 s some do, with a margin beyond any wait none.
+TEST(ReplayTest, WithinTheHysteresisAJobMovesOnlyForTheMargin) {
+  const std::vector<int64_t> sites = {16, 12, 8, 4, 4};
+  WorkloadOptions o;
+  o.origin = *ParseOrigin("hot", sites);
+  o.load = 0.95;
+  const Workload w = MakeOrDie(RandomTrace(600, 12, 3000, 22), sites, o);
+  auto within = [&](int64_t margin) {
+    ReplayOptions ro;
+    ro.keep_records = true;
+    ro.hysteresis = 1200;
+    ro.margin = margin;
+    auto r = ReplayPolicy(w, "improved-dem/gain", ro);
+    EXPECT_TRUE(r.ok()) << r.status();
+    int n = 0;
+    for (const JobRecord& rec : r->records)
+      for (size_t k = 1; k < rec.move_times.size(); ++k)
+        n += rec.move_times[k] != rec.move_times[k - 1] && rec.move_times[k] - rec.move_times[k - 1] < 1200;
+    return n;
+  };
+  EXPECT_GT(within(1), 0);
+  EXPECT_EQ(within(int64_t{1} << 40), 0);
+}
+
+// Two 4-core sites, every job submitted at site 0. Job 1 (4 cores, 100 s)
+// has a copy at both; both would start it at 0: the origin runs it and the
+// other copy is withdrawn. Job 2 (4 cores) arrives at 10: site 1 is idle and
+// starts its copy at once; site 0's copy goes. Job 3 (1 core, 30 s) arrives
+// at 20: site 0 is full until 100, site 1 until 110: it waits for 100.
+TEST(ReplayTest, SiblingsRunEachJobOnceWhereAFirstCopyStarts) {
+  const std::string text = Line(1, 0, 100, 4) + Line(2, 10, 100, 4) + Line(3, 20, 30, 1);
+  Workload w = MakeOrDie(text, {4, 4}, {});
+  w.origin.assign(w.jobs.size(), 0);
+  ReplayOptions ro;
+  ro.keep_records = true;
+  auto r = ReplayPolicy(w, "siblings", ro);
+  ASSERT_TRUE(r.ok()) << r.status();
+  EXPECT_EQ(r->records[0].site, 0);
+  EXPECT_EQ(r->records[0].start, 0);
+  EXPECT_EQ(r->records[0].moves, 0);
+  EXPECT_EQ(r->records[1].site, 1);
+  EXPECT_EQ(r->records[1].start, 10);
+  EXPECT_EQ(r->records[1].moves, 1);
+  EXPECT_EQ(r->records[2].site, 0);
+  EXPECT_EQ(r->records[2].start, 100);
+  EXPECT_EQ(r->jobs_moved, 1);
+  EXPECT_EQ(r->queue_entries, 6);  // two copies of each job
+  // Job 1's second copy is withdrawn at 0, job 2's at 10: never more than
+  // job 3's two copies queued at once.
+  EXPECT_EQ(r->peak_queued, 2);
+}
+
+// Siblings on a random trace: every job starts once, at one site it fits,
+// no site over its cores (ExpectConserved), and a copy per fitting site.
+TEST(ReplayTest, SiblingsQueueACopyAtEverySiteWideEnough) {
+  const std::vector<int64_t> sites = {16, 12, 8, 4, 4};
+  WorkloadOptions o;
+  o.origin = *ParseOrigin("proportional", sites);
+  o.load = 0.9;
+  const Workload w = MakeOrDie(RandomTrace(400, 16, 2000, 24), sites, o);
+  ReplayOptions ro;
+  ro.keep_records = true;
+  auto r = ReplayPolicy(w, "siblings", ro);
+  ASSERT_TRUE(r.ok()) << r.status();
+  ExpectConserved(w, *r, sites);
+  int64_t copies = 0;
+  for (const SwfJob& j : w.jobs)
+    for (int64_t c : sites) copies += j.cores <= c;
+  EXPECT_EQ(r->queue_entries, copies);
+}
+
+// Two 4-core sites, every job at site 0, heartbeats every 5 s. Job 1 fills
+// site 0 until 100. Job 2 arrives at 10 and would wait 90 at home; site 1
+// published an empty queue at 0, so with a 60 s margin the job goes there
+// and starts at once; with a 100 s margin it stays and starts at 100.
+TEST(ReplayTest, ArrivalPlacesAJobWhereItStartsSoonerByTheMargin) {
+  const std::string text = Line(1, 0, 100, 4) + Line(2, 10, 100, 4);
+  Workload w = MakeOrDie(text, {4, 4}, {});
+  w.origin.assign(w.jobs.size(), 0);
+  ReplayOptions ro;
+  ro.keep_records = true;
+  ro.heartbeat = 5;
+  ro.margin = 60;
+  auto r = ReplayPolicy(w, "arrival", ro);
+  ASSERT_TRUE(r.ok()) << r.status();
+  EXPECT_EQ(r->records[1].site, 1);
+  EXPECT_EQ(r->records[1].start, 10);
+  EXPECT_EQ(r->records[1].move_times, std::vector<int64_t>{10});
+  ro.margin = 100;
+  r = ReplayPolicy(w, "arrival", ro);
+  ASSERT_TRUE(r.ok()) << r.status();
+  EXPECT_EQ(r->records[1].site, 0);
+  EXPECT_EQ(r->records[1].start, 100);
+}
+
+// Three jobs of 4 cores arrive at site 0 within one heartbeat, while its
+// only peer (4 cores) published an empty queue at 0. Job 1 starts at home;
+// job 2 goes to the peer; job 3 would follow it on the stale profile, but
+// the ledger books job 2 there, so it stays (998 at home, 999 there).
+TEST(ReplayTest, ArrivalBooksWhatItSentSinceThePeerSpoke) {
+  const std::string text = Line(1, 0, 1000, 4) + Line(2, 1, 1000, 4) + Line(3, 2, 1000, 4);
+  Workload w = MakeOrDie(text, {4, 4}, {});
+  w.origin.assign(w.jobs.size(), 0);
+  ReplayOptions ro;
+  ro.keep_records = true;
+  ro.heartbeat = 600;
+  auto r = ReplayPolicy(w, "arrival", ro);
+  ASSERT_TRUE(r.ok()) << r.status();
+  EXPECT_EQ(r->records[0].site, 0);
+  EXPECT_EQ(r->records[1].site, 1);
+  EXPECT_EQ(r->records[1].start, 1);
+  EXPECT_EQ(r->records[2].site, 0);
+  EXPECT_EQ(r->jobs_moved, 1);
+}
+
+TEST(EstimatesTest, ParsesItsNamesAndRefusesOthers) {
+  EXPECT_EQ(ParseEstimates("trace")->kind, EstimateSpec::kTrace);
+  EXPECT_EQ(ParseEstimates("exact")->kind, EstimateSpec::kExact);
+  EXPECT_EQ(ParseEstimates("model")->kind, EstimateSpec::kModel);
+  EXPECT_DOUBLE_EQ(ParseEstimates("factor:3")->factor, 3);
+  for (const char* bad : {"factor:0.5", "factor:x", "factor:", "Model", "", "factor:inf"}) {
+    auto e = ParseEstimates(bad);
+    ASSERT_FALSE(e.ok()) << bad;
+    EXPECT_NE(e.status().message().find("--estimates"), std::string::npos) << e.status();
+  }
+  EXPECT_EQ(EstimatesName(*ParseEstimates("factor:3")), "factor:3");
+}
+
+TEST(EstimatesTest, ExactAndFactorScaleTheRunTime) {
+  const std::string text = Line(1, 0, 100, 4, -1, -1, 500) + Line(2, 5, 0, 1);
+  auto t = ParseSwf(text, "t.swf");
+  ASSERT_TRUE(t.ok());
+  WorkloadOptions o;
+  EXPECT_EQ(MakeWorkload(*t, {8}, o)->jobs[0].limit, 500);  // trace: field 9
+  o.estimates = *ParseEstimates("exact");
+  EXPECT_EQ(MakeWorkload(*t, {8}, o)->jobs[0].limit, 100);
+  EXPECT_EQ(MakeWorkload(*t, {8}, o)->jobs[1].limit, 1);  // at least 1 s
+  o.estimates = *ParseEstimates("factor:2.5");
+  EXPECT_EQ(MakeWorkload(*t, {8}, o)->jobs[0].limit, 250);
+}
+
+// The model: every limit at least its run time, most of them one of the
+// popular round values, and far above the run time for most jobs.
+TEST(EstimatesTest, ModelDrawsPopularRoundValuesAboveTheRunTime) {
+  const std::vector<int64_t> head = ModelHeadValues(30 * 3600 + 5);
+  EXPECT_EQ(head.back(), 31 * 3600);
+  EXPECT_EQ(head.size(), 20u);
+  EXPECT_EQ(head.front(), 5 * 60);
+  EXPECT_EQ(ModelHeadValues(10).back(), 3600);
+  WorkloadOptions o;
+  o.estimates = *ParseEstimates("model");
+  // Mostly short jobs, as in the archive's traces: 9 in 10 under 20 min.
+  std::string text;
+  std::mt19937_64 rng(25);
+  for (int i = 1; i <= 2000; ++i)
+    text += Line(i, i * 10, i % 10 ? static_cast<int64_t>(rng() % 1200) : static_cast<int64_t>(rng() % 20000), 1);
+  const Workload w = MakeOrDie(text, {8}, o);
+  int64_t longest = 0;
+  for (const SwfJob& j : w.jobs) longest = std::max(longest, j.run);
+  const std::vector<int64_t> popular = ModelHeadValues(longest);
+  int in_head = 0, far = 0;
+  for (const SwfJob& j : w.jobs) {
+    ASSERT_GE(j.limit, std::max<int64_t>(j.run, 1));
+    in_head += std::count(popular.begin(), popular.end(), j.limit) > 0;
+    far += j.limit >= 2 * j.run;
+  }
+  EXPECT_GT(in_head, 2000 * 8 / 10);
+  EXPECT_GT(far, 2000 / 2);
+  // The same seed draws the same limits; another seed others.
+  const Workload again = MakeOrDie(text, {8}, o);
+  o.seed = 2;
+  const Workload other = MakeOrDie(text, {8}, o);
+  int same = 0, differ = 0;
+  for (size_t i = 0; i < w.jobs.size(); ++i) {
+    same += w.jobs[i].limit == again.jobs[i].limit;
+    differ += w.jobs[i].limit != other.jobs[i].limit;
+  }
+  EXPECT_EQ(same, 2000);
+  EXPECT_GT(differ, 0);
+}
+
+TEST(ReplayTest, TheDefaultPolicyIsMarkedInJson) {
+  const Workload w = MakeOrDie(Line(1, 0, 10, 4), {8}, {});
+  ReplayRun run;
+  for (const std::string& p : std::vector<std::string>{"none", std::string(kDefaultReplayPolicy)}) {
+    auto r = ReplayPolicy(w, p, {});
+    ASSERT_TRUE(r.ok()) << r.status();
+    run.results.push_back(*r);
+  }
+  const std::string json = ReplayJson(w, run);
+  EXPECT_NE(json.find("\"policy\": \"none\""), std::string::npos);
+  EXPECT_NE(json.find(absl::StrCat("\"policy\": \"", std::string(kDefaultReplayPolicy), "\"")), std::string::npos);
+  const size_t def = json.find(absl::StrCat("\"policy\": \"", std::string(kDefaultReplayPolicy), "\""));
+  EXPECT_NE(json.find("\"default\": true", def), std::string::npos);
+  EXPECT_NE(json.find("\"default\": false"), std::string::npos);
+  EXPECT_LT(json.find("\"default\": false"), def);
 }
 
 TEST(ReplayTest, EarliestStartBeatsNoneOnAHotSpot) {

@@ -1,0 +1,110 @@
+#pragma once
+
+// Placement at arrival (docs/algorithms.md, "Placement at arrival"): where a
+// job that has just arrived at a site should run. Pure: no I/O, no clock;
+// time is a plain integer in the caller's unit (the daemon uses ms since the
+// epoch, the replay seconds). The simulator and the daemon call the same
+// Placer.
+//
+// A site knows its own queue exactly (its scheduler's forecast gives the
+// job's wait at home). Of each peer it knows the start profile the peer
+// last published (StartProfile: the free cores its queue leaves from then
+// on) and what it has itself placed there since: the ledger. Booking the
+// ledger's jobs into the published profile corrects it for what this site
+// sent after the peer spoke, so a hole one job filled is not offered to the
+// next. What other sites sent there, and jobs that end early, the profile
+// learns at the peer's next publication; rounds rebalance the rest.
+//
+// The rule: the job goes to the peer where it would start first when that
+// start is at least `margin` earlier than at home; otherwise, and on ties,
+// it stays. Never to a peer narrower than the job, nor to one that has not
+// published a profile (a peer that says nothing would look free).
+
+#include <cstdint>
+#include <map>
+#include <vector>
+
+#include "daemon/balance/choice.h"
+#include "daemon/balance/easy.h"
+
+namespace hyperfed::balance {
+
+// The profile as seen `age` after it was published: the steps from then on,
+// offsets from then (the step holding `age` starts at 0). age <= 0: `p`.
+StartProfile ProfileAged(const StartProfile& p, int64_t age);
+
+// What a site knows of one peer: its last published profile and the ledger
+// of jobs this site placed there since.
+class PeerForecast {
+ public:
+  // The peer published `profile` at `at`. Ledger entries placed before `at`
+  // are in it (the peer had them) and are dropped; later ones are booked
+  // anew into it, in the order they were placed.
+  void Publish(int64_t at, StartProfile profile);
+  // Whether the peer has published anything.
+  bool known() const { return known_; }
+  int64_t published_at() const { return at_; }
+  size_t ledger_size() const { return ledger_.size(); }
+
+  // When a job of `cores` and `limit` (0: unknown, as if for ever) sent at
+  // `now` would start there: an offset from now, kNeverStarts when the peer
+  // is narrower than the job or has said nothing.
+  int64_t WaitFor(int64_t now, int64_t cores, int64_t limit) const;
+  // Records a job placed there at `now` and books its cores from its start.
+  void Placed(int64_t now, int64_t cores, int64_t limit);
+
+ private:
+  struct Entry {
+    int64_t placed_at = 0;
+    int64_t cores = 1;
+    int64_t limit = 0;
+  };
+  void BookEntry(const Entry& e);
+
+  bool known_ = false;
+  int64_t at_ = 0;
+  StartProfile published_;
+  StartProfile booked_;  // published_ with the ledger booked; offsets from at_
+  std::vector<Entry> ledger_;
+};
+
+// One job arriving at this site.
+struct ArrivingJob {
+  int64_t cores = 1;
+  int64_t limit = 0;      // time limit (0: unknown)
+  int64_t wait_here = 0;  // estimated start at home minus now; kNeverStarts: cannot run here
+};
+
+struct Placement {
+  int peer = -1;          // the chosen peer's label; -1: stays home
+  int64_t wait = 0;       // its estimated wait where it goes (offset from now)
+  int64_t gain = 0;       // wait_here - wait (0 when it stays)
+};
+
+// This site's placement state: one PeerForecast per peer, by label.
+class Placer {
+ public:
+  // margin >= 1: a peer must start the job at least this much sooner.
+  explicit Placer(int64_t margin = 1);
+
+  void Publish(int peer, int64_t at, StartProfile profile) { peers_[peer].Publish(at, std::move(profile)); }
+  // The peer is down, drained or gone: no job is placed there until it
+  // publishes again.
+  void Forget(int peer) { peers_.erase(peer); }
+  const PeerForecast* Find(int peer) const;
+
+  // Decides for one job at `now` (Placement::peer -1: stay). When a peer is
+  // chosen, the job is booked into its ledger: the caller moves it there.
+  // Ties between peers go to the lower label.
+  Placement Place(int64_t now, const ArrivingJob& job);
+  // The same decision without booking anything.
+  Placement Decide(int64_t now, const ArrivingJob& job) const;
+
+  int64_t margin() const { return margin_; }
+
+ private:
+  int64_t margin_;
+  std::map<int, PeerForecast> peers_;
+};
+
+}  // namespace hyperfed::balance
