@@ -62,6 +62,9 @@ bool Membership::Seen(const HeartbeatInfo& hb) {
     p.widest = hb.widest;
     p.roster_version = hb.roster_version;
     p.protocol = hb.protocol;
+    p.profile.widest = hb.widest;
+    p.profile.free = hb.free;
+    p.profile_at = p.last_seen;
     return true;
   }
   return false;

@@ -48,6 +48,9 @@ struct HeartbeatInfo {
   int64_t widest = 0;  // the most cores one job can have there (0: not said)
   int64_t roster_version = 0;
   std::string protocol;  // "MAJOR.MINOR"
+  // Its start profile's free cores (with `widest`), from the heartbeat's
+  // sending; empty: not said (docs/design.md, "Placement at arrival").
+  std::vector<std::pair<int64_t, int64_t>> free;
 };
 
 // What the last heartbeat from a site said.
@@ -67,6 +70,8 @@ struct PeerInfo {
   int64_t widest = 0;
   int64_t roster_version = 0;  // the roster version it said it has
   std::string protocol;
+  balance::StartProfile profile;                // its last heartbeat's (widest and free cores)
+  absl::Time profile_at = absl::InfinitePast();  // when that heartbeat came
 };
 
 class Membership {

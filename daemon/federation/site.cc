@@ -6,6 +6,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "daemon/balance/placement.h"
 #include "daemon/balance/topology.h"
 #include "daemon/common/log.h"
 #include "daemon/migration/migrator.h"
@@ -36,6 +37,7 @@ Site::Site(const config::Config& config, LiveConfig* live, scheduler::SchedulerA
           [this](const RoundSpec& spec, const RoundReport& r) { PartDone(spec, r); }),
       coordinator_(live, env, &executor_, &membership_, &participant_, peers, &history_,
                    [this] { return RefreshSelf(); }),
+      arrival_(live, env, adapter, mover, &membership_),
       timer_from_(env->Now()) {}
 
 Site::~Site() { Stop(); }
@@ -43,6 +45,57 @@ Site::~Site() { Stop(); }
 void Site::Start() {
   heartbeat_thread_ = env_->StartThread([this] { Loop(&Site::HeartbeatOnce); });
   timer_thread_ = env_->StartThread([this] { Loop(&Site::TimerOnce); });
+  // The placement loop starts with the first heartbeat that finds
+  // placement on (HeartbeatOnce): a site with it off runs no third loop.
+}
+
+void Site::PlacementLoop() {
+  while (true) {
+    {
+      std::unique_lock<std::mutex> l(mu_);
+      if (stopping_) return;
+      place_now_ = false;
+    }
+    PlaceOnce();
+    const absl::Duration period = live_->balancer().heartbeat_interval;
+    std::unique_lock<std::mutex> l(mu_);
+    env_->WaitFor(l, cv_, period, [this] { return stopping_ || place_now_; });
+  }
+}
+
+void Site::WakePlacement() {
+  {
+    std::lock_guard<std::mutex> l(mu_);
+    place_now_ = true;
+  }
+  cv_.notify_all();
+}
+
+PlacementPass Site::PlaceOnce() {
+  if (!live_->balancer().placement || !live_->SelfEntry()) return {};
+  return arrival_.RunOnce(OwnProfile(), drained());
+}
+
+absl::Status Site::AdmitTransfer(const std::string& source_site, const std::string& round_id,
+                                 const std::vector<std::string>& keys) {
+  if (!IsPlacementId(round_id))
+    return participant_.AdmitTransfer(source_site, round_id, static_cast<int64_t>(keys.size()));
+  if (drained()) return absl::FailedPreconditionError("this site is drained: it takes no placed jobs");
+  return arrival_.Admit(source_site, keys, widest_.load());
+}
+
+balance::StartProfile Site::OwnProfile() {
+  const int64_t widest = widest_.load();
+  const absl::Time now = env_->Now();
+  std::lock_guard<std::mutex> l(profile_mu_);
+  const absl::Duration every = std::max(live_->balancer().heartbeat_interval, 10 * own_profile_cost_);
+  if (now - own_profile_at_ >= every || own_profile_.widest != widest) {
+    own_profile_ = widest > 0 ? StartProfileNow(widest) : WidestOnly(widest);
+    own_profile_at_ = env_->Now();
+    own_profile_cost_ = own_profile_at_ - now;
+  }
+  // Offsets are from when it was asked: from now on for the caller.
+  return balance::ProfileAged(own_profile_, absl::ToInt64Milliseconds(env_->Now() - own_profile_at_));
 }
 
 void Site::Loop(void (Site::*once)()) {
@@ -67,6 +120,7 @@ void Site::Stop() {
   cv_.notify_all();
   if (heartbeat_thread_) heartbeat_thread_->Join();
   if (timer_thread_) timer_thread_->Join();
+  if (placement_thread_) placement_thread_->Join();
   coordinator_.Stop();
   participant_.Stop();
   history_.Close();
@@ -223,6 +277,9 @@ void Site::HeartbeatOnce() {
     return;
   }
   said_not_in_roster_ = false;
+  // Only this thread starts it; Stop joins this thread before it.
+  if (live_->balancer().placement && !placement_thread_)
+    placement_thread_ = env_->StartThread([this] { PlacementLoop(); });
   (void)RefreshSelf();
   hb.label = entry->label;
   auto self = membership_.Find(config_.site.id);
@@ -233,6 +290,9 @@ void Site::HeartbeatOnce() {
   }
   hb.drained = drained();
   hb.widest = widest_.load();
+  // The profile peers place by: said only while this site takes placed
+  // jobs (balancer.placement, not drained).
+  if (live_->balancer().placement && !hb.drained && hb.widest > 0) hb.free = OwnProfile().free;
   hb.round_id = participant_.current_round();
   hb.epoch = participant_.highest_epoch();
   heartbeater_.Tick(hb);
@@ -375,6 +435,7 @@ absl::StatusOr<std::vector<SubmittedJob>> Site::Submit(const SubmitOrder& order)
     out.push_back({*id, spec.key});
   }
   LogInfo(absl::StrCat(order.count, " jobs submitted by an operator"));
+  WakePlacement();
   return out;
 }
 

@@ -22,6 +22,7 @@
 #include "daemon/balance/mcwa.h"
 #include "daemon/common/env.h"
 #include "daemon/common/executor.h"
+#include "daemon/federation/arrival.h"
 #include "daemon/federation/coordinator.h"
 #include "daemon/federation/live_config.h"
 #include "daemon/federation/membership.h"
@@ -90,9 +91,10 @@ class Site {
   absl::StatusOr<RoundReport> OnGetReport(const std::string& from, const std::string& round_id);
   // A Transfer from source_site in round_id: admitted only within what this
   // site's own plan of the round lets that source send (docs/design.md §6.8).
-  absl::Status AdmitTransfer(const std::string& source_site, const std::string& round_id, int64_t jobs) {
-    return participant_.AdmitTransfer(source_site, round_id, jobs);
-  }
+  // A placement's Transfer (IsPlacementId) is admitted by
+  // ArrivalPlacement::Admit: placement on and this site not drained.
+  absl::Status AdmitTransfer(const std::string& source_site, const std::string& round_id,
+                             const std::vector<std::string>& keys);
   // At the coordinator: starts a round for the request, or joins the one
   // running. Elsewhere: FailedPrecondition naming the coordinator.
   absl::StatusOr<std::string> OnRequestBalance(const std::string& from, const std::string& reason,
@@ -118,7 +120,10 @@ class Site {
   // Every roster site with this site's own row fresh.
   std::vector<PeerInfo> View();
   NextRound Next() const;
+  // Submits the jobs, then wakes the placement pass (they are placed at
+  // once, not a heartbeat later).
   absl::StatusOr<std::vector<SubmittedJob>> Submit(const SubmitOrder& order);
+  PlacementCounters placement_counters() const { return arrival_.counters(); }
   // Where a job is and why it moved or stays, in lines.
   absl::StatusOr<std::vector<std::string>> ExplainJob(const std::string& job);
 
@@ -137,12 +142,20 @@ class Site {
   // One pass of each loop (the loops call them; tests may too).
   void HeartbeatOnce();
   void TimerOnce();
+  PlacementPass PlaceOnce();
 
  private:
   absl::Status RefreshSelf();
   // This site's start profile now (the scheduler's FreeCores, else its
   // ArrivalStarts, else the widest job alone).
   balance::StartProfile StartProfileNow(int64_t widest);
+  // This site's profile for heartbeats and placement: StartProfileNow,
+  // asked of the scheduler at most every heartbeat interval and never for
+  // more than a tenth of the time (a slow scheduler's profile is reused).
+  balance::StartProfile OwnProfile();
+  // Runs PlaceOnce every heartbeat interval, or at once when woken.
+  void PlacementLoop();
+  void WakePlacement();
   void PartDone(const RoundSpec& spec, const RoundReport& report);
   // Runs `once` every heartbeat interval (as set when it returns).
   void Loop(void (Site::*once)());
@@ -163,6 +176,12 @@ class Site {
   RoundHistory history_;
   Participant participant_;
   federation::Coordinator coordinator_;
+  ArrivalPlacement arrival_;
+
+  std::mutex profile_mu_;  // guards the three below
+  balance::StartProfile own_profile_;
+  absl::Time own_profile_at_ = absl::InfinitePast();
+  absl::Duration own_profile_cost_;
 
   // Timer-loop state (that thread only): the timer counts balancer.interval
   // from here, so that a reloaded interval takes effect at once.
@@ -172,8 +191,9 @@ class Site {
 
   std::mutex mu_;
   std::condition_variable cv_;
-  bool stopping_ = false;  // guarded by mu_
-  std::unique_ptr<EnvThread> heartbeat_thread_, timer_thread_;
+  bool stopping_ = false;    // guarded by mu_
+  bool place_now_ = false;   // guarded by mu_
+  std::unique_ptr<EnvThread> heartbeat_thread_, timer_thread_, placement_thread_;
 };
 
 }  // namespace hyperfed::federation

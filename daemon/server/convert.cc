@@ -239,6 +239,11 @@ void ToProto(const federation::HeartbeatInfo& in, v1::HeartbeatRequest* out) {
   out->set_epoch(in.epoch);
   out->set_widest(in.widest);
   out->set_roster_version(in.roster_version);
+  for (const auto& [offset, cores] : in.free) {
+    v1::FreeAt* f = out->add_free();
+    f->set_offset_ms(offset);
+    f->set_cores(cores);
+  }
 }
 
 federation::HeartbeatInfo FromProto(const v1::HeartbeatRequest& in) {
@@ -254,6 +259,7 @@ federation::HeartbeatInfo FromProto(const v1::HeartbeatRequest& in) {
   h.widest = in.widest();
   h.roster_version = in.roster_version();
   h.protocol = in.protocol();
+  for (const v1::FreeAt& f : in.free()) h.free.push_back({f.offset_ms(), f.cores()});
   return h;
 }
 

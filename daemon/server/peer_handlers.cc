@@ -203,9 +203,9 @@ absl::Status PeerHandlers::Heartbeat(const std::string& caller, const v1::Heartb
     if (req.roster_version() != roster->version) return absl::OkStatus();
     return Invalid(absl::StrCat("site ", req.site(), " has label ", e->label, " in the roster, not ", req.label()));
   }
-  if (auto st = federation::CheckReportedRow(*roster, req.label(), req.load(), req.capacity(),
-                                             balance::StartProfile{.widest = req.widest()});
-      !st.ok())
+  balance::StartProfile profile{.widest = req.widest()};
+  for (const v1::FreeAt& f : req.free()) profile.free.push_back({f.offset_ms(), f.cores()});
+  if (auto st = federation::CheckReportedRow(*roster, req.label(), req.load(), req.capacity(), profile); !st.ok())
     return Invalid(std::string(st.message()));
   if (req.epoch() != 0 && !EpochOk(req.epoch())) return Invalid("epoch must be >= 0 and at most a day ahead");
   d_.site->OnHeartbeat(FromProto(req));

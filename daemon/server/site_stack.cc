@@ -45,6 +45,9 @@ class MigratorMover : public federation::JobMover {
     if (r.moved == 0 && !first.ok()) return first;
     return r;
   }
+  absl::StatusOr<std::set<std::string>> RecentArrivals(absl::Duration within) override {
+    return m_->ArrivedWithin(within);
+  }
   absl::StatusOr<std::map<std::string, int64_t>> CommittedOut(const std::string& round_id) override {
     return m_->CommittedOut(round_id);
   }
@@ -99,7 +102,9 @@ absl::StatusOr<SiteStack> OpenSiteStack(const config::Config& config, federation
   // A destination takes only what its own plan of the round sends it
   // (docs/design.md §6.8).
   s.migrator->SetAdmission([site = s.site.get()](const migration::TransferRequest& r) {
-    return site->AdmitTransfer(r.source_site, r.round_id, static_cast<int64_t>(r.jobs.size()));
+    std::vector<std::string> keys;
+    for (const scheduler::JobSpec& j : r.jobs) keys.push_back(j.key);
+    return site->AdmitTransfer(r.source_site, r.round_id, keys);
   });
   return s;
 }

@@ -187,6 +187,9 @@ void Federation::Build() {
   balancer_.interval = absl::ZeroDuration();  // the operator starts rounds
   balancer_.job_choice = o_.job_choice;
   balancer_.hysteresis = absl::ZeroDuration();
+  // Rounds only: the checks compare each round with its plan (placement at
+  // arrival has its own tests, tests/integration/placement_test.cc).
+  balancer_.placement = false;
   const int64_t batches[] = {10, 100, 1000};
   balancer_.max_batch = batches[world_.UniformInt(0, 2)];
   // Each site heartbeats every other each interval: N - 1 calls a site.

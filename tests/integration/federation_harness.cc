@@ -105,7 +105,8 @@ absl::StatusOr<std::unique_ptr<TestFederation>> TestFederation::Start(const Fede
       << (o.min_imbalance >= 0 ? absl::StrCat(", min_imbalance: ", o.min_imbalance) : "")
       << ", heartbeat_interval: " << o.heartbeat
       << ", peer_timeout: " << o.peer_timeout << ", step_timeout: " << o.step_timeout << ", max_batch: " << o.max_batch
-      << ", job_choice: " << o.job_choice << ", hysteresis: " << o.hysteresis << "}\n"
+      << ", job_choice: " << o.job_choice << ", hysteresis: " << o.hysteresis
+      << ", placement: " << (o.placement ? "true" : "false") << ", placement_margin: " << o.placement_margin << "}\n"
       << SchedulerLine(o, i, slots) << "state_dir: state/site-" << i << "\n";
     if (o.insecure) {
       c << "security: {insecure: true, admin_token_file: certs/admin-token, roster_key: certs/roster-pub.pem}\n";

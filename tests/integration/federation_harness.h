@@ -33,6 +33,12 @@ struct FederationOptions {
   // which fills every transfer. job_choice_test.cc runs "gain".
   std::string job_choice = "newest";
   std::string hysteresis = "10m";  // a job moved this recently stays (the daemon's default)
+  // balancer.placement (the daemon's default is on): the round-mechanics
+  // tests compare rounds with the simulator's plans, so a job must stay
+  // where it was submitted until a round moves it; placement tests turn it
+  // on.
+  bool placement = false;
+  std::string placement_margin = "60s";
   std::string interval = "0s";  // timer rounds (0s: off)
   int underload_threshold = 0;  // 0: off
   bool insecure = false;
