@@ -81,13 +81,13 @@ local function load_settings()
 			local key, value = string.match(line, "^([%w_]+)%s*=%s*(.-)$")
 			if not key then
 				f:close()
-				error(string.format("%s:%d: expected \"key = value\", got \"%s\"", path, n, line))
+				error(string.format("%s:%d: expected \"key = value\", got \"%s\"", path, n, line), 0)
 			end
 			if key == "window_seconds" then
 				if not string.match(value, "^%d+$") or tonumber(value) > 86400 then
 					f:close()
 					error(string.format("%s:%d: window_seconds must be a whole number of seconds from 0 to 86400, got \"%s\"",
-						path, n, value))
+						path, n, value), 0)
 				end
 				window_seconds = tonumber(value)
 			elseif key == "partitions" then
@@ -98,7 +98,7 @@ local function load_settings()
 				end
 			else
 				f:close()
-				error(string.format("%s:%d: unknown setting \"%s\" (known: window_seconds, partitions)", path, n, key))
+				error(string.format("%s:%d: unknown setting \"%s\" (known: window_seconds, partitions)", path, n, key), 0)
 			end
 		end
 	end
