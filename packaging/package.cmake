@@ -6,8 +6,9 @@
 # writes hyperfed_<version>_amd64.deb. It holds hyperfedd, hyperfedctl and
 # hyperfed-sim in /usr/bin, their man pages (made from --help by help2man),
 # the hardened systemd unit of deploy/systemd with /usr/bin paths, the
-# example configs in /usr/share/doc/hyperfed/examples, and scripts/gen-certs
-# and the simulator's trace in /usr/share/hyperfed. postinst makes the
+# example configs in /usr/share/doc/hyperfed/examples, and scripts/gen-certs,
+# the simulator's trace and the Slurm sites' job_submit.lua in
+# /usr/share/hyperfed. postinst makes the
 # system user hyperfed, /var/lib/hyperfed (0700) and /etc/hyperfed (0750,
 # group hyperfed), and leaves the unit disabled: it needs the site's config
 # and certificates first (docs/operations.md, "Install from the Debian
@@ -100,6 +101,11 @@ install(PROGRAMS ${CMAKE_SOURCE_DIR}/scripts/gen-certs DESTINATION ${CMAKE_INSTA
 # default is the source tree's sim/traces).
 install(FILES ${CMAKE_SOURCE_DIR}/sim/traces/lublin_256.swf DESTINATION ${CMAKE_INSTALL_DATADIR}/hyperfed/traces)
 install(FILES ${CMAKE_SOURCE_DIR}/sim/traces/README.md DESTINATION ${HYPERFED_DOCDIR}/traces)
+# A Slurm site's placement window: job_submit.lua, for the operator to copy or
+# link next to slurm.conf (docs/adapters.md, "Placement at arrival
+# (job_submit.lua)"; README.Debian names it). Not in /etc/slurm: that folder
+# is Slurm's packages' and the site's.
+install(FILES ${CMAKE_SOURCE_DIR}/deploy/slurm/job_submit.lua DESTINATION ${CMAKE_INSTALL_DATADIR}/hyperfed/slurm)
 # lintian's false positives, each with its reason.
 install(FILES ${HYPERFED_PACKAGING_DIR}/lintian-overrides DESTINATION ${CMAKE_INSTALL_DATADIR}/lintian/overrides
         RENAME hyperfed)

@@ -102,6 +102,10 @@ struct PendingJob {
   // When the scheduler expects it to start, ms since the epoch; 0 when it
   // does not say (Slurm without a backfill plan for it yet).
   int64_t start_ms = 0;
+  // When its placement window ends by itself, ms since the epoch; 0 when it
+  // is in none (see EndPlacementWindow). A job in its window is new at this
+  // site and not yet placed.
+  int64_t window_end_ms = 0;
 };
 
 struct Capacity {

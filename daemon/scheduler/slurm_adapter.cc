@@ -27,8 +27,9 @@
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
 #include "absl/strings/strip.h"
-#include "daemon/common/trusted_path.h"
+#include "absl/time/clock.h"
 #include "absl/time/time.h"
+#include "daemon/common/trusted_path.h"
 #include "nlohmann/json.hpp"
 
 namespace hyperfed::scheduler {
@@ -654,6 +655,9 @@ absl::StatusOr<SlurmAdapter::Queue> SlurmAdapter::ReadQueue() {
       if (start > 0 && start < (int64_t{1} << 32) - 1) e.start_ms = start * 1000;
     }
     e.comment = Str(j, "comment");
+    e.admin_comment = Str(j, "admin_comment");
+    e.window_end_s = SlurmWindowEnd(e.admin_comment);
+    e.eligible_s = Int(j, "eligible_time");
     e.has_meta = DecodeSlurmComment(e.comment, &e.meta);
     // Only a mark made with this site's key, for the user the job runs as,
     // makes it a job hyperfed submitted. Any other "hyperfed1;" comment is
@@ -1416,13 +1420,15 @@ absl::StatusOr<std::vector<PendingJob>> SlurmAdapter::Pending() {
   std::sort(pending.begin(), pending.end(), [](const Entry* a, const Entry* b) { return QueueOrder(a->job, b->job); });
   std::vector<PendingJob> out;
   out.reserve(pending.size());
+  const int64_t now_s = absl::ToUnixSeconds(absl::Now());
   for (const Entry* e : pending) {
     out.push_back({.id = e->job.id,
                    .key = e->job.spec.key,
                    .cores = e->job.spec.cores,
                    .queued_at_ms = e->job.queued_at_ms,
                    .limit_ms = e->job.spec.time_limit_s * 1000,
-                   .start_ms = e->start_ms});
+                   .start_ms = e->start_ms,
+                   .window_end_ms = e->InWindow(now_s) ? e->window_end_s * 1000 : 0});
   }
   return out;
 }
@@ -1471,12 +1477,15 @@ absl::StatusOr<std::vector<int64_t>> SlurmAdapter::ArrivalStarts(const std::vect
   }
   std::vector<int64_t> out;
   for (int64_t w : widths) {
+    // The comment in hyperfed's format: the probe stands for a job that
+    // arrives from a peer, to which job_submit.lua gives no placement window.
     std::vector<std::string> argv = {"sbatch",
                                      "--test-only",
                                      "--job-name=hyperfed-arrival-probe",
                                      "--ntasks=1",
                                      absl::StrCat("--cpus-per-task=", w),
                                      "--export=NONE",
+                                     absl::StrCat("--comment=", kCommentPrefix),
                                      "--wrap=true"};
     if (!options_.submit_partition.empty()) argv.push_back("--partition=" + options_.submit_partition);
     if (!options_.submit_account.empty()) argv.push_back("--account=" + options_.submit_account);
@@ -1490,6 +1499,80 @@ absl::StatusOr<std::vector<int64_t>> SlurmAdapter::ArrivalStarts(const std::vect
     auto start = ParseSbatchTestOnlyStart(r->err + "\n" + r->out);
     if (!start.ok()) return start.status();
     out.push_back(*start);
+  }
+  return out;
+}
+
+int64_t SlurmWindowEnd(const std::string& admin_comment) {
+  int64_t end = 0;
+  for (absl::string_view f : absl::StrSplit(admin_comment, ';')) {
+    if (!absl::ConsumePrefix(&f, kSlurmWindowToken)) continue;
+    int64_t v = 0;
+    end = absl::SimpleAtoi(f, &v) && v > 0 ? v : 0;
+  }
+  return end;
+}
+
+std::string SlurmWindowKept(const std::string& admin_comment) {
+  std::vector<std::string> fields = absl::StrSplit(admin_comment, ';');
+  for (std::string& f : fields)
+    if (absl::StartsWith(f, kSlurmWindowToken)) f = absl::StrCat(kSlurmWindowToken, "kept");
+  return absl::StrJoin(fields, ";");
+}
+
+std::vector<absl::Status> SlurmAdapter::EndPlacementWindow(const std::vector<std::string>& ids) {
+  if (ids.empty()) return {};
+  absl::MutexLock l(&mu_);
+  auto q = ReadQueue();
+  if (!q.ok()) return std::vector<absl::Status>(ids.size(), q.status());
+  const int64_t now_s = absl::ToUnixSeconds(absl::Now());
+  std::vector<absl::Status> out(ids.size());
+  // The jobs in their window, each once, grouped by their new AdminComment.
+  std::map<std::string, std::vector<size_t>> asked;                  // id -> its places in `ids`
+  std::map<std::string, std::vector<std::string>> by_admin_comment;  // new AdminComment -> ids
+  for (size_t i = 0; i < ids.size(); ++i) {
+    auto it = AllDigits(ids[i]) ? q->find(ids[i]) : q->end();
+    if (it == q->end() || !it->second.Visible()) {
+      out[i] = NotFound(ids[i]);
+      continue;
+    }
+    if (auto a = asked.find(ids[i]); a != asked.end()) {
+      a->second.push_back(i);
+      continue;
+    }
+    if (!it->second.InWindow(now_s)) continue;  // no window (any more): nothing to end
+    asked[ids[i]].push_back(i);
+    by_admin_comment[SlurmWindowKept(it->second.admin_comment)].push_back(ids[i]);
+  }
+  std::map<std::string, absl::Status> failed;  // id -> its command's error
+  absl::Status stuck;                          // a timed-out command: Slurm is not answering
+  for (const auto& [admin_comment, group] : by_admin_comment) {
+    for (size_t from = 0; from < group.size(); from += kSlurmChangeBatch) {
+      const std::vector<std::string> chunk(group.begin() + from,
+                                           group.begin() + std::min(group.size(), from + kSlurmChangeBatch));
+      absl::Status st = stuck.ok() ? Run({"scontrol", "update", "JobId=" + absl::StrJoin(chunk, ","), "StartTime=now",
+                                          "AdminComment=" + admin_comment})
+                                         .status()
+                                   : stuck;
+      if (absl::IsDeadlineExceeded(st)) stuck = st;
+      if (!st.ok())
+        for (const std::string& id : chunk) failed[id] = st;
+    }
+  }
+  // scontrol goes on past a job it could not update and then exits
+  // non-zero: read again to tell which jobs still need it.
+  std::optional<absl::StatusOr<Queue>> after;
+  if (!failed.empty() && stuck.ok()) after = ReadQueue();
+  for (const auto& [id, places] : asked) {
+    absl::Status st;
+    if (auto f = failed.find(id); f != failed.end()) {
+      st = f->second;
+      if (after && after->ok()) {
+        auto it = (*after)->find(id);
+        if (it != (*after)->end() && !it->second.InWindow(absl::ToUnixSeconds(absl::Now()))) st = absl::OkStatus();
+      }
+    }
+    for (size_t i : places) out[i] = st;
   }
   return out;
 }

@@ -130,6 +130,12 @@
 // their tag and owner are ignored, their environment is checked like a
 // spec's (a refused name pins the job).
 //
+// Placement window: a job that deploy/slurm/job_submit.lua holds back for a
+// few seconds (a begin time ahead, "hyperfed-window=<end>" in its
+// AdminComment) is pending with Pending()'s window_end_ms set until the
+// daemon ends the window (EndPlacementWindow) or it runs out; docs/adapters.md,
+// "Placement at arrival (job_submit.lua)".
+//
 // Thread-safety: every method may be called from any thread; calls are
 // serialized on one mutex (Slurm orders them anyway). Within one batch call,
 // the per-job commands run on up to kSlurmParallelCommands threads, joined
@@ -291,6 +297,21 @@ JobState MapSlurmState(const std::string& state, const std::string& reason);
 // output, when it holds none.
 absl::StatusOr<int64_t> ParseSbatchTestOnlyStart(const std::string& output);
 
+// The placement window (docs/adapters.md, "Placement at arrival
+// (job_submit.lua)"). deploy/slurm/job_submit.lua gives a new job a begin
+// time a few seconds ahead and records its end in the job's AdminComment as
+// kSlurmWindowToken followed by the end in epoch seconds, a field of its own
+// (fields are separated by ';'). Only Slurm administrators and the plugin
+// can write an AdminComment, so a user cannot fake a window. When the
+// daemon ends the window the field reads kSlurmWindowToken + "kept".
+inline constexpr char kSlurmWindowToken[] = "hyperfed-window=";
+// The window's end (epoch seconds) an AdminComment records; 0 when it
+// records none (no field, "kept", not a number). The last field counts.
+int64_t SlurmWindowEnd(const std::string& admin_comment);
+// The AdminComment once the window was ended: each window field reads
+// "kept", every other field is unchanged.
+std::string SlurmWindowKept(const std::string& admin_comment);
+
 class SlurmAdapter : public SchedulerAdapter {
  public:
   // Parses the options; touches nothing (a Slurm that is down fails the
@@ -304,15 +325,19 @@ class SlurmAdapter : public SchedulerAdapter {
   // The managed pending jobs that could move, in queue order, with their
   // CPUs and Slurm's expected start: the job record's start_time, which is
   // what `squeue --start` prints (set by the backfill scheduler's pass; 0,
-  // unknown, until one has planned the job). Read from the same `squeue
-  // --json` as ListJobs (epoch seconds: no time zone to guess).
+  // unknown, until one has planned the job; a job in its placement window:
+  // the window's end), and window_end_ms for a job in its window (see
+  // EndPlacementWindow). Read from the same `squeue --json` as ListJobs
+  // (epoch seconds: no time zone to guess).
   absl::StatusOr<std::vector<PendingJob>> Pending() override;
   // The CPUs of the largest node of the submit partition (the sinfo lookup
   // CheckSpec uses, cached for a minute); Unavailable while sinfo fails.
   absl::StatusOr<int64_t> WidestJob() override;
   // One `sbatch --test-only` per width (a one-task job of `width` CPUs per
   // task, --wrap=true, no time limit of its own, the submit partition and
-  // account of real submissions), whose "Job N to start at <time>" is read
+  // account of real submissions, a comment in hyperfed's format so that
+  // job_submit.lua gives it no placement window, as it gives none to a job
+  // that arrives), whose "Job N to start at <time>" is read
   // as UTC (the command runs with TZ=UTC). InvalidArgument for a width < 1
   // or above WidestJob; Internal when sbatch's answer cannot be read.
   absl::StatusOr<std::vector<int64_t>> ArrivalStarts(const std::vector<int64_t>& widths) override;
@@ -358,6 +383,18 @@ class SlurmAdapter : public SchedulerAdapter {
   std::vector<absl::StatusOr<Job>> GetJobs(const std::vector<std::string>& ids) override;
   std::vector<absl::StatusOr<std::string>> SubmitMany(const std::vector<std::pair<JobSpec, std::string>>& spec_and_tag,
                                                       bool held = false) override;
+  // A job is in its window while it is pending or held, its AdminComment
+  // records a window's end (SlurmWindowEnd) and its begin time (squeue's
+  // eligible_time) is still that end and in the future: the user has not
+  // moved it since. Such jobs get `scontrol update JobId=<list>
+  // StartTime=now AdminComment=<SlurmWindowKept>`, one command per
+  // kSlurmChangeBatch jobs with the same new AdminComment (nearly always
+  // one); any other known job is a no-op. NotFound for an unknown id. When
+  // a command fails, the queue is read again: a job no longer in its window
+  // (it started, or its window ran out) is OK, else the command's error.
+  // Needs an administrator of Slurm (root, SlurmUser or AdminLevel=Admin):
+  // only they may change an AdminComment.
+  std::vector<absl::Status> EndPlacementWindow(const std::vector<std::string>& ids) override;
 
   const SlurmOptions& options() const { return options_; }
 
@@ -394,6 +431,14 @@ class SlurmAdapter : public SchedulerAdapter {
     bool batch = true;      // has a batch script (not srun/salloc)
     std::string fixed_pin;  // why it is pinned whatever SetPinned says ("" = it is not)
     int64_t start_ms = 0;   // pending: Slurm's expected start (0 = none yet)
+    std::string admin_comment;
+    int64_t window_end_s = 0;  // SlurmWindowEnd(admin_comment)
+    int64_t eligible_s = 0;    // the begin time: squeue's eligible_time
+    // In its placement window at `now_s` (see EndPlacementWindow).
+    bool InWindow(int64_t now_s) const {
+      return (job.state == JobState::kPending || job.state == JobState::kHeld) && window_end_s > 0 &&
+             eligible_s == window_end_s && eligible_s > now_s;
+    }
     // Jobs hyperfed submitted (tagged) are reachable by id and tag even
     // outside `partitions`/`users`; ListJobs and CountMigratable show only
     // managed ones.

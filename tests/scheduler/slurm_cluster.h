@@ -39,6 +39,18 @@ inline std::string ReadText(const std::string& path) {
 }
 
 // "" when Slurm's daemons are installed, else why the test must skip.
+inline std::string SlurmMissing();
+
+// "" when Slurm and its job_submit/lua plugin are installed, else why a
+// test of the placement window must skip.
+inline std::string SlurmLuaMissing() {
+  if (std::string why = SlurmMissing(); !why.empty()) return why;
+  for (const char* dir : {"/usr/lib/x86_64-linux-gnu/slurm-wlm", "/usr/lib/aarch64-linux-gnu/slurm-wlm",
+                          "/usr/lib/slurm-wlm", "/usr/lib64/slurm", "/usr/lib/slurm"})
+    if (access(absl::StrCat(dir, "/job_submit_lua.so").c_str(), R_OK) == 0) return "";
+  return "job_submit_lua.so is not installed (scripts/setup installs slurm-wlm-basic-plugins)";
+}
+
 inline std::string SlurmMissing() {
   for (const char* b : {"slurmctld", "slurmd", "munged", "sbatch", "squeue"}) {
     bool found = false;
@@ -51,8 +63,11 @@ inline std::string SlurmMissing() {
 
 class SlurmCluster {
  public:
-  // Starts cluster `name` with `cpus` CPUs on its one node.
-  static absl::StatusOr<std::unique_ptr<SlurmCluster>> Start(const std::string& name, int cpus = 4) {
+  // Starts cluster `name` with `cpus` CPUs on its one node; with
+  // placement_window_s > 0, with hyperfed's job_submit.lua and that window
+  // (scripts/slurm-cluster --placement-window).
+  static absl::StatusOr<std::unique_ptr<SlurmCluster>> Start(const std::string& name, int cpus = 4,
+                                                             int placement_window_s = 0) {
     std::unique_ptr<SlurmCluster> c(new SlurmCluster);
     std::string tmpl = (std::filesystem::temp_directory_path() / "hyperfed-slurm-XXXXXX").string();
     if (mkdtemp(tmpl.data()) == nullptr) return absl::InternalError("mkdtemp failed");
@@ -67,7 +82,9 @@ class SlurmCluster {
       if (PortFree(p) && PortFree(p + 1)) c->port_ = p;
     }
     if (c->port_ == 0) return absl::InternalError("no free port pair for slurm");
-    auto r = c->Script({"up", name, std::to_string(c->port_), std::to_string(cpus)});
+    std::vector<std::string> args = {"up", name, std::to_string(c->port_), std::to_string(cpus)};
+    if (placement_window_s > 0) args.push_back(absl::StrCat("--placement-window=", placement_window_s));
+    auto r = c->Script(args);
     if (!r.ok()) return r.status();
     c->conf_ = std::string(absl::StripAsciiWhitespace(r->out));
     c->up_ = true;
