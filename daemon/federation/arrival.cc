@@ -95,9 +95,10 @@ PlacementPass ArrivalPlacement::RunOnce(const balance::StartProfile& own, bool d
       if (fresh) ++pass.new_jobs;
       if (!fresh && recent.count(p.key)) continue;
       // The wait here: the scheduler's estimate, else this site's own
-      // profile (a job in a placement window has no estimate yet).
+      // profile. A job in its placement window has none of its own (Slurm
+      // says it starts when the window ends).
       int64_t wait = balance::kNeverStarts;
-      if (p.start_ms > 0) {
+      if (p.start_ms > 0 && p.window_end_ms == 0) {
         wait = std::max<int64_t>(0, p.start_ms - now);
       } else if (!own.free.empty()) {
         wait = own.WaitFor(p.cores, p.limit_ms);
