@@ -9,6 +9,7 @@
 #include "daemon/balance/dem.h"
 #include "daemon/balance/exact.h"
 #include "daemon/balance/mcwa.h"
+#include "daemon/balance/placement.h"
 #include "daemon/balance/topology.h"
 
 namespace hyperfed::balance {
@@ -97,6 +98,42 @@ void BM_Exact(benchmark::State& state) {
   state.counters["sites"] = 1 << n;
 }
 BENCHMARK(BM_Exact)->Args({10, 0})->Args({16, 0})->Args({16, 16})->Unit(benchmark::kMillisecond);
+
+// Placement decisions at one site of a federation of `peers` + 1 sites
+// (issue 29: goal at least 10,000 a second on one core for 64 sites). Each
+// peer published a full profile (32 steps) and each decision books its
+// job, as the daemon's pass does; every 1,000 decisions each peer
+// publishes again (the ledger empties), as heartbeats would.
+void BM_PlaceJob(benchmark::State& state) {
+  const int peers = static_cast<int>(state.range(0));
+  std::mt19937_64 rng(7);
+  std::vector<StartProfile> profiles(peers);
+  for (StartProfile& p : profiles) {
+    p.widest = 64;
+    int64_t t = 0;
+    for (size_t s = 0; s < kMaxProfileSteps; ++s) {
+      p.free.push_back({t, static_cast<int64_t>(s + 1 == kMaxProfileSteps ? 64 : rng() % 65)});
+      t += 1 + static_cast<int64_t>(rng() % 600'000);
+    }
+  }
+  Placer placer(60'000);
+  int64_t now = 0, placed = 0, n = 0;
+  auto publish = [&] {
+    for (int i = 0; i < peers; ++i) placer.Publish(i + 1, now, profiles[i]);
+  };
+  publish();
+  for (auto _ : state) {
+    const ArrivingJob job{.cores = 1 + static_cast<int64_t>(rng() % 32),
+                          .limit = 60'000 + static_cast<int64_t>(rng() % 7'200'000),
+                          .wait_here = static_cast<int64_t>(rng() % 36'000'000)};
+    placed += placer.Place(now, job).peer >= 0;
+    now += 10;
+    if (++n % 1000 == 0) publish();
+  }
+  state.counters["placed_pct"] = 100.0 * static_cast<double>(placed) / static_cast<double>(std::max<int64_t>(n, 1));
+  state.SetItemsProcessed(n);
+}
+BENCHMARK(BM_PlaceJob)->Arg(7)->Arg(63);
 
 }  // namespace
 }  // namespace hyperfed::balance
