@@ -144,6 +144,24 @@ TEST_F(HostilePeerTest, Row4_StartProfilesBeyondTheRosterOrMalformedAreRefused) 
     auto ctx = Ctx();
     grpc::Status st = PeerAs(*fed_, 1, kHostileId)->Exchange(ctx.get(), ex, &er);
     EXPECT_EQ(st.error_code(), grpc::StatusCode::INVALID_ARGUMENT) << b.what << ": " << st.error_message();
+    // Heartbeats carry the profile too (protocol 1.4, placement at
+    // arrival): the same check.
+    v1::HeartbeatRequest hb;
+    hb.set_site(kHostileId);
+    hb.set_label(kHostile);
+    hb.set_capacity(4);
+    hb.set_load(1);
+    hb.set_protocol("1.4");
+    hb.set_widest(b.widest);
+    for (const auto& [offset, cores] : b.free) {
+      v1::FreeAt* f = hb.add_free();
+      f->set_offset_ms(offset);
+      f->set_cores(cores);
+    }
+    v1::HeartbeatReply hr;
+    auto hctx = Ctx();
+    st = PeerAs(*fed_, 0, kHostileId)->Heartbeat(hctx.get(), hb, &hr);
+    EXPECT_EQ(st.error_code(), grpc::StatusCode::INVALID_ARGUMENT) << "heartbeat, " << b.what << ": " << st.error_message();
   }
 }
 
