@@ -235,6 +235,7 @@ class Runner {
     req.set_site(o_.site);
     req.set_count(o_.count);
     req.set_duration_ms(absl::ToInt64Milliseconds(o_.duration));
+    req.set_time_limit_ms(absl::ToInt64Milliseconds(absl::Ceil(o_.time_limit, absl::Milliseconds(1))));
     req.set_name(o_.name);
     req.set_cores(o_.cores);
     std::string endpoint;

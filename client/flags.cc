@@ -166,6 +166,7 @@ struct CommandLine {
         ->check(WholeNumber(1, 100000));
     Duration(submit, "--duration", &o.duration, true, "how long each runs, like 30s, 500ms, 2m (required)")
         ->required();
+    Duration(submit, "--time-limit", &o.time_limit, true, "each job's time limit, at least --duration (default: none)");
     submit->add_option("--site", o.site, "submit at this site (default: the site answering)")
         ->type_name("SITE")
         ->check(NotEmpty());

@@ -62,6 +62,7 @@ struct Options {
   bool wait = false;         // balance
   int count = 0;             // submit
   absl::Duration duration;   // submit
+  absl::Duration time_limit;  // submit --time-limit (zero: none given)
   std::string name;          // submit
   int cores = 0;             // submit (0: the daemon's default)
   std::string job;           // explain

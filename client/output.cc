@@ -481,6 +481,7 @@ std::string JobsJson(const std::string& site, const v1::JobsReply& r) {
         .Field("name", j.spec().name())
         .Field("cores", j.spec().cores())
         .Field("duration_ms", j.spec().duration_ms())
+        .Field("time_limit_s", j.spec().time_limit_s())
         .Field("pinned", j.pinned())
         .Field("tag", j.tag())
         .Field("queued_at_ms", j.queued_at_ms())

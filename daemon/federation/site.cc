@@ -423,6 +423,7 @@ absl::StatusOr<std::vector<SubmittedJob>> Site::Submit(const SubmitOrder& order)
     spec.name = order.name.empty() ? "job" : order.name;
     spec.cores = order.cores > 0 ? order.cores : 1;
     spec.duration_ms = order.duration_ms;
+    spec.time_limit_s = order.time_limit_s;
     spec.script = absl::StrCat("#!/bin/sh\nsleep ", order.duration_ms / 1000.0, "\n");
     {
       std::lock_guard<std::mutex> l(mu);

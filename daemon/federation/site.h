@@ -46,6 +46,7 @@ struct SubmitOrder {
   std::string name = "job";
   int cores = 1;
   int64_t duration_ms = 0;
+  int64_t time_limit_s = 0;  // JobSpec::time_limit_s (0: none given)
 };
 struct SubmittedJob {
   std::string id;

@@ -22,6 +22,9 @@ namespace {
 
 using migration::kMaxIdLength;  // ids in requests (docs/design.md §8)
 constexpr int kMaxSubmit = 100000;
+// Admin.Submit's time limit: at most a year (beyond any partition's, and far
+// from overflowing the scheduler's milliseconds).
+constexpr int64_t kMaxSubmitLimitMs = int64_t{365} * 24 * 3600 * 1000;
 // What a site asks another on its operator's behalf (Peer.Rounds,
 // Peer.RequestBalance, Peer.ProposeRoster) waits this long for an answer.
 constexpr absl::Duration kPeerAskTimeout = absl::Seconds(30);
@@ -410,6 +413,14 @@ grpc::Status AdminService::Submit(grpc::ServerContext* ctx, const v1::SubmitRequ
   if (auto st = CheckAdmin(ctx); !st.ok()) return st;
   if (req->count() < 1 || req->count() > kMaxSubmit) return Invalid(absl::StrCat("count must be 1..", kMaxSubmit));
   if (req->duration_ms() < 0) return Invalid("duration must be >= 0");
+  // A time limit below the duration would be a job its scheduler kills (Slurm)
+  // or runs past its limit (the sim kills nothing): neither is what was
+  // asked, so it is refused (docs/hyperfedctl.md, "Commands").
+  if (req->time_limit_ms() < 0 || req->time_limit_ms() > kMaxSubmitLimitMs)
+    return Invalid(absl::StrCat("time limit ", req->time_limit_ms(), " ms must be 0 (none) up to a year"));
+  if (req->time_limit_ms() > 0 && req->time_limit_ms() < req->duration_ms())
+    return Invalid(absl::StrCat("time limit ", req->time_limit_ms(), " ms is below the duration ", req->duration_ms(),
+                                " ms: the job would outlive its limit"));
   if (req->cores() < 0) return Invalid("cores must be >= 0");
   if (req->name().size() > 200) return Invalid("name over 200 characters");
   if (!req->site().empty() && !d_.live->roster()->FindSite(req->site()))
@@ -420,6 +431,7 @@ grpc::Status AdminService::Submit(grpc::ServerContext* ctx, const v1::SubmitRequ
   if (!req->name().empty()) order.name = req->name();
   if (req->cores() > 0) order.cores = req->cores();
   order.duration_ms = req->duration_ms();
+  order.time_limit_s = req->time_limit_ms() / 1000 + (req->time_limit_ms() % 1000 != 0);  // rounded up
   auto jobs = d_.site->Submit(order);
   if (!jobs.ok()) return ToGrpc(jobs.status());
   for (const federation::SubmittedJob& j : *jobs) {

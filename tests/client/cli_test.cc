@@ -90,6 +90,7 @@ TEST(CtlCliTest, UsageErrorsAreExitTwoWithOneLineNamingTheProblem) {
       {"migrations --limit x", "--limit: 'x'"},
       {"submit --count 3 --duration 30", "--duration: '30'"},
       {"submit --duration 30s", "--count"},
+      {"submit --count 1 --duration 1m --time-limit soon", "--time-limit: 'soon'"},
       {"drain", "SITE"},
       {"status --timeout soon", "--timeout"},
       {"status --endpoint nowhere", "--endpoint"},
@@ -362,6 +363,18 @@ TEST_F(CtlFakeDaemonTest, SubmitSendsWhatTheOperatorAsked) {
   EXPECT_EQ(s.name(), "batch");
   EXPECT_EQ(s.cores(), 2);
   EXPECT_EQ(s.site(), "site-a");
+  EXPECT_EQ(s.time_limit_ms(), 0);  // none given
+}
+
+TEST_F(CtlFakeDaemonTest, SubmitSendsTheTimeLimit) {
+  Result r = Ctl(flags_ + "submit --count 1 --duration 90s --time-limit 2h");
+  ASSERT_EQ(r.code, 0) << r.err;
+  v1::SubmitRequest s = admin_.last_submit();
+  EXPECT_EQ(s.duration_ms(), 90000);
+  EXPECT_EQ(s.time_limit_ms(), 7'200'000);
+  r = Ctl(flags_ + "submit --count 1 --duration 1s --time-limit 1500us");  // rounded up, never below
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_EQ(admin_.last_submit().time_limit_ms(), 2);
 }
 
 TEST_F(CtlFakeDaemonTest, DaemonRefusalsPrintTheirMessage) {

@@ -87,7 +87,8 @@ TEST_F(CompletionTest, CompletesCommandNames) {
 
 TEST_F(CompletionTest, CompletesEachCommandsFlagsWithTheGlobalOnes) {
   Set submit = Complete({"submit", "--"});
-  for (const char* f : {"--count", "--duration", "--site", "--name", "--cores", "--endpoint", "--json", "--help"})
+  for (const char* f :
+       {"--count", "--duration", "--time-limit", "--site", "--name", "--cores", "--endpoint", "--json", "--help"})
     EXPECT_TRUE(submit.count(f)) << f;
   EXPECT_FALSE(submit.count("--dot"));
   EXPECT_EQ(Complete({"topology", "--d"}), Set{"--dot"});

@@ -94,6 +94,10 @@ TEST(FlagsTest, SubmitParsesCountsAndDurations) {
   o = Parse({"submit", "--count=1", "--duration=1h30m"});
   ASSERT_TRUE(o.ok()) << o.status();
   EXPECT_EQ(o->duration, absl::Minutes(90));
+  EXPECT_EQ(o->time_limit, absl::ZeroDuration());  // none given
+  o = Parse({"submit", "--count=1", "--duration=1h", "--time-limit", "1h30m"});
+  ASSERT_TRUE(o.ok()) << o.status();
+  EXPECT_EQ(o->time_limit, absl::Minutes(90));
 }
 
 TEST(FlagsTest, PositionalArguments) {
@@ -271,6 +275,8 @@ TEST(FlagsTest, UsageErrorsNameWhatIsWrong) {
       {{"submit", "--count", "0", "--duration", "1s"}, "--count"},
       {{"submit", "--count", "3", "--duration", "soon"}, "--duration: 'soon'"},
       {{"submit", "--count", "3", "--duration", "-5s"}, "--duration"},
+      {{"submit", "--count", "3", "--duration", "1s", "--time-limit", "soon"}, "--time-limit: 'soon'"},
+      {{"submit", "--count", "3", "--duration", "1s", "--time-limit", "-5s"}, "--time-limit"},
       {{"submit", "--count", "3", "--duration", "1s", "--cores", "0"}, "--cores"},
       {{"topology", "--wait"}, "--wait does not apply to 'topology'"},
       {{"--dot", "topology"}, "--dot goes after the command"},  // a command's flags follow it

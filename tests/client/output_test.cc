@@ -243,6 +243,7 @@ v1::JobsReply SampleJobs() {
   j->mutable_spec()->set_key("site-a-00000000000000ff");
   j->mutable_spec()->set_name(kNasty);
   j->mutable_spec()->set_cores(2);
+  j->mutable_spec()->set_time_limit_s(7200);
   j = r.add_jobs();
   j->set_id("18");
   j->set_site("site-a");
@@ -263,6 +264,7 @@ TEST(JobsOutputTest, TextAndJson) {
               "j = d['jobs'][0]\n"
               "assert j['id'] == '17' and j['key'] == 'site-a-00000000000000ff' and j['cores'] == 2\n"
               "assert j['queued_at_ms'] == 1714564800000 and j['pinned'] is False\n"
+              "assert j['time_limit_s'] == 7200 and d['jobs'][1]['time_limit_s'] == 0\n"
               "assert d['jobs'][1]['pinned'] is True and d['jobs'][1]['state'] == 'running'\n");
 }
 

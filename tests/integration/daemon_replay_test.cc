@@ -25,7 +25,8 @@ std::string ReplayPath() {
 }
 
 // `jobs` jobs of 1, 2 or 4 cores and 1 to 20 minutes, submitted a minute
-// apart on average; SWF with 18 fields per line.
+// apart on average, with time limits of 1 to 3 times their run times (sent
+// through Admin.Submit's time limit); SWF with 18 fields per line.
 std::string WriteTrace(int jobs) {
   char path[] = "/tmp/hyperfed-replay-trace-XXXXXX";
   int fd = mkstemp(path);
@@ -38,7 +39,9 @@ std::string WriteTrace(int jobs) {
     t += static_cast<int64_t>(rng() % 120);
     const int64_t run = 60 + static_cast<int64_t>(rng() % 1140);
     const int64_t cores = int64_t{1} << (rng() % 3);
-    out << i << " " << t << " -1 " << run << " " << cores << " -1 -1 " << cores << " -1 -1 1 -1 -1 -1 0 -1 -1 -1\n";
+    const int64_t limit = run * static_cast<int64_t>(1 + rng() % 3);
+    out << i << " " << t << " -1 " << run << " " << cores << " -1 -1 " << cores << " " << limit
+        << " -1 1 -1 -1 -1 0 -1 -1 -1\n";
   }
   return path;
 }
