@@ -12,7 +12,8 @@
 //
 // Run: build/hyperfed_daemon_replay TRACE [--sites 96,108,48,144,64,8,8]
 //   [--origin proportional] [--load L] [--seed S] [--jobs 2000] [--scale 2000]
-//   [--interval 60] [--hysteresis 600] [--policy exact/gain|MODE/CHOICE|none]
+//   [--interval 60] [--hysteresis 600] [--policy default|arrival+queue[+MODE/CHOICE]|MODE/CHOICE|none]
+//   [--estimates trace|exact|factor:F|model] [--margin 60]
 //   [--heartbeat-ms MS] [--min-imbalance N] [--timeout S] [--json]
 // --min-imbalance is the daemons' balancer.min_imbalance (default 1: a timer
 // round is skipped while the movable loads' max share error is below 1);
@@ -57,8 +58,8 @@ constexpr char kUsage[] =
     "usage: hyperfed_daemon_replay TRACE.swf [--sites 96,108,48,144,64,8,8]\n"
     "         [--origin proportional|uniform|hot[:SITE]]\n"
     "         [--load L] [--seed S] [--jobs 2000] [--scale 2000] [--interval 60] [--hysteresis 600]\n"
-    "         [--policy exact/gain|MODE/CHOICE|none] [--heartbeat-ms MS] [--min-imbalance N] [--timeout S]\n"
-    "         [--json]\n";
+    "         [--policy default|arrival+queue[+MODE/CHOICE]|MODE/CHOICE|none] [--estimates E] [--margin S]\n"
+    "         [--heartbeat-ms MS] [--min-imbalance N] [--timeout S] [--json]\n";
 
 int Usage(const std::string& msg) {
   std::fprintf(stderr, "hyperfed_daemon_replay: %s\n%s", msg.c_str(), kUsage);
@@ -75,7 +76,9 @@ struct Args {
   double scale = 2000;
   int64_t interval = 60;     // simulated seconds
   int64_t hysteresis = 600;  // simulated seconds
-  std::string policy = "exact/gain";
+  std::string policy = "default";  // sim::kDefaultReplayPolicy
+  std::string estimates = "trace";
+  int64_t margin = 60;  // simulated seconds: balancer.placement_margin
   int64_t heartbeat_ms = 0;  // real; 0: the real interval, within [10, 300] ms
   int min_imbalance = -1;    // balancer.min_imbalance; -1: the daemon's default (1)
   double timeout_s = 0;      // real; 0: the workload's span / scale + 120 s
@@ -180,6 +183,12 @@ absl::StatusOr<Args> Parse(int argc, char** argv) {
   });
   flag("--seed", "S",
        [&a](const std::string& v) { return absl::SimpleAtoi(v, &a.seed) ? "" : "expected a non-negative integer"; });
+  flag("--estimates", "E", [&a](const std::string& v) {
+    auto e = sim::ParseEstimates(v);
+    return e.ok() ? (a.estimates = v, std::string()) : std::string(e.status().message());
+  });
+  flag("--margin", "S",
+       [&a](const std::string& v) { return absl::SimpleAtoi(v, &a.margin) && a.margin >= 1 ? "" : "expected seconds >= 1"; });
   flag("--jobs", "N",
        [&a](const std::string& v) { return absl::SimpleAtoi(v, &a.jobs) && a.jobs >= 1 ? "" : "expected an integer >= 1"; });
   flag("--scale", "X", [&a](const std::string& v) {
@@ -211,12 +220,17 @@ absl::StatusOr<Args> Parse(int argc, char** argv) {
   if (auto extra = app.remaining(); !extra.empty()) return absl::InvalidArgumentError("unknown flag " + extra.front());
   if (pos.size() != 1) return absl::InvalidArgumentError("needs one TRACE (an SWF file)");
   a.trace = pos[0];
+  if (a.policy == "default") a.policy = std::string(sim::kDefaultReplayPolicy);
   if (a.policy != "none") {
     if (auto st = sim::CheckReplayPolicy(a.policy); !st.ok()) return st;
-    if (a.policy == "pooled" || a.policy == "earliest-start")
+    // The daemon's placement pass places new and waiting jobs alike
+    // (arrival+queue); rounds are MODE/CHOICE.
+    const bool daemon_policy =
+        a.policy.find("arrival") == std::string::npos || absl::StartsWith(a.policy, "arrival+queue");
+    if (a.policy == "pooled" || a.policy == "earliest-start" || a.policy == "siblings" || !daemon_policy)
       return absl::InvalidArgumentError(absl::StrCat("--policy ", a.policy,
                                                      " is the simulator's yardstick, not a daemon policy; use "
-                                                     "none or MODE/CHOICE"));
+                                                     "none, MODE/CHOICE, arrival+queue or arrival+queue+MODE/CHOICE"));
   }
   return a;
 }
@@ -240,6 +254,7 @@ int main(int argc, char** argv) {
   wo.load = a.load;
   wo.seed = a.seed;
   wo.max_jobs = a.jobs;
+  wo.estimates = *sim::ParseEstimates(a.estimates);  // checked by Parse
   auto wl = sim::MakeWorkload(*trace, a.sites, wo);
   if (!wl.ok()) return Usage(absl::StrCat(a.trace, ": ", wl.status().message()));
   sim::Workload& w = *wl;
@@ -252,9 +267,19 @@ int main(int argc, char** argv) {
     longest = std::max(longest, j.run);
   }
 
+  // The real heartbeat (below) in simulated seconds: how often the sites
+  // publish profiles and the placement pass runs.
+  const double interval_real_ms = a.interval * 1000.0 / a.scale;
+  // The timer looks for a due round once per heartbeat, so the heartbeat is
+  // the interval (at least 10 ms: 7 daemons on 2 cores), at most 300 ms.
+  const int64_t hb_ms =
+      a.heartbeat_ms > 0 ? a.heartbeat_ms : std::clamp<int64_t>(std::llround(interval_real_ms), 10, 300);
+  const bool placing = absl::StartsWith(a.policy, "arrival");
   sim::ReplayOptions ro;
   ro.interval = a.interval;
   ro.hysteresis = a.hysteresis;
+  ro.margin = a.margin;
+  ro.heartbeat = std::max<int64_t>(1, std::llround(hb_ms * a.scale / 1000.0));
   const absl::Time t_pred = absl::Now();
   auto pred = sim::ReplayPolicy(w, a.policy, ro);
   if (!pred.ok()) {
@@ -264,12 +289,7 @@ int main(int argc, char** argv) {
   const double pred_s = absl::ToDoubleSeconds(absl::Now() - t_pred);
 
   // ---- the federation
-  const double interval_real_ms = a.interval * 1000.0 / a.scale;
   const double hysteresis_real_ms = a.hysteresis * 1000.0 / a.scale;
-  // The timer looks for a due round once per heartbeat, so the heartbeat is
-  // the interval (at least 10 ms: 7 daemons on 2 cores), at most 300 ms.
-  const int64_t hb_ms =
-      a.heartbeat_ms > 0 ? a.heartbeat_ms : std::clamp<int64_t>(std::llround(interval_real_ms), 10, 300);
   FederationOptions fo;
   fo.sites = sites;
   for (int64_t c : w.sites) fo.slots.push_back(static_cast<int>(c));
@@ -278,14 +298,18 @@ int main(int argc, char** argv) {
   fo.step_timeout = "10s";
   fo.time_scale = absl::StrFormat("%.17g", a.scale);
   fo.min_imbalance = a.min_imbalance;
-  if (a.policy == "none") {
+  fo.placement = placing;
+  fo.placement_margin = Ms(a.margin * 1000.0 / a.scale);
+  fo.hysteresis = a.hysteresis == 0 ? "0s" : Ms(hysteresis_real_ms);
+  std::string rounds_policy = a.policy;
+  if (placing) rounds_policy = a.policy == "arrival+queue" ? "none" : a.policy.substr(std::string("arrival+queue+").size());
+  if (rounds_policy == "none") {
     fo.interval = "0s";
   } else {
-    const std::vector<std::string> mc = absl::StrSplit(a.policy, '/');
+    const std::vector<std::string> mc = absl::StrSplit(rounds_policy, '/');
     fo.algorithm = mc[0];
     fo.job_choice = mc[1];
     fo.interval = Ms(interval_real_ms);
-    fo.hysteresis = a.hysteresis == 0 ? "0s" : Ms(hysteresis_real_ms);
   }
   std::fprintf(stderr,
                "daemon replay: %zu jobs on %d sites, scale %g (interval %s, hysteresis %s, heartbeat %lld ms real); "
@@ -393,6 +417,9 @@ int main(int argc, char** argv) {
   for (size_t j = 0; j < n; ++j) due[j] = queued[j] = static_cast<double>(w.jobs[j].submit);
   double sum_lag_ms = 0, max_lag_ms = 0;
   int64_t lagged = 0;
+  // Real ms from a job's arrival at its origin to its arrival at the site
+  // where it ran, for the jobs that ran away from their origin.
+  std::vector<double> to_chosen_ms;
   std::vector<std::string> problems;
   for (size_t j = 0; j < n; ++j) {
     auto it = by_key.find(key_of[j]);
@@ -423,6 +450,8 @@ int main(int argc, char** argv) {
     }
     start[j] = sim_s(static_cast<double>(ran->started_ms));
     end[j] = sim_s(static_cast<double>(ran->finish_ms));
+    if (ran->site != w.origin[j] && origin_queued < 1e300)
+      to_chosen_ms.push_back(static_cast<double>(ran->queued_ms) - origin_queued);
     if (origin_queued < 1e300) {
       const double lag = origin_queued - real_ms(static_cast<double>(w.jobs[j].submit));
       sum_lag_ms += lag;
@@ -449,6 +478,11 @@ int main(int argc, char** argv) {
     }
   }
   const bool conserved = lost == 0 && twice == 0 && unfinished == 0 && all_ended && submit_failures == 0;
+  std::sort(to_chosen_ms.begin(), to_chosen_ms.end());
+  auto pct = [&](double q) {
+    return to_chosen_ms.empty() ? 0.0 : to_chosen_ms[std::min(to_chosen_ms.size() - 1,
+                                                              static_cast<size_t>(std::ceil(q * to_chosen_ms.size())) - 1)];
+  };
   const double mean_lag_ms = lagged ? sum_lag_ms / lagged : 0;
 
   // ---- report
@@ -463,6 +497,9 @@ int main(int argc, char** argv) {
                     ", \"min_imbalance\": ", a.min_imbalance, ",\n");
     absl::StrAppend(&out, "  \"submit_lag_ms\": {\"mean\": ", Num(mean_lag_ms), ", \"max\": ", Num(max_lag_ms),
                     "}, \"wall_seconds\": ", Num(run_s), ", \"prediction_seconds\": ", Num(pred_s), ",\n");
+    absl::StrAppend(&out, "  \"estimates\": \"", a.estimates, "\", \"margin\": ", a.margin,
+                    ", \"to_chosen_site_ms\": {\"jobs\": ", to_chosen_ms.size(), ", \"p50\": ", Num(pct(0.5)),
+                    ", \"p99\": ", Num(pct(0.99)), "},\n");
     absl::StrAppend(&out, "  \"rounds\": {\"daemon\": ", rounds, ", \"daemon_moving\": ", rounds_moving,
                     ", \"daemon_ended_early\": ", rounds_early, ", \"prediction_planned\": ", pred->rounds, "},\n");
     absl::StrAppend(&out, "  \"daemon_from_queued\": {\"mean_wait\": ", Num(dq.mean_wait), ", \"median_wait\": ",
@@ -490,6 +527,9 @@ int main(int argc, char** argv) {
                 static_cast<long long>(hb_ms));
     std::printf("submit lag (origin's queued time - due time): mean %.2f ms, max %.2f ms real\n", mean_lag_ms,
                 max_lag_ms);
+    std::printf("limits %s, placement margin %lld s; from arrival at the origin to arrival where it ran (%zu jobs "
+                "away from their origin): p50 %.1f ms, p99 %.1f ms real\n",
+                a.estimates.c_str(), static_cast<long long>(a.margin), to_chosen_ms.size(), pct(0.5), pct(0.99));
     std::printf("%-22s %14s %14s %8s\n", "", "daemons", "prediction", "ratio");
     for (const Row& r : rows) {
       const double q = Ratio(r.daemon, r.prediction);

@@ -63,12 +63,14 @@ bool JsonHolds(const std::string& text, const std::string& check) {
 TEST(DaemonReplayTest, EveryJobRunsOnceAndBothSidesAreReported) {
   const std::string trace = WriteTrace(150);
   const std::string err = trace + ".stderr";
-  // A hot origin so that rounds move jobs; scale 1000: about 10 s of submits.
+  // A hot origin so that placement and rounds move jobs; scale 1000: about
+  // 10 s of submits. The daemon's default policy: placement at arrival
+  // (new and waiting jobs) plus exact rounds choosing by gain.
   // Braces: the inner 2> wins over the 2>&1 that Shell appends, so the
   // output is the JSON alone.
   const Out o = Shell(absl::StrCat("{ ", ReplayPath(), " ", trace,
                                    " --sites 8,8,4,4 --origin hot --load 0.9 --jobs 150 --scale 1000"
-                                   " --policy exact/gain --timeout 120 --json 2>",
+                                   " --policy default --timeout 120 --json 2>",
                                    err, "; }"));
   const std::string log = ReadFile(err);
   std::remove(trace.c_str());
@@ -89,6 +91,12 @@ TEST(DaemonReplayTest, EveryJobRunsOnceAndBothSidesAreReported) {
         << o.text;
   // The daemons ran every job: their utilisation is a real figure.
   EXPECT_TRUE(JsonHolds(o.text, "0 < d[\"daemon\"][\"utilisation\"] <= 1.0001")) << o.text;
+  // Jobs left the hot site, and the time each took to reach where it ran
+  // is reported.
+  EXPECT_TRUE(JsonHolds(o.text, "d[\"policy\"] == \"arrival+queue+exact/gain\" and d[\"daemon\"][\"jobs_moved\"] > 0"
+                                " and d[\"to_chosen_site_ms\"][\"jobs\"] > 0 and "
+                                "0 < d[\"to_chosen_site_ms\"][\"p50\"] <= d[\"to_chosen_site_ms\"][\"p99\"]"))
+      << o.text;
 }
 
 TEST(DaemonReplayTest, RefusesTheSimulatorsYardsticks) {
