@@ -517,9 +517,9 @@ class Replayer {
 
   // arrival+queue: at each heartbeat every site offers its waiting jobs
   // (queue order) to its Placer as if they had just arrived: a job moves
-  // when it would start at least the margin sooner at a peer. Waits here
-  // are the site's forecast at the beat; a job moved within the hysteresis
-  // time stays.
+  // when it would start at least the margin sooner at a peer, also one that
+  // moved within the hysteresis time (as a round moves it: for the margin).
+  // Waits here are the site's forecast at the beat.
   void RePlace(int64_t t) {
     for (int s = 0; s < static_cast<int>(sites_.size()); ++s) {
       Site& site = sites_[s];
@@ -528,7 +528,6 @@ class Replayer {
       std::vector<std::pair<size_t, int>> go;  // (queue index, peer)
       for (size_t k = 0; k < site.queue.size(); ++k) {
         const int j = site.queue[k];
-        if (last_move_[j] > t - o_.hysteresis) continue;
         const int64_t wait = f.starts[k] == bal::kNeverStarts ? bal::kNeverStarts : f.starts[k] - t;
         if (wait < o_.margin) continue;
         const bal::Placement p =

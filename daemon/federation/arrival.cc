@@ -67,15 +67,6 @@ PlacementPass ArrivalPlacement::RunOnce(const balance::StartProfile& own, bool d
     pass.error = absl::StrCat("pending jobs: ", pending.status().message());
     return pass;
   }
-  std::set<std::string> recent;
-  if (b.hysteresis > absl::ZeroDuration()) {
-    auto r = mover_->RecentArrivals(b.hysteresis);
-    if (!r.ok()) {
-      pass.error = absl::StrCat("recent arrivals: ", r.status().message());
-      return pass;
-    }
-    recent = *std::move(r);
-  }
   const int64_t now = absl::ToUnixMillis(env_->Now());
   // Peers' labels to site ids, for the moves.
   std::map<int, std::string> site_of;
@@ -93,7 +84,6 @@ PlacementPass ArrivalPlacement::RunOnce(const balance::StartProfile& own, bool d
       if (fresh != (round == 0)) continue;
       seen.insert(key);
       if (fresh) ++pass.new_jobs;
-      if (!fresh && recent.count(p.key)) continue;
       // The wait here: the scheduler's estimate, else this site's own
       // profile. A job in its placement window has none of its own (Slurm
       // says it starts when the window ends).

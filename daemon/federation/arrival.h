@@ -7,9 +7,9 @@
 //    heartbeats (balance::Placer::Publish; a peer down, drained, in a
 //    protocol before 1.4 or saying nothing gets nothing);
 //  - offers every pending job of its own to the Placer, new ones first in
-//    queue order and then those waiting (a job that arrived by a move
-//    within the hysteresis time stays): a job goes where it would start at
-//    least balancer.placement_margin sooner;
+//    queue order and then those waiting: a job goes where it would start at
+//    least balancer.placement_margin sooner (so each move of a job brings
+//    its estimated start forward by the margin: none bounces);
 //  - moves the chosen jobs per destination through the exactly-once
 //    transfer (JobMover::MoveChosen, id "placement:N"), and ends the
 //    scheduler's placement window (SchedulerAdapter::EndPlacementWindow)

@@ -200,11 +200,6 @@ class JobMover {
   }
   // The jobs this site committed to send in `round_id`, per destination
   // site (its journal's record, which outlives a restart).
-  // Keys of the jobs that arrived here by a move (a round's or a
-  // placement's) within `within` (the hysteresis).
-  virtual absl::StatusOr<std::set<std::string>> RecentArrivals(absl::Duration within) {
-    return std::set<std::string>{};
-  }
   virtual absl::StatusOr<std::map<std::string, int64_t>> CommittedOut(const std::string& round_id) {
     return std::map<std::string, int64_t>{};
   }

@@ -192,10 +192,6 @@ void Migrator::ReleaseBusy(const std::string& key) {
 
 // ---------------------------------------------------------------- source
 
-absl::StatusOr<std::set<std::string>> Migrator::ArrivedWithin(absl::Duration within) const {
-  return journal_->ArrivedSince(clock_->Now() - within, "");
-}
-
 absl::StatusOr<std::vector<std::vector<std::string>>> Migrator::Choose(const std::vector<Destination>& dests,
                                                                        const ChoiceRules& rules,
                                                                        const std::string& round_id,

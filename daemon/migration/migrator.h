@@ -267,9 +267,7 @@ class Migrator {
   absl::StatusOr<std::map<std::string, int64_t>> CommittedOut(const std::string& round_id) const;
   // Every migration that carried `job_key`, oldest first.
   absl::StatusOr<std::vector<MigrationRecord>> HistoryOfJob(const std::string& job_key) const;
-  // Keys of the jobs that arrived here by a committed migration within
-  // `within` of now (the hysteresis).
-  absl::StatusOr<std::set<std::string>> ArrivedWithin(absl::Duration within) const;
+
 
   // The destination's tag for job `index` of `migration_id`.
   static std::string Tag(const std::string& migration_id, size_t index);

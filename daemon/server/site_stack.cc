@@ -45,9 +45,6 @@ class MigratorMover : public federation::JobMover {
     if (r.moved == 0 && !first.ok()) return first;
     return r;
   }
-  absl::StatusOr<std::set<std::string>> RecentArrivals(absl::Duration within) override {
-    return m_->ArrivedWithin(within);
-  }
   absl::StatusOr<std::map<std::string, int64_t>> CommittedOut(const std::string& round_id) override {
     return m_->CommittedOut(round_id);
   }
