@@ -167,7 +167,8 @@ struct CommandLine {
         ->type_name("N")
         ->required()
         ->check(WholeNumber(1, 100000));
-    Duration(submit, "--duration", &o.duration, true, "how long each runs, like 30s, 500ms, 2m (required)")->required();
+    Duration(submit, "--duration", &o.duration, true, "how long each runs, like 30s, 500ms, 2m (required)")
+        ->required();
     submit->add_option("--site", o.site, "submit at this site (default: the site answering)")
         ->type_name("SITE")
         ->check(NotEmpty());
@@ -200,9 +201,8 @@ struct CommandLine {
     roster->add_option("--capacity-max", o.capacity_max, "add: the most capacity it may report (default 1e6)")
         ->type_name("C")
         ->check(CLI::PositiveNumber);
-    roster
-        ->add_option("--roster-key", o.roster_key_file,
-                     "add, remove, suggest --apply: the operators' Ed25519 private key (env HYPERFED_ROSTER_KEY)")
+    roster->add_option("--roster-key", o.roster_key_file,
+                       "add, remove, suggest --apply: the operators' Ed25519 private key (env HYPERFED_ROSTER_KEY)")
         ->type_name("FILE");
     roster->add_option("--costs", o.costs_file, "suggest: the link costs, a line 'SITE SITE COST' per pair")
         ->type_name("FILE");
@@ -275,7 +275,8 @@ absl::Status LeftoverError(const CommandLine& cl) {
       const std::string flag = w.substr(0, w.find('='));
       auto has = [&flag](const CLI::App* c) { return c->get_option_no_throw(flag) != nullptr; };
       if (command && has(command))
-        return Usage(absl::StrCat(flag, " goes after the command (hyperfedctl ", command->get_name(), " ", flag, ")"));
+        return Usage(absl::StrCat(flag, " goes after the command (hyperfedctl ", command->get_name(), " ", flag,
+                                  ")"));
       auto commands = cl.Commands();
       if (std::none_of(commands.begin(), commands.end(), has)) return Usage(absl::StrCat("unknown flag ", flag));
       if (!command) return Usage(absl::StrCat(flag, " goes after its command (try 'hyperfedctl --help')"));
@@ -296,9 +297,9 @@ std::string Reword(const CLI::ParseError& e, const CommandLine& cl) {
     // The first required option or positional the command did not get.
     for (const CLI::Option* o : command->get_options())
       if (o->get_required() && o->count() == 0)
-        return o->get_positional()
-                   ? absl::StrCat(command->get_name(), " needs a ", o->get_name())
-                   : absl::StrCat(command->get_name(), " needs ", o->get_name(), " ", o->get_type_name());
+        return o->get_positional() ? absl::StrCat(command->get_name(), " needs a ", o->get_name())
+                                   : absl::StrCat(command->get_name(), " needs ", o->get_name(), " ",
+                                                  o->get_type_name());
   }
   if (dynamic_cast<const CLI::ArgumentMismatch*>(&e)) {
     // Its message starts with the flag: a valued flag was the last word, or a
@@ -315,8 +316,8 @@ std::string Reword(const CLI::ParseError& e, const CommandLine& cl) {
 }
 
 std::string FlagLine(const CLI::Option& f) {
-  std::string lhs =
-      absl::StrCat("--", f.get_lnames().front(), f.get_type_name().empty() ? "" : absl::StrCat(" ", f.get_type_name()));
+  std::string lhs = absl::StrCat("--", f.get_lnames().front(),
+                                 f.get_type_name().empty() ? "" : absl::StrCat(" ", f.get_type_name()));
   return absl::StrFormat("  %-22s %s\n", lhs, f.get_description());
 }
 
@@ -358,7 +359,8 @@ absl::StatusOr<std::string> UsageText(const std::string& topic) {
   CommandLine cl;
   std::string out;
   if (topic.empty()) {
-    absl::StrAppend(&out, "usage: hyperfedctl COMMAND [ARGS] [FLAGS]\n\n", cl.app.get_description(), "\n\ncommands:\n");
+    absl::StrAppend(&out, "usage: hyperfedctl COMMAND [ARGS] [FLAGS]\n\n", cl.app.get_description(),
+                    "\n\ncommands:\n");
     for (const CLI::App* c : cl.Commands())
       absl::StrAppendFormat(&out, "  %-28s %s\n", Synopsis(*c), c->get_description());
     out += "\nglobal flags (every command):\n";
@@ -384,8 +386,8 @@ absl::StatusOr<std::string> UsageText(const std::string& topic) {
 absl::StatusOr<std::string> CompletionScript(const std::string& shell) {
   if (shell != kShells) return absl::NotFoundError(absl::StrCat("no completion for '", shell, "' (", kShells, ")"));
   CommandLine cl;
-  ValueCompletions values{
-      {"FILE", {.files = true}}, {"COMMAND", {.words = CommandNames()}}, {"SHELL", {.words = {kShells}}}};
+  ValueCompletions values{{"FILE", {.files = true}}, {"COMMAND", {.words = CommandNames()}},
+                          {"SHELL", {.words = {kShells}}}};
   return BashCompletion(cl.app, values);
 }
 
@@ -441,8 +443,7 @@ absl::StatusOr<Options> ParseArgs(const std::vector<std::string>& args, const En
     if (a != "add" && (!o.site_endpoint.empty() || o.label >= 0 || o.capacity_max > 0))
       return Usage("--endpoint, --label and --capacity-max go with roster add");
     if (a == "suggest" && o.costs_file.empty()) return Usage("roster suggest needs --costs FILE");
-    if (a != "suggest" && (!o.costs_file.empty() || o.apply))
-      return Usage("--costs and --apply go with roster suggest");
+    if (a != "suggest" && (!o.costs_file.empty() || o.apply)) return Usage("--costs and --apply go with roster suggest");
     if (a != "renew" && !o.modes.empty()) return Usage("--modes goes with roster renew");
     if (signs && o.roster_key_file.empty())
       return Usage(absl::StrCat("roster ", a, a == "suggest" ? " --apply" : "",

@@ -78,9 +78,9 @@ struct Options {
   std::string costs_file;       // roster suggest --costs: the link costs (docs/algorithms.md)
   std::string costs;            // its text, filled in by LoadFiles
   bool apply = false;           // roster suggest --apply: sign and set the suggested labels
-  std::string site_endpoint;    // roster add --endpoint: where peers dial the new site
-  int label = -1;               // roster add --label (-1: the lowest free one)
-  double capacity_max = 0;      // roster add --capacity-max (0: the default ceiling)
+  std::string site_endpoint;   // roster add --endpoint: where peers dial the new site
+  int label = -1;              // roster add --label (-1: the lowest free one)
+  double capacity_max = 0;     // roster add --capacity-max (0: the default ceiling)
   std::string roster_key_file;  // --roster-key (env HYPERFED_ROSTER_KEY): the operators' private key
   std::string roster_key;       // its PEM, filled in by LoadFiles
 };

@@ -27,8 +27,8 @@ void QuietGrpcLog(gpr_log_func_args*) {}
 int main(int argc, char** argv) {
   using namespace hyperfed::client;
   std::vector<std::string> args(argv + 1, argv + argc);
-  Environment env{Env("HYPERFED_ENDPOINT"), Env("HYPERFED_TOKEN"),       Env("HYPERFED_TOKEN_FILE"),
-                  Env("HYPERFED_CA"),       Env("HYPERFED_SERVER_NAME"), Env("HYPERFED_ROSTER_KEY")};
+  Environment env{Env("HYPERFED_ENDPOINT"), Env("HYPERFED_TOKEN"), Env("HYPERFED_TOKEN_FILE"), Env("HYPERFED_CA"),
+                  Env("HYPERFED_SERVER_NAME"), Env("HYPERFED_ROSTER_KEY")};
   auto options = ParseArgs(args, env);
   if (!options.ok()) {
     std::cerr << "hyperfedctl: " << options.status().message() << "\n";

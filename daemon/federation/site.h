@@ -196,8 +196,8 @@ class Site {
 
   std::mutex mu_;
   std::condition_variable cv_;
-  bool stopping_ = false;   // guarded by mu_
-  bool place_now_ = false;  // guarded by mu_
+  bool stopping_ = false;    // guarded by mu_
+  bool place_now_ = false;   // guarded by mu_
   std::unique_ptr<EnvThread> heartbeat_thread_, timer_thread_, placement_thread_;
 };
 

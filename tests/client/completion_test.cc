@@ -59,11 +59,11 @@ class CompletionTest : public ::testing::Test {
   std::set<std::string> Complete(const std::vector<std::string>& words) {
     std::string words_q;
     for (const std::string& w : words) absl::StrAppend(&words_q, " ", Quote(w));
-    const std::string bash = absl::StrCat("source ", Quote(script_), " || exit 3\n",
-                                          "fn=$(complete -p hyperfedctl | sed -n 's/.*-F \\([^ ]*\\) .*/\\1/p')\n",
-                                          "[ -n \"$fn\" ] || exit 4\n", "COMP_WORDS=(hyperfedctl", words_q, ")\n",
-                                          "COMP_CWORD=$((${#COMP_WORDS[@]} - 1))\n", "COMPREPLY=()\n", "$fn\n",
-                                          "printf '%s\\n' \"${COMPREPLY[@]}\"\n");
+    const std::string bash = absl::StrCat(
+        "source ", Quote(script_), " || exit 3\n",
+        "fn=$(complete -p hyperfedctl | sed -n 's/.*-F \\([^ ]*\\) .*/\\1/p')\n", "[ -n \"$fn\" ] || exit 4\n",
+        "COMP_WORDS=(hyperfedctl", words_q, ")\n", "COMP_CWORD=$((${#COMP_WORDS[@]} - 1))\n",
+        "COMPREPLY=()\n", "$fn\n", "printf '%s\\n' \"${COMPREPLY[@]}\"\n");
     auto [out, code] = Shell(absl::StrCat("bash -c ", Quote(bash)));
     EXPECT_EQ(code, 0) << out;
     std::set<std::string> got;
@@ -109,7 +109,7 @@ TEST_F(CompletionTest, CompletesEachCommandsFlagsWithTheGlobalOnes) {
 TEST_F(CompletionTest, CompletesValues) {
   EXPECT_EQ(Complete({"--ca", dir_ + "/ca"}), Set{dir_ + "/ca.pem"});
   EXPECT_EQ(Complete({"status", "--ca", "=", dir_ + "/ca"}), Set{dir_ + "/ca.pem"});  // --ca=FILE, split at '='
-  EXPECT_EQ(Complete({"--endpoint", ""}), Set{});                                     // no guess at an endpoint
+  EXPECT_EQ(Complete({"--endpoint", ""}), Set{});                                    // no guess at an endpoint
   EXPECT_EQ(Complete({"help", "ba"}), Set{"balance"});
   EXPECT_EQ(Complete({"help", "balance", ""}), Set{});  // help takes one command
   EXPECT_EQ(Complete({"completion", ""}), Set{"bash"});
