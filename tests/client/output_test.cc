@@ -333,7 +333,7 @@ TEST(WaitsOutputTest, TextAndJsonGiveEachHourAndWhereJobsWerePlaced) {
   v1::WaitsReply none;
   none.set_site("site-c");
   none.add_hours()->set_start_ms(1714564800000);
-  EXPECT_EQ(WaitsText(none).substr(0, 52), "jobs started at site-c in the last 1 hours: none\nHOUR");
+  EXPECT_EQ(WaitsText(none).substr(0, 53), "jobs started at site-c in the last 1 hours: none\nHOUR");
 }
 
 TEST(RoundsOutputTest, TextAndJsonNameTheSitesOfEachTransfer) {
