@@ -79,13 +79,15 @@ TEST(WaitLogTest, MemoryIsBoundedAndBusyHoursAreSampledUniformly) {
 
 TEST(WaitLogTest, OverTheWindowEachHourWeighsItsStarts) {
   WaitLog log;
-  // 09:00: 3,000 starts of 10 s (a sample of 1,000 kept); 10:00: 10 of 1 h.
+  // 09:00: 3,000 starts of 10 s (a sample of 1,000 kept); 10:00: 100 of
+  // 1 h: 3% of the starts (9% of the waits kept).
   for (int i = 0; i < 3000; ++i) log.AddStart(absl::Seconds(10), kTen - absl::Hours(1));
-  for (int i = 0; i < 10; ++i) log.AddStart(absl::Hours(1), kTen);
+  for (int i = 0; i < 100; ++i) log.AddStart(absl::Hours(1), kTen);
   const WaitSummary s = log.Summary(kTen);
-  EXPECT_EQ(s.started, 3010);
+  EXPECT_EQ(s.started, 3100);
   EXPECT_EQ(s.p50_ms, 10'000);
-  EXPECT_EQ(s.p95_ms, 10'000) << "10 of 3,010 starts are under 5%";
+  EXPECT_EQ(s.p95_ms, 10'000) << "100 of 3,100 starts are under 5%";
+  EXPECT_EQ(s.hours.back().p50_ms, 3'600'000);
 }
 
 TEST(WaitLogTest, AJobStartsWhenFirstListedRunningAndWaitedSinceItQueuedHere) {
