@@ -259,7 +259,8 @@ function drawWaits(w) {
 }
 
 // Where this site's arriving jobs went since its daemon started: a bar for
-// the new jobs kept here and one per peer they were placed at.
+// the new jobs that queued here and stayed (PlacementCounters.kept: a job
+// that starts at once is never offered) and one per peer they were placed at.
 function drawPlacement(w) {
   const p = w.placement || {};
   const svg = document.getElementById('placement-chart');
@@ -283,7 +284,8 @@ function drawPlacement(w) {
   }
   summary.className = 'muted';
   summary.textContent = `since this daemon started: ${num(p.placed)} jobs placed at peers, ${num(p.kept)} new jobs ` +
-    `kept here` + (num(p.failed) ? `, ${num(p.failed)} chosen for a peer but not moved` : '') +
+    'that queued here stayed (a job that starts at once on arrival is not counted)' +
+    (num(p.failed) ? `, ${num(p.failed)} chosen for a peer but not moved` : '') +
     (p.enabled ? '' : ' (placement is off now)');
   svg.classList.remove('gone');
   const W = 832, rowH = 26, left = 140, right = 60;
