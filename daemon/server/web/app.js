@@ -206,8 +206,8 @@ function waitStep(max) {
   return Math.ceil(max / 5 / 86400000) * 86400000;
 }
 
-// Hourly p50 and p95 waits as bars side by side, and their values above
-// them (docs/operations.md, "Web view"). The site answering is this one.
+// Hourly p50 and p95 waits as bars side by side, "p50 / p95" above each
+// pair (docs/operations.md, "Web view"). The site answering is this one.
 function drawWaits(w) {
   const hours = w.hours || [];
   const started = num(w.started);
@@ -253,8 +253,10 @@ function drawWaits(w) {
                                 'data-hour': num(h.start_ms), 'data-ms': ms });
       r.append(svgEl('title', {}, `${label}: ${q} wait ${waitText(ms)} of ${n} jobs started`));
       svg.append(r);
-      svg.append(svgEl('text', { class: 'value', x: x + bar / 2, y: yy - 4 }, waitText(ms)));
     });
+    // Both values over the pair (side by side they would run into each other).
+    svg.append(svgEl('text', { class: 'value', x: x0, y: y(num(h.p95_ms)) - 5 },
+                     `${waitText(num(h.p50_ms))} / ${waitText(num(h.p95_ms))}`));
   });
 }
 
