@@ -40,6 +40,7 @@ class Runner {
     if (c == "jobs") return Jobs();
     if (c == "migrations") return Migrations();
     if (c == "rounds") return Rounds();
+    if (c == "waits") return Waits();
     if (c == "balance") return Balance();
     if (c == "drain" || c == "undrain") return Drain(c == "drain");
     if (c == "submit") return Submit();
@@ -134,6 +135,14 @@ class Runner {
     auto ctx = Context();
     if (auto st = admin_->Migrations(ctx.get(), req, &r); !st.ok()) return Fail(st);
     out_ << (o_.json ? MigrationsJson(r) : MigrationsText(r));
+    return kExitOk;
+  }
+
+  int Waits() {
+    v1::WaitsReply r;
+    auto ctx = Context();
+    if (auto st = admin_->Waits(ctx.get(), v1::WaitsRequest(), &r); !st.ok()) return Fail(st);
+    out_ << (o_.json ? WaitsJson(r) : WaitsText(r));
     return kExitOk;
   }
 

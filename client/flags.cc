@@ -150,6 +150,9 @@ struct CommandLine {
         ->type_name("SITE")
         ->check(NotEmpty());
     rounds->add_flag("--dry-runs", o.dry_runs, "list dry runs too");
+    Command("waits",
+            "how long the answering site's jobs waited before they started, per hour of the last 6, and where its "
+            "arriving jobs were placed");
     CLI::App* balance = Command("balance", "run (or plan) a balancing round");
     balance->add_flag("--dry-run", o.dry_run, "plan the round, move nothing");
     balance->add_flag("--wait", o.wait, "follow the round to its end and print the before/after table");

@@ -687,6 +687,69 @@ std::string BalanceEventJson(const v1::RoundEvent& e, const std::map<int, std::s
   return w.str() + "\n";
 }
 
+// ------------------------------------------------------------------ waits
+
+std::string FormatWait(int64_t ms) {
+  if (ms < 1000) return absl::StrCat(std::max<int64_t>(ms, 0), "ms");
+  return absl::FormatDuration(absl::Seconds((ms + 500) / 1000));
+}
+
+std::string WaitsText(const v1::WaitsReply& r) {
+  std::string out =
+      absl::StrCat("jobs started at ", TerminalSafe(r.site()), " in the last ", r.hours_size(), " hours: ");
+  if (r.started() == 0)
+    absl::StrAppend(&out, "none\n");
+  else
+    absl::StrAppend(&out, r.started(), ", waited p50 ", FormatWait(r.p50_ms()), ", p95 ", FormatWait(r.p95_ms()), "\n");
+  Table t({"HOUR", "STARTED", "P50", "P95"}, {false, true, true, true});
+  for (const v1::WaitHour& h : r.hours())
+    t.AddRow({FormatUnixMillis(h.start_ms()), absl::StrCat(h.started()), h.started() ? FormatWait(h.p50_ms()) : "-",
+              h.started() ? FormatWait(h.p95_ms()) : "-"});
+  absl::StrAppend(&out, t.Render());
+  const v1::PlacementRecord& p = r.placement();
+  absl::StrAppend(&out, "placement at arrival: ", p.enabled() ? "on" : "off", "; since start ", p.placed(),
+                  " jobs placed at peers, ", p.kept(), " kept here, ", p.failed(), " not moved (", p.passes(),
+                  " passes)\n");
+  if (p.to_size() > 0) {
+    Table to({"PLACED AT", "JOBS"}, {false, true});
+    for (const v1::PlacedAt& a : p.to()) to.AddRow({a.site(), absl::StrCat(a.jobs())});
+    absl::StrAppend(&out, to.Render());
+  }
+  return out;
+}
+
+std::string WaitsJson(const v1::WaitsReply& r) {
+  JsonWriter w;
+  w.BeginObject()
+      .Field("site", r.site())
+      .Field("started", r.started())
+      .Field("p50_ms", r.p50_ms())
+      .Field("p95_ms", r.p95_ms())
+      .Key("hours")
+      .BeginArray();
+  for (const v1::WaitHour& h : r.hours())
+    w.BeginObject()
+        .Field("start_ms", h.start_ms())
+        .Field("started", h.started())
+        .Field("p50_ms", h.p50_ms())
+        .Field("p95_ms", h.p95_ms())
+        .EndObject();
+  const v1::PlacementRecord& p = r.placement();
+  w.EndArray()
+      .Key("placement")
+      .BeginObject()
+      .Field("enabled", p.enabled())
+      .Field("passes", p.passes())
+      .Field("placed", p.placed())
+      .Field("kept", p.kept())
+      .Field("failed", p.failed())
+      .Key("to")
+      .BeginArray();
+  for (const v1::PlacedAt& a : p.to()) w.BeginObject().Field("site", a.site()).Field("jobs", a.jobs()).EndObject();
+  w.EndArray().EndObject().EndObject();
+  return w.str() + "\n";
+}
+
 // ------------------------------------------------------------------ submit, health
 
 std::string SubmitText(const v1::SubmitReply& r) {

@@ -125,6 +125,12 @@ std::string BalanceResultText(const v1::RoundEvent& e, const std::map<int, std::
 // One JSON line for an event; a final event carries the table.
 std::string BalanceEventJson(const v1::RoundEvent& e, const std::map<int, std::string>& sites);
 
+// Waits: the answering site's hourly job waits and placement record.
+// FormatWait gives a wait for people: "850ms", "45s", "12m5s", "2h3m0s".
+std::string FormatWait(int64_t ms);
+std::string WaitsText(const v1::WaitsReply& r);
+std::string WaitsJson(const v1::WaitsReply& r);
+
 std::string SubmitText(const v1::SubmitReply& r);
 std::string SubmitJson(const v1::SubmitReply& r);
 

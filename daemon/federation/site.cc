@@ -259,6 +259,8 @@ NextRound Site::Next() const {
 // ------------------------------------------------------------------ loops
 
 void Site::HeartbeatOnce() {
+  // The operator's wait figures (WaitLog), whatever this site's part.
+  if (auto jobs = adapter_->ListJobs(); jobs.ok()) waits_.Observe(*jobs, env_->Now());
   const std::optional<config::RosterEntry> entry = live_->SelfEntry();
   HeartbeatInfo hb;
   hb.site = config_.site.id;

@@ -29,6 +29,7 @@
 #include "daemon/federation/participant.h"
 #include "daemon/federation/round.h"
 #include "daemon/federation/round_history.h"
+#include "daemon/federation/wait_log.h"
 #include "daemon/scheduler/adapter.h"
 
 namespace hyperfed::federation {
@@ -125,6 +126,9 @@ class Site {
   // once, not a heartbeat later).
   absl::StatusOr<std::vector<SubmittedJob>> Submit(const SubmitOrder& order);
   PlacementCounters placement_counters() const { return arrival_.counters(); }
+  // How long this site's jobs waited before they started, in the last hours
+  // (WaitLog, fed every heartbeat).
+  WaitSummary waits() const { return waits_.Summary(env_->Now()); }
   // Where a job is and why it moved or stays, in lines.
   absl::StatusOr<std::vector<std::string>> ExplainJob(const std::string& job);
 
@@ -178,6 +182,7 @@ class Site {
   Participant participant_;
   federation::Coordinator coordinator_;
   ArrivalPlacement arrival_;
+  WaitLog waits_;
 
   std::mutex profile_mu_;  // guards the three below
   balance::StartProfile own_profile_;

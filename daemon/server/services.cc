@@ -525,6 +525,35 @@ grpc::Status AdminService::SetRoster(grpc::ServerContext* ctx, const v1::SetRost
   return grpc::Status::OK;
 }
 
+grpc::Status AdminService::Waits(grpc::ServerContext* ctx, const v1::WaitsRequest* req, v1::WaitsReply* reply) {
+  if (auto st = CheckAdmin(ctx); !st.ok()) return st;
+  reply->set_site(d_.config->site.id);
+  const federation::WaitSummary w = d_.site->waits();
+  for (const federation::WaitHour& h : w.hours) {
+    v1::WaitHour* o = reply->add_hours();
+    o->set_start_ms(absl::ToUnixMillis(h.start));
+    o->set_started(h.started);
+    o->set_p50_ms(h.p50_ms);
+    o->set_p95_ms(h.p95_ms);
+  }
+  reply->set_started(w.started);
+  reply->set_p50_ms(w.p50_ms);
+  reply->set_p95_ms(w.p95_ms);
+  const federation::PlacementCounters c = d_.site->placement_counters();
+  v1::PlacementRecord* p = reply->mutable_placement();
+  p->set_enabled(d_.live->balancer().placement);
+  p->set_passes(c.passes);
+  p->set_placed(c.placed);
+  p->set_kept(c.kept);
+  p->set_failed(c.failed);
+  for (const auto& [site, jobs] : c.to) {
+    v1::PlacedAt* a = p->add_to();
+    a->set_site(site);
+    a->set_jobs(jobs);
+  }
+  return grpc::Status::OK;
+}
+
 // ------------------------------------------------------------------ Health
 
 grpc::Status HealthService::Check(grpc::ServerContext*, const ::grpc::health::v1::HealthCheckRequest* req,

@@ -77,6 +77,7 @@ class AdminService final : public v1::Admin::Service {
   grpc::Status GetRoster(grpc::ServerContext* ctx, const v1::AdminGetRosterRequest* req,
                          v1::AdminGetRosterReply* reply) override;
   grpc::Status SetRoster(grpc::ServerContext* ctx, const v1::SetRosterRequest* req, v1::SetRosterReply* reply) override;
+  grpc::Status Waits(grpc::ServerContext* ctx, const v1::WaitsRequest* req, v1::WaitsReply* reply) override;
 
  private:
   // The admin bearer token ("authorization: Bearer T"), or a client

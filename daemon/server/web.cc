@@ -239,6 +239,7 @@ void WebView::Register(httplib::Server* http) const {
         return grpc::Status::OK;
       },
       &Admin::Stub::ExplainJob);
+  AddCall<WaitsRequest, WaitsReply>(http, stub, gate, "waits", {}, NoParams<WaitsRequest>, &Admin::Stub::Waits);
 }
 
 }  // namespace hyperfed::server

@@ -228,6 +228,23 @@ class FakeAdmin final : public v1::Admin::Service {
     return grpc::Status::OK;
   }
 
+  grpc::Status Waits(grpc::ServerContext* ctx, const v1::WaitsRequest*, v1::WaitsReply* r) override {
+    if (auto st = Auth(ctx); !st.ok()) return st;
+    r->set_site("site-a");
+    v1::WaitHour* h = r->add_hours();
+    h->set_start_ms(1714564800000);
+    h->set_started(4);
+    h->set_p50_ms(30'000);
+    h->set_p95_ms(90'000);
+    r->set_started(4);
+    r->set_p50_ms(30'000);
+    r->set_p95_ms(90'000);
+    v1::PlacedAt* a = r->mutable_placement()->add_to();
+    a->set_site("site-b");
+    a->set_jobs(2);
+    return grpc::Status::OK;
+  }
+
   v1::SubmitRequest last_submit() {
     std::lock_guard<std::mutex> l(mu_);
     return last_submit_;
@@ -393,6 +410,21 @@ TEST_F(CtlFakeDaemonTest, DaemonRefusalsPrintTheirMessage) {
   EXPECT_EQ(r.code, 1);
   EXPECT_EQ(Lines(r.err), 1) << r.err;
   EXPECT_NE(r.err.find("does not serve this call"), std::string::npos) << r.err;
+}
+
+TEST_F(CtlFakeDaemonTest, WaitsPrintsTheHoursAndWhereJobsWerePlaced) {
+  Result r = Ctl(flags_ + "waits");
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_NE(r.out.find("jobs started at site-a in the last 1 hours: 4, waited p50 30s, p95 1m30s"), std::string::npos)
+      << r.out;
+  EXPECT_NE(r.out.find("2024-05-01 12:00:00Z        4  30s  1m30s"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("site-b        2"), std::string::npos) << r.out;
+  r = Ctl(flags_ + "waits --json");
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_JSON(r.out, "assert docs[0]['placement']['to'][0]['jobs'] == 2 and docs[0]['hours'][0]['p50_ms'] == 30000");
+  r = Ctl(absl::StrCat("waits --insecure --endpoint ", endpoint_, " --token wrong"));
+  EXPECT_EQ(r.code, 1);
+  EXPECT_EQ(r.err, "hyperfedctl: wrong admin token\n");
 }
 
 TEST_F(CtlFakeDaemonTest, ForceReleasePrintsTheWarning) {

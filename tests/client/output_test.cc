@@ -288,6 +288,56 @@ TEST(MigrationsOutputTest, TextAndJson) {
               "assert m['id'] == 'm-1' and m['jobs'] == 2 and m['job_keys'] == ['k1', 'k2'], m\n");
 }
 
+TEST(WaitsOutputTest, TextAndJsonGiveEachHourAndWhereJobsWerePlaced) {
+  v1::WaitsReply r;
+  r.set_site("site-a");
+  for (int i = 0; i < 6; ++i) {
+    v1::WaitHour* h = r.add_hours();
+    h->set_start_ms(1714564800000 + i * 3600000LL);
+    if (i == 5) {
+      h->set_started(12);
+      h->set_p50_ms(65'000);
+      h->set_p95_ms(725'400);
+    }
+  }
+  r.set_started(12);
+  r.set_p50_ms(65'000);
+  r.set_p95_ms(725'400);
+  v1::PlacementRecord* p = r.mutable_placement();
+  p->set_enabled(true);
+  p->set_passes(40);
+  p->set_placed(3);
+  p->set_kept(9);
+  v1::PlacedAt* a = p->add_to();
+  a->set_site("site-b");
+  a->set_jobs(3);
+  const std::string t = WaitsText(r);
+  EXPECT_EQ(t,
+            "jobs started at site-a in the last 6 hours: 12, waited p50 1m5s, p95 12m5s\n"
+            "HOUR                  STARTED   P50    P95\n"
+            "2024-05-01 12:00:00Z        0     -      -\n"
+            "2024-05-01 13:00:00Z        0     -      -\n"
+            "2024-05-01 14:00:00Z        0     -      -\n"
+            "2024-05-01 15:00:00Z        0     -      -\n"
+            "2024-05-01 16:00:00Z        0     -      -\n"
+            "2024-05-01 17:00:00Z       12  1m5s  12m5s\n"
+            "placement at arrival: on; since start 3 jobs placed at peers, 9 kept here, 0 not moved (40 passes)\n"
+            "PLACED AT  JOBS\n"
+            "site-b        3\n");
+  EXPECT_EQ(FormatWait(850), "850ms");
+  EXPECT_EQ(FormatWait(7'530'000), "2h5m30s");
+  EXPECT_JSON(WaitsJson(r),
+              "d = docs[0]\n"
+              "assert d['site'] == 'site-a' and d['started'] == 12 and d['p95_ms'] == 725400, d\n"
+              "assert [h['started'] for h in d['hours']] == [0, 0, 0, 0, 0, 12], d\n"
+              "assert d['placement']['to'] == [{'site': 'site-b', 'jobs': 3}], d\n"
+              "assert d['placement']['enabled'] is True and d['placement']['kept'] == 9, d\n");
+  v1::WaitsReply none;
+  none.set_site("site-c");
+  none.add_hours()->set_start_ms(1714564800000);
+  EXPECT_EQ(WaitsText(none).substr(0, 53), "jobs started at site-c in the last 1 hours: none\nHOUR");
+}
+
 TEST(RoundsOutputTest, TextAndJsonNameTheSitesOfEachTransfer) {
   v1::RoundsReply r;
   r.set_site("site-a");
@@ -522,6 +572,12 @@ TEST(TerminalSafeTest, EveryRenderingOfRemoteTextIsEscaped) {
   v1::MigrationsReply m;
   m.add_migrations()->set_peer(kHostile);
   EXPECT_FALSE(HasControl(MigrationsText(m), true));
+
+  v1::WaitsReply w;
+  w.set_site(kHostile);
+  w.mutable_placement()->add_to()->set_site(kHostile);
+  EXPECT_FALSE(HasControl(WaitsText(w), true));
+  EXPECT_FALSE(HasControl(WaitsJson(w), true));
 
   EXPECT_FALSE(HasControl(RpcErrorLine(grpc::StatusCode::PERMISSION_DENIED, kHostile, "e:1", absl::Seconds(1)), false));
 }

@@ -3,9 +3,10 @@
 // same callers; and a
 // real browser (headless Chromium) shows every site with its state, a
 // finished round with its transfers, a killed site down within seconds, and
-// where a job is and why it moved. The browser test saves screenshots
-// (web-view.png, web-view-down.png in the working folder, the build folder
-// under ctest).
+// where a job is and why it moved; and, with placement at arrival on, the
+// site's waits and where its arriving jobs went as charts. The browser
+// tests save screenshots (web-view.png, web-view-down.png,
+// web-view-waits.png in the working folder, the build folder under ctest).
 
 #include <httplib.h>
 
@@ -234,6 +235,98 @@ TEST(WebViewTest, BrowserShowsSitesRoundsADownSiteAndWhereAJobIs) {
   EXPECT_EQ(web.Eval("document.querySelector('#cube g[data-label=\"2\"]').dataset.state").value(), "down");
   EXPECT_EQ(web.Eval(SiteState("site-1")).value(), "up");
   EXPECT_TRUE(web.Screenshot("web-view-down.png").ok());
+}
+
+// Two sites of 2 cores with placement at arrival (docs/design.md §6.10). At
+// site-0: a 2-core job of 6 s starts at once; the next (an hour) would wait
+// seconds there while site-1 is idle: it is placed there; the third (an
+// hour) would wait an hour at site-1 and seconds here: it stays and starts
+// when the first ends. site-0's page shows, before, that no job started and
+// none arrived; after, the hour's p50 and p95 wait, the p95 over 2 s, and a
+// bar of one job placed at site-1 beside one kept here (the third; the
+// first never queued). The JSON API and
+// hyperfedctl waits give the same figures.
+TEST(WebViewTest, BrowserShowsWaitsAndWhereArrivingJobsWent) {
+  if (Browser::Find().empty()) GTEST_SKIP() << "no chromium installed (scripts/setup installs Debian's chromium)";
+  FederationOptions o;
+  o.sites = 2;
+  o.slots = {2, 2};
+  o.heartbeat = "200ms";
+  o.placement = true;
+  o.placement_margin = "1s";
+  o.job_choice = "gain";
+  auto started = TestFederation::Start(o);
+  ASSERT_TRUE(started.ok()) << started.status();
+  TestFederation& f = **started;
+  ASSERT_TRUE(f.WaitHealthy(absl::Seconds(30)).ok());
+  absl::SleepFor(absl::Seconds(1));  // each site hears the other's start profile
+  auto browser = Browser::Start(f.dir());
+  ASSERT_TRUE(browser.ok()) << browser.status();
+  Browser& web = **browser;
+
+  // Nothing yet: the empty states.
+  ASSERT_TRUE(web.Navigate(absl::StrCat("http://127.0.0.1:", f.MetricsPort(0), "/#token=", f.Token())).ok());
+  auto shown = web.WaitFor("document.body.dataset.refreshes > 0", absl::Seconds(10));
+  ASSERT_TRUE(shown.ok()) << shown.status();
+  EXPECT_EQ(web.Eval("document.getElementById('wait-summary').textContent").value(),
+            "no job started in the last 6 hours");
+  EXPECT_EQ(web.Eval("document.getElementById('placement-summary').textContent").value(),
+            "no job has arrived at this site since its daemon started");
+  EXPECT_EQ(web.Eval("document.querySelectorAll('#wait-chart rect, #placement-chart rect').length").value(), 0);
+
+  ASSERT_TRUE(Submit(f, 0, 1, 6'000, 2).ok());
+  ASSERT_TRUE(WaitRunning(f, 0, 1, absl::Seconds(10)));
+  ASSERT_TRUE(Submit(f, 0, 1, kLong, 2).ok());
+  ASSERT_TRUE(WaitRunning(f, 1, 1, absl::Seconds(10))) << "not placed at the idle site-1\n" << f.Log(0);
+  ASSERT_TRUE(Submit(f, 0, 1, kLong, 2).ok());
+
+  // The page, left open, shows the third job's start within a few refreshes.
+  const std::string p95 =
+      "Math.max(0, ...[...document.querySelectorAll('#wait-chart rect.p95')].map((r) => +r.dataset.ms))";
+  auto waited = web.WaitFor(p95 + " > 2000", absl::Seconds(20));
+  ASSERT_TRUE(waited.ok()) << waited.status() << "\n" << f.Log(0);
+  // The hour's bars (two hours' when the jobs started either side of one).
+  const int hours = web.Eval("document.querySelectorAll('#wait-chart rect.p50').length").value();
+  EXPECT_GE(hours, 1);
+  EXPECT_EQ(web.Eval("document.querySelectorAll('#wait-chart rect.p95').length").value(), hours);
+  EXPECT_EQ(web.Eval("document.getElementById('wait-chart').dataset.started").value(), "2");
+  const std::string summary = web.Eval("document.getElementById('wait-summary').textContent").value();
+  EXPECT_NE(summary.find("2 jobs started in the last 6 hours"), std::string::npos) << summary;
+  const std::string bar = "document.querySelector('#placement-chart rect[data-site=\"site-1\"]')";
+  ASSERT_TRUE(web.Eval(bar + " !== null").value() == true) << web.Eval("document.body.innerText").value();
+  EXPECT_EQ(web.Eval(bar + ".dataset.jobs").value(), "1");
+  EXPECT_GT(web.Eval(bar + ".getBBox().width").value().get<double>(), 0);
+  // Kept: the third job (the first started at once on arrival: never queued).
+  EXPECT_EQ(web.Eval("document.querySelector('#placement-chart rect.kept').dataset.jobs").value(), "1");
+  EXPECT_NE(
+      web.Eval("document.getElementById('placement-chart').textContent").value().get<std::string>().find("site-1"),
+      std::string::npos);
+  EXPECT_TRUE(web.Screenshot("web-view-waits.png").ok());
+
+  // The same figures through the JSON API, the Admin call and hyperfedctl.
+  auto r = Get(f, 0, "/api/v1/waits", "");
+  ASSERT_TRUE(r);
+  EXPECT_EQ(r->status, 401) << r->body;
+  r = Get(f, 0, "/api/v1/waits", f.Token());
+  ASSERT_TRUE(r);
+  ASSERT_EQ(r->status, 200) << r->body;
+  nlohmann::json waits = Json(r);
+  EXPECT_EQ(waits["site"], "site-0");
+  EXPECT_EQ(waits["started"], "2");
+  EXPECT_EQ(waits["hours"].size(), 6u);
+  EXPECT_EQ(waits["placement"]["to"][0]["site"], "site-1");
+  EXPECT_EQ(waits["placement"]["to"][0]["jobs"], "1");
+  v1::WaitsReply admin;
+  auto ctx = f.Context();
+  ASSERT_TRUE(f.Admin(0)->Waits(ctx.get(), v1::WaitsRequest(), &admin).ok());
+  EXPECT_EQ(std::to_string(admin.p95_ms()), waits["p95_ms"]);
+  EXPECT_GT(admin.p95_ms(), 2000);
+  EXPECT_EQ(admin.placement().kept(), 1);
+  Out ctl = Shell(absl::StrCat(HyperfedctlPath(), " --endpoint ", f.Endpoint(0), " --server-name site-0 --ca ",
+                               f.CertDir(), "/ca.pem --token-file ", f.CertDir(), "/admin-token waits"));
+  ASSERT_EQ(ctl.code, 0) << ctl.text;
+  EXPECT_NE(ctl.text.find("jobs started at site-0 in the last 6 hours: 2, waited p50 "), std::string::npos) << ctl.text;
+  EXPECT_NE(ctl.text.find("site-1        1"), std::string::npos) << ctl.text;
 }
 
 }  // namespace

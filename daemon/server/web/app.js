@@ -180,6 +180,132 @@ function drawRounds(rounds, names) {
   }
 }
 
+// An SVG element with attributes and, optionally, text.
+function svgEl(tag, attrs, text) {
+  const e = document.createElementNS(SVG, tag);
+  for (const [k, v] of Object.entries(attrs || {})) e.setAttribute(k, v);
+  if (text !== undefined) e.textContent = String(text);
+  return e;
+}
+
+// A wait for people: "850 ms", "45 s", "7.5 min", "2.1 h".
+function waitText(ms) {
+  if (ms < 1000) return `${Math.round(ms)} ms`;
+  const s = ms / 1000;
+  if (s < 120) return `${Math.round(s)} s`;
+  const min = s / 60;
+  if (min < 120) return `${min < 10 ? min.toFixed(1) : Math.round(min)} min`;
+  return `${(min / 60).toFixed(1)} h`;
+}
+
+// The step of the wait axis: the first that needs at most 5 ticks.
+const WAIT_STEPS = [1, 2, 5, 10, 15, 30, 60, 120, 300, 600, 900, 1800, 3600, 7200, 10800, 21600, 43200, 86400]
+  .map((s) => s * 1000);
+function waitStep(max) {
+  for (const step of WAIT_STEPS) if (max / step <= 5) return step;
+  return Math.ceil(max / 5 / 86400000) * 86400000;
+}
+
+// Hourly p50 and p95 waits as bars side by side, "p50 / p95" above each
+// pair (docs/operations.md, "Web view"). The site answering is this one.
+function drawWaits(w) {
+  const hours = w.hours || [];
+  const started = num(w.started);
+  const svg = document.getElementById('wait-chart');
+  const summary = document.getElementById('wait-summary');
+  svg.replaceChildren();
+  svg.setAttribute('data-started', started);
+  if (started === 0) {
+    summary.textContent = `no job started in the last ${hours.length || 6} hours`;
+    summary.className = 'empty-state';
+    svg.classList.add('gone');
+    document.getElementById('wait-legend').hidden = true;
+    return;
+  }
+  summary.className = '';
+  summary.textContent = `${started} jobs started in the last ${hours.length} hours; they waited ` +
+    `${waitText(num(w.p50_ms))} (median), ${waitText(num(w.p95_ms))} (p95)`;
+  svg.classList.remove('gone');
+  document.getElementById('wait-legend').hidden = false;
+  const W = 832, H = 256, left = 64, right = 8, top = 18, bottom = 40;
+  svg.setAttribute('viewBox', `0 0 ${W} ${H}`);
+  const max = Math.max(1, ...hours.map((h) => num(h.p95_ms)));
+  const step = waitStep(max);
+  const ceiling = Math.ceil(max / step) * step;
+  const y = (ms) => top + (H - top - bottom) * (1 - ms / ceiling);
+  for (let t = 0; t <= ceiling; t += step) {
+    svg.append(svgEl('line', { class: 'axis', x1: left, x2: W - right, y1: y(t), y2: y(t) }));
+    svg.append(svgEl('text', { class: 'tick end', x: left - 6, y: y(t) + 4 }, waitText(t)));
+  }
+  const slot = (W - left - right) / Math.max(1, hours.length);
+  const bar = Math.min(36, slot / 3);
+  hours.forEach((h, i) => {
+    const x0 = left + i * slot + slot / 2;
+    const n = num(h.started);
+    const label = new Date(num(h.start_ms)).toLocaleTimeString([], { hour: '2-digit', minute: '2-digit' });
+    svg.append(svgEl('text', { class: 'tick', x: x0, y: H - bottom + 16 }, label));
+    svg.append(svgEl('text', { class: 'tick', x: x0, y: H - bottom + 30 }, n ? `${n} started` : 'none started'));
+    if (!n) return;
+    [['p50', num(h.p50_ms), -1], ['p95', num(h.p95_ms), 1]].forEach(([q, ms, side]) => {
+      const x = x0 + (side < 0 ? -bar - 1 : 1);
+      const yy = y(ms);
+      const r = svgEl('rect', { class: 'bar ' + q, x, y: yy, width: bar, height: Math.max(1, H - bottom - yy),
+                                'data-hour': num(h.start_ms), 'data-ms': ms });
+      r.append(svgEl('title', {}, `${label}: ${q} wait ${waitText(ms)} of ${n} jobs started`));
+      svg.append(r);
+    });
+    // Both values over the pair (side by side they would run into each other).
+    svg.append(svgEl('text', { class: 'value', x: x0, y: y(num(h.p95_ms)) - 5 },
+                     `${waitText(num(h.p50_ms))} / ${waitText(num(h.p95_ms))}`));
+  });
+}
+
+// Where this site's arriving jobs went since its daemon started: a bar for
+// the new jobs that queued here and stayed (PlacementCounters.kept: a job
+// that starts at once is never offered) and one per peer they were placed at.
+function drawPlacement(w) {
+  const p = w.placement || {};
+  const svg = document.getElementById('placement-chart');
+  const summary = document.getElementById('placement-summary');
+  svg.replaceChildren();
+  const rows = [{ site: '', name: 'kept here', jobs: num(p.kept), cls: 'kept' }]
+    .concat((p.to || []).map((t) => ({ site: t.site, name: t.site, jobs: num(t.jobs), cls: 'peer' })));
+  const total = rows.reduce((a, r) => a + r.jobs, 0);
+  if (!p.enabled && total === 0) {
+    summary.textContent = 'placement at arrival is off at this site (balancer.placement: false): jobs stay where ' +
+      'they are submitted until a round moves them';
+    summary.className = 'empty-state';
+    svg.classList.add('gone');
+    return;
+  }
+  if (total === 0) {
+    summary.textContent = 'no job has arrived at this site since its daemon started';
+    summary.className = 'empty-state';
+    svg.classList.add('gone');
+    return;
+  }
+  summary.className = 'muted';
+  summary.textContent = `since this daemon started: ${num(p.placed)} jobs placed at peers, ${num(p.kept)} new jobs ` +
+    'that queued here stayed (a job that starts at once on arrival is not counted)' +
+    (num(p.failed) ? `, ${num(p.failed)} chosen for a peer but not moved` : '') +
+    (p.enabled ? '' : ' (placement is off now)');
+  svg.classList.remove('gone');
+  const W = 832, rowH = 26, left = 140, right = 60;
+  const H = rows.length * rowH + 8;
+  svg.setAttribute('viewBox', `0 0 ${W} ${H}`);
+  const max = Math.max(1, ...rows.map((r) => r.jobs));
+  rows.forEach((r, i) => {
+    const y = 4 + i * rowH;
+    const width = Math.max(r.jobs ? 2 : 0, (W - left - right) * r.jobs / max);
+    svg.append(svgEl('text', { class: 'end', x: left - 8, y: y + rowH / 2 + 4 }, r.name));
+    const rect = svgEl('rect', { class: 'bar ' + r.cls, x: left, y: y + 3, width, height: rowH - 8,
+                                 'data-site': r.site, 'data-jobs': r.jobs });
+    rect.append(svgEl('title', {}, `${r.name}: ${r.jobs} jobs`));
+    svg.append(rect);
+    svg.append(svgEl('text', { class: 'value start', x: left + width + 6, y: y + rowH / 2 + 4 }, r.jobs));
+  });
+}
+
 const TERMINAL = new Set(['COMMITTED', 'ABORTED', 'FORCED']);
 
 function drawMigrations(list) {
@@ -206,8 +332,8 @@ let refreshes = 0;
 
 async function refresh() {
   try {
-    const [status, topo, rounds, migrations] = await Promise.all(
-      [api('status'), api('topology'), api('rounds?limit=10'), api('migrations?limit=200')]);
+    const [status, topo, rounds, migrations, waits] = await Promise.all(
+      [api('status'), api('topology'), api('rounds?limit=10'), api('migrations?limit=200'), api('waits')]);
     document.getElementById('login').hidden = true;
     document.getElementById('view').hidden = false;
     document.getElementById('site').textContent = '\u2014 ' + status.site;
@@ -215,6 +341,9 @@ async function refresh() {
     drawCube(topo);
     drawRounds(rounds, new Map(topo.sites.map((s) => [s.label, s.site])));
     drawMigrations(migrations);
+    for (const e of document.querySelectorAll('.this-site')) e.textContent = status.site;
+    drawWaits(waits);
+    drawPlacement(waits);
     refreshes++;
     document.body.setAttribute('data-refreshes', refreshes);
     document.getElementById('refresh').textContent = `updated ${new Date().toLocaleTimeString()}, every ${REFRESH_MS / 1000} s`;
