@@ -43,6 +43,7 @@ class PeerForecast {
   void Publish(int64_t at, StartProfile profile);
   // Whether the peer has published anything.
   bool known() const { return known_; }
+  int64_t widest() const { return published_.widest; }
   int64_t published_at() const { return at_; }
   size_t ledger_size() const { return ledger_.size(); }
 

@@ -36,9 +36,14 @@ ArrivalPlacement::ArrivalPlacement(LiveConfig* live, const Env* env, scheduler::
 
 void ArrivalPlacement::LearnProfiles() {
   std::set<int> live_peers;
+  const absl::Time now = env_->Now();
   for (const PeerInfo& p : membership_->View()) {
     if (p.self || !p.up || p.drained || p.capacity <= 0 || p.profile.free.empty() || !TakesPlacements(p.protocol))
       continue;
+    if (auto b = backoff_until_.find(p.label); b != backoff_until_.end()) {
+      if (now < b->second) continue;
+      backoff_until_.erase(b);
+    }
     live_peers.insert(p.label);
     auto it = heard_.find(p.label);
     if (it != heard_.end() && it->second == p.profile_at) continue;
@@ -96,9 +101,17 @@ PlacementPass ArrivalPlacement::RunOnce(const balance::StartProfile& own, bool d
         if (fresh) kept_new.push_back(p.id);  // nothing to compare with: it stays
         continue;
       }
-      const balance::Placement where =
-          placer_.Place(now, {.cores = p.cores, .limit = p.limit_ms, .wait_here = wait});
-      if (where.peer >= 0 && site_of.count(where.peer)) {
+      // A destination takes at most its widest job's cores of waiting
+      // placed jobs from one source (Admit): this pass sends it no more.
+      const balance::ArrivingJob job{.cores = p.cores, .limit = p.limit_ms, .wait_here = wait};
+      balance::Placement where = placer_.Decide(now, job);
+      if (where.peer >= 0) {
+        const balance::PeerForecast* f = placer_.Find(where.peer);
+        const size_t cap = static_cast<size_t>(std::max<int64_t>(1, f ? f->widest() : 1));
+        if (!site_of.count(where.peer) || go[where.peer].size() >= cap) where.peer = -1;
+      }
+      if (where.peer >= 0) {
+        placer_.Place(now, job);  // books it in that peer's ledger
         go[where.peer].push_back(p.id);
       } else if (fresh) {
         kept_new.push_back(p.id);
@@ -111,6 +124,12 @@ PlacementPass ArrivalPlacement::RunOnce(const balance::StartProfile& own, bool d
     const std::string id = absl::StrCat(kPlacementPrefix, now, "-", next_id_++);
     auto r = mover_->MoveChosen(dest, ids, id);
     if (!r.ok()) {
+      // Refused (it holds as many of our placed jobs as it takes, or it is
+      // drained or stopped placing) or unreachable: no placement there for
+      // a while; rounds still balance with it.
+      backoff_until_[label] = env_->Now() + std::max(absl::Seconds(5), 5 * b.heartbeat_interval);
+      placer_.Forget(label);
+      heard_.erase(label);
       pass.failed += static_cast<int64_t>(ids.size());
       if (pass.error.empty()) pass.error = absl::StrCat("placing ", ids.size(), " jobs at ", dest, ": ", r.status().message());
       continue;

@@ -11,7 +11,10 @@
 //    least balancer.placement_margin sooner (so each move of a job brings
 //    its estimated start forward by the margin: none bounces);
 //  - moves the chosen jobs per destination through the exactly-once
-//    transfer (JobMover::MoveChosen, id "placement:N"), and ends the
+//    transfer (JobMover::MoveChosen, id "placement:N"), at most the
+//    destination's widest job's cores of them a pass (what it admits), and
+//    leaves a destination that refused alone for five heartbeats (at least
+//    5 s); it ends the
 //    scheduler's placement window (SchedulerAdapter::EndPlacementWindow)
 //    for the new jobs it keeps, so they may start here at once.
 // A destination holds at most its own cores' worth of pending jobs placed
@@ -88,6 +91,7 @@ class ArrivalPlacement {
   std::mutex pass_mu_;  // one pass at a time; guards the pass state below
   balance::Placer placer_;
   std::map<int, absl::Time> heard_;  // label -> when the profile placer_ has was received
+  std::map<int, absl::Time> backoff_until_;  // label -> no placement there before (it refused)
   std::set<std::string> seen_;       // keys (ids when no key) of the pending jobs seen
   int64_t next_id_ = 1;
 

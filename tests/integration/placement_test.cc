@@ -67,6 +67,26 @@ TEST(PlacementTest, AJobThatWouldWaitAtABusySiteStartsAtOnceAtAnIdlePeer) {
   EXPECT_NE(fed.Log(0).find("placed 1 jobs where they start sooner: 1 to site-1"), std::string::npos) << fed.Log(0);
 }
 
+// A burst: 8 one-hour jobs at site-0 (2 cores) while site-1 (2 cores) is
+// idle. Site-1 takes at most 2 waiting jobs placed by site-0 (Admit), so
+// site-0 sends at most 2 a pass: site-1 ends with 2 running and 2 waiting,
+// as many as site-0 (every job then starts as soon there as here), and no
+// placement is refused.
+TEST(PlacementTest, ABurstIsPlacedWithinWhatTheDestinationTakes) {
+  auto f = TestFederation::Start(Placing({2, 2}));
+  ASSERT_TRUE(f.ok()) << f.status();
+  TestFederation& fed = **f;
+  Settle(fed);
+  ASSERT_TRUE(Submit(fed, 0, 8, 3'600'000).ok());
+  EXPECT_TRUE(WaitFor([&] { return ListJobs(fed, 1).size() == 4 && Count(fed, 1, "running") == 2; },
+                      absl::Seconds(15)))
+      << fed.Log(0) << fed.Log(1);
+  std::this_thread::sleep_for(std::chrono::seconds(1));
+  EXPECT_EQ(ListJobs(fed, 1).size(), 4u);
+  EXPECT_EQ(ListJobs(fed, 0).size(), 4u);
+  EXPECT_EQ(fed.Log(0).find("refused"), std::string::npos) << fed.Log(0);
+}
+
 // Site-0 has 4 cores, site-1 2. A 4-core job behind a 4-core blocker fits
 // no peer; a 1-core one would start 10 minutes sooner at site-1, under the
 // margin of an hour. Both stay, through many placement passes.
