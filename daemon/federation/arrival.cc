@@ -100,14 +100,19 @@ PlacementPass ArrivalPlacement::RunOnce(const balance::StartProfile& own, bool d
       int64_t wait = balance::kNeverStarts;
       if (p.start_ms > 0 && p.window_end_ms == 0) {
         wait = std::max<int64_t>(0, p.start_ms - now);
+      } else if (!fresh && p.window_end_ms == 0) {
+        // A waiting job its scheduler gives no start of yet (Slurm, the
+        // moments after its window was ended here): this site's profile
+        // counts the job itself (`sbatch --test-only` queues the probe
+        // behind it for its whole limit), so it stays this pass.
+        continue;
       } else if (!own.free.empty()) {
         wait = own.WaitFor(p.cores, p.limit_ms);
       } else {
         if (fresh) kept_new.push_back(p.id);  // nothing to compare with: it stays
         continue;
       }
-      const balance::Placement where =
-          placer_.Place(now, {.cores = p.cores, .limit = p.limit_ms, .wait_here = wait});
+      const balance::Placement where = placer_.Place(now, {.cores = p.cores, .limit = p.limit_ms, .wait_here = wait});
       if (where.peer >= 0 && site_of.count(where.peer)) {
         go[where.peer].push_back(p.id);
       } else if (fresh) {
@@ -122,7 +127,8 @@ PlacementPass ArrivalPlacement::RunOnce(const balance::StartProfile& own, bool d
     auto r = mover_->MoveChosen(dest, ids, id);
     if (!r.ok()) {
       pass.failed += static_cast<int64_t>(ids.size());
-      if (pass.error.empty()) pass.error = absl::StrCat("placing ", ids.size(), " jobs at ", dest, ": ", r.status().message());
+      if (pass.error.empty())
+        pass.error = absl::StrCat("placing ", ids.size(), " jobs at ", dest, ": ", r.status().message());
       continue;
     }
     pass.placed += r->moved;

@@ -8,7 +8,8 @@
 //    protocol before 1.4 or saying nothing gets nothing);
 //  - offers every pending job of its own to the Placer, new ones first in
 //    queue order and then those waiting (a job that arrived by a move
-//    within the hysteresis time stays): a job goes where it would start at
+//    within the hysteresis time stays, and one its scheduler gives no start
+//    time of yet): a job goes where it would start at
 //    least balancer.placement_margin sooner;
 //  - moves the chosen jobs per destination through the exactly-once
 //    transfer (JobMover::MoveChosen, id "placement:N"), and ends the

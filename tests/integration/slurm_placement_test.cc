@@ -57,7 +57,8 @@ View Squeue(const SlurmCluster& c, const std::string& id) {
   auto r = c.Cmd({"squeue", "--json"});
   EXPECT_TRUE(r.ok()) << r.status();
   if (!r.ok()) return v;
-  for (const auto& j : nlohmann::json::parse(r->out)["jobs"]) {
+  const nlohmann::json doc = nlohmann::json::parse(r->out);
+  for (const auto& j : doc["jobs"]) {
     if (absl::StrCat(j["job_id"].get<int64_t>()) != id) continue;
     v.found = true;
     v.state = j["job_state"].get<std::string>();
@@ -223,13 +224,17 @@ class SlurmPlacementTest : public ::testing::Test {
 // long before A's window would have ended; its key is at exactly one
 // cluster.
 TEST_F(SlurmPlacementTest, ASbatchJobRunsAtTheOtherClusterWhenThatOneStartsItSooner) {
-  // The blocker: all 4 CPUs of A for an hour. Its window is ended here
-  // (A's daemon keeps it too: both clusters are idle).
+  // The blocker: all 4 CPUs of A for an hour. Both clusters are idle, so
+  // A's daemon keeps it and ends its window (as in AKeptJobStartsAtOnce).
   const std::string blocker = Sbatch(0, {"--job-name=blocker", "--cpus-per-task=4", "--time=60"}, Script("blocker"));
   ASSERT_FALSE(blocker.empty());
-  for (const absl::Status& st : (*adapters_)[0]->EndPlacementWindow({blocker})) ASSERT_TRUE(st.ok()) << st;
   ASSERT_TRUE(WaitFor([&] { return Squeue(cluster(0), blocker).state == "RUNNING"; }, absl::Seconds(20)))
-      << "the blocker did not start at A";
+      << "the blocker did not start at A: " <<
+      [&] {
+        auto r = cluster(0).Cmd({"scontrol", "show", "job", blocker});
+        return r.ok() ? r->out : r.status().ToString();
+      }()
+      << Logs();
   // A's own start profile is refreshed every heartbeat or more (ten times
   // what the Slurm probe costs): let it see the blocker.
   absl::SleepFor(absl::Seconds(3));
