@@ -95,6 +95,12 @@ PlacementPass ArrivalPlacement::RunOnce(const balance::StartProfile& own, bool d
       int64_t wait = balance::kNeverStarts;
       if (p.start_ms > 0 && p.window_end_ms == 0) {
         wait = std::max<int64_t>(0, p.start_ms - now);
+      } else if (!fresh && p.window_end_ms == 0) {
+        // A waiting job its scheduler gives no start of yet (Slurm, the
+        // moments after its window was ended here): this site's profile
+        // counts the job itself (`sbatch --test-only` queues the probe
+        // behind it for its whole limit), so it stays this pass.
+        continue;
       } else if (!own.free.empty()) {
         wait = own.WaitFor(p.cores, p.limit_ms);
       } else {
@@ -131,7 +137,8 @@ PlacementPass ArrivalPlacement::RunOnce(const balance::StartProfile& own, bool d
       placer_.Forget(label);
       heard_.erase(label);
       pass.failed += static_cast<int64_t>(ids.size());
-      if (pass.error.empty()) pass.error = absl::StrCat("placing ", ids.size(), " jobs at ", dest, ": ", r.status().message());
+      if (pass.error.empty())
+        pass.error = absl::StrCat("placing ", ids.size(), " jobs at ", dest, ": ", r.status().message());
       continue;
     }
     pass.placed += r->moved;

@@ -7,9 +7,10 @@
 //    heartbeats (balance::Placer::Publish; a peer down, drained, in a
 //    protocol before 1.4 or saying nothing gets nothing);
 //  - offers every pending job of its own to the Placer, new ones first in
-//    queue order and then those waiting: a job goes where it would start at
-//    least balancer.placement_margin sooner (so each move of a job brings
-//    its estimated start forward by the margin: none bounces);
+//    queue order and then those waiting (except one its scheduler gives no
+//    start time of yet, outside a placement window): a job goes where it
+//    would start at least balancer.placement_margin sooner (so each move of
+//    a job brings its estimated start forward by the margin: none bounces);
 //  - moves the chosen jobs per destination through the exactly-once
 //    transfer (JobMover::MoveChosen, id "placement:N"), at most the
 //    destination's widest job's cores of them a pass (what it admits), and

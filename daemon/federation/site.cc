@@ -89,7 +89,16 @@ balance::StartProfile Site::OwnProfile() {
   const absl::Time now = env_->Now();
   std::lock_guard<std::mutex> l(profile_mu_);
   const absl::Duration every = std::max(live_->balancer().heartbeat_interval, 10 * own_profile_cost_);
-  if (now - own_profile_at_ >= every || own_profile_.widest != widest) {
+  // Jobs in their placement window are not yet placed, but Slurm's
+  // `sbatch --test-only` (ArrivalStarts) queues the probe behind them, each
+  // for its whole time limit: an idle cluster with one new job would say
+  // that job waits its own limit here, and send every job to an idle peer.
+  // While such jobs wait, the profile taken before they came is reused
+  // (aged), up to kWindowedProfileAge (docs/design.md §6.10).
+  const bool refresh =
+      own_profile_.widest != widest ||
+      (now - own_profile_at_ >= every && (now - own_profile_at_ >= kWindowedProfileAge || !JobsInWindow()));
+  if (refresh) {
     own_profile_ = widest > 0 ? StartProfileNow(widest) : WidestOnly(widest);
     own_profile_at_ = env_->Now();
     own_profile_cost_ = own_profile_at_ - now;
@@ -125,6 +134,14 @@ void Site::Stop() {
   participant_.Stop();
   history_.Close();
   executor_.Join();
+}
+
+bool Site::JobsInWindow() {
+  auto pending = adapter_->Pending();
+  if (!pending.ok()) return false;
+  for (const scheduler::PendingJob& p : *pending)
+    if (p.window_end_ms > 0) return true;
+  return false;
 }
 
 balance::StartProfile Site::StartProfileNow(int64_t widest) {

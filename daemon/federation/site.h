@@ -157,7 +157,14 @@ class Site {
   // This site's profile for heartbeats and placement: StartProfileNow,
   // asked of the scheduler at most every heartbeat interval and never for
   // more than a tenth of the time (a slow scheduler's profile is reused).
+  // (While jobs wait in their placement window, the one taken before them.)
   balance::StartProfile OwnProfile();
+  // Whether a pending job is in its scheduler's placement window.
+  bool JobsInWindow();
+  // The oldest own profile reused while jobs are in their window: windows
+  // are seconds long and a pass ends them within a heartbeat; this bounds
+  // the age when new jobs never stop coming.
+  static constexpr absl::Duration kWindowedProfileAge = absl::Minutes(1);
   // Runs PlaceOnce every heartbeat interval, or at once when woken.
   void PlacementLoop();
   void WakePlacement();
