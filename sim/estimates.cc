@@ -69,8 +69,8 @@ double Unit(std::mt19937_64& rng) { return static_cast<double>(rng() >> 11) * 0x
 std::vector<int64_t> ModelHeadValues(int64_t longest_run) {
   const int64_t longest = std::max<int64_t>(kHour, (std::max<int64_t>(longest_run, 1) + kHour - 1) / kHour * kHour);
   // The values users pick in every trace the model was fitted to.
-  static constexpr int64_t kJoint[] = {5 * kMin,  15 * kMin, 10 * kMin, 20 * kMin, 30 * kMin,
-                                       1 * kHour, 2 * kHour, 3 * kHour, 4 * kHour, 5 * kHour,
+  static constexpr int64_t kJoint[] = {5 * kMin,  15 * kMin, 10 * kMin,  20 * kMin,  30 * kMin,
+                                       1 * kHour, 2 * kHour, 3 * kHour,  4 * kHour,  5 * kHour,
                                        6 * kHour, 8 * kHour, 10 * kHour, 12 * kHour, 18 * kHour};
   // Round multiples below the longest complete the head.
   static constexpr int64_t kRound[] = {200 * kHour, 100 * kHour, 50 * kHour, 10 * kHour, 5 * kHour,
@@ -133,8 +133,7 @@ void ApplyEstimates(const EstimateSpec& spec, uint64_t seed, std::vector<SwfJob>
   std::sort(ests.begin(), ests.end(), std::greater<>());
   std::vector<size_t> order(n);
   std::iota(order.begin(), order.end(), 0);
-  std::stable_sort(order.begin(), order.end(),
-                   [&](size_t a, size_t b) { return (*jobs)[a].run > (*jobs)[b].run; });
+  std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) { return (*jobs)[a].run > (*jobs)[b].run; });
   for (size_t k = 0; k < n; ++k) {
     const int64_t run = (*jobs)[order[k]].run;
     if (ests[k] < run) ests[k] = *std::lower_bound(head.begin(), head.end(), run);

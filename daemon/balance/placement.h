@@ -77,9 +77,9 @@ struct ArrivingJob {
 };
 
 struct Placement {
-  int peer = -1;          // the chosen peer's label; -1: stays home
-  int64_t wait = 0;       // its estimated wait where it goes (offset from now)
-  int64_t gain = 0;       // wait_here - wait (0 when it stays)
+  int peer = -1;     // the chosen peer's label; -1: stays home
+  int64_t wait = 0;  // its estimated wait where it goes (offset from now)
+  int64_t gain = 0;  // wait_here - wait (0 when it stays)
 };
 
 // This site's placement state: one PeerForecast per peer, by label.

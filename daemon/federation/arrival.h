@@ -45,12 +45,12 @@ namespace hyperfed::federation {
 bool IsPlacementId(const std::string& round_id);
 
 struct PlacementPass {
-  int64_t new_jobs = 0;  // pending jobs seen for the first time
-  int64_t placed = 0;    // moved to a peer
-  int64_t kept = 0;      // new jobs that stay here
-  int64_t failed = 0;    // chosen but not moved (they stay here)
+  int64_t new_jobs = 0;               // pending jobs seen for the first time
+  int64_t placed = 0;                 // moved to a peer
+  int64_t kept = 0;                   // new jobs that stay here
+  int64_t failed = 0;                 // chosen but not moved (they stay here)
   std::map<std::string, int64_t> to;  // jobs moved per destination site
-  std::string error;     // the first error of the pass, "" if none
+  std::string error;                  // the first error of the pass, "" if none
 };
 
 // The placement record a site keeps for its operator (web view, metrics).
@@ -91,15 +91,15 @@ class ArrivalPlacement {
 
   std::mutex pass_mu_;  // one pass at a time; guards the pass state below
   balance::Placer placer_;
-  std::map<int, absl::Time> heard_;  // label -> when the profile placer_ has was received
+  std::map<int, absl::Time> heard_;          // label -> when the profile placer_ has was received
   std::map<int, absl::Time> backoff_until_;  // label -> no placement there before (it refused)
-  std::set<std::string> seen_;       // keys (ids when no key) of the pending jobs seen
+  std::set<std::string> seen_;               // keys (ids when no key) of the pending jobs seen
   int64_t next_id_ = 1;
 
   mutable std::mutex mu_;  // guards counters_ and admitted_
   PlacementCounters counters_;
   std::map<std::string, std::set<std::string>> admitted_;  // source -> keys of jobs it placed here
-  absl::Time last_logged_ = absl::InfinitePast();  // when a pass's error was last logged
+  absl::Time last_logged_ = absl::InfinitePast();          // when a pass's error was last logged
 };
 
 }  // namespace hyperfed::federation

@@ -78,8 +78,7 @@ TEST(PlacementTest, ABurstIsPlacedWithinWhatTheDestinationTakes) {
   TestFederation& fed = **f;
   Settle(fed);
   ASSERT_TRUE(Submit(fed, 0, 8, 3'600'000).ok());
-  EXPECT_TRUE(WaitFor([&] { return ListJobs(fed, 1).size() == 4 && Count(fed, 1, "running") == 2; },
-                      absl::Seconds(15)))
+  EXPECT_TRUE(WaitFor([&] { return ListJobs(fed, 1).size() == 4 && Count(fed, 1, "running") == 2; }, absl::Seconds(15)))
       << fed.Log(0) << fed.Log(1);
   std::this_thread::sleep_for(std::chrono::seconds(1));
   EXPECT_EQ(ListJobs(fed, 1).size(), 4u);
