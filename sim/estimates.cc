@@ -62,8 +62,6 @@ constexpr double kHeadShare = 0.9;
 constexpr double kLongestShare = 0.15;
 constexpr double kRankDecay = 0.2;
 
-double Unit(std::mt19937_64& rng) { return static_cast<double>(rng() >> 11) * 0x1.0p-53; }
-
 }  // namespace
 
 std::vector<int64_t> ModelHeadValues(int64_t longest_run) {

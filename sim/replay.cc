@@ -146,11 +146,9 @@ std::string OriginName(const OriginSpec& o) {
   return "";
 }
 
-namespace {
-
-// A uniform double in [0, 1) from the generator, the same on every platform
-// (std::uniform_*_distribution are not).
 double Unit(std::mt19937_64& rng) { return static_cast<double>(rng() >> 11) * 0x1.0p-53; }
+
+namespace {
 
 int PickWeighted(std::mt19937_64& rng, const std::vector<int>& among, const std::vector<double>& weight) {
   double total = 0;
@@ -534,26 +532,33 @@ class Replayer {
             placers_[s].Place(t, {.cores = w_.jobs[j].cores, .limit = w_.jobs[j].limit, .wait_here = wait});
         if (p.peer >= 0) go.push_back({k, p.peer});
       }
-      if (go.empty()) continue;
-      std::vector<bool> gone(site.queue.size(), false);
-      for (const auto& [k, peer] : go) {
-        const int j = site.queue[k];
-        gone[k] = true;
-        site_of_[j] = peer;
-        ++moves_[j];
-        last_move_[j] = t;
-        recent_moves_.push_back(t);
-        if (o_.keep_records) move_times_[j].push_back(t);
-        sites_[peer].queue.push_back(j);
-        ++queue_entries_;
-        Touch(peer);
-      }
-      std::vector<int> left;
-      for (size_t k = 0; k < site.queue.size(); ++k)
-        if (!gone[k]) left.push_back(site.queue[k]);
-      site.queue.swap(left);
-      Touch(s);
+      if (!go.empty()) MoveQueued(s, go, t);
     }
+  }
+
+  // Moves the queued jobs of site `src` at these queue indices (ascending)
+  // to the tail of each one's destination, at t: a move of a round or a
+  // placement, counted, recorded and recent from now.
+  void MoveQueued(int src, const std::vector<std::pair<size_t, int>>& go, int64_t t) {
+    Site& s = sites_[src];
+    std::vector<bool> gone(s.queue.size(), false);
+    for (const auto& [k, to] : go) {
+      const int j = s.queue[k];
+      gone[k] = true;
+      sites_[to].queue.push_back(j);
+      ++queue_entries_;
+      site_of_[j] = to;
+      ++moves_[j];
+      last_move_[j] = t;
+      recent_moves_.push_back(t);
+      if (o_.keep_records) move_times_[j].push_back(t);
+      Touch(to);
+    }
+    std::vector<int> left;
+    for (size_t k = 0; k < s.queue.size(); ++k)
+      if (!gone[k]) left.push_back(s.queue[k]);
+    s.queue.swap(left);
+    Touch(src);
   }
 
   // Siblings: every site wide enough holds a copy; at each instant the
@@ -729,25 +734,9 @@ class Replayer {
     std::vector<bal::Chosen> chosen = bal::ChooseJobs(choice_, cands, outs, 1, o_.margin);
     if (chosen.empty()) return;
     std::sort(chosen.begin(), chosen.end(), [](const bal::Chosen& x, const bal::Chosen& y) { return x.job < y.job; });
-    std::vector<bool> gone(s.queue.size(), false);
-    for (const bal::Chosen& c : chosen) {
-      const int j = s.queue[c.job];
-      const int to = outs[c.transfer].to;
-      gone[c.job] = true;
-      sites_[to].queue.push_back(j);
-      ++queue_entries_;
-      site_of_[j] = to;
-      ++moves_[j];
-      last_move_[j] = t;
-      recent_moves_.push_back(t);
-      if (o_.keep_records) move_times_[j].push_back(t);
-      Touch(to);
-    }
-    std::vector<int> left;
-    for (size_t k = 0; k < s.queue.size(); ++k)
-      if (!gone[k]) left.push_back(s.queue[k]);
-    s.queue.swap(left);
-    Touch(src);
+    std::vector<std::pair<size_t, int>> go;
+    for (const bal::Chosen& c : chosen) go.push_back({c.job, outs[c.transfer].to});
+    MoveQueued(src, go, t);
     last_round_moved_ = true;
   }
 

@@ -11,6 +11,7 @@
 // seconds. Deterministic for a given seed.
 
 #include <cstdint>
+#include <random>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -42,6 +43,10 @@ struct SwfTrace {
 // naming `name`:LINE and what is wrong for a malformed data line.
 absl::StatusOr<SwfTrace> ParseSwf(std::string_view text, std::string_view name);
 absl::StatusOr<SwfTrace> ReadSwf(const std::string& path);
+
+// A uniform double in [0, 1) from the generator, the same on every platform
+// (std::uniform_*_distribution are not): origins and modelled limits.
+double Unit(std::mt19937_64& rng);
 
 // sum(cores * run) / (total_cores * (last submit - first submit)); 0 when
 // the submit times span nothing.

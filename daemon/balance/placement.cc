@@ -75,7 +75,7 @@ Placement Placer::Decide(int64_t now, const ArrivingJob& job) const {
 
 Placement Placer::Place(int64_t now, const ArrivingJob& job) {
   const Placement p = Decide(now, job);
-  if (p.peer >= 0) peers_[p.peer].Placed(now, job.cores, job.limit);
+  if (p.peer >= 0) Book(p.peer, now, job);
   return p;
 }
 

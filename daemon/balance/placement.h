@@ -100,6 +100,8 @@ class Placer {
   Placement Place(int64_t now, const ArrivingJob& job);
   // The same decision without booking anything.
   Placement Decide(int64_t now, const ArrivingJob& job) const;
+  // Books a job the caller sends to `peer` (after Decide) into its ledger.
+  void Book(int peer, int64_t now, const ArrivingJob& job) { peers_[peer].Placed(now, job.cores, job.limit); }
 
   int64_t margin() const { return margin_; }
 

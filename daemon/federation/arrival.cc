@@ -117,7 +117,7 @@ PlacementPass ArrivalPlacement::RunOnce(const balance::StartProfile& own, bool d
         if (!site_of.count(where.peer) || go[where.peer].size() >= cap) where.peer = -1;
       }
       if (where.peer >= 0) {
-        placer_.Place(now, job);  // books it in that peer's ledger
+        placer_.Book(where.peer, now, job);
         go[where.peer].push_back(p.id);
       } else if (fresh) {
         kept_new.push_back(p.id);

@@ -45,29 +45,6 @@ constexpr int kWindowS = 30;
 // run-as tests do); moved jobs run as their owner (users_map: same-name).
 constexpr char kUser[] = "alice";
 
-// What squeue says of one job.
-struct View {
-  bool found = false;
-  std::string state, admin_comment;
-  int64_t start_s = 0;
-};
-
-View Squeue(const SlurmCluster& c, const std::string& id) {
-  View v;
-  auto r = c.Cmd({"squeue", "--json"});
-  EXPECT_TRUE(r.ok()) << r.status();
-  if (!r.ok()) return v;
-  const nlohmann::json doc = nlohmann::json::parse(r->out);
-  for (const auto& j : doc["jobs"]) {
-    if (absl::StrCat(j["job_id"].get<int64_t>()) != id) continue;
-    v.found = true;
-    v.state = j["job_state"].get<std::string>();
-    v.admin_comment = j["admin_comment"].get<std::string>();
-    v.start_s = j["start_time"].get<int64_t>();
-  }
-  return v;
-}
-
 bool WaitFor(const std::function<bool()>& cond, absl::Duration timeout) {
   const absl::Time end = absl::Now() + timeout;
   while (absl::Now() < end) {
@@ -228,7 +205,7 @@ TEST_F(SlurmPlacementTest, ASbatchJobRunsAtTheOtherClusterWhenThatOneStartsItSoo
   // A's daemon keeps it and ends its window (as in AKeptJobStartsAtOnce).
   const std::string blocker = Sbatch(0, {"--job-name=blocker", "--cpus-per-task=4", "--time=60"}, Script("blocker"));
   ASSERT_FALSE(blocker.empty());
-  ASSERT_TRUE(WaitFor([&] { return Squeue(cluster(0), blocker).state == "RUNNING"; }, absl::Seconds(20)))
+  ASSERT_TRUE(WaitFor([&] { return SqueueJob(cluster(0), blocker).state == "RUNNING"; }, absl::Seconds(20)))
       << "the blocker did not start at A: " <<
       [&] {
         auto r = cluster(0).Cmd({"scontrol", "show", "job", blocker});
@@ -272,10 +249,10 @@ TEST_F(SlurmPlacementTest, ASbatchJobRunsAtTheOtherClusterWhenThatOneStartsItSoo
   EXPECT_EQ(at_b[0].spec.owner, kUser);
   EXPECT_EQ(at_b[0].spec.name, "mover");
   EXPECT_TRUE(absl::StartsWith(at_b[0].tag, "hyperfed:")) << at_b[0].tag;
-  const View at_b_view = Squeue(cluster(1), at_b[0].id);
+  const SlurmJobView at_b_view = SqueueJob(cluster(1), at_b[0].id);
   EXPECT_EQ(at_b_view.state, "RUNNING");
   EXPECT_LT(at_b_view.start_s, window_end_s) << "Slurm at B started it after A's window";
-  EXPECT_FALSE(Squeue(cluster(0), id).state == "RUNNING") << "it ran at A too";
+  EXPECT_FALSE(SqueueJob(cluster(0), id).state == "RUNNING") << "it ran at A too";
   EXPECT_NE(fed().Log(0).find("placed 1 jobs where they start sooner: 1 to site-1"), std::string::npos) << fed().Log(0);
 }
 
@@ -291,8 +268,8 @@ TEST_F(SlurmPlacementTest, AKeptJobStartsAtOnce) {
   const int64_t window_end_s = submitted_s + kWindowS;
   // Up to a little past the window's end: a job that waited it out fails
   // below, not here.
-  WaitFor([&] { return Squeue(cluster(0), id).state == "RUNNING"; }, absl::Seconds(kWindowS + 5));
-  const View v = Squeue(cluster(0), id);
+  WaitFor([&] { return SqueueJob(cluster(0), id).state == "RUNNING"; }, absl::Seconds(kWindowS + 5));
+  const SlurmJobView v = SqueueJob(cluster(0), id);
   EXPECT_EQ(v.state, "RUNNING") << Logs();
   EXPECT_LT(v.start_s, window_end_s) << "the job waited out its window\n" << Logs();
   EXPECT_EQ(v.admin_comment, "hyperfed-window=kept") << "the daemon did not end its window";

@@ -23,6 +23,8 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/strip.h"
 #include "daemon/scheduler/subprocess.h"
+#include "gtest/gtest.h"
+#include "nlohmann/json.hpp"
 
 namespace hyperfed::testing {
 
@@ -158,5 +160,30 @@ class SlurmCluster {
   int port_ = 0;
   bool up_ = false;
 };
+
+// What squeue says of one job (found false when it lists no such job).
+struct SlurmJobView {
+  bool found = false;
+  std::string state, reason, admin_comment, comment;
+  int64_t eligible_s = 0, start_s = 0;
+};
+inline SlurmJobView SqueueJob(const SlurmCluster& c, const std::string& id) {
+  SlurmJobView v;
+  auto r = c.Cmd({"squeue", "--json"});
+  EXPECT_TRUE(r.ok()) << r.status();
+  if (!r.ok()) return v;
+  const nlohmann::json doc = nlohmann::json::parse(r->out);
+  for (const auto& j : doc["jobs"]) {
+    if (absl::StrCat(j["job_id"].get<int64_t>()) != id) continue;
+    v.found = true;
+    v.state = j["job_state"].get<std::string>();
+    v.reason = j["state_reason"].get<std::string>();
+    v.admin_comment = j["admin_comment"].get<std::string>();
+    v.comment = j["comment"].get<std::string>();
+    v.eligible_s = j["eligible_time"].get<int64_t>();
+    v.start_s = j["start_time"].get<int64_t>();
+  }
+  return v;
+}
 
 }  // namespace hyperfed::testing

@@ -25,6 +25,8 @@ namespace {
 
 using hyperfed::testing::SlurmCluster;
 using hyperfed::testing::SlurmLuaMissing;
+using hyperfed::testing::SlurmJobView;
+using hyperfed::testing::SqueueJob;
 
 TEST(SlurmWindowFieldTest, ReadsAndEndsTheWindowField) {
   EXPECT_EQ(SlurmWindowEnd(""), 0);
@@ -37,13 +39,6 @@ TEST(SlurmWindowFieldTest, ReadsAndEndsTheWindowField) {
   EXPECT_EQ(SlurmWindowKept("site note;hyperfed-window=1700000005"), "site note;hyperfed-window=kept");
   EXPECT_EQ(SlurmWindowEnd(SlurmWindowKept("a;hyperfed-window=1700000005;b")), 0);
 }
-
-// What squeue says of one job.
-struct SlurmJobView {
-  bool found = false;
-  std::string state, reason, admin_comment, comment;
-  int64_t eligible_s = 0, start_s = 0;
-};
 
 class SlurmWindowTest : public ::testing::Test {
  protected:
@@ -72,22 +67,7 @@ class SlurmWindowTest : public ::testing::Test {
     return r.ok() ? std::string(absl::StripAsciiWhitespace(r->out)) : "";
   }
   SlurmJobView View(const std::string& id) {
-    SlurmJobView v;
-    auto r = cluster_->Cmd({"squeue", "--json"});
-    EXPECT_TRUE(r.ok()) << r.status();
-    if (!r.ok()) return v;
-    const nlohmann::json doc = nlohmann::json::parse(r->out);
-    for (const auto& j : doc["jobs"]) {
-      if (absl::StrCat(j["job_id"].get<int64_t>()) != id) continue;
-      v.found = true;
-      v.state = j["job_state"].get<std::string>();
-      v.reason = j["state_reason"].get<std::string>();
-      v.admin_comment = j["admin_comment"].get<std::string>();
-      v.comment = j["comment"].get<std::string>();
-      v.eligible_s = j["eligible_time"].get<int64_t>();
-      v.start_s = j["start_time"].get<int64_t>();
-    }
-    return v;
+    return SqueueJob(*cluster_, id);
   }
   // Polls until job `id` runs, for up to `limit`; what squeue last said.
   SlurmJobView WaitRunning(const std::string& id, absl::Duration limit) {
