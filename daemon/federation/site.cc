@@ -136,13 +136,7 @@ void Site::Stop() {
   executor_.Join();
 }
 
-bool Site::JobsInWindow() {
-  auto pending = adapter_->Pending();
-  if (!pending.ok()) return false;
-  for (const scheduler::PendingJob& p : *pending)
-    if (p.window_end_ms > 0) return true;
-  return false;
-}
+bool Site::JobsInWindow() { return jobs_in_window_.load(); }
 
 balance::StartProfile Site::StartProfileNow(int64_t widest) {
   const int64_t now_ms = absl::ToUnixMillis(env_->Now());
@@ -206,7 +200,12 @@ absl::StatusOr<SiteSnapshot> Site::Snapshot(bool with_waits) {
   if (!pending.ok()) return pending.status();
   std::vector<int64_t> cores;
   cores.reserve(pending->size());
-  for (const scheduler::PendingJob& p : *pending) cores.push_back(p.cores);
+  bool in_window = false;
+  for (const scheduler::PendingJob& p : *pending) {
+    cores.push_back(p.cores);
+    in_window |= p.window_end_ms > 0;
+  }
+  jobs_in_window_.store(in_window);
   const int64_t elsewhere = membership_.WidestElsewhere();
   snap.load = elsewhere > 0 ? balance::MovableLoad(cores, elsewhere) : static_cast<int64_t>(cores.size());
   snap.load = std::min(snap.load, config::kMaxReportedLoad);

@@ -159,7 +159,8 @@ class Site {
   // more than a tenth of the time (a slow scheduler's profile is reused).
   // (While jobs wait in their placement window, the one taken before them.)
   balance::StartProfile OwnProfile();
-  // Whether a pending job is in its scheduler's placement window.
+  // Whether a pending job was in its scheduler's placement window at the
+  // last snapshot (each heartbeat's: Snapshot reads the pending jobs anyway).
   bool JobsInWindow();
   // The oldest own profile reused while jobs are in their window: windows
   // are seconds long and a pass ends them within a heartbeat; this bounds
@@ -181,6 +182,7 @@ class Site {
   std::atomic<bool> drained_{false};
   std::atomic<bool> capacity_capped_{false};  // logged once
   std::atomic<int64_t> widest_{0};            // the last snapshot's, for heartbeats
+  std::atomic<bool> jobs_in_window_{false};   // the last snapshot's (JobsInWindow)
 
   Executor executor_;
   Membership membership_;
