@@ -82,7 +82,10 @@ absl::StatusOr<std::string> Coordinator::Begin(bool dry_run, const std::string& 
   view.share_error_before = ShareError(view.before);
 
   if (dry_run) {
-    // The dry run is the round: the same planning code on the same table.
+    // The dry run is the round: the same planning code on the same table,
+    // each site's row asked of it now as a round's start asks it, not the
+    // row of its last heartbeat.
+    AskCurrentRows(*roster, ComputeRoundTimeouts(settings, dimension).step, peers, &view);
     auto plan = balance::PlanRound(*mode, shape, view.before);
     if (!plan.ok()) return plan.status();
     {
@@ -130,6 +133,41 @@ absl::StatusOr<std::string> Coordinator::Begin(bool dry_run, const std::string& 
   }
   LogInfo(absl::StrCat("starting round ", view.id, " (", reason, ")"));
   return view.id;
+}
+
+void Coordinator::AskCurrentRows(const config::Roster& roster, absl::Duration timeout,
+                                 const std::vector<PeerInfo>& peers, RoundView* view) {
+  std::vector<std::string> others;
+  std::vector<size_t> rows;  // index into view->before of each site asked
+  for (const PeerInfo& p : peers) {
+    if (!p.up || p.self) continue;
+    for (size_t i = 0; i < view->before.size(); ++i)
+      if (view->before[i].label == p.label) {
+        others.push_back(p.site);
+        rows.push_back(i);
+      }
+  }
+  std::vector<absl::StatusOr<balance::LoadRow>> answers = peers_->CurrentLoads(others, timeout);
+  answers.resize(others.size(), absl::UnavailableError("no answer"));
+  const absl::Time now = env_->Now();
+  for (size_t k = 0; k < others.size(); ++k) {
+    balance::LoadRow& row = view->before[rows[k]];
+    absl::Status st = answers[k].status();
+    if (st.ok() && answers[k]->label != row.label)
+      st = absl::InvalidArgumentError(absl::StrCat("it answered for label ", answers[k]->label));
+    if (st.ok()) st = CheckReportedRow(roster, row.label, answers[k]->load, answers[k]->capacity);
+    if (st.ok()) {
+      row.load = answers[k]->load;
+      row.capacity = answers[k]->capacity;
+      continue;
+    }
+    const auto seen = std::find_if(peers.begin(), peers.end(), [&](const PeerInfo& p) { return p.site == others[k]; });
+    view->events.push_back(
+        absl::StrCat(others[k], ": planned on the row of its last heartbeat, ",
+                     absl::FormatDuration(absl::Trunc(now - seen->last_seen, absl::Milliseconds(100))),
+                     " old (asked now: ", st.message(), ")"));
+  }
+  view->share_error_before = ShareError(view->before);
 }
 
 void Coordinator::Coordinate(RoundSpec spec) {

@@ -76,6 +76,11 @@ class Coordinator {
     RoundTimeouts timeouts;
     absl::Time started;  // this site's clock
   };
+  // A dry run's rows: each live peer's as it is now (PeerClient::CurrentLoads),
+  // checked as a round checks rows; a peer that does not answer keeps its
+  // heartbeat's row, and the view's events say so with the row's age.
+  void AskCurrentRows(const config::Roster& roster, absl::Duration timeout, const std::vector<PeerInfo>& peers,
+                      RoundView* view);
   void Coordinate(RoundSpec spec);
   // OnReport's checks and record, under mu_.
   absl::Status TakeReportLocked(const RoundReport& report);

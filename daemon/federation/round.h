@@ -162,6 +162,13 @@ class PeerClient {
                                                 absl::Duration timeout) {
     return absl::UnimplementedError("GetReport");
   }
+  // Each site's row as it is now (Site::CurrentRow), asked of every site at
+  // once: one answer per site, in order, each within `timeout`. A site of
+  // protocol 1.4 or older answers UNIMPLEMENTED.
+  virtual std::vector<absl::StatusOr<balance::LoadRow>> CurrentLoads(const std::vector<std::string>& sites,
+                                                                     absl::Duration timeout) {
+    return std::vector<absl::StatusOr<balance::LoadRow>>(sites.size(), absl::UnimplementedError("CurrentLoad"));
+  }
   // Returns the id of the round that will serve the request.
   virtual absl::StatusOr<std::string> RequestBalance(const std::string& site, const std::string& from,
                                                      const std::string& reason, absl::Duration timeout) = 0;

@@ -231,6 +231,15 @@ absl::StatusOr<SiteSnapshot> Site::Snapshot(bool with_waits) {
   return snap;
 }
 
+absl::StatusOr<balance::LoadRow> Site::CurrentRow() {
+  const std::optional<config::RosterEntry> self = live_->SelfEntry();
+  if (!self) return absl::FailedPreconditionError("this site is not in the roster");
+  if (auto st = RefreshSelf(); !st.ok()) return st;
+  const std::optional<PeerInfo> row = membership_.Find(config_.site.id);
+  if (!row) return absl::FailedPreconditionError("this site is not in the roster");
+  return balance::LoadRow{self->label, row->load, row->capacity, {}};
+}
+
 absl::Status Site::RefreshSelf() {
   auto snap = Snapshot();
   if (!snap.ok()) return snap.status();

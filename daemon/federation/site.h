@@ -91,6 +91,10 @@ class Site {
   // (Participant::ReportOf); PermissionDenied unless the round is one `from`
   // started (its id names it: RoundStartedBy).
   absl::StatusOr<RoundReport> OnGetReport(const std::string& from, const std::string& round_id);
+  // This site's row as it is now, its scheduler asked now as at the start of
+  // a round (Peer.CurrentLoad): what a coordinator's dry run plans on.
+  // FailedPrecondition while the roster does not list this site.
+  absl::StatusOr<balance::LoadRow> CurrentRow();
   // A Transfer from source_site in round_id: admitted only within what this
   // site's own plan of the round lets that source send (docs/design.md §6.8).
   // A placement's Transfer (IsPlacementId) is admitted by

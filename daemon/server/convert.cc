@@ -97,19 +97,20 @@ void ToProto(const scheduler::Job& in, const std::string& site, v1::Job* out) {
   out->set_queued_at_ms(in.queued_at_ms);
 }
 
-void ToProto(const balance::LoadTable& in, google::protobuf::RepeatedPtrField<v1::LoadRow>* out) {
-  for (const balance::LoadRow& r : in) {
-    v1::LoadRow* p = out->Add();
-    p->set_label(r.label);
-    p->set_load(r.load);
-    p->set_capacity(r.capacity);
-    p->set_widest(r.profile.widest);
-    for (const auto& [offset, cores] : r.profile.free) {
-      v1::FreeAt* f = p->add_free();
-      f->set_offset_ms(offset);
-      f->set_cores(cores);
-    }
+void ToProto(const balance::LoadRow& r, v1::LoadRow* p) {
+  p->set_label(r.label);
+  p->set_load(r.load);
+  p->set_capacity(r.capacity);
+  p->set_widest(r.profile.widest);
+  for (const auto& [offset, cores] : r.profile.free) {
+    v1::FreeAt* f = p->add_free();
+    f->set_offset_ms(offset);
+    f->set_cores(cores);
   }
+}
+
+void ToProto(const balance::LoadTable& in, google::protobuf::RepeatedPtrField<v1::LoadRow>* out) {
+  for (const balance::LoadRow& r : in) ToProto(r, out->Add());
 }
 
 balance::StartProfile ProfileFromProto(const v1::LoadRow& in) {
@@ -119,9 +120,11 @@ balance::StartProfile ProfileFromProto(const v1::LoadRow& in) {
   return p;
 }
 
+balance::LoadRow FromProto(const v1::LoadRow& r) { return {r.label(), r.load(), r.capacity(), ProfileFromProto(r)}; }
+
 balance::LoadTable FromProto(const google::protobuf::RepeatedPtrField<v1::LoadRow>& in) {
   balance::LoadTable t;
-  for (const v1::LoadRow& r : in) t.push_back({r.label(), r.load(), r.capacity(), ProfileFromProto(r)});
+  for (const v1::LoadRow& r : in) t.push_back(FromProto(r));
   return t;
 }
 

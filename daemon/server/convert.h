@@ -23,7 +23,9 @@ void ToProto(const scheduler::JobSpec& in, v1::JobSpec* out);
 scheduler::JobSpec FromProto(const v1::JobSpec& in);
 void ToProto(const scheduler::Job& in, const std::string& site, v1::Job* out);
 
+void ToProto(const balance::LoadRow& in, v1::LoadRow* out);
 void ToProto(const balance::LoadTable& in, google::protobuf::RepeatedPtrField<v1::LoadRow>* out);
+balance::LoadRow FromProto(const v1::LoadRow& in);
 balance::LoadTable FromProto(const google::protobuf::RepeatedPtrField<v1::LoadRow>& in);
 balance::StartProfile ProfileFromProto(const v1::LoadRow& in);
 void ToProto(const std::vector<balance::Transfer>& in, google::protobuf::RepeatedPtrField<v1::Transfer>* out);

@@ -177,6 +177,50 @@ std::vector<federation::PeerClient::StartAnswer> GrpcPeers::StartRound(const std
   return out;
 }
 
+std::vector<absl::StatusOr<balance::LoadRow>> GrpcPeers::CurrentLoads(const std::vector<std::string>& sites,
+                                                                      absl::Duration timeout) {
+  v1::CurrentLoadRequest req;
+  req.set_site(live_->self());
+  struct Call {
+    grpc::ClientContext ctx;
+    v1::LoadRow reply;
+    grpc::Status status;
+    std::unique_ptr<grpc::ClientAsyncResponseReader<v1::LoadRow>> rpc;
+  };
+  std::vector<absl::StatusOr<balance::LoadRow>> out(sites.size(), absl::UnavailableError("no answer"));
+  std::vector<std::unique_ptr<Call>> calls(sites.size());
+  grpc::CompletionQueue cq;
+  size_t pending = 0;
+  for (size_t i = 0; i < sites.size(); ++i) {
+    Conn* c = Get(sites[i]);
+    if (!c || PartitionedFrom(sites[i])) {
+      out[i] = c ? Cut(sites[i]) : Unknown(sites[i]);
+      continue;
+    }
+    calls[i] = std::make_unique<Call>();
+    calls[i]->ctx.set_deadline(absl::ToChronoTime(absl::Now() + timeout));
+    calls[i]->rpc = c->peer->AsyncCurrentLoad(&calls[i]->ctx, req, &cq);
+    calls[i]->rpc->Finish(&calls[i]->reply, &calls[i]->status, reinterpret_cast<void*>(i));
+    ++pending;
+  }
+  // Every call has a deadline, so each ends.
+  void* tag;
+  bool ok;
+  while (pending > 0 && cq.Next(&tag, &ok)) {
+    --pending;
+    const size_t i = reinterpret_cast<size_t>(tag);
+    if (calls[i]->status.ok()) {
+      out[i] = FromProto(calls[i]->reply);
+    } else {
+      out[i] = FromGrpc(calls[i]->status);
+    }
+  }
+  cq.Shutdown();
+  while (cq.Next(&tag, &ok)) {
+  }
+  return out;
+}
+
 absl::Status GrpcPeers::ReportRound(const std::string& site, const federation::RoundReport& report,
                                     absl::Duration timeout) {
   Conn* c = Get(site);

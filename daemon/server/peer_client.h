@@ -79,6 +79,8 @@ class GrpcPeers : public federation::PeerClient, public migration::PeerTransport
   // polls: no thread per call (docs/benchmarks.md, "Round latency").
   std::vector<StartAnswer> StartRound(const std::vector<std::string>& sites, const federation::RoundSpec& spec,
                                       absl::Duration timeout) override;
+  std::vector<absl::StatusOr<balance::LoadRow>> CurrentLoads(const std::vector<std::string>& sites,
+                                                             absl::Duration timeout) override;
   absl::StatusOr<federation::RoundReport> GetReport(const std::string& site, const std::string& round_id,
                                                     absl::Duration timeout) override;
   absl::Status ReportRound(const std::string& site, const federation::RoundReport& report,

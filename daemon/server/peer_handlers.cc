@@ -168,6 +168,15 @@ absl::Status PeerHandlers::GetReport(const std::string& caller, const v1::GetRep
   return absl::OkStatus();
 }
 
+absl::Status PeerHandlers::CurrentLoad(const std::string& caller, const v1::CurrentLoadRequest& req,
+                                       v1::LoadRow* reply) {
+  if (auto st = CheckCaller(caller, req.site()); !st.ok()) return st;
+  auto row = d_.site->CurrentRow();
+  if (!row.ok()) return row.status();
+  ToProto(*row, reply);
+  return absl::OkStatus();
+}
+
 absl::Status PeerHandlers::Heartbeat(const std::string& caller, const v1::HeartbeatRequest& req,
                                      v1::HeartbeatReply* reply) {
   if (auto st = CheckCaller(caller, req.site()); !st.ok()) return st;

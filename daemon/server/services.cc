@@ -152,6 +152,12 @@ grpc::Status PeerService::GetReport(grpc::ServerContext* ctx, const v1::GetRepor
   return ToGrpc(handlers_.GetReport(caller, *req, reply));
 }
 
+grpc::Status PeerService::CurrentLoad(grpc::ServerContext* ctx, const v1::CurrentLoadRequest* req, v1::LoadRow* reply) {
+  std::string caller;
+  if (auto st = Admit(ctx, req->site(), &caller); !st.ok()) return st;
+  return ToGrpc(handlers_.CurrentLoad(caller, *req, reply));
+}
+
 grpc::Status PeerService::Transfer(grpc::ServerContext* ctx, const v1::TransferRequest* req, v1::TransferReply* reply) {
   std::string caller;
   if (auto st = Admit(ctx, req->source_site(), &caller); !st.ok()) return st;

@@ -70,6 +70,23 @@ absl::StatusOr<federation::RoundReport> SimPeers::GetReport(const std::string& s
   return server::FromProto(*reply);
 }
 
+std::vector<absl::StatusOr<balance::LoadRow>> SimPeers::CurrentLoads(const std::vector<std::string>& sites,
+                                                                     absl::Duration timeout) {
+  v1::CurrentLoadRequest req;
+  req.set_site(self_);
+  std::vector<absl::StatusOr<balance::LoadRow>> out;
+  out.reserve(sites.size());
+  for (const std::string& site : sites) {
+    auto reply = net_->Call(self_, site, env_, req, timeout, false, &PeerHandlers::CurrentLoad);
+    if (reply.ok()) {
+      out.push_back(server::FromProto(*reply));
+    } else {
+      out.push_back(reply.status());
+    }
+  }
+  return out;
+}
+
 absl::StatusOr<std::string> SimPeers::RequestBalance(const std::string& site, const std::string& from,
                                                      const std::string& reason, absl::Duration timeout) {
   v1::RequestBalanceRequest req;

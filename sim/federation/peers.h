@@ -25,6 +25,8 @@ class SimPeers : public federation::PeerClient, public migration::PeerTransport 
                                       absl::Duration timeout) override;
   absl::Status ReportRound(const std::string& site, const federation::RoundReport& report,
                            absl::Duration timeout) override;
+  std::vector<absl::StatusOr<balance::LoadRow>> CurrentLoads(const std::vector<std::string>& sites,
+                                                             absl::Duration timeout) override;
   absl::StatusOr<federation::RoundReport> GetReport(const std::string& site, const std::string& round_id,
                                                     absl::Duration timeout) override;
   absl::StatusOr<std::string> RequestBalance(const std::string& site, const std::string& from,

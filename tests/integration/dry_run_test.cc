@@ -119,6 +119,26 @@ TEST_P(DryRunIsTheRoundTest, WithADrainedAndThenAKilledSiteInEveryMode) {
   }
 }
 
+// Right after jobs arrive at a site, before any heartbeat has carried its
+// new load, the dry run asks every site as the round does: it plans what the
+// round right after it makes (issue 33: it used to plan on the rows of the
+// last heartbeats and say "would move 0 jobs").
+TEST(DryRunTest, RightAfterASubmitItAsksTheSitesAsTheRoundDoes) {
+  // Heartbeats far apart: none falls between the submit and the dry run.
+  auto f = TestFederation::Start({.sites = 4, .slots = {1, 1, 1, 1}, .peer_timeout = "60s", .heartbeat = "20s"});
+  ASSERT_TRUE(f.ok()) << f.status();
+  TestFederation& fed = **f;
+  ASSERT_TRUE(Submit(fed, 2, 40, kLong).ok());
+  auto dry = RunRound(fed, 0, /*dry_run=*/true, absl::Seconds(60), "exact");
+  ASSERT_TRUE(dry.ok()) << dry.status();
+  auto round = RunRound(fed, 0, /*dry_run=*/false, absl::Seconds(120), "exact");
+  ASSERT_TRUE(round.ok()) << round.status();
+  EXPECT_TRUE(round->ok()) << round->message();
+  EXPECT_GT(round->moved(), 0) << round->message();
+  EXPECT_EQ(dry->moved(), round->moved()) << "dry run:\n" << dry->message() << "round:\n" << round->message();
+  EXPECT_EQ(Show(Transfers(dry->final_event())), Show(Transfers(round->final_event())));
+}
+
 INSTANTIATE_TEST_SUITE_P(Sites, DryRunIsTheRoundTest, ::testing::Values(4, 5, 6, 7, 8),
                          [](const ::testing::TestParamInfo<int>& i) { return absl::StrCat(i.param, "Sites"); });
 

@@ -171,6 +171,25 @@ TEST_F(PeerHandlersTest, GetReportChecksItsCallerAndRoundId) {
   }
 }
 
+// A dry run asks each site its row now (Peer.CurrentLoad, protocol 1.5):
+// the pending jobs its scheduler holds at the moment, not at its last
+// heartbeat; only the site the request names may ask.
+TEST_F(PeerHandlersTest, CurrentLoadAnswersThisSitesRowAsItIsNow) {
+  v1::CurrentLoadRequest req;
+  req.set_site("site-1");
+  v1::LoadRow row;
+  ASSERT_TRUE(handlers_->CurrentLoad("site-1", req, &row).ok());
+  EXPECT_EQ(row.label(), 0);
+  EXPECT_EQ(row.load(), 0);
+  EXPECT_EQ(row.capacity(), 2);
+  for (int i = 0; i < 3; ++i) adapter_.Add({.name = "j" + std::to_string(i)});
+  ASSERT_TRUE(handlers_->CurrentLoad("site-1", req, &row).ok());
+  EXPECT_EQ(row.load(), 3);
+  EXPECT_EQ(handlers_->CurrentLoad("site-2", req, &row).code(), absl::StatusCode::kPermissionDenied);
+  req.set_site("site-9");
+  EXPECT_EQ(handlers_->CurrentLoad("site-9", req, &row).code(), absl::StatusCode::kPermissionDenied);
+}
+
 TEST_F(PeerHandlersTest, AReportWithATransferFromAnotherSitesLabelIsInvalid) {
   v1::RoundReport r;
   r.set_round_id("site-0-1700000000000-1");
