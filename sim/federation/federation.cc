@@ -92,7 +92,11 @@ struct Watch {
   std::map<std::string, Incarnation*> incarnation_at_start;
   std::map<std::string, absl::Time> crash_or_restart;  // last one during the round, world time
   std::map<std::string, int64_t> committed_at_crash;   // jobs a crashed incarnation had committed in the round
-  std::map<std::string, absl::Time> part_ended;  // when each site was first seen out of the round, world time
+  // When each site was first seen out of the round after it was seen in it,
+  // world time. A site the start reaches late is out of the round before its
+  // part begins: that is no end (seed 5013 of 64 sites read it as one).
+  std::set<std::string> part_began;
+  std::map<std::string, absl::Time> part_ended;
   // Messages were lost, links cut or a site paused during the round: a
   // crash is then seen late for reasons of the network, and only the
   // deadline bounds the round.
@@ -752,8 +756,12 @@ RoundStats Federation::DoRound(int number, bool clean) {
     }
     for (const auto& [site, inc] : watch_->incarnation_at_start) {
       SimSite* s = Find(site);
-      if (!watch_->part_ended.count(site) && s->inc == inc && inc->stack.site->CurrentRound() != st.id)
+      if (s->inc != inc || watch_->part_ended.count(site)) continue;
+      if (inc->stack.site->CurrentRound() == st.id) {
+        watch_->part_began.insert(site);
+      } else if (watch_->part_began.count(site)) {
         watch_->part_ended[site] = world_.now();
+      }
     }
     view = c->inc->stack.site->FindRound(st.id);
     if (!view) {
