@@ -121,7 +121,7 @@ absl::StatusOr<std::string> Coordinator::Begin(bool dry_run, const std::string& 
   view.id = spec.round_id = MakeRoundId(self_, view.started, ++seq_);
   view.events.push_back(absl::StrCat("round ", view.id, " (", reason, "): ", name, " over ", view.before.size(),
                                      " live sites of the ", shape.dimension, "-cube, faults ", Labels(faults)));
-  running_ = Running{spec, live, {}, false, {}, false, roster, timeouts, view.started};
+  running_ = Running{spec, live, {}, {}, false, {}, false, roster, timeouts, view.started};
   history_->Add(view);
   if (!executor_->Submit([this, spec] { Coordinate(spec); })) {
     running_.reset();
@@ -201,6 +201,7 @@ void Coordinator::Coordinate(RoundSpec spec) {
     } else {
       events.push_back(absl::StrCat(live[i], " did not take part: ", answers[i].why_not));
       run.any_failed = true;
+      if (!answers[i].answered) run.unanswered.push_back(live[i]);
     }
   }
   run.start_answered = true;
@@ -218,9 +219,7 @@ void Coordinator::Coordinate(RoundSpec spec) {
     if (gone()) return;
     if (CompleteLocked()) return FinishLocked("");
     if (stopping_) return FinishLocked("the coordinator is stopping");
-    std::vector<std::string> missing;
-    for (const std::string& site : running_->accepted)
-      if (!running_->reports.count(site)) missing.push_back(site);
+    const std::vector<std::string> missing = MissingLocked();
     bool all_down = !missing.empty();
     for (const std::string& site : missing) {
       auto p = membership_->Find(site);
@@ -251,23 +250,33 @@ void Coordinator::Coordinate(RoundSpec spec) {
   }
 }
 
+std::vector<std::string> Coordinator::MissingLocked() const {
+  std::vector<std::string> out;
+  for (const std::string& site : running_->accepted)
+    if (!running_->reports.count(site)) out.push_back(site);
+  for (const std::string& site : running_->unanswered) {
+    if (running_->reports.count(site)) continue;
+    auto p = membership_->Find(site);
+    if (p && p->up) out.push_back(site);  // one that is down is not waited for
+  }
+  return out;
+}
+
 bool Coordinator::CompleteLocked() const {
   if (!running_ || !running_->start_answered) return false;
-  for (const std::string& site : running_->accepted)
-    if (!running_->reports.count(site)) return false;
-  return true;
+  return MissingLocked().empty();
 }
 
 std::vector<std::string> Coordinator::SilentLocked() const {
   std::vector<std::string> out;
   if (!running_ || !running_->start_answered) return out;
   const std::string& id = running_->spec.round_id;
-  for (const std::string& site : running_->accepted) {
-    if (site == self_ || running_->reports.count(site)) continue;
-    auto p = membership_->Find(site);
-    if (p && p->up && p->last_seen > running_->started && p->round_id != id)
-      out.push_back(site);
-  }
+  for (const auto* sites : {&running_->accepted, &running_->unanswered})
+    for (const std::string& site : *sites) {
+      if (site == self_ || running_->reports.count(site)) continue;
+      auto p = membership_->Find(site);
+      if (p && p->up && p->last_seen > running_->started && p->round_id != id) out.push_back(site);
+    }
   return out;
 }
 
@@ -294,6 +303,11 @@ absl::Status Coordinator::TakeReportLocked(const RoundReport& report) {
   }
   running_->reports.emplace(report.site, report);
   if (!report.ok) running_->any_failed = true;
+  // A site whose answer to the start never came, asked from its journal:
+  // what it committed counts, but it is no site that reported its part.
+  const std::vector<std::string>& unanswered = running_->unanswered;
+  const bool only_counted = report.from_journal &&
+                            std::find(unanswered.begin(), unanswered.end(), report.site) != unanswered.end();
   const config::RosterEntry* e = roster.FindSite(report.site);
   std::vector<std::string> sends;
   for (const auto& t : report.transfers) {
@@ -302,7 +316,9 @@ absl::Status Coordinator::TakeReportLocked(const RoundReport& report) {
   }
   history_->Update(report.round_id, [&](RoundView& r) {
     const std::string sent = sends.empty() ? "sent nothing" : "sent " + absl::StrJoin(sends, ", ");
-    if (report.from_journal) {
+    if (only_counted) {
+      r.events.push_back(absl::StrCat(report.site, " (its answer to the start never came), from its journal: ", sent));
+    } else if (report.from_journal) {
       r.events.push_back(absl::StrCat(report.site, " ", report.error, ": ", sent));
     } else {
       r.events.push_back(absl::StrCat(report.site, report.ok ? "" : " ended early (" + report.error + ")", ": load ",
@@ -322,7 +338,7 @@ absl::Status Coordinator::TakeReportLocked(const RoundReport& report) {
           row.load = report.load_before;
           row.capacity = report.capacity;
         }
-    r.reported.push_back(report.site);
+    if (!only_counted) r.reported.push_back(report.site);
     r.messages += report.messages;
     r.steps = std::max(r.steps, report.steps);
     for (const auto& t : report.transfers) {

@@ -69,6 +69,11 @@ class Coordinator {
     RoundSpec spec;
     std::vector<std::string> live;      // the sites it was started at
     std::vector<std::string> accepted;  // known once every StartRound answered
+    // Sites whose answer to the start never came: they may have begun the
+    // round and moved jobs. The round waits for them while they are up, and
+    // asks them for their report (or their journal's transfers) once they
+    // say they are out of it, as it asks silent sites.
+    std::vector<std::string> unanswered;
     bool start_answered = false;
     std::map<std::string, RoundReport> reports;  // first report of each site
     bool any_failed = false;
@@ -89,6 +94,11 @@ class Coordinator {
   // or they restarted. They are asked for it (Participant::ReportOf: the
   // report made, else the transfers the journal committed).
   std::vector<std::string> SilentLocked() const;
+  // The sites the round still waits for: those that took part and have not
+  // reported, and those whose answer to the start never came, not reported
+  // and up (they may have begun it; SilentLocked asks them once they say
+  // they are out of it).
+  std::vector<std::string> MissingLocked() const;
   bool CompleteLocked() const;
   void FinishLocked(const std::string& why);
 

@@ -151,7 +151,8 @@ class PeerClient {
   // once all have answered or timed out: one answer per site, in order.
   struct StartAnswer {
     bool accepted = false;
-    std::string why_not;  // refused (the site's reason) or unreachable
+    std::string why_not;    // refused (the site's reason) or unreachable
+    bool answered = false;  // the site replied (took part or declined); false: the answer never came
   };
   virtual std::vector<StartAnswer> StartRound(const std::vector<std::string>& sites, const RoundSpec& spec,
                                               absl::Duration timeout) = 0;

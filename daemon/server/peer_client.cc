@@ -167,6 +167,7 @@ std::vector<federation::PeerClient::StartAnswer> GrpcPeers::StartRound(const std
     if (!call.status.ok()) {
       a.why_not = std::string(FromGrpc(call.status).message());
     } else {
+      a.answered = true;
       a.accepted = call.reply.accepted();
       a.why_not = call.reply.why_not();
     }

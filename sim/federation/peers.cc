@@ -41,6 +41,7 @@ std::vector<federation::PeerClient::StartAnswer> SimPeers::StartRound(const std:
       if (!reply.ok()) {
         a.why_not = std::string(reply.status().message());
       } else {
+        a.answered = true;
         a.accepted = reply->accepted();
         a.why_not = reply->why_not();
       }

@@ -31,6 +31,9 @@ class InProcessPeers : public PeerClient {
   std::map<std::string, Site*> sites;
   std::set<std::string> cut;
   bool drop_reports = false;  // reports are recorded but never arrive
+  // These sites take the start, but their answer never comes back; their
+  // reports are recorded but never arrive.
+  std::set<std::string> lose_start_answer;
   std::vector<RoundReport> reports;  // every report sent, guarded by mu_
 
   // The first report of `round` sent (by `site`, when given).
@@ -61,14 +64,24 @@ class InProcessPeers : public PeerClient {
         continue;
       }
       out[i].accepted = to->OnStartRound(spec, &out[i].why_not);
+      out[i].answered = true;
+      if (lose_start_answer.count(sites[i])) out[i] = {false, "no answer", false};
     }
     return out;
+  }
+  // Asked by the round's coordinator, which the round id names.
+  absl::StatusOr<RoundReport> GetReport(const std::string& s, const std::string& round_id, absl::Duration) override {
+    Site* to = To(s);
+    if (!to) return absl::UnavailableError("cut");
+    auto coordinator = RoundCoordinator(round_id);
+    if (!coordinator) return absl::InvalidArgumentError("no round id");
+    return to->OnGetReport(*coordinator, round_id);
   }
   absl::Status ReportRound(const std::string& s, const RoundReport& r, absl::Duration) override {
     {
       std::lock_guard<std::mutex> l(mu_);
       reports.push_back(r);
-      if (drop_reports) return absl::OkStatus();
+      if (drop_reports || lose_start_answer.count(r.site)) return absl::OkStatus();
     }
     Site* to = To(s);
     if (!to) return absl::UnavailableError("cut");
@@ -397,6 +410,40 @@ TEST_F(SiteTest, AReportIsGivenOnlyToTheCoordinatorTheRoundIdNames) {
             absl::StatusCode::kPermissionDenied);
   EXPECT_EQ(sites_[2]->OnGetReport(Id(1), absl::StrCat(Id(1), "-17-3-4")).status().code(),
             absl::StatusCode::kPermissionDenied);
+}
+
+// Issue 33 (design.md §10, seeds 708 and 955 of 8 sites): a site whose
+// answer to the start never came may have begun the round and moved jobs.
+// The round waits for it while it is up, asks it once its heartbeat says it
+// is out of the round, and counts what it moved.
+TEST_F(SiteTest, ASiteWhoseAnswerToTheStartNeverCameIsAskedAndCounted) {
+  Make(4, [](config::Config& c) { c.balancer.step_timeout = absl::Hours(1); });
+  AddJobs(2, 40);
+  HeartbeatAll();
+  peers_.lose_start_answer.insert(Id(2));
+  auto id = sites_[0]->Balance(false, "test");
+  ASSERT_TRUE(id.ok()) << id.status();
+  // Every site ran its part; site 2's report, like its answer, is lost.
+  ASSERT_TRUE(Eventually([&] {
+    return peers_.ReportOf(*id, Id(1)) && peers_.ReportOf(*id, Id(2)) && peers_.ReportOf(*id, Id(3));
+  }));
+  const RoundReport two = *peers_.ReportOf(*id, Id(2));
+  ASSERT_GT(two.moved_out, 0);
+  ASSERT_TRUE(Eventually([&] { return sites_[0]->CurrentRound().empty(); }));  // its own part is done too
+  EXPECT_FALSE(RoundDone(0)) << "the round waits for site 2\n" << Events(0);
+  // Site 2's next heartbeat says it is out of the round: the coordinator,
+  // looking again a heartbeat interval later, asks it for its report.
+  env_.Advance(absl::Milliseconds(500));
+  sites_[2]->HeartbeatOnce();
+  ASSERT_TRUE(Eventually([&] { return env_.waiters() > 0; }));
+  env_.Advance(absl::Seconds(1));
+  ASSERT_TRUE(Eventually([&] { return RoundDone(0); })) << Events(0);
+  const auto r = sites_[0]->LastRound();
+  int64_t sent = 0;
+  for (int i = 0; i < 4; ++i) sent += peers_.ReportOf(*id, Id(i)) ? peers_.ReportOf(*id, Id(i))->moved_out : 0;
+  EXPECT_EQ(r->moved, sent) << Events(0);
+  EXPECT_FALSE(r->ok) << "a site that did not answer leaves the round short of whole";
+  EXPECT_EQ(Pending(2), 40 - two.moved_out);
 }
 
 TEST_F(SiteTest, ReportsAreTakenOnlyFromTheRoundsSitesOnceEach) {
