@@ -306,8 +306,8 @@ absl::Status Coordinator::TakeReportLocked(const RoundReport& report) {
   // A site whose answer to the start never came, asked from its journal:
   // what it committed counts, but it is no site that reported its part.
   const std::vector<std::string>& unanswered = running_->unanswered;
-  const bool only_counted = report.from_journal &&
-                            std::find(unanswered.begin(), unanswered.end(), report.site) != unanswered.end();
+  const bool only_counted =
+      report.from_journal && std::find(unanswered.begin(), unanswered.end(), report.site) != unanswered.end();
   const config::RosterEntry* e = roster.FindSite(report.site);
   std::vector<std::string> sends;
   for (const auto& t : report.transfers) {
