@@ -2,6 +2,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "daemon/scheduler/exec_adapter.h"
+#include "daemon/scheduler/gridengine_adapter.h"
 #include "daemon/scheduler/sim_adapter.h"
 #include "daemon/scheduler/slurm_adapter.h"
 
@@ -16,9 +17,9 @@ class MigratorMover : public federation::JobMover {
     return Summed(m_->MigrateOut(dest, count, round_id));
   }
   absl::StatusOr<std::optional<std::vector<std::vector<std::string>>>> Choose(const std::vector<Order>& orders,
-                                                                             const balance::StartProfile& own,
-                                                                             bool draining,
-                                                                             const std::string& round_id) override {
+                                                                              const balance::StartProfile& own,
+                                                                              bool draining,
+                                                                              const std::string& round_id) override {
     std::vector<migration::Migrator::Destination> dests;
     for (const Order& o : orders) dests.push_back({o.dest_site, o.count, o.profile});
     migration::Migrator::ChoiceRules rules = rules_;
@@ -72,6 +73,7 @@ std::unique_ptr<scheduler::AdapterRegistry> BuiltinAdapters() {
   scheduler::RegisterSimAdapter(r.get());
   scheduler::RegisterExecAdapter(r.get());
   scheduler::RegisterSlurmAdapter(r.get());
+  scheduler::RegisterGridEngineAdapter(r.get());
   return r;
 }
 
