@@ -31,6 +31,8 @@ namespace {
 using nlohmann::json;
 
 constexpr size_t kMaxOutput = size_t{1} << 30;
+// Where Debian keeps Grid Engine's programs (bin_dir's default when it exists).
+constexpr char kDebianGridEngineBin[] = "/usr/lib/gridengine";
 // Ids per `qstat -j` command.
 constexpr size_t kStatBatch = 200;
 // A ledger record of a job no longer in the queue is dropped after this.
@@ -445,6 +447,11 @@ absl::StatusOr<std::unique_ptr<GridEngineAdapter>> GridEngineAdapter::Open(const
   }
   auto key = MarkKey::LoadOrCreate(key_path);
   if (!key.ok()) return key.status();
+  // Debian's /usr/bin/q* are shell wrappers that work out SGE_ARCH for
+  // every call (a quarter second here); the programs are in
+  // /usr/lib/gridengine.
+  if (o->common.bin_dir.empty() && access(absl::StrCat(kDebianGridEngineBin, "/qsub").c_str(), X_OK) == 0)
+    o->common.bin_dir = kDebianGridEngineBin;
   if (o->script_dir.empty()) {
     // The qmaster's spool, from the cell's bootstrap file.
     std::ifstream in(absl::StrCat(o->sge_root, "/", o->sge_cell, "/common/bootstrap"));
@@ -784,99 +791,178 @@ absl::StatusOr<int64_t> GridEngineAdapter::WidestJob() {
   return w;
 }
 
-absl::Status GridEngineAdapter::ChangeOne(Change c, const std::string& id) {
-  if (!AllDigits(id)) return NotFound(id);
+std::vector<absl::Status> GridEngineAdapter::ChangeMany(Change c, const std::vector<std::string>& ids) {
+  if (ids.empty()) return {};
   absl::MutexLock l(&mu_);
   auto q = ReadQueue();
-  if (!q.ok()) return q.status();
-  auto it = q->find(id);
-  if (it == q->end() || !it->second.Visible()) return NotFound(id);
-  const JobState s = it->second.job.state;
+  if (!q.ok()) return std::vector<absl::Status>(ids.size(), q.status());
   const char* what = c == Change::kHold ? "hold" : c == Change::kRelease ? "release" : "cancel";
-  auto refuse = [&](JobState now) {
-    return absl::FailedPreconditionError(
-        absl::StrCat("gridengine: cannot ", what, " job ", id, ": it is ", JobStateName(now)));
-  };
-  switch (c) {
-    case Change::kHold:
-      if (s == JobState::kHeld) return absl::OkStatus();
-      if (s != JobState::kPending) return refuse(s);
-      break;
-    case Change::kRelease:
-      if (s == JobState::kPending) return absl::OkStatus();
-      if (s != JobState::kHeld) return refuse(s);
-      break;
-    case Change::kCancel:
-      if (s == JobState::kCancelled) return absl::OkStatus();
-      if (s != JobState::kPending && s != JobState::kHeld) return refuse(s);
-      break;
-  }
-  if (c == Change::kRelease) {
-    if (auto st = Run({"qrls", "-h", "u", id}).status(); !st.ok()) return st;
-    auto after = ReadQueue();
-    if (!after.ok()) return after.status();
-    auto a = after->find(id);
-    if (a != after->end() && a->second.job.state == JobState::kHeld) {
-      return absl::FailedPreconditionError(
-          absl::StrCat("gridengine: job ", id, " is still held after qrls -h u: it has an operator or system hold"));
+  std::vector<absl::Status> out(ids.size());
+  // What the queue already answers, and the jobs that need a command: each
+  // once, however often it is named.
+  std::vector<std::string> act;
+  std::map<std::string, std::vector<size_t>> asked;
+  for (size_t i = 0; i < ids.size(); ++i) {
+    const std::string& id = ids[i];
+    if (auto it = asked.find(id); it != asked.end()) {
+      it->second.push_back(i);
+      continue;
     }
-    return absl::OkStatus();
+    auto it = AllDigits(id) ? q->find(id) : q->end();
+    if (it == q->end() || !it->second.Visible()) {
+      out[i] = NotFound(id);
+      continue;
+    }
+    const JobState s = it->second.job.state;
+    const bool noop = (c == Change::kHold && s == JobState::kHeld) ||
+                      (c == Change::kRelease && s == JobState::kPending) ||
+                      (c == Change::kCancel && s == JobState::kCancelled);
+    const bool can = (c == Change::kHold && s == JobState::kPending) ||
+                     (c == Change::kRelease && s == JobState::kHeld) ||
+                     (c == Change::kCancel && (s == JobState::kPending || s == JobState::kHeld));
+    if (noop) continue;
+    if (!can) {
+      out[i] = absl::FailedPreconditionError(
+          absl::StrCat("gridengine: cannot ", what, " job ", id, ": it is ", JobStateName(s)));
+      continue;
+    }
+    asked[id].push_back(i);
+    act.push_back(id);
+  }
+  if (act.empty()) return out;
+  auto set = [&](const std::string& id, const absl::Status& st) {
+    for (size_t i : asked[id]) out[i] = st;
+  };
+  if (c == Change::kRelease) {
+    std::vector<std::string> argv = {"qrls", "-h", "u"};
+    argv.insert(argv.end(), act.begin(), act.end());
+    const absl::Status st = Run(argv).status();
+    auto after = ReadQueue();
+    for (const std::string& id : act) {
+      auto a = after.ok() ? after->find(id) : Queue::iterator();
+      if (!after.ok()) {
+        set(id, after.status());
+      } else if (a != after->end() && a->second.job.state == JobState::kHeld) {
+        set(id, st.ok() ? absl::FailedPreconditionError(absl::StrCat("gridengine: job ", id,
+                                                                     " is still held after qrls -h u: it has an "
+                                                                     "operator or system hold"))
+                        : st);
+      }
+    }
+    return out;
   }
   // Hold first, for a cancel too: qdel has no "only if pending", and a held
   // job cannot start between the check and the delete.
-  if (s == JobState::kPending) {
-    if (auto st = Run({"qhold", "-h", "u", id}).status(); !st.ok()) return st;
+  std::vector<std::string> pending;
+  for (const std::string& id : act)
+    if (q->at(id).job.state == JobState::kPending) pending.push_back(id);
+  absl::Status held_st;
+  if (!pending.empty()) {
+    std::vector<std::string> argv = {"qhold", "-h", "u"};
+    argv.insert(argv.end(), pending.begin(), pending.end());
+    held_st = Run(argv).status();
   }
   auto after = ReadQueue();
-  if (!after.ok()) return after.status();
-  auto a = after->find(id);
-  if (a == after->end()) return NotFound(id);
-  const JobState got = a->second.job.state;
-  if (got != JobState::kHeld) {
-    if (got == JobState::kPending)
-      return absl::UnavailableError(absl::StrCat("gridengine: job ", id, " is still pending after qhold; try again"));
-    return absl::FailedPreconditionError(
-        absl::StrCat("gridengine: job ", id, " is ", JobStateName(got), " (it changed meanwhile)"));
+  if (!after.ok()) {
+    for (const std::string& id : act) set(id, after.status());
+    return out;
   }
-  if (c == Change::kHold) return absl::OkStatus();
+  std::vector<std::string> doomed;
+  for (const std::string& id : act) {
+    auto a = after->find(id);
+    if (a == after->end()) {
+      set(id, held_st.ok() ? NotFound(id) : held_st);
+      continue;
+    }
+    const JobState got = a->second.job.state;
+    if (got == JobState::kHeld) {
+      if (c == Change::kCancel) doomed.push_back(id);
+      continue;
+    }
+    if (!held_st.ok()) {
+      set(id, held_st);
+    } else if (got == JobState::kPending) {
+      set(id, absl::UnavailableError(absl::StrCat("gridengine: job ", id, " is still pending after qhold; try again")));
+    } else {
+      set(id, absl::FailedPreconditionError(
+                  absl::StrCat("gridengine: job ", id, " is ", JobStateName(got), " (it changed meanwhile)")));
+    }
+  }
+  if (doomed.empty()) return out;
   // The script goes once the job does: keep it (and that hyperfed cancelled
   // it) for Export and FindByTag.
-  Ledgered led;
-  if (auto lit = ledger_.find(id); lit != ledger_.end()) led = lit->second;
-  led.raw = a->second.raw;
-  led.cancelled = true;
-  if (auto script = ReadScript(id); script.ok()) {
-    led.has_script = true;
-    led.script = *std::move(script);
+  for (const std::string& id : doomed) {
+    Ledgered led;
+    if (auto lit = ledger_.find(id); lit != ledger_.end()) led = lit->second;
+    led.raw = after->at(id).raw;
+    led.cancelled = true;
+    if (auto script = ReadScript(id); script.ok()) {
+      led.has_script = true;
+      led.script = *std::move(script);
+    }
+    Remember(led);
   }
-  Remember(led);
-  if (auto st = Run({"qdel", id}).status(); !st.ok()) return st;
-  return absl::OkStatus();
+  std::vector<std::string> argv = {"qdel"};
+  argv.insert(argv.end(), doomed.begin(), doomed.end());
+  if (absl::Status st = Run(argv).status(); !st.ok()) {
+    // Some may be gone all the same: read again and judge each.
+    auto last = ReadQueue();
+    for (const std::string& id : doomed) {
+      auto a = last.ok() ? last->find(id) : Queue::iterator();
+      if (!last.ok() || (a != last->end() && a->second.job.state == JobState::kHeld)) set(id, st);
+    }
+  }
+  return out;
 }
 
-absl::Status GridEngineAdapter::Hold(const std::string& id) { return ChangeOne(Change::kHold, id); }
-absl::Status GridEngineAdapter::Release(const std::string& id) { return ChangeOne(Change::kRelease, id); }
-absl::Status GridEngineAdapter::Cancel(const std::string& id) { return ChangeOne(Change::kCancel, id); }
+absl::Status GridEngineAdapter::Hold(const std::string& id) { return ChangeMany(Change::kHold, {id})[0]; }
+absl::Status GridEngineAdapter::Release(const std::string& id) { return ChangeMany(Change::kRelease, {id})[0]; }
+absl::Status GridEngineAdapter::Cancel(const std::string& id) { return ChangeMany(Change::kCancel, {id})[0]; }
+std::vector<absl::Status> GridEngineAdapter::HoldMany(const std::vector<std::string>& ids) {
+  return ChangeMany(Change::kHold, ids);
+}
+std::vector<absl::Status> GridEngineAdapter::ReleaseMany(const std::vector<std::string>& ids) {
+  return ChangeMany(Change::kRelease, ids);
+}
+std::vector<absl::Status> GridEngineAdapter::CancelMany(const std::vector<std::string>& ids) {
+  return ChangeMany(Change::kCancel, ids);
+}
 
-absl::StatusOr<JobSpec> GridEngineAdapter::Export(const std::string& id) {
-  if (!AllDigits(id)) return NotFound(id);
+absl::StatusOr<JobSpec> GridEngineAdapter::Export(const std::string& id) { return ExportMany({id})[0]; }
+
+std::vector<absl::StatusOr<JobSpec>> GridEngineAdapter::ExportMany(const std::vector<std::string>& ids) {
+  if (ids.empty()) return {};
   absl::MutexLock l(&mu_);
   auto q = ReadQueue();
-  if (!q.ok()) return q.status();
-  auto it = q->find(id);
-  if (it == q->end() || !it->second.Visible()) return NotFound(id);
-  const Entry& e = it->second;
-  if (absl::StrContains(e.fixed_pin, "environment variable") || absl::StrContains(e.fixed_pin, "qsub -b y"))
-    return absl::FailedPreconditionError(absl::StrCat("gridengine: job ", id, " ", e.fixed_pin, "; it is pinned"));
-  JobSpec spec = e.job.spec;
-  if (auto lit = ledger_.find(id); lit != ledger_.end() && lit->second.has_script) {
-    spec.script = lit->second.script;
-    return spec;
+  if (!q.ok()) return std::vector<absl::StatusOr<JobSpec>>(ids.size(), q.status());
+  std::vector<absl::StatusOr<JobSpec>> out;
+  for (const std::string& id : ids) {
+    auto it = AllDigits(id) ? q->find(id) : q->end();
+    if (it == q->end() || !it->second.Visible()) {
+      out.push_back(NotFound(id));
+      continue;
+    }
+    const Entry& e = it->second;
+    if (absl::StrContains(e.fixed_pin, "environment variable") || absl::StrContains(e.fixed_pin, "qsub -b y")) {
+      out.push_back(
+          absl::FailedPreconditionError(absl::StrCat("gridengine: job ", id, " ", e.fixed_pin, "; it is pinned")));
+      continue;
+    }
+    JobSpec spec = e.job.spec;
+    if (auto lit = ledger_.find(id); lit != ledger_.end() && lit->second.has_script) {
+      spec.script = lit->second.script;
+      out.push_back(std::move(spec));
+      continue;
+    }
+    auto script = ReadScript(id);
+    if (!script.ok()) {
+      out.push_back(script.status());
+      continue;
+    }
+    spec.script = *std::move(script);
+    out.push_back(std::move(spec));
   }
-  auto script = ReadScript(id);
-  if (!script.ok()) return script.status();
-  spec.script = *std::move(script);
-  return spec;
+  return out;
 }
 
 std::vector<absl::StatusOr<Job>> GridEngineAdapter::GetJobs(const std::vector<std::string>& ids) {

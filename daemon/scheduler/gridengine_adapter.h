@@ -74,7 +74,10 @@
 //                        (default smp)
 //   script_dir           where the qmaster keeps job scripts (default:
 //                        <qmaster_spool_dir of the cell's bootstrap>/job_scripts)
-//   and the slurm adapter's bin_dir, timeout, users, run_as, users_map,
+//   bin_dir              folder of the commands (default /usr/lib/gridengine
+//                        when it holds qsub: Debian's /usr/bin/q* wrappers
+//                        cost a quarter second per call; else the fixed PATH)
+//   and the slurm adapter's timeout, users, run_as, users_map,
 //   run_as_account, uid_min, uid_max, deny_users, mark_key, pin_marker,
 //   workdir_policy, submit_dir, speed.
 //
@@ -172,6 +175,12 @@ class GridEngineAdapter : public SchedulerAdapter {
   absl::Status CheckSpec(const JobSpec& spec) const override;
   absl::StatusOr<std::vector<Job>> FindByTag(const std::string& tag) override;
   absl::Status SetPinned(const std::string& id, bool pinned) override;
+  // One queue read per batch (two for holds and cancels, before and after)
+  // and one command for all its jobs.
+  std::vector<absl::Status> HoldMany(const std::vector<std::string>& ids) override;
+  std::vector<absl::Status> ReleaseMany(const std::vector<std::string>& ids) override;
+  std::vector<absl::Status> CancelMany(const std::vector<std::string>& ids) override;
+  std::vector<absl::StatusOr<JobSpec>> ExportMany(const std::vector<std::string>& ids) override;
   std::vector<absl::StatusOr<Job>> GetJobs(const std::vector<std::string>& ids) override;
   std::vector<absl::StatusOr<std::string>> SubmitMany(const std::vector<std::pair<JobSpec, std::string>>& spec_and_tag,
                                                       bool held = false) override;
@@ -214,7 +223,10 @@ class GridEngineAdapter : public SchedulerAdapter {
   // Writes the record (0600, atomically) and keeps it in ledger_.
   void Remember(const Ledgered& l) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   enum class Change { kHold, kRelease, kCancel };
-  absl::Status ChangeOne(Change c, const std::string& id);
+  // Hold, release or cancel: one queue read, one command for every job
+  // that needs it, one read after (a job that started meanwhile is
+  // FailedPrecondition, one still pending Unavailable).
+  std::vector<absl::Status> ChangeMany(Change c, const std::vector<std::string>& ids);
   absl::Status CheckSpecWithin(const JobSpec& spec, int64_t widest) const;
   absl::StatusOr<std::string> SubmitIn(const JobSpec& spec, const std::string& tag, bool held, int64_t widest) const;
   // The slots of the widest queue instance of `queue` (0: unknown), cached

@@ -17,9 +17,9 @@ class MigratorMover : public federation::JobMover {
     return Summed(m_->MigrateOut(dest, count, round_id));
   }
   absl::StatusOr<std::optional<std::vector<std::vector<std::string>>>> Choose(const std::vector<Order>& orders,
-                                                                              const balance::StartProfile& own,
-                                                                              bool draining,
-                                                                              const std::string& round_id) override {
+                                                                             const balance::StartProfile& own,
+                                                                             bool draining,
+                                                                             const std::string& round_id) override {
     std::vector<migration::Migrator::Destination> dests;
     for (const Order& o : orders) dests.push_back({o.dest_site, o.count, o.profile});
     migration::Migrator::ChoiceRules rules = rules_;
