@@ -472,8 +472,17 @@ absl::StatusOr<std::unique_ptr<GridEngineAdapter>> GridEngineAdapter::Open(const
   }
   std::string dir = std::filesystem::path(key_path).parent_path().string();
   if (dir.empty()) dir = ".";
+  // One ledger per cluster (SGE_ROOT, cell, qmaster port): job ids and
+  // migration tags repeat between clusters, and a record of another
+  // cluster's job must never answer a tag here (it would stop a submit).
+  std::string cluster_id = absl::StrCat(o->sge_root, "/", o->sge_cell, ":", o->qmaster_port);
+  for (char& ch : cluster_id)
+    if (!absl::ascii_isalnum(static_cast<unsigned char>(ch)) && ch != '-' && ch != '.') ch = '_';
   dir += "/gridengine-jobs";
   std::error_code ec;
+  std::filesystem::create_directories(dir, ec);
+  if (!ec) chmod(dir.c_str(), 0700);
+  dir += "/" + cluster_id;
   std::filesystem::create_directories(dir, ec);
   if (ec) return absl::UnavailableError(absl::StrCat("gridengine: cannot create ", dir, ": ", ec.message()));
   chmod(dir.c_str(), 0700);

@@ -51,7 +51,8 @@
 // What Grid Engine cannot say, and what the adapter does instead:
 // - qstat shows a finished job (a zombie) without its context: the adapter
 //   keeps a ledger of the marked jobs it has seen (tag, spec, who runs it;
-//   one JSON file per job under <state folder>/gridengine-jobs), so that
+//   one JSON file per job under <state folder>/gridengine-jobs/<cluster>,
+//   the cluster's SGE_ROOT, cell and qmaster port), so that
 //   FindByTag finds a job after it ended, and keeps the script of each job
 //   it cancels, so that Export still works. A held job hyperfed submits is
 //   in the ledger at its first read; the one window left is a crash between

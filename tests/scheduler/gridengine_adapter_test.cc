@@ -295,5 +295,30 @@ TEST_F(GridEngineAdapterTest, TagsSurviveARestartOfTheAdapter) {
   EXPECT_EQ(*again, id);
 }
 
+TEST_F(GridEngineAdapterTest, ALedgerNeverAnswersForAnotherCluster) {
+  // Two clusters, one state folder (and mark key): migration tags repeat
+  // between federations, and a record of the first cluster's job must not
+  // stop a submit at the second (found by the Slurm-to-Grid-Engine
+  // benchmark, where it lost the moved jobs).
+  auto a = Open();
+  ASSERT_TRUE(a.ok()) << a.status();
+  auto first = (*a)->Submit(Spec("one"), "hyperfed:site-0:1:0", /*held=*/true);
+  ASSERT_TRUE(first.ok()) << first.status();
+  auto other = GridEngineCluster::Start("other");
+  ASSERT_TRUE(other.ok()) << other.status();
+  auto options = (*other)->Options();
+  options.insert({{"submit_dir", dir_.path()}, {"run_as", "account"}, {"run_as_account", "nobody"}});
+  auto b = GridEngineAdapter::Open({.state_dir = dir_.path(), .options = options});
+  ASSERT_TRUE(b.ok()) << b.status();
+  auto found = (*b)->FindByTag("hyperfed:site-0:1:0");
+  ASSERT_TRUE(found.ok()) << found.status();
+  EXPECT_TRUE(found->empty()) << "the other cluster's job";
+  auto second = (*b)->Submit(Spec("one"), "hyperfed:site-0:1:0", /*held=*/true);
+  ASSERT_TRUE(second.ok()) << second.status();
+  auto stat = (*other)->Cmd({"qstat", "-j", *second, "-xml"});
+  ASSERT_TRUE(stat.ok()) << "the job was not submitted to the second cluster: " << stat.status();
+  EXPECT_TRUE(absl::StrContains(stat->out, "<JB_job_name>one</JB_job_name>"));
+}
+
 }  // namespace
 }  // namespace hyperfed::scheduler::testing
