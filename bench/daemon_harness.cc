@@ -17,8 +17,10 @@
 //   - Slurm to Slurm: jobs per second migrated between two single-node
 //     Slurm clusters in one round, against plain sbatch of the same scripts
 //     with the same parallelism, with the ratio to the goal (0.5).
+//   - Grid Engine to Grid Engine and Slurm to Grid Engine: the same against
+//     plain qsub, one at a time (as the gridengine adapter submits).
 // Run: build/hyperfed_daemon_bench [--quick | --rounds [SITES] | --cpu [ROUNDS] | --throughput |
-//                                   --soak [ROUNDS] | --slurm [JOBS [RUNS]]]
+//                                   --soak [ROUNDS] | --slurm [JOBS [RUNS]] | --gridengine [JOBS]]
 // (figures in docs/benchmarks.md)
 
 #include <dirent.h>
@@ -37,10 +39,12 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "daemon/common/executor.h"
+#include "daemon/scheduler/gridengine_adapter.h"
 #include "daemon/scheduler/slurm_adapter.h"
 #include "grpc/health/v1/health.grpc.pb.h"
 #include "tests/integration/federation_harness.h"
 #include "tests/integration/jobs_util.h"
+#include "tests/scheduler/gridengine_cluster.h"
 #include "tests/scheduler/slurm_cluster.h"
 
 using namespace hyperfed::testing;
@@ -558,6 +562,146 @@ int SlurmMigration(int jobs, int runs) {
   return 0;
 }
 
+// ---- Grid Engine to Grid Engine, Slurm to Grid Engine (issue 32) ----
+
+// A Grid Engine cluster whose scheduler thread is stopped: every job stays
+// pending, so the qmaster does the same work for each submission.
+absl::StatusOr<std::unique_ptr<GridEngineCluster>> StoppedGridEngine(const std::string& name) {
+  auto c = GridEngineCluster::Start(name);
+  if (!c.ok()) return c.status();
+  if (auto r = (*c)->Cmd({"qconf", "-kt", "scheduler"}); !r.ok()) return r.status();
+  return c;
+}
+
+// `jobs` jobs submitted with plain qsub as user nobody, one at a time (the
+// gridengine adapter's SubmitMany runs one qsub at a time too), with
+// Debian's qsub program itself (not the /usr/bin wrapper, which costs a
+// quarter second more per call); the seconds it took.
+absl::StatusOr<double> PlainQsub(const GridEngineCluster& c, int first, int jobs, const std::string& cwd) {
+  std::map<std::string, std::string> env = c.Env();
+  env["PATH"] = "/usr/bin:/bin";
+  const absl::Time t = absl::Now();
+  for (int n = first; n < first + jobs; ++n) {
+    hyperfed::scheduler::CommandSpec spec{
+        .argv = {"setpriv", "--reuid=65534", "--regid=65534", "--init-groups", "/usr/lib/gridengine/qsub", "-terse",
+                 "-cwd", "-N", absl::StrCat("move-", n)},
+        .stdin_text = BenchScript(n),
+        .env = env,
+        .inherit_env = false,
+        .cwd = cwd,
+        .timeout = absl::Seconds(60)};
+    auto r = hyperfed::scheduler::RunCommand(spec);
+    if (!r.ok()) return r.status();
+    if (r->exit_code != 0) return hyperfed::scheduler::CommandFailure(spec.argv, *r);
+  }
+  return absl::ToDoubleSeconds(absl::Now() - t);
+}
+
+int GridEngineLive(const GridEngineCluster& c) {
+  auto r = c.Cmd({"qstat", "-u", "*"});
+  if (!r.ok()) return -1;
+  // Two header lines, then one line per job.
+  const int lines = static_cast<int>(std::count(r->out.begin(), r->out.end(), '\n'));
+  return lines > 2 ? lines - 2 : 0;
+}
+
+// One operator round moving half of 2 x jobs pending at the source (Slurm
+// or Grid Engine) to a Grid Engine destination.
+absl::StatusOr<Moved> GridEngineRound(bool from_slurm, int jobs, const std::string& work) {
+  std::unique_ptr<SlurmCluster> slurm;
+  std::unique_ptr<GridEngineCluster> src;
+  std::map<std::string, std::string> src_options = {{"submit_dir", work},
+                                                    {"timeout", "60s"},
+                                                    {"run_as", "account"},
+                                                    {"run_as_account", "nobody"},
+                                                    {"mark_key", work + "/keys/src.key"}};
+  if (from_slurm) {
+    auto a = DownCluster("slurm-src");
+    if (!a.ok()) return a.status();
+    slurm = *std::move(a);
+    if (auto s = PlainSbatch(*slurm, 0, 2 * jobs, 8, work); !s.ok()) return s.status();
+    src_options["slurm_conf"] = slurm->conf();
+  } else {
+    auto a = StoppedGridEngine("ge-src");
+    if (!a.ok()) return a.status();
+    src = *std::move(a);
+    if (auto s = PlainQsub(*src, 0, 2 * jobs, work); !s.ok()) return s.status();
+    for (const auto& [k, v] : src->Options()) src_options[k] = v;
+  }
+  auto dst = StoppedGridEngine("ge-dst");
+  if (!dst.ok()) return dst.status();
+  std::map<std::string, std::string> dst_options = (*dst)->Options();
+  dst_options.insert({{"submit_dir", work},
+                      {"timeout", "60s"},
+                      {"run_as", "account"},
+                      {"run_as_account", "nobody"},
+                      {"mark_key", work + "/keys/dst.key"}});
+  FederationOptions o{.sites = 2, .step_timeout = "300s", .peer_timeout = "10s", .heartbeat = "1s"};
+  o.site_adapters = {from_slurm ? "slurm" : "gridengine", "gridengine"};
+  o.adapter_options = {src_options, dst_options};
+  auto f = TestFederation::Start(o);
+  if (!f.ok()) return f.status();
+  const absl::Time t = absl::Now();
+  auto res = RunRound(**f, 0, false, absl::Minutes(10));
+  const double s = absl::ToDoubleSeconds(absl::Now() - t);
+  if (!res.ok()) return res.status();
+  if (!res->ok()) return absl::InternalError("the round failed: " + res->message());
+  const int at_a = from_slurm ? LiveJobs(*slurm) : GridEngineLive(*src), at_b = GridEngineLive(**dst);
+  if (at_a + at_b != 2 * jobs || at_b != res->moved()) {
+    return absl::InternalError(absl::StrCat("after the round: ", at_a, " jobs at the source and ", at_b,
+                                            " at ge-dst; want ", 2 * jobs, " in all, ", res->moved(), " at ge-dst"));
+  }
+  return Moved{.jobs = res->moved(), .seconds = s};
+}
+
+int GridEngineMigration(int jobs) {
+  if (std::string why = GridEngineMissing(); !why.empty()) {
+    std::printf("gridengine: skipped: %s\n", why.c_str());
+    return 1;
+  }
+  std::string work = (std::filesystem::temp_directory_path() / "hyperfed-ge-bench-XXXXXX").string();
+  if (mkdtemp(work.data()) == nullptr) return 1;
+  chmod(work.c_str(), 01777);
+  struct Cleanup {
+    std::string dir;
+    ~Cleanup() {
+      std::error_code ec;
+      std::filesystem::remove_all(dir, ec);
+    }
+  } cleanup{work};
+  std::printf(
+      "Grid Engine destination: %d jobs, one qsub at a time (as the gridengine adapter submits), every scheduler "
+      "stopped (jobs stay pending), fresh single-node clusters per measurement\n",
+      jobs);
+  for (const bool from_slurm : {false, true}) {
+    if (from_slurm && !SlurmMissing().empty()) {
+      std::printf("  Slurm to Grid Engine: skipped: %s\n", SlurmMissing().c_str());
+      continue;
+    }
+    auto plain_c = StoppedGridEngine("ge-plain");
+    if (!plain_c.ok()) {
+      std::printf("  cluster failed: %s\n", std::string(plain_c.status().message()).c_str());
+      return 1;
+    }
+    auto plain = PlainQsub(**plain_c, 0, jobs, work);
+    plain_c->reset();
+    auto moved = GridEngineRound(from_slurm, jobs, work);
+    if (!plain.ok() || !moved.ok()) {
+      std::printf("  failed: %s %s\n", std::string(plain.status().message()).c_str(),
+                  std::string(moved.status().message()).c_str());
+      return 1;
+    }
+    const double a = jobs / *plain, b = moved->jobs / moved->seconds;
+    std::printf(
+        "  %s: plain qsub %d jobs in %.2f s = %.1f jobs/s; migrated in one round %lld jobs in %.2f s = %.1f jobs/s; "
+        "ratio %.2f\n",
+        from_slurm ? "Slurm to Grid Engine" : "Grid Engine to Grid Engine", jobs, *plain, a,
+        static_cast<long long>(moved->jobs), moved->seconds, b, b / a);
+    std::fflush(stdout);
+  }
+  return 0;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -572,6 +716,7 @@ int main(int argc, char** argv) {
     Rounds(sites, 40, true, floor_ms);
     return 0;
   }
+  if (mode == "--gridengine") return GridEngineMigration(argc > 2 ? std::atoi(argv[2]) : 100);
   if (mode == "--slurm") return SlurmMigration(argc > 2 ? std::atoi(argv[2]) : 500, argc > 3 ? std::atoi(argv[3]) : 3);
   if (mode == "--throughput") {
     Throughput(10000, true);

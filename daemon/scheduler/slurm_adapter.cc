@@ -540,6 +540,28 @@ std::string WhyNotRunAs(const SlurmOptions& o, const std::string& name, uint32_t
 
 }  // namespace
 
+absl::Status CheckRunAsOptions(const SlurmOptions& o) {
+  if (o.run_as == SlurmRunAs::kAccount) {
+    std::string buf;
+    auto pw = LookUpUser(o.run_as_account, &buf);
+    if (!pw.ok()) {
+      return absl::InvalidArgumentError(absl::StrCat("scheduler option \"run_as_account\": ", pw.status().message()));
+    }
+    if (std::string why = WhyNotRunAs(o, o.run_as_account, pw->pw_uid, /*peer_chosen=*/false); !why.empty())
+      return absl::InvalidArgumentError(absl::StrCat("scheduler option \"run_as_account\": ", why));
+  }
+  for (const auto& [from, target] : o.users_map) {
+    std::string buf;
+    auto pw = LookUpUser(target.user, &buf);
+    if (!pw.ok()) continue;  // refused per job while it does not exist
+    if (std::string why = WhyNotRunAs(o, target.user, pw->pw_uid, /*peer_chosen=*/true); !why.empty()) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("scheduler option \"users_map\": ", o.users_map_file, ":", target.line, ": ", why));
+    }
+  }
+  return absl::OkStatus();
+}
+
 absl::StatusOr<std::unique_ptr<SlurmAdapter>> SlurmAdapter::Open(const AdapterContext& ctx) {
   auto o = ParseSlurmOptions(ctx.options);
   if (!o.ok()) return o.status();
@@ -553,24 +575,7 @@ absl::StatusOr<std::unique_ptr<SlurmAdapter>> SlurmAdapter::Open(const AdapterCo
   if (!key.ok()) return key.status();
   // Checked now so that a site learns at start, not at its first transfer
   // (and again for every job: users change).
-  if (o->run_as == SlurmRunAs::kAccount) {
-    std::string buf;
-    auto pw = LookUpUser(o->run_as_account, &buf);
-    if (!pw.ok()) {
-      return absl::InvalidArgumentError(absl::StrCat("scheduler option \"run_as_account\": ", pw.status().message()));
-    }
-    if (std::string why = WhyNotRunAs(*o, o->run_as_account, pw->pw_uid, /*peer_chosen=*/false); !why.empty())
-      return absl::InvalidArgumentError(absl::StrCat("scheduler option \"run_as_account\": ", why));
-  }
-  for (const auto& [from, target] : o->users_map) {
-    std::string buf;
-    auto pw = LookUpUser(target.user, &buf);
-    if (!pw.ok()) continue;  // refused per job while it does not exist
-    if (std::string why = WhyNotRunAs(*o, target.user, pw->pw_uid, /*peer_chosen=*/true); !why.empty()) {
-      return absl::InvalidArgumentError(
-          absl::StrCat("scheduler option \"users_map\": ", o->users_map_file, ":", target.line, ": ", why));
-    }
-  }
+  if (auto st = CheckRunAsOptions(*o); !st.ok()) return st;
   std::string env_dir = std::filesystem::path(key_path).parent_path().string();
   if (env_dir.empty()) env_dir = ".";
   return std::unique_ptr<SlurmAdapter>(new SlurmAdapter(*std::move(o), *std::move(key), std::move(env_dir)));
@@ -1158,36 +1163,35 @@ std::string FilterSbatchDirectives(const std::string& script) {
   return out;
 }
 
-absl::StatusOr<SlurmAdapter::RunAsUser> SlurmAdapter::RunAs(const JobSpec& s) const {
-  auto refuse = [](const std::string& why) {
-    return absl::InvalidArgumentError(absl::StrCat("slurm: ", why, " (docs/adapters.md, \"Who moved jobs run as\")"));
+absl::StatusOr<RunAsUser> ResolveRunAs(const SlurmOptions& o, const JobSpec& s, const std::string& scheduler) {
+  auto refuse = [&](const std::string& why) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(scheduler, ": ", why, " (docs/adapters.md, \"Who moved jobs run as\")"));
   };
   std::string local;
-  switch (options_.run_as) {
+  switch (o.run_as) {
     case SlurmRunAs::kUnset:
       return refuse(
           "this site runs no jobs from other sites: set scheduler option run_as to \"account\" (with "
           "run_as_account: an unprivileged local user) or \"owner\" (with users_map: same-name or a mapping file); "
           "hyperfed never runs them as its own account");
     case SlurmRunAs::kAccount:
-      local = options_.run_as_account;
+      local = o.run_as_account;
       break;
     case SlurmRunAs::kOwner: {
       if (s.owner.empty())
         return refuse("the job has no owner, and this site runs jobs as their owner (run_as: owner)");
-      if (options_.same_name) {
+      if (o.same_name) {
         local = s.owner;
-      } else if (auto it = options_.users_map.find({s.source_site, s.owner});
-                 !s.source_site.empty() && it != options_.users_map.end()) {
+      } else if (auto it = o.users_map.find({s.source_site, s.owner});
+                 !s.source_site.empty() && it != o.users_map.end()) {
         local = it->second.user;
-      } else if (auto any = options_.users_map.find({"*", s.owner});
-                 !s.source_site.empty() && any != options_.users_map.end()) {
+      } else if (auto any = o.users_map.find({"*", s.owner}); !s.source_site.empty() && any != o.users_map.end()) {
         local = any->second.user;
       } else {
         return refuse(absl::StrCat("owner \"", s.owner, "\" from site \"", s.source_site, "\" is not in users_map ",
-                                   options_.users_map_file, " (lines \"",
-                                   s.source_site.empty() ? "site" : s.source_site, ":", s.owner,
-                                   " local_user\" or \"*:", s.owner, " local_user\")"));
+                                   o.users_map_file, " (lines \"", s.source_site.empty() ? "site" : s.source_site, ":",
+                                   s.owner, " local_user\" or \"*:", s.owner, " local_user\")"));
       }
       break;
     }
@@ -1196,10 +1200,14 @@ absl::StatusOr<SlurmAdapter::RunAsUser> SlurmAdapter::RunAs(const JobSpec& s) co
   auto pw = LookUpUser(local, &buf);
   if (!pw.ok())
     return refuse(absl::StrCat("owner \"", s.owner, "\" maps to local user \"", local, "\", which does not exist"));
-  if (std::string why = WhyNotRunAs(options_, local, pw->pw_uid, options_.run_as == SlurmRunAs::kOwner); !why.empty()) {
+  if (std::string why = WhyNotRunAs(o, local, pw->pw_uid, o.run_as == SlurmRunAs::kOwner); !why.empty()) {
     return refuse(absl::StrCat("owner \"", s.owner, "\" maps to local user ", why));
   }
   return RunAsUser{.name = local, .uid = pw->pw_uid, .gid = pw->pw_gid};
+}
+
+absl::StatusOr<RunAsUser> SlurmAdapter::RunAs(const JobSpec& s) const {
+  return ResolveRunAs(options_, s, kSlurmAdapterName);
 }
 
 SlurmAdapter::NodeLimits SlurmAdapter::Limits() const {

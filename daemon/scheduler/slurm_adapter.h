@@ -249,6 +249,20 @@ struct SlurmOptions {
 absl::StatusOr<SlurmOptions> ParseSlurmOptions(const std::map<std::string, std::string>& options,
                                                bool check_combination = true);
 
+// The local user a moved job runs as (run_as, users_map, run_as_account of
+// `o`): never root, the daemon's own account or one in deny_users; for
+// run_as owner only uid_min..uid_max. InvalidArgument starting
+// "<scheduler>: " saying why not. The one rule for every adapter that runs
+// jobs through a scheduler's commands (slurm, gridengine).
+struct RunAsUser {
+  std::string name;
+  uint32_t uid = 0, gid = 0;
+};
+absl::StatusOr<RunAsUser> ResolveRunAs(const SlurmOptions& o, const JobSpec& spec, const std::string& scheduler);
+// What Open checks of run_as_account and users_map's local users, so that a
+// site learns at start, not at its first transfer.
+absl::Status CheckRunAsOptions(const SlurmOptions& o);
+
 // What hyperfed stores in a job's comment (see the top of this file). Fields
 // not set are derived from the Slurm job.
 struct SlurmJobMeta {
@@ -402,11 +416,6 @@ class SlurmAdapter : public SchedulerAdapter {
   SlurmAdapter(SlurmOptions options, MarkKey mark, std::string env_dir)
       : options_(std::move(options)), mark_(std::move(mark)), env_dir_(std::move(env_dir)) {}
 
-  // The local user a spec runs as.
-  struct RunAsUser {
-    std::string name;
-    uint32_t uid = 0, gid = 0;
-  };
   // Never root, the daemon, deny_users; for run_as owner only uid_min..uid_max
   // (WhyNotRunAs in slurm_adapter.cc; issue 34).
   absl::StatusOr<RunAsUser> RunAs(const JobSpec& spec) const;

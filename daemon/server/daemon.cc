@@ -20,6 +20,7 @@
 #include "absl/strings/strip.h"
 #include "daemon/common/log.h"
 #include "daemon/scheduler/exec_adapter.h"
+#include "daemon/scheduler/gridengine_adapter.h"
 #include "daemon/scheduler/sim_adapter.h"
 #include "daemon/scheduler/slurm_adapter.h"
 #include "daemon/server/protocol.h"
@@ -115,6 +116,10 @@ absl::Status CheckRuntime(const config::Config& c) {
       return absl::InvalidArgumentError(
           absl::StrCat(where(name), ": scheduler.options.", name, ": ", o.status().message()));
     }
+  }
+  if (c.scheduler.adapter == scheduler::kGridEngineAdapterName) {
+    if (auto o = scheduler::ParseGridEngineOptions(c.scheduler.options); !o.ok())
+      return absl::InvalidArgumentError(absl::StrCat(c.path, ": scheduler.options: ", o.status().message()));
   }
   if (auto tls = ReadTlsFiles(c.security); !tls.ok()) return tls.status();
   if (auto t = ReadToken(c.security.admin_token_file); !t.ok()) return t.status();

@@ -2,6 +2,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "daemon/scheduler/exec_adapter.h"
+#include "daemon/scheduler/gridengine_adapter.h"
 #include "daemon/scheduler/sim_adapter.h"
 #include "daemon/scheduler/slurm_adapter.h"
 
@@ -72,6 +73,7 @@ std::unique_ptr<scheduler::AdapterRegistry> BuiltinAdapters() {
   scheduler::RegisterSimAdapter(r.get());
   scheduler::RegisterExecAdapter(r.get());
   scheduler::RegisterSlurmAdapter(r.get());
+  scheduler::RegisterGridEngineAdapter(r.get());
   return r;
 }
 

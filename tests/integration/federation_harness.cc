@@ -41,7 +41,9 @@ std::vector<int> FreePorts(int n) {
 
 // Site i's `scheduler:` line.
 std::string SchedulerLine(const FederationOptions& o, int i, int slots) {
-  if (o.adapter == "sim")
+  const std::string& adapter =
+      i < static_cast<int>(o.site_adapters.size()) && !o.site_adapters[i].empty() ? o.site_adapters[i] : o.adapter;
+  if (adapter == "sim")
     return absl::StrCat("scheduler: {adapter: sim, options: {slots: \"", slots, "\", time_scale: \"", o.time_scale,
                         "\"}}\n");
   std::string opts;
@@ -49,7 +51,7 @@ std::string SchedulerLine(const FederationOptions& o, int i, int slots) {
     for (const auto& [k, v] : o.adapter_options[i])
       absl::StrAppend(&opts, opts.empty() ? "" : ", ", k, ": \"", absl::CEscape(v), "\"");
   }
-  return absl::StrCat("scheduler: {adapter: ", o.adapter, ", options: {", opts, "}}\n");
+  return absl::StrCat("scheduler: {adapter: ", adapter, ", options: {", opts, "}}\n");
 }
 
 }  // namespace

@@ -61,6 +61,9 @@ struct FederationOptions {
   // The scheduler adapter of every site. "sim" uses `slots`; any other
   // adapter gets adapter_options[i] as site i's scheduler.options.
   std::string adapter = "sim";
+  // Site i's adapter when site_adapters[i] is set and not empty (a
+  // federation of several schedulers: Slurm and Grid Engine); else `adapter`.
+  std::vector<std::string> site_adapters;
   std::vector<std::map<std::string, std::string>> adapter_options;
   // The sim adapter's time_scale at every site: jobs run this many times
   // faster (bench/daemon_replay.cc replays traces at high scales).

@@ -1,0 +1,324 @@
+// The gridengine adapter against a real single-node Grid Engine
+// (scripts/gridengine-cluster): the shared contract, then what is Grid
+// Engine's own. Every test starts its own cluster (about 4 s) so tags and
+// ids never leak between tests. Skipped, saying why, where Grid Engine is
+// not installed or the tests do not run as root; scripts/setup installs it.
+
+#include "daemon/scheduler/gridengine_adapter.h"
+
+#include <sys/stat.h>
+
+#include <filesystem>
+#include <fstream>
+#include <thread>
+
+#include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/strip.h"
+#include "gtest/gtest.h"
+#include "tests/scheduler/adapter_contract.h"
+#include "tests/scheduler/gridengine_cluster.h"
+#include "tests/scheduler/temp_dir.h"
+
+namespace hyperfed::scheduler::testing {
+namespace {
+
+using hyperfed::testing::GridEngineCluster;
+using hyperfed::testing::GridEngineMissing;
+
+// ---- The contract, on a real Grid Engine ----
+
+class GridEngineEnv : public AdapterContractEnv {
+ public:
+  absl::StatusOr<std::unique_ptr<SchedulerAdapter>> MakeAdapter() override {
+    if (std::string why = GridEngineMissing(); !why.empty()) return absl::FailedPreconditionError(why);
+    auto c = GridEngineCluster::Start("contract");
+    if (!c.ok()) return c.status();
+    cluster_ = *std::move(c);
+    // Jobs run as an unprivileged account (never the daemon's): it must be
+    // able to work (and write its output) in submit_dir.
+    chmod(dir_.path().c_str(), 01777);
+    auto options = cluster_->Options();
+    options.insert({{"submit_dir", dir_.path()}, {"run_as", "account"}, {"run_as_account", "nobody"}});
+    auto a = GridEngineAdapter::Open({.state_dir = dir_.path(), .options = options});
+    if (!a.ok()) return a.status();
+    return std::unique_ptr<SchedulerAdapter>(*std::move(a));
+  }
+  std::string SkipReason() const override { return GridEngineMissing(); }
+  bool ListsScripts() const override { return false; }
+  // Grid Engine predicts no start times (no advance reservation).
+  Estimates StartEstimates() const override { return Estimates::kNever; }
+  void LetTimePass(absl::Duration d) override { absl::SleepFor(d); }
+  absl::Duration PollStep() const override { return absl::Milliseconds(250); }
+
+ private:
+  TempDir dir_;
+  std::unique_ptr<GridEngineCluster> cluster_;  // stopped before dir_ goes
+};
+
+INSTANTIATE_TEST_SUITE_P(GridEngine, AdapterContractTest,
+                         ::testing::Values(AdapterContractParam{"GridEngine",
+                                                                [] { return std::make_unique<GridEngineEnv>(); }}),
+                         AdapterContractParamName);
+
+// ---- Without a cluster ----
+
+TEST(GridEngineFilterTest, EveryDirectiveLineIsNeutralised) {
+  const std::string script =
+      "#!/bin/sh\n#$ -q secret.q\n  #$ -l h_rt=1\n#$-u root\necho '#$ not at the start'\n#$ -pe big 99";
+  EXPECT_EQ(FilterQsubDirectives(script),
+            "#!/bin/sh\n# hyperfed removed: #$ -q secret.q\n# hyperfed removed:   #$ -l h_rt=1\n"
+            "# hyperfed removed: #$-u root\necho '#$ not at the start'\n# hyperfed removed: #$ -pe big 99");
+  EXPECT_EQ(FilterQsubDirectives("#!/bin/sh\necho hi\n"), "#!/bin/sh\necho hi\n");
+}
+
+TEST(GridEngineXmlTest, ParsesQstatShapes) {
+  auto doc = ParseXml(
+      "<?xml version='1.0'?>\n<job_info xmlns:xsd=\"x\"><queue_info/><job_info>"
+      "<job_list state=\"pending\"><JB_job_number>12</JB_job_number><JB_name>a&amp;b &lt;c&gt; &#233;</JB_name>"
+      "</job_list></job_info></job_info>");
+  ASSERT_TRUE(doc.ok()) << doc.status();
+  EXPECT_EQ(doc->name, "job_info");
+  const XmlNode* inner = doc->Child("job_info");
+  ASSERT_NE(inner, nullptr);
+  const XmlNode* j = inner->Child("job_list");
+  ASSERT_NE(j, nullptr);
+  EXPECT_EQ(j->attrs.at("state"), "pending");
+  EXPECT_EQ(j->ChildText("JB_job_number"), "12");
+  EXPECT_EQ(j->ChildText("JB_name"), "a&b <c> \xC3\xA9");
+  EXPECT_EQ(j->ChildText("missing"), "");
+}
+
+TEST(GridEngineXmlTest, MalformedXmlIsAnError) {
+  for (const std::string bad : {"", "<a>", "<a></b>", "<a x=1></a>", "<a>&bogus;</a>", "<a></a><b/>", "<a>&#0;</a>"}) {
+    SCOPED_TRACE(bad);
+    EXPECT_TRUE(absl::IsInvalidArgument(ParseXml(bad).status()));
+  }
+  std::string deep;
+  for (int i = 0; i < 100; ++i) deep += "<a>";
+  EXPECT_FALSE(ParseXml(deep).ok());
+}
+
+TEST(GridEngineStateTest, StatesMap) {
+  EXPECT_EQ(MapGridEngineState("qw"), JobState::kPending);
+  EXPECT_EQ(MapGridEngineState("hqw"), JobState::kHeld);
+  EXPECT_EQ(MapGridEngineState("Eqw"), JobState::kHeld);
+  EXPECT_EQ(MapGridEngineState("r"), JobState::kRunning);
+  EXPECT_EQ(MapGridEngineState("t"), JobState::kRunning);
+  EXPECT_EQ(MapGridEngineState("dr"), JobState::kRunning) << "a running job being deleted still runs";
+  EXPECT_EQ(MapGridEngineState("dqw"), JobState::kCancelled);
+  EXPECT_EQ(MapGridEngineState("z"), JobState::kDone);
+  EXPECT_EQ(MapGridEngineState("??"), JobState::kRunning) << "unknown: never moved or cancelled";
+}
+
+TEST(GridEngineOptionsTest, UnknownAndMissingOptionsAreRefused) {
+  EXPECT_TRUE(absl::IsInvalidArgument(ParseGridEngineOptions({}).status())) << "sge_root is required";
+  auto bad = ParseGridEngineOptions({{"sge_root", "/x"}, {"slurm_conf", "/y"}});
+  EXPECT_TRUE(absl::IsInvalidArgument(bad.status()));
+  EXPECT_TRUE(absl::StrContains(bad.status().message(), "unknown to the gridengine adapter")) << bad.status();
+  EXPECT_TRUE(absl::IsInvalidArgument(ParseGridEngineOptions({{"sge_root", "/x"}, {"qmaster_port", "6x"}}).status()));
+  auto ok = ParseGridEngineOptions({{"sge_root", "/x"}, {"run_as", "account"}, {"run_as_account", "nobody"}});
+  ASSERT_TRUE(ok.ok()) << ok.status();
+  EXPECT_TRUE(ok->common.deny_users.contains("sgeadmin"));
+  EXPECT_TRUE(ok->common.deny_users.contains("root"));
+  EXPECT_EQ(ok->queue, "all.q");
+  EXPECT_EQ(ok->pe, "smp");
+}
+
+// ---- Grid Engine's own ----
+
+class GridEngineAdapterTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    if (std::string why = GridEngineMissing(); !why.empty()) GTEST_SKIP() << why;
+    auto c = GridEngineCluster::Start("own");
+    ASSERT_TRUE(c.ok()) << c.status();
+    cluster_ = *std::move(c);
+    chmod(dir_.path().c_str(), 01777);
+  }
+  absl::StatusOr<std::unique_ptr<GridEngineAdapter>> Open(std::map<std::string, std::string> extra = {}) {
+    auto options = cluster_->Options();
+    options.insert({{"submit_dir", dir_.path()}, {"run_as", "account"}, {"run_as_account", "nobody"}});
+    for (auto& [k, v] : extra) {
+      if (v.empty()) {
+        options.erase(k);  // "": the option unset
+      } else {
+        options[k] = v;
+      }
+    }
+    return GridEngineAdapter::Open({.state_dir = dir_.path(), .options = options});
+  }
+  JobSpec Spec(const std::string& name, const std::string& body = "sleep 36000\n") {
+    JobSpec s;
+    s.name = name;
+    s.script = "#!/bin/sh\n" + body;
+    s.key = "site-a/" + name;
+    s.owner = "alice";
+    return s;
+  }
+  // The job's tag as FindByTag sees it, waiting up to 60 s for `state`.
+  bool WaitState(GridEngineAdapter* a, const std::string& tag, JobState state) {
+    for (int i = 0; i < 240; ++i) {
+      auto j = a->FindByTag(tag);
+      if (j.ok() && j->size() == 1 && (*j)[0].state == state) return true;
+      absl::SleepFor(absl::Milliseconds(250));
+    }
+    return false;
+  }
+
+  TempDir dir_;
+  std::unique_ptr<GridEngineCluster> cluster_;
+};
+
+TEST_F(GridEngineAdapterTest, JobsRunAsTheRunAsUserNeverRoot) {
+  auto a = Open();
+  ASSERT_TRUE(a.ok()) << a.status();
+  const std::string out = dir_.Sub("whoami.txt");
+  auto id = (*a)->Submit(Spec("who", absl::StrCat("id -un > '", out, "'\n")), "who");
+  ASSERT_TRUE(id.ok()) << id.status();
+  ASSERT_TRUE(WaitState(a->get(), "who", JobState::kDone));
+  std::ifstream in(out);
+  std::string who;
+  std::getline(in, who);
+  EXPECT_EQ(who, "nobody");
+  // Root and the Grid Engine admin account are never a moved job's user.
+  for (const char* user : {"root", "sgeadmin"}) {
+    SCOPED_TRACE(user);
+    auto bad = Open({{"run_as_account", user}});
+    EXPECT_TRUE(absl::IsInvalidArgument(bad.status())) << bad.status();
+  }
+}
+
+TEST_F(GridEngineAdapterTest, RunAsOwnerNeverRunsAsRootOrAServiceAccount) {
+  auto a = Open({{"run_as", "owner"}, {"users_map", "same-name"}, {"run_as_account", ""}, {"uid_max", "65534"}});
+  ASSERT_TRUE(a.ok()) << a.status();
+  for (const char* owner : {"root", "sgeadmin", "daemon"}) {
+    SCOPED_TRACE(owner);
+    JobSpec s = Spec("as-owner");
+    s.owner = owner;
+    EXPECT_TRUE(absl::IsInvalidArgument((*a)->CheckSpec(s))) << (*a)->CheckSpec(s);
+    EXPECT_TRUE(absl::IsInvalidArgument((*a)->Submit(s, absl::StrCat("own-", owner), true).status()));
+  }
+  JobSpec ok = Spec("as-owner");
+  ok.owner = "nobody";
+  auto id = (*a)->Submit(ok, "own-nobody", /*held=*/true);
+  ASSERT_TRUE(id.ok()) << id.status();
+  auto jobs = (*a)->ListJobs();
+  ASSERT_TRUE(jobs.ok()) << jobs.status();
+  ASSERT_EQ(jobs->size(), 1u) << "only the job of an ordinary user was submitted";
+  auto stat = cluster_->Cmd({"qstat", "-j", *id, "-xml"});
+  ASSERT_TRUE(stat.ok()) << stat.status();
+  EXPECT_TRUE(absl::StrContains(stat->out, "<JB_owner>nobody</JB_owner>")) << stat->out.substr(0, 600);
+}
+
+TEST_F(GridEngineAdapterTest, ARefusedJobFailsAloneInItsBatch) {
+  auto a = Open();
+  ASSERT_TRUE(a.ok()) << a.status();
+  JobSpec bad_name = Spec("a/b");
+  JobSpec bad_env = Spec("env");
+  bad_env.env = {{"SGE_ROOT", "/tmp/evil"}};
+  JobSpec too_wide = Spec("wide");
+  too_wide.cores = 64;
+  auto r = (*a)->SubmitMany(
+      {{Spec("good-1"), "g1"}, {bad_name, "b1"}, {bad_env, "b2"}, {too_wide, "b3"}, {Spec("good-2"), "g2"}},
+      /*held=*/true);
+  ASSERT_EQ(r.size(), 5u);
+  EXPECT_TRUE(r[0].ok()) << r[0].status();
+  EXPECT_TRUE(absl::IsInvalidArgument(r[1].status())) << r[1].status();
+  EXPECT_TRUE(absl::IsInvalidArgument(r[2].status())) << r[2].status();
+  EXPECT_TRUE(absl::IsInvalidArgument(r[3].status())) << r[3].status();
+  EXPECT_TRUE(r[4].ok()) << r[4].status();
+  auto jobs = (*a)->ListJobs();
+  ASSERT_TRUE(jobs.ok()) << jobs.status();
+  EXPECT_EQ(jobs->size(), 2u);
+}
+
+TEST_F(GridEngineAdapterTest, DirectivesInTheScriptDoNotReachQsub) {
+  auto a = Open();
+  ASSERT_TRUE(a.ok()) << a.status();
+  // An unknown queue and a one-second limit: either would change where or
+  // how long the job runs.
+  auto id = (*a)->Submit(Spec("dir", "#$ -q nosuch.q\n#$ -l h_rt=1\nsleep 36000\n"), "dir", /*held=*/true);
+  ASSERT_TRUE(id.ok()) << id.status();
+  auto spec = (*a)->Export(*id);
+  ASSERT_TRUE(spec.ok()) << spec.status();
+  EXPECT_TRUE(absl::StrContains(spec->script, "# hyperfed removed: #$ -q nosuch.q")) << spec->script;
+  EXPECT_EQ(spec->time_limit_s, 0);
+}
+
+TEST_F(GridEngineAdapterTest, AUsersForgedContextIsNotAMark) {
+  auto a = Open();
+  ASSERT_TRUE(a.ok()) << a.status();
+  // A local user's own job claiming the tag of a migration.
+  scheduler::CommandSpec spec{
+      .argv = {"setpriv", "--reuid=65534", "--regid=65534", "--init-groups", "qsub", "-terse", "-h", "-N", "forged",
+               "-ac", "hyperfed=hyperfed1;t=mig-x;k=site-a/other;o=alice;m=" + std::string(64, 'a')},
+      .stdin_text = "#!/bin/sh\nsleep 100\n",
+      .env = cluster_->Env(),
+      .cwd = dir_.path(),
+      .timeout = absl::Seconds(30)};
+  auto r = scheduler::RunCommand(spec);
+  ASSERT_TRUE(r.ok() && r->exit_code == 0) << (r.ok() ? r->err : r.status().ToString());
+  auto found = (*a)->FindByTag("mig-x");
+  ASSERT_TRUE(found.ok()) << found.status();
+  EXPECT_TRUE(found->empty()) << "a forged mark is not hyperfed's";
+  auto id = (*a)->Submit(Spec("real"), "mig-x", /*held=*/true);
+  ASSERT_TRUE(id.ok()) << id.status();
+  EXPECT_NE(*id, std::string(absl::StripAsciiWhitespace(r->out))) << "the real job is submitted";
+  auto jobs = (*a)->ListJobs();
+  ASSERT_TRUE(jobs.ok());
+  for (const Job& j : *jobs) {
+    if (j.spec.name == "forged") {
+      EXPECT_EQ(j.tag, "");
+      EXPECT_EQ(j.spec.owner, "nobody") << "an unmarked job's owner is its user";
+      EXPECT_NE(j.spec.key, "site-a/other");
+    }
+  }
+}
+
+TEST_F(GridEngineAdapterTest, TagsSurviveARestartOfTheAdapter) {
+  std::string id;
+  {
+    auto a = Open();
+    ASSERT_TRUE(a.ok()) << a.status();
+    auto got = (*a)->Submit(Spec("restart", "true\n"), "mig-r");
+    ASSERT_TRUE(got.ok()) << got.status();
+    id = *got;
+    ASSERT_TRUE(WaitState(a->get(), "mig-r", JobState::kDone));
+  }
+  // A new adapter over the same state folder: the finished job (which qstat
+  // shows without its context) is still found by its tag.
+  auto b = Open();
+  ASSERT_TRUE(b.ok()) << b.status();
+  auto again = (*b)->Submit(Spec("restart", "true\n"), "mig-r");
+  ASSERT_TRUE(again.ok()) << again.status();
+  EXPECT_EQ(*again, id);
+}
+
+TEST_F(GridEngineAdapterTest, ALedgerNeverAnswersForAnotherCluster) {
+  // Two clusters, one state folder (and mark key): migration tags repeat
+  // between federations, and a record of the first cluster's job must not
+  // stop a submit at the second (found by the Slurm-to-Grid-Engine
+  // benchmark, where it lost the moved jobs).
+  auto a = Open();
+  ASSERT_TRUE(a.ok()) << a.status();
+  auto first = (*a)->Submit(Spec("one"), "hyperfed:site-0:1:0", /*held=*/true);
+  ASSERT_TRUE(first.ok()) << first.status();
+  auto other = GridEngineCluster::Start("other");
+  ASSERT_TRUE(other.ok()) << other.status();
+  auto options = (*other)->Options();
+  options.insert({{"submit_dir", dir_.path()}, {"run_as", "account"}, {"run_as_account", "nobody"}});
+  auto b = GridEngineAdapter::Open({.state_dir = dir_.path(), .options = options});
+  ASSERT_TRUE(b.ok()) << b.status();
+  auto found = (*b)->FindByTag("hyperfed:site-0:1:0");
+  ASSERT_TRUE(found.ok()) << found.status();
+  EXPECT_TRUE(found->empty()) << "the other cluster's job";
+  auto second = (*b)->Submit(Spec("one"), "hyperfed:site-0:1:0", /*held=*/true);
+  ASSERT_TRUE(second.ok()) << second.status();
+  auto stat = (*other)->Cmd({"qstat", "-j", *second, "-xml"});
+  ASSERT_TRUE(stat.ok()) << "the job was not submitted to the second cluster: " << stat.status();
+  EXPECT_TRUE(absl::StrContains(stat->out, "<JB_job_name>one</JB_job_name>"));
+}
+
+}  // namespace
+}  // namespace hyperfed::scheduler::testing
