@@ -30,8 +30,10 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <sstream>
 #include <thread>
 #include <vector>
@@ -394,15 +396,22 @@ int LiveJobs(const SlurmCluster& c) {
   return static_cast<int>(std::count(r->out.begin(), r->out.end(), '\n'));
 }
 
+// The slurm adapter's options for cluster `c`. With HYPERFED_BENCH_SLURM_BIN_DIR
+// set, the Slurm commands are taken from that folder (bin_dir): wrappers
+// there can log each command with its start and end, to see where a round's
+// time goes (docs/benchmarks.md, "Slurm to Slurm").
+std::map<std::string, std::string> BenchSlurmOptions(const SlurmCluster& c, const std::string& work) {
+  std::map<std::string, std::string> o = {
+      {"slurm_conf", c.conf()},     {"submit_dir", work},
+      {"timeout", "60s"},           {"run_as", "account"},
+      {"run_as_account", "nobody"}, {"mark_key", absl::StrCat(work, "/keys/", c.name(), ".key")}};
+  if (const char* bin = getenv("HYPERFED_BENCH_SLURM_BIN_DIR"); bin != nullptr && *bin != '\0') o["bin_dir"] = bin;
+  return o;
+}
+
 absl::StatusOr<std::unique_ptr<hyperfed::scheduler::SlurmAdapter>> BenchAdapter(const SlurmCluster& c,
                                                                                 const std::string& work) {
-  return hyperfed::scheduler::SlurmAdapter::Open({.state_dir = work,
-                                                  .options = {{"slurm_conf", c.conf()},
-                                                              {"submit_dir", work},
-                                                              {"timeout", "60s"},
-                                                              {"run_as", "account"},
-                                                              {"run_as_account", "nobody"},
-                                                              {"mark_key", work + "/keys/" + c.name() + ".key"}}});
+  return hyperfed::scheduler::SlurmAdapter::Open({.state_dir = work, .options = BenchSlurmOptions(c, work)});
 }
 
 // The adapter calls a move of `jobs` jobs makes, timed one by one, at a
@@ -477,14 +486,7 @@ absl::StatusOr<Moved> RoundRun(int jobs, int parallel, const std::string& work) 
   if (auto s = PlainSbatch(**a, 0, 2 * jobs, parallel, work); !s.ok()) return s.status();
   FederationOptions o{.sites = 2, .step_timeout = "300s", .peer_timeout = "10s", .heartbeat = "1s"};
   o.adapter = "slurm";
-  for (const SlurmCluster* c : {a->get(), b->get()}) {
-    o.adapter_options.push_back({{"slurm_conf", c->conf()},
-                                 {"submit_dir", work},
-                                 {"timeout", "60s"},
-                                 {"run_as", "account"},
-                                 {"run_as_account", "nobody"},
-                                 {"mark_key", absl::StrCat(work, "/keys/", c->name(), ".key")}});
-  }
+  for (const SlurmCluster* c : {a->get(), b->get()}) o.adapter_options.push_back(BenchSlurmOptions(*c, work));
   auto f = TestFederation::Start(o);
   if (!f.ok()) return f.status();
   const absl::Time t = absl::Now();

@@ -14,6 +14,7 @@
 #include <fstream>
 #include <functional>
 #include <numeric>
+#include <random>
 #include <system_error>
 #include <thread>
 #include <tuple>
@@ -93,7 +94,7 @@ bool AllDigits(const std::string& s) {
   return !s.empty() && s.size() <= 18 && std::all_of(s.begin(), s.end(), [](char c) { return c >= '0' && c <= '9'; });
 }
 
-// A number field of squeue/sinfo JSON: a plain number (Slurm 22.05, null for
+// A number field of sinfo JSON: a plain number (Slurm 22.05, null for
 // "not set") or, from 23.02 on, {"set": bool, "infinite": bool, "number": n}.
 // Not set and infinite read as 0 (no value, no limit).
 int64_t Int(const json& j, const char* key) {
@@ -109,32 +110,8 @@ int64_t Int(const json& j, const char* key) {
   }
   return 0;
 }
-std::string Str(const json& j, const char* key) {
-  auto it = j.find(key);
-  if (it == j.end() || !it->is_string()) return "";
-  return it->get<std::string>();
-}
 
 }  // namespace
-
-absl::StatusOr<std::string> SlurmStateWord(const json& job_state) {
-  if (job_state.is_string()) return job_state.get<std::string>();
-  if (job_state.is_array() && !job_state.empty() &&
-      std::all_of(job_state.begin(), job_state.end(), [](const json& w) { return w.is_string(); })) {
-    // Slurm >= 23.02 lists the base state and its flags. The flags that
-    // change what a job is doing win, in the order Slurm's own
-    // job_state_string() checks them; other flags are ignored.
-    for (const char* flag : {"COMPLETING", "CONFIGURING", "RESIZING", "RESV_DEL_HOLD", "REQUEUE_FED", "REQUEUE_HOLD",
-                             "REQUEUED", "SPECIAL_EXIT", "STAGE_OUT", "SIGNALING", "STOPPED"}) {
-      for (const json& w : job_state)
-        if (w.get<std::string>() == flag) return std::string(flag);
-    }
-    return job_state[0].get<std::string>();
-  }
-  return absl::FailedPreconditionError(
-      absl::StrCat("slurm: unsupported squeue --json format: job_state is ", job_state.dump().substr(0, 100),
-                   "; want a string (Slurm 22.05) or an array of strings (23.02 and later)"));
-}
 
 JobState MapSlurmState(const std::string& state, const std::string& reason) {
   // JobHeldUser, JobHeldAdmin, "launch failed requeued held": none starts
@@ -155,16 +132,150 @@ JobState MapSlurmState(const std::string& state, const std::string& reason) {
   return JobState::kRunning;
 }
 
-namespace {}  // namespace
-
-std::string NotPortable(const nlohmann::json& j) {
-  if (!Str(j, "dependency").empty()) return "a dependency";
-  if (Int(j, "array_job_id") != 0) return "a job array";
-  if (Int(j, "het_job_id") != 0) return "a heterogeneous job";
-  if (Int(j, "tasks") > 1 || Int(j, "node_count") > 1) return "more than one task or node";
-  for (const char* k : {"tres_per_job", "tres_per_node", "tres_per_socket", "tres_per_task", "licenses", "features"})
-    if (!Str(j, k).empty()) return absl::StrCat("a ", k, " request");
+std::string NotPortable(const SlurmQueueJob& j) {
+  if (!j.dependency.empty()) return "a dependency";
+  if (!j.array_task.empty()) return "a job array";
+  if (!j.het_job.empty()) return "a heterogeneous job";
+  if (j.tasks > 1 || j.nodes > 1) return "more than one task or node";
+  const std::pair<const char*, const std::string*> requests[] = {
+      {"tres_per_job", &j.tres_per_job},   {"tres_per_node", &j.tres_per_node}, {"tres_per_socket", &j.tres_per_socket},
+      {"tres_per_task", &j.tres_per_task}, {"licenses", &j.licenses},           {"features", &j.features}};
+  for (const auto& [what, value] : requests)
+    if (!value->empty()) return absl::StrCat("a ", what, " request");
   return "";
+}
+
+int64_t SlurmDurationSeconds(const std::string& text) {
+  // squeue's _print_secs: "D-HH:MM:SS", "H:MM:SS", or "M:SS" below an hour.
+  absl::string_view s = text;
+  int64_t days = 0;
+  if (size_t dash = s.find('-'); dash != absl::string_view::npos) {
+    if (!absl::SimpleAtoi(s.substr(0, dash), &days) || days < 0) return 0;
+    s.remove_prefix(dash + 1);
+  }
+  std::vector<absl::string_view> parts = absl::StrSplit(s, ':');
+  if (parts.size() < 2 || parts.size() > 3) return 0;
+  int64_t total = 0;
+  for (absl::string_view p : parts) {
+    int64_t v = 0;
+    if (p.empty() || !absl::SimpleAtoi(p, &v) || v < 0 || v > 1000000000) return 0;
+    total = total * 60 + v;
+  }
+  return days * 86400 + total;
+}
+
+int64_t SlurmMemoryMb(const std::string& text) {
+  absl::string_view s = text;
+  // What Slurm's convert_num_unit prints: a number and K, M, G, T or P
+  // (binary), or a bare number of MB.
+  double scale = 1;
+  if (const size_t unit = s.empty() ? absl::string_view::npos : absl::string_view("KMGTP").find(s.back());
+      unit != absl::string_view::npos) {
+    scale = std::pow(1024.0, static_cast<double>(unit) - 1);
+    s.remove_suffix(1);
+  }
+  double v = 0;
+  if (s.empty() || !absl::SimpleAtod(s, &v) || !std::isfinite(v) || v < 0 || v * scale > 9e15) return 0;
+  return static_cast<int64_t>(std::llround(v * scale));
+}
+
+namespace {
+
+// The fields SlurmQueueJob holds, in the order ParseSqueue reads them.
+constexpr const char* kSqueueFields[] = {
+    "JobID",         "ArrayTaskID",  "HetJobID",   "State",        "Reason",        "SubmitTime",
+    "StartTime",     "EligibleTime", "Partition",  "UserName",     "Cluster",       "Name",
+    "NumCPUs",       "MinMemory",    "tres-alloc", "TimeLimit",    "WorkDir",       "BatchFlag",
+    "Dependency",    "NumTasks",     "NumNodes",   "tres-per-job", "tres-per-node", "tres-per-socket",
+    "tres-per-task", "Licenses",     "Feature",    "Comment",      "admin_comment"};
+constexpr size_t kSqueueFieldCount = sizeof(kSqueueFields) / sizeof(kSqueueFields[0]);
+
+// squeue prints "(null)" for a string not set and "N/A" for a number or id
+// not set. Read so only where a job without one is normal (a comment, a
+// dependency): a name, user, partition or folder is taken as printed.
+std::string Text(absl::string_view v, absl::string_view none = "(null)") { return v == none ? "" : std::string(v); }
+int64_t Number(absl::string_view v) {
+  int64_t n = 0;
+  return absl::SimpleAtoi(v, &n) && n > 0 ? n : 0;
+}
+// The mem= of a TRES list ("cpu=2,mem=200M,node=1,billing=2").
+int64_t TresMemoryMb(absl::string_view tres) {
+  for (absl::string_view item : absl::StrSplit(tres, ','))
+    if (absl::ConsumePrefix(&item, "mem=")) return SlurmMemoryMb(std::string(item));
+  return 0;
+}
+
+}  // namespace
+
+std::string SlurmQueueSeparator() {
+  // "~" and 22 letters or digits: 131 random bits, short enough that the
+  // separators (one per field) stay a fraction of what squeue prints.
+  constexpr char kAlphabet[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789";
+  std::random_device rd;  // the kernel's randomness (getrandom): not guessable from earlier reads
+  std::uniform_int_distribution<size_t> pick(0, sizeof(kAlphabet) - 2);
+  std::string out = "~";
+  for (int i = 0; i < 22; ++i) out.push_back(kAlphabet[pick(rd)]);
+  return out;
+}
+
+std::string SqueueFormat(const std::string& sep) {
+  // Width 0: the whole value, never cut or padded.
+  std::string out;
+  for (const char* f : kSqueueFields) absl::StrAppend(&out, out.empty() ? "" : ",", f, ":0", sep);
+  return out;
+}
+
+absl::StatusOr<std::vector<SlurmQueueJob>> ParseSqueue(const std::string& out, const std::string& sep) {
+  auto unsupported = [&](absl::string_view why) {
+    return absl::FailedPreconditionError(
+        absl::StrCat("slurm: unsupported squeue output (", why, "): \"", absl::CEscape(out.substr(0, 300)), "\""));
+  };
+  // Every field ends with `sep` and every record with `sep` "\n": the
+  // pieces are the fields, those after the first record's starting with
+  // the "\n" that ended the record before, and a last piece "\n".
+  std::vector<absl::string_view> pieces = absl::StrSplit(out, sep);
+  std::vector<SlurmQueueJob> jobs;
+  if (out.empty()) return jobs;
+  if ((pieces.size() - 1) % kSqueueFieldCount != 0 || pieces.back() != "\n")
+    return unsupported(absl::StrCat(pieces.size() - 1, " fields, not records of ", kSqueueFieldCount));
+  for (size_t r = 0; r + 1 < pieces.size(); r += kSqueueFieldCount) {
+    absl::string_view f[kSqueueFieldCount];
+    for (size_t k = 0; k < kSqueueFieldCount; ++k) f[k] = pieces[r + k];
+    if (r > 0 && !absl::ConsumePrefix(&f[0], "\n")) return unsupported("a record does not start a line");
+    SlurmQueueJob j;
+    j.id = std::string(f[0]);
+    if (!AllDigits(j.id)) return unsupported(absl::StrCat("job id \"", absl::CEscape(j.id), "\" is not a number"));
+    j.array_task = Text(f[1], "N/A");
+    j.het_job = Text(f[2], "N/A");
+    j.state = std::string(f[3]);
+    j.reason = std::string(f[4]);
+    j.submit_s = Number(f[5]);
+    j.start_s = Number(f[6]);
+    j.eligible_s = Number(f[7]);
+    j.partition = std::string(f[8]);
+    j.user = std::string(f[9]);
+    j.cluster = std::string(f[10]);
+    j.name = std::string(f[11]);
+    j.cpus = Number(f[12]);
+    j.min_memory_mb = SlurmMemoryMb(std::string(f[13]));
+    j.tres_memory_mb = TresMemoryMb(f[14]);
+    j.time_limit_s = SlurmDurationSeconds(std::string(f[15]));
+    j.workdir = std::string(f[16]);
+    j.batch = f[17] != "0";
+    j.dependency = Text(f[18]);
+    j.tasks = Number(f[19]);
+    j.nodes = Number(f[20]);
+    j.tres_per_job = Text(f[21], "N/A");
+    j.tres_per_node = Text(f[22], "N/A");
+    j.tres_per_socket = Text(f[23], "N/A");
+    j.tres_per_task = Text(f[24], "N/A");
+    j.licenses = Text(f[25]);
+    j.features = Text(f[26]);
+    j.comment = Text(f[27]);
+    j.admin_comment = Text(f[28]);
+    jobs.push_back(std::move(j));
+  }
+  return jobs;
 }
 
 namespace {
@@ -600,15 +711,15 @@ absl::StatusOr<CommandResult> SlurmAdapter::RunRaw(std::vector<std::string>* arg
                    .inherit_env = false,
                    .cwd = std::move(cwd),
                    .timeout = options_.timeout,
-                   // `squeue --json` on a big cluster runs to many MiB; a cut
+                   // squeue and sinfo on a big cluster print many MiB; a cut
                    // list would hide jobs, so only a runaway is cut.
                    .max_output = kSlurmMaxOutput};
   return RunCommand(spec);
 }
 
-absl::StatusOr<CommandResult> SlurmAdapter::Run(std::vector<std::string> argv, std::string stdin_text,
-                                                std::string cwd) const {
-  auto r = RunRaw(&argv, std::move(stdin_text), std::move(cwd));
+absl::StatusOr<CommandResult> SlurmAdapter::Run(std::vector<std::string> argv, std::string stdin_text, std::string cwd,
+                                                const std::map<std::string, std::string>& extra_env) const {
+  auto r = RunRaw(&argv, std::move(stdin_text), std::move(cwd), extra_env);
   if (!r.ok()) return r.status();
   if (r->exit_code != 0 || r->term_signal != 0) return CommandFailure(argv, *r);
   if (r->out_truncated) {
@@ -619,20 +730,18 @@ absl::StatusOr<CommandResult> SlurmAdapter::Run(std::vector<std::string> argv, s
 }
 
 absl::StatusOr<SlurmAdapter::Queue> SlurmAdapter::ReadQueue() {
-  // `squeue --json` ignores --states and lists every job slurmctld holds.
-  const std::vector<std::string> argv = {"squeue", "--json"};
-  auto r = Run(argv);
+  // --all: hidden partitions too; --states=all: finished jobs too (tags
+  // must be found while slurmctld keeps them).
+  const std::vector<std::string> argv = {"squeue", "--noheader", "--all", "--states=all"};
+  const std::string sep = SlurmQueueSeparator();
+  auto r = Run(argv, "", "", {{"SQUEUE_FORMAT2", SqueueFormat(sep)}, {"SLURM_TIME_FORMAT", "%s"}});
   if (!r.ok()) return r.status();
-  json doc = json::parse(r->out, nullptr, /*allow_exceptions=*/false);
-  if (doc.is_discarded() || !doc.is_object() || !doc.contains("jobs") || !doc["jobs"].is_array())
-    return absl::UnavailableError("`squeue --json` printed no job list: " + r->out.substr(0, 200));
-  if (auto e = doc.find("errors"); e != doc.end() && e->is_array() && !e->empty())
-    return absl::UnavailableError("`squeue --json` reported errors: " + e->dump().substr(0, 500));
+  auto jobs = ParseSqueue(r->out, sep);
+  if (!jobs.ok()) return jobs.status();
   Queue q;
-  for (const json& j : doc["jobs"]) {
-    if (!j.is_object()) continue;
+  for (const SlurmQueueJob& j : *jobs) {
     Entry e;
-    e.partition = Str(j, "partition");
+    e.partition = j.partition;
     // Jobs outside `partitions` and `users` stay in the queue, marked: tag
     // lookups must see every job hyperfed submitted, wherever it is now, or
     // a retried submit would run sbatch again.
@@ -641,28 +750,21 @@ absl::StatusOr<SlurmAdapter::Queue> SlurmAdapter::ReadQueue() {
       for (absl::string_view p : absl::StrSplit(e.partition, ','))
         e.managed = e.managed || options_.partitions.contains(std::string(p));
     }
-    e.user = Str(j, "user_name");
+    e.user = j.user;
     if (!options_.users.empty() && !options_.users.contains(e.user)) e.managed = false;
     Job& job = e.job;
-    if (Int(j, "job_id") <= 0) {
-      return absl::FailedPreconditionError(absl::StrCat(
-          "slurm: unsupported squeue --json format: a job without a numeric job_id: ", j.dump().substr(0, 200)));
-    }
-    job.id = absl::StrCat(Int(j, "job_id"));
-    auto word = j.contains("job_state") ? SlurmStateWord(j["job_state"]) : SlurmStateWord(json());
-    if (!word.ok()) return word.status();
-    job.state = MapSlurmState(*word, Str(j, "state_reason"));
-    job.queued_at_ms = Int(j, "submit_time") * 1000;
+    job.id = j.id;
+    job.state = MapSlurmState(j.state, j.reason);
+    job.queued_at_ms = j.submit_s * 1000;
     if (job.state == JobState::kPending) {
       // What `squeue --start` prints: 0 until a scheduler pass has planned
-      // the job; Slurm's "infinite" (or an unset 23.02 number) reads 0 too.
-      const int64_t start = Int(j, "start_time");
-      if (start > 0 && start < (int64_t{1} << 32) - 1) e.start_ms = start * 1000;
+      // the job; Slurm's "infinite" reads 0 too.
+      if (j.start_s > 0 && j.start_s < (int64_t{1} << 32) - 1) e.start_ms = j.start_s * 1000;
     }
-    e.comment = Str(j, "comment");
-    e.admin_comment = Str(j, "admin_comment");
+    e.comment = j.comment;
+    e.admin_comment = j.admin_comment;
     e.window_end_s = SlurmWindowEnd(e.admin_comment);
-    e.eligible_s = Int(j, "eligible_time");
+    e.eligible_s = j.eligible_s;
     e.has_meta = DecodeSlurmComment(e.comment, &e.meta);
     // Only a mark made with this site's key, for the user the job runs as,
     // makes it a job hyperfed submitted. Any other "hyperfed1;" comment is
@@ -673,15 +775,16 @@ absl::StatusOr<SlurmAdapter::Queue> SlurmAdapter::ReadQueue() {
       e.meta.owner.clear();
     }
     JobSpec& s = job.spec;
-    s.name = Str(j, "name");
-    s.cores = static_cast<int>(std::max<int64_t>(1, Int(j, "cpus")));
-    s.memory_mb = Int(j, "memory_per_node");
-    if (s.memory_mb == 0) s.memory_mb = Int(j, "memory_per_cpu") * s.cores;
-    const int64_t minutes = Int(j, "time_limit");
-    // Slurm's "infinite" is a huge number (or null): no limit.
-    s.time_limit_s = minutes > 0 && minutes < (int64_t{1} << 31) - 1 ? minutes * 60 : 0;
+    s.name = j.name;
+    s.cores = static_cast<int>(std::clamp<int64_t>(j.cpus, 1, 1 << 30));
+    // squeue's MinMemory is per node or per CPU without saying which; on
+    // one node the job's TRES say what it has in all (per CPU: times its
+    // CPUs). No request stays 0 (tres-alloc then shows the default it got).
+    s.memory_mb = j.min_memory_mb;
+    if (s.memory_mb > 0 && j.nodes <= 1 && j.tres_memory_mb > 0) s.memory_mb = j.tres_memory_mb;
+    s.time_limit_s = j.time_limit_s;
     const bool no_workdir = (e.has_meta && e.meta.no_workdir) || !options_.keep_workdir;
-    s.workdir = no_workdir ? "" : Str(j, "current_working_directory");
+    s.workdir = no_workdir ? "" : j.workdir;
     if (e.has_meta) {
       s.env = e.meta.env;  // the user's own job's variables (checked below)
       job.tag = e.meta.tag;
@@ -692,7 +795,7 @@ absl::StatusOr<SlurmAdapter::Queue> SlurmAdapter::ReadQueue() {
     // claim another job's key (issue 34, finding 5).
     if (e.marked) s.duration_ms = e.meta.duration_ms;
     s.owner = e.marked ? e.meta.owner : e.user;
-    s.key = e.marked && e.meta.has_key ? e.meta.key : absl::StrCat(Str(j, "cluster"), "/", job.id);
+    s.key = e.marked && e.meta.has_key ? e.meta.key : absl::StrCat(j.cluster, "/", job.id);
     s.cost = e.marked && e.meta.has_cost
                  ? e.meta.cost
                  : static_cast<double>(s.cores) * static_cast<double>(s.time_limit_s > 0 ? s.time_limit_s : 1);
@@ -705,7 +808,7 @@ absl::StatusOr<SlurmAdapter::Queue> SlurmAdapter::ReadQueue() {
     pinned = pinned || !NotPortable(j).empty();
     // No script to move: an srun/salloc job, or one whose script slurmctld
     // could not give (ExportIn found out).
-    if (auto b = j.find("batch_flag"); b != j.end() && b->is_boolean()) e.batch = b->get<bool>();
+    e.batch = j.batch;
     // Pins that SetPinned(false) cannot lift, with why.
     for (absl::string_view p : absl::StrSplit(e.partition, ','))
       if (options_.pinned_partitions.contains(std::string(p))) e.fixed_pin = absl::StrCat("is in pinned partition ", p);

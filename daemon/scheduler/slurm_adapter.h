@@ -1,7 +1,7 @@
 #pragma once
 
 // The `slurm` adapter: drives a Slurm cluster through Slurm's own commands
-// (sbatch, squeue --json, scontrol, scancel, sinfo --json), each run as a
+// (sbatch, squeue, scontrol, scancel, sinfo --json), each run as a
 // child process with a timeout (daemon/scheduler/subprocess.h).
 //
 // Why the commands and not slurmrestd: the commands are on every Slurm
@@ -11,15 +11,17 @@
 // plugins) differ between Slurm releases, it must be deployed and secured
 // separately (JWT or a local socket), and it refuses to run as root by
 // default. The cost of the commands is a process per call, which is
-// milliseconds; the adapter reads the whole queue with one `squeue --json`
-// per call or batch (two for Hold and Cancel, which re-check; see
-// docs/adapters.md for the count per call).
+// milliseconds; the adapter reads the whole queue with one `squeue` per call
+// or batch (two for Hold and Cancel, which re-check; see docs/adapters.md for
+// the count per call), with only the fields it needs (SqueueFormat below:
+// `squeue --json` prints 3.1 MB for 1,000 jobs and took 0.11 to 0.15 s a
+// read; docs/benchmarks.md, "Slurm to Slurm").
 //
 // Slurm state -> JobState: see MapSlurmState below (every Slurm 22.05 state
 // by name; an unknown one counts as running, so it is never moved, cancelled
 // or taken as finished).
-// `squeue --json` lists jobs in every state while slurmctld keeps them in
-// memory (MinJobAge after they end); FindByTag, GetJobs and Export of a
+// `squeue --states=all` lists jobs in every state while slurmctld keeps them
+// in memory (MinJobAge after they end); FindByTag, GetJobs and Export of a
 // finished job work for that long. Set MinJobAge well above the time a
 // migration takes to settle (see docs/adapters.md).
 //
@@ -97,8 +99,9 @@
 //                     without one ("" = the daemon's working directory)
 //   speed             capacity speed factor, > 0 (default 1)
 // Every command runs with a fixed environment (PATH=kSlurmSafePath or
-// bin_dir, LANG=C, LC_ALL=C, SLURM_CONF when set), never the daemon's and
-// never anything of a spec's: issue 12, row 1.
+// bin_dir, LANG=C, LC_ALL=C, SLURM_CONF when set; squeue also
+// SQUEUE_FORMAT2 and SLURM_TIME_FORMAT, sbatch --test-only TZ=UTC), never
+// the daemon's and never anything of a spec's: issue 12, row 1.
 // Capacity is the CPUs of the nodes in the managed partitions that can take
 // jobs: nodes DOWN, DRAIN/DRAINED/DRAINING or FAIL/FAILING do not count. A job that a
 // spec cannot describe is pinned (see NotPortable), and so is one without a
@@ -108,7 +111,7 @@
 // GetJobs leave spec.script empty, so one bad script never breaks them.
 //
 // Idempotent Submit: under the adapter's mutex, the tag is looked up in
-// `squeue --json` and sbatch runs only when no job carries it. The tag is in
+// the queue (squeue) and sbatch runs only when no job carries it. The tag is in
 // the job record from the moment slurmctld accepts the job, so a crash (or a
 // timed-out sbatch) after acceptance leaves a job a retry finds. The window
 // that remains is outside this process: two daemons on one cluster with the
@@ -158,7 +161,6 @@
 #include "daemon/scheduler/mark.h"
 #include "daemon/scheduler/registry.h"
 #include "daemon/scheduler/subprocess.h"
-#include "nlohmann/json.hpp"
 
 namespace hyperfed::scheduler {
 
@@ -285,17 +287,63 @@ std::string EncodeSlurmComment(const SlurmJobMeta& m);
 // nullopt-like: false when the comment is not hyperfed's.
 bool DecodeSlurmComment(const std::string& comment, SlurmJobMeta* m);
 
-// Why a Slurm job (one element of `squeue --json`'s "jobs") cannot move, or
-// "" when it can: a spec has no field for dependencies, arrays,
-// heterogeneous jobs, several tasks or nodes, GRES/TRES (GPUs), licenses or
-// node features, so such a job is pinned.
-std::string NotPortable(const nlohmann::json& job);
+// Reading the queue: `squeue --noheader --all --states=all` with the
+// fields of SlurmQueueJob only, each printed whole (width 0) and followed by
+// a separator that ReadQueue makes afresh for every read from 131 random
+// bits (SlurmQueueSeparator). A job's name, comment, admin comment and
+// working directory may hold any bytes, newlines and '|' included; a
+// separator no one can know in advance is one no field can hold. The format
+// goes to squeue in SQUEUE_FORMAT2, not on its command line, so other local
+// users cannot read it from /proc while the command runs (/proc/PID/environ
+// is private to the process's owner). Times are epoch seconds
+// (SLURM_TIME_FORMAT=%s): no time zone to guess. Every record must have
+// exactly the fields asked for and a numeric job id, or the whole read fails
+// (FailedPrecondition naming squeue's output): a job is never guessed.
+//
+// What squeue prints of one job, as it prints it ("(null)" and "N/A" read
+// as "" in the fields a job need not have: array, dependency, requests,
+// comments), numbers and times read (0 when squeue prints none).
+struct SlurmQueueJob {
+  std::string id;          // digits
+  std::string array_task;  // ArrayTaskID: "" for a job not of an array
+  std::string het_job;     // HetJobID: "" for a job not heterogeneous
+  std::string state;       // State: PENDING, RUNNING, ... (job_state_string)
+  std::string reason;      // Reason: JobHeldUser, Resources, ...
+  int64_t submit_s = 0, start_s = 0, eligible_s = 0;
+  std::string partition, user, cluster, name;
+  int64_t cpus = 0;
+  // MinMemory: what the job asked per node or per CPU (squeue does not say
+  // which; 0 = no request); tres_memory_mb: the mem= of tres-alloc, the
+  // memory the job is given (or asks for) in all.
+  int64_t min_memory_mb = 0, tres_memory_mb = 0;
+  int64_t time_limit_s = 0;  // 0 = none (UNLIMITED, NOT_SET)
+  std::string workdir;
+  bool batch = true;  // BatchFlag
+  std::string dependency;
+  int64_t tasks = 0, nodes = 0;
+  std::string tres_per_job, tres_per_node, tres_per_socket, tres_per_task, licenses, features;
+  std::string comment, admin_comment;
+};
+// A separator for one read: no ',' or ':' (they end a --Format field) and
+// no leading digit or '.' (they would be read as the field's width).
+std::string SlurmQueueSeparator();
+// The --Format (SQUEUE_FORMAT2) value that prints SlurmQueueJob's fields,
+// each followed by `sep`.
+std::string SqueueFormat(const std::string& sep);
+// What squeue printed with SqueueFormat(sep), one record per job;
+// FailedPrecondition, quoting the output, when it does not have that shape.
+absl::StatusOr<std::vector<SlurmQueueJob>> ParseSqueue(const std::string& out, const std::string& sep);
+// "[D-]H:MM:SS" (and "M:SS") in seconds; 0 for UNLIMITED, NOT_SET or
+// anything else.
+int64_t SlurmDurationSeconds(const std::string& s);
+// "300M", "16G", "1.5T", "0" in MB; 0 for anything else.
+int64_t SlurmMemoryMb(const std::string& s);
 
-// The state word of a job's "job_state": the string itself (Slurm 22.05) or,
-// for the array of Slurm >= 23.02, the flag that decides (COMPLETING,
-// REQUEUE_HOLD, ...) else the base state. FailedPrecondition naming the
-// format for anything else: never guess that a job is finished.
-absl::StatusOr<std::string> SlurmStateWord(const nlohmann::json& job_state);
+// Why a Slurm job cannot move, or "" when it can: a spec has no field for
+// dependencies, arrays, heterogeneous jobs, several tasks or nodes,
+// GRES/TRES (GPUs), licenses or node features, so such a job is pinned.
+std::string NotPortable(const SlurmQueueJob& job);
+
 // Slurm's state (and pending reason) as a JobState. Held: PENDING/REQUEUED
 // with a "held" reason, REQUEUE_HOLD, SPECIAL_EXIT, RESV_DEL_HOLD. Pending:
 // PENDING, REQUEUED, REQUEUE_FED. Running: RUNNING, SUSPENDED, STOPPED,
@@ -341,8 +389,7 @@ class SlurmAdapter : public SchedulerAdapter {
   // what `squeue --start` prints (set by the backfill scheduler's pass; 0,
   // unknown, until one has planned the job; a job in its placement window:
   // the window's end), and window_end_ms for a job in its window (see
-  // EndPlacementWindow). Read from the same `squeue --json` as ListJobs
-  // (epoch seconds: no time zone to guess).
+  // EndPlacementWindow). Read from the same squeue as ListJobs.
   absl::StatusOr<std::vector<PendingJob>> Pending() override;
   // The CPUs of the largest node of the submit partition (the sinfo lookup
   // CheckSpec uses, cached for a minute); Unavailable while sinfo fails.
@@ -383,7 +430,7 @@ class SlurmAdapter : public SchedulerAdapter {
   // for Cancel, held) is Unavailable, so the caller retries; one that started
   // or ended meanwhile is FailedPrecondition.
   //
-  // One `squeue --json` per batch instead of one per item (two for Hold and
+  // One squeue per batch instead of one per item (two for Hold and
   // Cancel: before and after). Holds, releases and cancels take one command
   // per kSlurmChangeBatch jobs; SubmitMany and ExportMany run their per-job
   // commands (sbatch, `scontrol write batch_script`) kSlurmParallelCommands
@@ -460,8 +507,8 @@ class SlurmAdapter : public SchedulerAdapter {
 
   // Runs a Slurm command in the fixed environment: kUnavailable for a
   // non-zero exit, with its stderr. RunRaw leaves the exit code to the caller.
-  absl::StatusOr<CommandResult> Run(std::vector<std::string> argv, std::string stdin_text = "",
-                                    std::string cwd = "") const;
+  absl::StatusOr<CommandResult> Run(std::vector<std::string> argv, std::string stdin_text = "", std::string cwd = "",
+                                    const std::map<std::string, std::string>& extra_env = {}) const;
   absl::StatusOr<CommandResult> RunRaw(std::vector<std::string>* argv, std::string stdin_text, std::string cwd,
                                        const std::map<std::string, std::string>& extra_env = {}) const;
   // Every job slurmctld holds, in every state, managed or not.

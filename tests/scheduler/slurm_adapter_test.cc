@@ -14,18 +14,25 @@
 #include <set>
 #include <thread>
 
+#include "absl/strings/ascii.h"
+#include "absl/strings/escaping.h"
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_split.h"
+#include "absl/strings/strip.h"
 #include "daemon/scheduler/mark.h"
 #include "gtest/gtest.h"
 #include "nlohmann/json.hpp"
 #include "tests/scheduler/adapter_contract.h"
+#include "tests/scheduler/canned_squeue.h"
 #include "tests/scheduler/slurm_cluster.h"
 #include "tests/scheduler/temp_dir.h"
 
 namespace hyperfed::scheduler::testing {
 namespace {
 
+using hyperfed::testing::CannedSqueue;
+using hyperfed::testing::kCannedSeparator;
 using hyperfed::testing::SlurmCluster;
 using hyperfed::testing::SlurmMissing;
 
@@ -221,39 +228,128 @@ TEST(SlurmStateTest, EverySlurmStateMapsAndUnknownOnesCountAsRunning) {
   EXPECT_EQ(MapSlurmState("PENDING", "Resources"), JobState::kPending);
 }
 
-TEST(SlurmStateTest, StateIsAStringOrAnArrayOfFlagsAndAnythingElseFails) {
-  using nlohmann::json;
-  EXPECT_EQ(*SlurmStateWord(json("PENDING")), "PENDING");
-  EXPECT_EQ(*SlurmStateWord(json::parse(R"(["PENDING"])")), "PENDING");
-  EXPECT_EQ(*SlurmStateWord(json::parse(R"(["COMPLETED","COMPLETING"])")), "COMPLETING");
-  EXPECT_EQ(*SlurmStateWord(json::parse(R"(["PENDING","REQUEUE_HOLD"])")), "REQUEUE_HOLD");
-  EXPECT_EQ(*SlurmStateWord(json::parse(R"(["RUNNING","UPDATE_DB"])")), "RUNNING") << "other flags ignored";
-  for (const char* bad : {"3", "null", "[]", "[1]", R"({"state":"PENDING"})"}) {
-    auto w = SlurmStateWord(json::parse(bad));
-    EXPECT_TRUE(absl::IsFailedPrecondition(w.status())) << bad;
-    EXPECT_TRUE(absl::StrContains(w.status().message(), "unsupported squeue --json format")) << w.status();
+// The queue read (SqueueFormat, ParseSqueue): every field comes back whole,
+// whatever bytes it holds, '|', newlines, "(null)" and a record forged with
+// a guessed separator included; only the read's own separator, made afresh
+// from 131 random bits for every read, cannot be in a field, and a field
+// that held it would fail the read rather than shift the fields.
+TEST(SlurmQueueParseTest, FieldsHoldAnyBytesButTheReadsOwnSeparator) {
+  const std::string sep = SlurmQueueSeparator();
+  EXPECT_NE(sep, SlurmQueueSeparator()) << "a new separator for every read";
+  EXPECT_GE(sep.size(), 23u);
+  EXPECT_EQ(sep.find_first_of(",:"), std::string::npos) << sep << " would end a --Format field";
+  EXPECT_FALSE(absl::ascii_isdigit(sep[0]) || sep[0] == '.') << sep << " would be read as a width";
+  // The fields in the format's order, each "Name:0<sep>".
+  std::vector<std::string> fields;
+  for (absl::string_view f : absl::StrSplit(SqueueFormat(sep), absl::StrCat(sep, ","))) {
+    absl::ConsumeSuffix(&f, sep);
+    ASSERT_TRUE(absl::ConsumeSuffix(&f, ":0")) << f << ": printed whole, never cut to a width";
+    fields.push_back(std::string(f));
   }
+  const std::string forged = "x~AAAAAAAAAAAAAAAAAAAAAA|\n999~AAAAAAAAAAAAAAAAAAAAAA";
+  // squeue's "not set": (null) for text, N/A for ids and numbers.
+  const std::set<std::string> text = {"Dependency", "Licenses", "Feature", "Comment", "admin_comment"};
+  auto record = [&](std::map<std::string, std::string> v) {
+    std::string out;
+    for (const std::string& f : fields)
+      absl::StrAppend(&out, v.contains(f) ? v[f] : text.contains(f) ? "(null)" : "N/A", sep);
+    return out + "\n";
+  };
+  const std::string out = record({{"JobID", "12"},
+                                  {"State", "PENDING"},
+                                  {"Reason", "JobHeldUser"},
+                                  {"SubmitTime", "1795750943"},
+                                  {"Name", "evil|name\nwith newline\t" + forged},
+                                  {"NumCPUs", "2"},
+                                  {"MinMemory", "100M"},
+                                  {"tres-alloc", "cpu=2,mem=200M,node=1,billing=2"},
+                                  {"TimeLimit", "1:30:00"},
+                                  {"WorkDir", "/tmp/a|b\nc"},
+                                  {"BatchFlag", "1"},
+                                  {"NumTasks", "1"},
+                                  {"NumNodes", "1"},
+                                  {"Comment", "hyperfed1;e=A=x|y\nz" + forged},
+                                  {"admin_comment", "(null)"}}) +
+                          record({{"JobID", "13"},
+                                  {"State", "RUNNING"},
+                                  {"Name", "(null)"},
+                                  {"TimeLimit", "2-00:01:00"},
+                                  {"BatchFlag", "0"},
+                                  {"Dependency", "afterok:12(unfulfilled)"},
+                                  {"ArrayTaskID", "0-3"},
+                                  {"Comment", "(null)"}});
+  auto jobs = ParseSqueue(out, sep);
+  ASSERT_TRUE(jobs.ok()) << jobs.status();
+  ASSERT_EQ(jobs->size(), 2u) << "the forged record is part of a name and a comment, not a job";
+  const SlurmQueueJob& a = (*jobs)[0];
+  EXPECT_EQ(a.id, "12");
+  EXPECT_EQ(a.state, "PENDING");
+  EXPECT_EQ(a.reason, "JobHeldUser");
+  EXPECT_EQ(a.submit_s, 1795750943);
+  EXPECT_EQ(a.start_s, 0) << "N/A";
+  EXPECT_EQ(a.name, "evil|name\nwith newline\t" + forged);
+  EXPECT_EQ(a.comment, "hyperfed1;e=A=x|y\nz" + forged);
+  EXPECT_EQ(a.workdir, "/tmp/a|b\nc");
+  EXPECT_EQ(a.cpus, 2);
+  EXPECT_EQ(a.min_memory_mb, 100);
+  EXPECT_EQ(a.tres_memory_mb, 200);
+  EXPECT_EQ(a.time_limit_s, 5400);
+  EXPECT_TRUE(a.batch);
+  EXPECT_EQ(a.dependency, "");
+  EXPECT_EQ(a.admin_comment, "");
+  EXPECT_EQ(NotPortable(a), "");
+  const SlurmQueueJob& b = (*jobs)[1];
+  EXPECT_EQ(b.id, "13");
+  EXPECT_EQ(b.name, "(null)") << "a name is taken as printed";
+  EXPECT_EQ(b.time_limit_s, 2 * 86400 + 60);
+  EXPECT_FALSE(b.batch);
+  EXPECT_EQ(b.comment, "");
+  EXPECT_EQ(NotPortable(b), "a dependency");
+  // The read's own separator in a field, a record cut short, a job id that
+  // is not a number: the read fails, naming squeue's output.
+  for (const std::string& bad :
+       {record({{"JobID", "12"}, {"Name", absl::StrCat("a", sep, "b")}}), record({{"JobID", "12"}}).substr(20),
+        record({{"JobID", "12_3"}}), absl::StrCat("12", sep, "\n"), std::string("12|PENDING|x\n")}) {
+    auto got = ParseSqueue(bad, sep);
+    EXPECT_TRUE(absl::IsFailedPrecondition(got.status())) << absl::CEscape(bad) << ": " << got.status();
+    EXPECT_TRUE(absl::StrContains(got.status().message(), "unsupported squeue output")) << got.status();
+  }
+  auto none = ParseSqueue("", sep);
+  ASSERT_TRUE(none.ok()) << none.status();
+  EXPECT_TRUE(none->empty());
 }
 
-// squeue's JSON from other Slurm versions, which cannot run here: a fake
-// `squeue` in bin_dir prints canned output, and the adapter parses it.
+TEST(SlurmQueueParseTest, DurationsAndMemoryAsSqueuePrintsThem) {
+  EXPECT_EQ(SlurmDurationSeconds("5:00"), 300);
+  EXPECT_EQ(SlurmDurationSeconds("1:30:00"), 5400);
+  EXPECT_EQ(SlurmDurationSeconds("2-00:01:00"), 172860);
+  EXPECT_EQ(SlurmDurationSeconds("24855-03:14:00"), 2147483640);
+  for (const char* none : {"UNLIMITED", "NOT_SET", "INVALID", "Partition_Limit", "", "1", "a:b", "-1:00", "1::00"})
+    EXPECT_EQ(SlurmDurationSeconds(none), 0) << none;
+  EXPECT_EQ(SlurmMemoryMb("0"), 0);
+  EXPECT_EQ(SlurmMemoryMb("300M"), 300);
+  EXPECT_EQ(SlurmMemoryMb("1500M"), 1500);
+  EXPECT_EQ(SlurmMemoryMb("16G"), 16384);
+  EXPECT_EQ(SlurmMemoryMb("1.50G"), 1536);
+  EXPECT_EQ(SlurmMemoryMb("2T"), 2097152);
+  EXPECT_EQ(SlurmMemoryMb("2048K"), 2);
+  for (const char* none : {"", "N/A", "M", "-5M", "5X", "nanG"}) EXPECT_EQ(SlurmMemoryMb(none), 0) << none;
+}
+
+// Jobs a single-node Slurm cannot make on demand: a fake `squeue` in bin_dir
+// prints canned jobs (canned_squeue.h), and the adapter reads them.
 class CannedSqueueTest : public ::testing::Test {
  protected:
-  // squeue prints `squeue_json` the first time and `later_json` (when
-  // given) every time after.
+  // squeue prints the jobs of `squeue_json` the first time and those of
+  // `later_json` (when given) every time after.
   std::unique_ptr<SlurmAdapter> AdapterPrinting(const std::string& squeue_json, const std::string& later_json = "") {
-    {
-      std::ofstream f(dir_.Sub("queue.json"));
-      f << squeue_json;
-    }
-    {
-      std::ofstream f(dir_.Sub("later.json"));
-      f << (later_json.empty() ? squeue_json : later_json);
-    }
+    std::ofstream(dir_.Sub("queue.txt")) << CannedSqueue(squeue_json);
+    Later(later_json.empty() ? squeue_json : later_json);
     {
       std::ofstream f(dir_.Sub("squeue"));
       f << "#!/bin/sh\nd=\"" << dir_.path() << "\"\n"
-        << "if [ -e \"$d/read\" ]; then cat \"$d/later.json\"; else touch \"$d/read\"; cat \"$d/queue.json\"; fi\n";
+        << "if [ -e \"$d/read\" ]; then f=\"$d/later.txt\"; else touch \"$d/read\"; f=\"$d/queue.txt\"; fi\n"
+        << "sep=${SQUEUE_FORMAT2%%,*}\nsep=${sep#JobID:0}\nsed \"s/" << kCannedSeparator << "/$sep/g\" \"$f\"\n";
     }
     {
       // scancel and scontrol hold succeed and change nothing, as when the
@@ -276,44 +372,34 @@ class CannedSqueueTest : public ::testing::Test {
     EXPECT_TRUE(a.ok()) << a.status();
     return a.ok() ? *std::move(a) : nullptr;
   }
+  // What squeue prints from its second read on.
+  void Later(const std::string& squeue_json) { std::ofstream(dir_.Sub("later.txt")) << CannedSqueue(squeue_json); }
   TempDir dir_;
 };
 
-TEST_F(CannedSqueueTest, Slurm2205And2302FormsGiveTheSameStates) {
-  const std::string v2205 = R"({"jobs": [
+// squeue prints a job's state as a word (job_state_string) in every version
+// since 22.05: base states and the flags that decide, mapped by
+// MapSlurmState.
+TEST_F(CannedSqueueTest, SqueueStatesMapToJobStates) {
+  const std::string jobs = R"({"jobs": [
     {"job_id": 1, "job_state": "PENDING", "state_reason": "Resources", "submit_time": 100, "cpus": 1},
     {"job_id": 2, "job_state": "PENDING", "state_reason": "JobHeldUser", "submit_time": 101, "cpus": 1},
     {"job_id": 3, "job_state": "REQUEUED", "state_reason": "None", "submit_time": 102, "cpus": 1},
     {"job_id": 4, "job_state": "RUNNING", "state_reason": "None", "submit_time": 103, "cpus": 1},
-    {"job_id": 5, "job_state": "NEW_STATE", "state_reason": "None", "submit_time": 104, "cpus": 1}],
-    "errors": []})";
-  const std::string v2302 = R"({"jobs": [
-    {"job_id": 1, "job_state": ["PENDING"], "state_reason": "Resources",
-     "submit_time": {"set": true, "infinite": false, "number": 100}, "cpus": {"set": true, "number": 1}},
-    {"job_id": 2, "job_state": ["PENDING"], "state_reason": "JobHeldUser",
-     "submit_time": {"set": true, "infinite": false, "number": 101}, "cpus": {"set": true, "number": 1}},
-    {"job_id": 3, "job_state": ["PENDING", "REQUEUED"], "state_reason": "None",
-     "submit_time": {"set": true, "infinite": false, "number": 102}, "cpus": {"set": true, "number": 1}},
-    {"job_id": 4, "job_state": ["RUNNING"], "state_reason": "None",
-     "submit_time": {"set": true, "infinite": false, "number": 103}, "cpus": {"set": true, "number": 1}},
-    {"job_id": 5, "job_state": ["NEW_STATE"], "state_reason": "None",
-     "submit_time": {"set": true, "infinite": false, "number": 104}, "cpus": {"set": true, "number": 1}}],
-    "errors": []})";
-  for (const std::string& doc : {v2205, v2302}) {
-    auto a = AdapterPrinting(doc);
-    ASSERT_NE(a, nullptr);
-    auto n = a->CountMigratable();
-    ASSERT_TRUE(n.ok()) << n.status();
-    EXPECT_EQ(*n, 2) << "jobs 1 and 3 are pending; 2 held, 4 running, 5 unknown (running)";
-    auto jobs = a->GetJobs({"1", "2", "3", "4", "5"});
-    ASSERT_EQ(jobs.size(), 5u);
-    const JobState want[] = {JobState::kPending, JobState::kHeld, JobState::kPending, JobState::kRunning,
-                             JobState::kRunning};
-    for (int i = 0; i < 5; ++i) {
-      ASSERT_TRUE(jobs[i].ok()) << jobs[i].status();
-      EXPECT_EQ(jobs[i]->state, want[i]) << "job " << i + 1;
-      EXPECT_EQ(jobs[i]->queued_at_ms, (100 + i) * 1000) << "job " << i + 1;
-    }
+    {"job_id": 5, "job_state": "NEW_STATE", "state_reason": "None", "submit_time": 104, "cpus": 1}]})";
+  auto a = AdapterPrinting(jobs);
+  ASSERT_NE(a, nullptr);
+  auto n = a->CountMigratable();
+  ASSERT_TRUE(n.ok()) << n.status();
+  EXPECT_EQ(*n, 2) << "jobs 1 and 3 are pending; 2 held, 4 running, 5 unknown (running)";
+  auto got = a->GetJobs({"1", "2", "3", "4", "5"});
+  ASSERT_EQ(got.size(), 5u);
+  const JobState want[] = {JobState::kPending, JobState::kHeld, JobState::kPending, JobState::kRunning,
+                           JobState::kRunning};
+  for (int i = 0; i < 5; ++i) {
+    ASSERT_TRUE(got[i].ok()) << got[i].status();
+    EXPECT_EQ(got[i]->state, want[i]) << "job " << i + 1;
+    EXPECT_EQ(got[i]->queued_at_ms, (100 + i) * 1000) << "job " << i + 1;
   }
 }
 
@@ -421,10 +507,7 @@ TEST_F(CannedSqueueTest, ScriptCacheTellsReusedIdsApartBySubmitTime) {
   ASSERT_TRUE(again.ok()) << again.status();
   EXPECT_EQ(again->script, "#!/bin/sh\ncall 1\n") << "the same job: cached";
   // slurmctld started afresh (-c): id 1 is another job now.
-  {
-    std::ofstream f(dir_.Sub("later.json"));
-    f << R"({"jobs": [{"job_id": 1, "job_state": "PENDING", "state_reason": "None", "submit_time": 500}]})";
-  }
+  Later(R"({"jobs": [{"job_id": 1, "job_state": "PENDING", "state_reason": "None", "submit_time": 500}]})");
   auto other = a->Export("1");
   ASSERT_TRUE(other.ok()) << other.status();
   EXPECT_EQ(other->script, "#!/bin/sh\ncall 2\n") << "a new job under an old id: fetched again";
@@ -454,13 +537,20 @@ TEST_F(CannedSqueueTest, CapacityCountsOnlyNodesThatCanTakeJobs) {
 }
 
 TEST_F(CannedSqueueTest, AnUnknownFormatFailsLoudlyInsteadOfLookingDone) {
-  auto a = AdapterPrinting(R"({"jobs": [{"job_id": 1, "job_state": {"current": "PENDING"}}], "errors": []})");
+  auto a = AdapterPrinting(R"({"jobs": []})");
   ASSERT_NE(a, nullptr);
-  auto n = a->CountMigratable();
-  EXPECT_TRUE(absl::IsFailedPrecondition(n.status())) << n.status();
-  EXPECT_TRUE(absl::StrContains(n.status().message(), "unsupported squeue --json format")) << n.status();
-  auto jobs = a->GetJobs({"1"});
-  EXPECT_TRUE(absl::IsFailedPrecondition(jobs[0].status())) << jobs[0].status();
+  // A squeue that ignores the format asked for (its default table), or
+  // prints a record cut short: the read fails, no job is guessed.
+  for (const std::string& printed :
+       {std::string("JOBID PARTITION NAME USER ST TIME NODES\n    1 debug x root PD 0:00 1\n"),
+        absl::StrCat("1", kCannedSeparator, "N/A", kCannedSeparator, "\n")}) {
+    for (const char* file : {"queue.txt", "later.txt"}) std::ofstream(dir_.Sub(file)) << printed;
+    auto n = a->CountMigratable();
+    EXPECT_TRUE(absl::IsFailedPrecondition(n.status())) << n.status();
+    EXPECT_TRUE(absl::StrContains(n.status().message(), "unsupported squeue output")) << n.status();
+    auto jobs = a->GetJobs({"1"});
+    EXPECT_TRUE(absl::IsFailedPrecondition(jobs[0].status())) << jobs[0].status();
+  }
 }
 
 // What sbatch --test-only prints, read as UTC; anything else is Internal.
@@ -634,8 +724,8 @@ TEST_F(SlurmAdapterTest, PerJobCommandsRunInParallelAndARefusedJobFailsAlone) {
   std::vector<std::pair<JobSpec, std::string>> batch;
   auto script = [](int i) { return absl::StrCat("#!/bin/sh\n# job ", i, i == 4 ? " REFUSE" : "", "\ntrue\n"); };
   for (int i = 0; i < 10; ++i)
-    batch.push_back({{.name = absl::StrCat("j", i), .script = script(i), .key = absl::StrCat("k", i)},
-                     absl::StrCat("t", i)});
+    batch.push_back(
+        {{.name = absl::StrCat("j", i), .script = script(i), .key = absl::StrCat("k", i)}, absl::StrCat("t", i)});
   batch.push_back(batch[2]);
   batch.push_back(batch[4]);
   auto ids = a->SubmitMany(batch);
@@ -710,7 +800,8 @@ TEST_F(SlurmAdapterTest, AHungControllerIsATimeoutNotAHang) {
   const absl::Duration batch_took = absl::Now() - batch_start;
   kill(ctld, SIGCONT);
   EXPECT_TRUE(absl::IsDeadlineExceeded(jobs.status())) << jobs.status();
-  EXPECT_TRUE(absl::StrContains(jobs.status().message(), "`squeue --json` timed out after 1s and was killed"))
+  EXPECT_TRUE(absl::StrContains(jobs.status().message(),
+                                "`squeue --noheader --all --states=all` timed out after 1s and was killed"))
       << jobs.status();
   EXPECT_LT(took, absl::Seconds(4));
   ASSERT_EQ(ids.size(), 3u);
@@ -754,6 +845,86 @@ TEST_F(SlurmAdapterTest, ANativeJobExportsItsScriptAndResources) {
   auto spec2 = dropped->Export(id);
   ASSERT_TRUE(spec2.ok());
   EXPECT_EQ(spec2->workdir, "");
+}
+
+// Hostile names, comments and folders on a real Slurm: jobs whose name,
+// comment and working directory hold '|', newlines, tabs and a whole record
+// forged with a guessed separator are read exactly as `squeue --json` shows
+// them, and no forged record becomes a job. The format squeue gets (with
+// the read's separator) is never on its command line, and each read has
+// its own (a bin_dir wrapper logs both).
+TEST_F(SlurmAdapterTest, HostileNamesCommentsAndFoldersReadExactlyAsSqueueJsonShowsThem) {
+  StartCluster();
+  ASSERT_TRUE(cluster_->Cmd({"scontrol", "update", "PartitionName=debug", "State=DOWN"}).ok());
+  const std::string forged = "~AAAAAAAAAAAAAAAAAAAAAA\n999~AAAAAAAAAAAAAAAAAAAAAAPENDING|None|1|";
+  const std::string folder = dir_.Sub("a|b\nc\t(null)");
+  ASSERT_TRUE(std::filesystem::create_directory(folder));
+  chmod(folder.c_str(), 0777);
+  const std::string script = "#!/bin/sh\ntrue\n";
+  const std::vector<std::string> ids = {
+      Sbatch({"--job-name=evil|name\nwith newline\t" + forged, "--comment=hyperfed1;e=A=x|y\nz" + forged, "--mem=300",
+              "--time=90", "--chdir=" + folder},
+             script),
+      Sbatch({"--job-name=(null)", "--comment=N/A", "--mem-per-cpu=100", "--cpus-per-task=2", "--hold"}, script),
+      Sbatch({"--job-name=" + forged + forged, "--time=2-00:01:00"}, script)};
+  for (const std::string& id : ids) ASSERT_FALSE(id.empty());
+  TempDir bin;
+  const std::string log = bin.Sub("calls");
+  {
+    std::ofstream f(bin.Sub("squeue"));
+    f << "#!/bin/sh\necho \"argv: $*\" >> " << log << "\necho \"format: $SQUEUE_FORMAT2\" >> " << log
+      << "\nexec /usr/bin/squeue \"$@\"\n";
+  }
+  ASSERT_EQ(chmod(bin.Sub("squeue").c_str(), 0755), 0);
+  auto a = Adapter({{"bin_dir", bin.path()}});
+  ASSERT_NE(a, nullptr);
+  auto listed = a->ListJobs();
+  ASSERT_TRUE(listed.ok()) << listed.status();
+  auto got = a->GetJobs(ids);
+  auto q = cluster_->Cmd({"squeue", "--json"});
+  ASSERT_TRUE(q.ok()) << q.status();
+  const nlohmann::json jobs = nlohmann::json::parse(q->out)["jobs"];
+  EXPECT_EQ(listed->size(), jobs.size()) << "one job per job, none forged";
+  ASSERT_EQ(got.size(), ids.size());
+  for (size_t i = 0; i < ids.size(); ++i) {
+    ASSERT_TRUE(got[i].ok()) << got[i].status();
+    const nlohmann::json* j = nullptr;
+    for (const auto& x : jobs)
+      if (absl::StrCat(x["job_id"].get<int64_t>()) == ids[i]) j = &x;
+    ASSERT_NE(j, nullptr) << ids[i];
+    const JobSpec& s = got[i]->spec;
+    EXPECT_EQ(s.name, (*j)["name"].get<std::string>()) << i;
+    EXPECT_EQ(s.workdir, (*j)["current_working_directory"].get<std::string>()) << i;
+    EXPECT_EQ(s.cores, (*j)["cpus"].get<int64_t>()) << i;
+    const int64_t per_node = (*j)["memory_per_node"].is_number() ? (*j)["memory_per_node"].get<int64_t>() : 0;
+    const int64_t per_cpu = (*j)["memory_per_cpu"].is_number() ? (*j)["memory_per_cpu"].get<int64_t>() : 0;
+    EXPECT_EQ(s.memory_mb, per_node > 0 ? per_node : per_cpu * s.cores) << i;
+    const int64_t minutes = (*j)["time_limit"].is_number() ? (*j)["time_limit"].get<int64_t>() : 0;
+    EXPECT_EQ(s.time_limit_s, minutes * 60) << i;
+    EXPECT_EQ(got[i]->queued_at_ms, (*j)["submit_time"].get<int64_t>() * 1000) << i;
+    EXPECT_EQ(s.key, absl::StrCat((*j)["cluster"].get<std::string>(), "/", ids[i])) << i;
+    EXPECT_EQ(got[i]->state, i == 1 ? JobState::kHeld : JobState::kPending) << i;
+  }
+  EXPECT_EQ(got[0]->spec.name, "evil|name\nwith newline\t" + forged);
+  EXPECT_EQ(got[0]->spec.workdir, folder);
+  EXPECT_EQ(got[0]->spec.env, (std::map<std::string, std::string>{{"A", "x|y\nz" + forged}}))
+      << "the user's own comment, whole";
+  EXPECT_EQ(got[1]->spec.name, "(null)");
+  EXPECT_EQ(got[1]->spec.memory_mb, 200) << "100 MB per CPU, 2 CPUs";
+  EXPECT_EQ(got[2]->spec.time_limit_s, 2 * 86400 + 60);
+  // The separator stays off the command line, and each read has its own.
+  std::ifstream in(log);
+  std::set<std::string> formats;
+  int reads = 0;
+  for (std::string line; std::getline(in, line);) {
+    if (absl::StartsWith(line, "argv: ")) {
+      ++reads;
+      EXPECT_EQ(line, "argv: --noheader --all --states=all");
+    }
+    if (absl::StartsWith(line, "format: JobID:0")) formats.insert(line);
+  }
+  EXPECT_EQ(reads, 2);
+  EXPECT_EQ(formats.size(), 2u) << "a new separator for every read";
 }
 
 TEST_F(SlurmAdapterTest, PinMarkerAndPinnedPartitionNeverMove) {

@@ -22,6 +22,7 @@
 #include "daemon/scheduler/sim_adapter.h"
 #include "daemon/scheduler/slurm_adapter.h"
 #include "gtest/gtest.h"
+#include "tests/scheduler/canned_squeue.h"
 #include "tests/scheduler/slurm_cluster.h"
 #include "tests/scheduler/temp_dir.h"
 
@@ -53,13 +54,13 @@ class HostileSlurmSpec : public ::testing::Test {
  protected:
   // An adapter whose commands are fakes in dir_ (bin_dir): `sinfo` prints
   // one node of 4 CPUs and 16384 MB in partition "batch", `squeue` prints
-  // queue.json.
+  // the jobs Queue gave (canned_squeue.h).
   std::unique_ptr<SlurmAdapter> Adapter(std::map<std::string, std::string> options = {}) {
     WriteExecutable(dir_.Sub("sinfo"), R"(#!/bin/sh
 echo '{"nodes": [{"name": "n1", "cpus": 4, "real_memory": 16384, "partitions": ["batch"], "state": "idle"},
                  {"name": "n2", "cpus": 64, "real_memory": 999999, "partitions": ["big"], "state": "idle"}]}'
 )");
-    WriteExecutable(dir_.Sub("squeue"), absl::StrCat("#!/bin/sh\ncat ", dir_.Sub("queue.json"), "\n"));
+    WriteExecutable(dir_.Sub("squeue"), hyperfed::testing::CannedSqueueScript(dir_.Sub("queue.txt")));
     WriteExecutable(dir_.Sub("scontrol"), "#!/bin/sh\necho '#!/bin/sh'\necho true\n");
     options["bin_dir"] = dir_.path();
     if (!options.contains("run_as")) {
@@ -71,7 +72,8 @@ echo '{"nodes": [{"name": "n1", "cpus": 4, "real_memory": 16384, "partitions": [
     EXPECT_TRUE(a.ok()) << a.status();
     return a.ok() ? *std::move(a) : nullptr;
   }
-  void Queue(const std::string& json) { std::ofstream(dir_.Sub("queue.json")) << json; }
+  // The jobs, as squeue --json's job objects (canned_squeue.h).
+  void Queue(const std::string& json) { std::ofstream(dir_.Sub("queue.txt")) << hyperfed::testing::CannedSqueue(json); }
   static JobSpec Good() {
     return JobSpec{.name = "j", .script = "#!/bin/sh\ntrue\n", .cores = 1, .key = "site-a/1", .owner = "alice"};
   }
@@ -525,8 +527,8 @@ TEST_F(HostileSlurmSpec, Issue34_UsersMapLinesNameTheirSourceSite) {
   std::ofstream(dir_.Sub("users.map")) << "site-b:alice alice\n";
   ASSERT_EQ(chmod(dir_.Sub("users.map").c_str(), 0666), 0);
   auto writable = ParseSlurmOptions({{"run_as", "owner"}, {"users_map", dir_.Sub("users.map")}});
-  EXPECT_TRUE(absl::StrContains(writable.status().message(), "\"users_map\": \"" + dir_.Sub("users.map") +
-                                                                 "\" has mode 0666"))
+  EXPECT_TRUE(
+      absl::StrContains(writable.status().message(), "\"users_map\": \"" + dir_.Sub("users.map") + "\" has mode 0666"))
       << writable.status();
   ASSERT_EQ(chmod(dir_.Sub("users.map").c_str(), 0644), 0);
   ASSERT_TRUE(ParseSlurmOptions({{"run_as", "owner"}, {"users_map", dir_.Sub("users.map")}}).ok());
@@ -597,7 +599,8 @@ class HostileSlurm : public ::testing::Test {
     auto c = SlurmCluster::Start("hostile");
     ASSERT_TRUE(c.ok()) << c.status();
     cluster_ = *std::move(c);
-    chmod(dir_.path().c_str(), 01777);  // jobs run as other users; sticky (as /tmp), so the daemon still trusts its files there
+    chmod(dir_.path().c_str(),
+          01777);  // jobs run as other users; sticky (as /tmp), so the daemon still trusts its files there
   }
   std::unique_ptr<SlurmAdapter> Adapter(std::map<std::string, std::string> options = {}) {
     options["slurm_conf"] = cluster_->conf();
