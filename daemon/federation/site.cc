@@ -298,7 +298,17 @@ void Site::HeartbeatOnce() {
   // Only this thread starts it; Stop joins this thread before it.
   if (live_->balancer().placement && !placement_thread_)
     placement_thread_ = env_->StartThread([this] { PlacementLoop(); });
-  (void)RefreshSelf();
+  // A scheduler that does not answer (Slurm down) is said once, and once
+  // more when it answers again: peers meanwhile see this site's last row.
+  if (absl::Status st = RefreshSelf(); st.ok() != scheduler_answers_) {
+    scheduler_answers_ = st.ok();
+    if (st.ok()) {
+      LogInfo("the scheduler answers again: this site's load and capacity are current");
+    } else {
+      LogError(absl::StrCat("the scheduler does not answer (", st.message(),
+                            "): this site's load and capacity stay as last read until it does"));
+    }
+  }
   hb.label = entry->label;
   auto self = membership_.Find(config_.site.id);
   if (self) {

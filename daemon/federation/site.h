@@ -202,6 +202,7 @@ class Site {
   // from here, so that a reloaded interval takes effect at once.
   absl::Time timer_from_;
   bool said_not_in_roster_ = false;  // heartbeat thread only
+  bool scheduler_answers_ = true;    // heartbeat thread only: the last snapshot's outcome
   absl::Time last_underload_request_ = absl::InfinitePast();
 
   std::mutex mu_;
