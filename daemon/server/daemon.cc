@@ -1,9 +1,11 @@
 #include "daemon/server/daemon.h"
 
+#include <fcntl.h>
 #include <grpcpp/ext/proto_server_reflection_plugin.h>
 #include <grpcpp/impl/server_builder_option.h>
 #include <grpcpp/impl/server_builder_plugin.h>
 #include <grpcpp/resource_quota.h>
+#include <sys/file.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -93,6 +95,36 @@ absl::Status PrepareStateDir(const std::string& dir) {
   return absl::OkStatus();
 }
 
+// One daemon per state_dir (leveldb's LOCK): an advisory lock on
+// <state_dir>/LOCK, held while the process lives, which the kernel drops when
+// it ends however it ends. The file names the holder's PID for the next one
+// refused. Returns the open descriptor (close-on-exec: no command the adapter
+// runs keeps the lock after the daemon).
+absl::StatusOr<int> LockStateDir(const std::string& dir) {
+  const std::string path = dir + "/LOCK";
+  const int fd = open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0600);
+  if (fd < 0) return absl::FailedPreconditionError(absl::StrCat("state_dir ", dir, ": open LOCK: ", strerror(errno)));
+  if (flock(fd, LOCK_EX | LOCK_NB) != 0) {
+    const int err = errno;
+    char buf[32] = {};
+    const ssize_t n = pread(fd, buf, sizeof buf - 1, 0);
+    close(fd);
+    if (err != EWOULDBLOCK)
+      return absl::FailedPreconditionError(absl::StrCat("state_dir ", dir, ": lock LOCK: ", strerror(err)));
+    const std::string pid(absl::StripAsciiWhitespace(std::string(buf, n > 0 ? n : 0)));
+    return absl::FailedPreconditionError(absl::StrCat("state_dir ", dir, " is in use by another hyperfedd (PID ",
+                                                      pid.empty() ? "unknown" : pid,
+                                                      "): one daemon per state_dir; stop that one first"));
+  }
+  const std::string pid = absl::StrCat(getpid(), "\n");
+  if (ftruncate(fd, 0) != 0 || pwrite(fd, pid.data(), pid.size(), 0) != static_cast<ssize_t>(pid.size())) {
+    const int err = errno;
+    close(fd);
+    return absl::FailedPreconditionError(absl::StrCat("state_dir ", dir, ": write LOCK: ", strerror(err)));
+  }
+  return fd;
+}
+
 // An adapter's error names the option to blame (`scheduler option "NAME":
 // ...`); a missing option is blamed on the one that needs it, the first
 // option the message quotes that the config sets. The error then names that
@@ -155,6 +187,9 @@ absl::StatusOr<std::unique_ptr<Daemon>> Daemon::Create(const config::Config& con
   d->config_ = config;
   ConfigureLog(config.site.id, config.log);
   if (auto st = PrepareStateDir(config.state_dir); !st.ok()) return st;
+  auto lock = LockStateDir(config.state_dir);
+  if (!lock.ok()) return lock.status();
+  d->lock_fd_ = *lock;
   d->live_ = std::make_unique<federation::LiveConfig>(config);
   auto keeper = RosterKeeper::Open(config, d->live_.get());
   if (!keeper.ok()) return keeper.status();
@@ -219,6 +254,10 @@ absl::StatusOr<int> Daemon::Start() {
   // Flow-control windows grow only as far as the quota's memory pressure
   // lets them (no bandwidth-delay probing to open them wider).
   b.AddChannelArgument(GRPC_ARG_HTTP2_BDP_PROBE, 0);
+  // gRPC sets SO_REUSEPORT by default: a second process could then bind the
+  // same port and the kernel would split connections between the two. Off:
+  // a port in use is an error.
+  b.AddChannelArgument(GRPC_ARG_ALLOW_REUSEPORT, 0);
   if (!config_.security.reflection) b.SetOption(std::make_unique<NoReflection>());
   std::vector<std::unique_ptr<grpc::experimental::ServerInterceptorFactoryInterface>> interceptors;
   interceptors.push_back(std::make_unique<PeerCallInterceptorFactory>(peer_calls_.get()));
@@ -409,7 +448,12 @@ void Daemon::Shutdown() {
   LogInfo("stopped");
 }
 
-Daemon::~Daemon() { Shutdown(); }
+Daemon::~Daemon() {
+  Shutdown();
+  // Last: every part that uses state_dir is gone with the members below,
+  // but none of them holds the lock; the process's end drops it anyway.
+  if (lock_fd_ >= 0) close(lock_fd_);
+}
 
 std::string Daemon::RenderMetrics() {
   // Prometheus' text format, one family at a time: HELP and TYPE, then its

@@ -65,6 +65,7 @@ class Daemon {
   void JoinLoop();
 
   config::Config config_;
+  int lock_fd_ = -1;  // <state_dir>/LOCK, locked while this daemon lives
   std::unique_ptr<federation::LiveConfig> live_;
   std::unique_ptr<RosterKeeper> roster_;
   std::unique_ptr<scheduler::SwappableAdapter> adapter_;  // a reload may replace the adapter inside

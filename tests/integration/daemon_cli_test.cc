@@ -199,5 +199,54 @@ TEST(DaemonCliTest, SchedulerThatDoesNotAnswerIsSaidOnceAndTheDaemonRuns) {
   EXPECT_EQ(n, 1u) << text;
 }
 
+// Issue 33: started twice with one config, both processes served one port
+// (gRPC's SO_REUSEPORT) over one state_dir. The second is refused, naming
+// the first; once the first has stopped, a start works again.
+TEST(DaemonCliTest, SecondDaemonOnOneStateDirIsRefusedNamingTheFirst) {
+  TempDir dir;
+  ASSERT_FALSE(dir.path().empty());
+  const std::string state = dir.path() + "/state";
+  const std::string path = SiteConfig(dir.path(), Listener().port(), state);
+  {
+    DaemonProcess first(path, dir.path() + "/first.log");
+    ASSERT_TRUE(first.WaitLog("serving on port")) << first.Log();
+    Out o = RunDaemon(absl::StrCat("--config ", path));
+    EXPECT_EQ(o.code, 1) << o.text;
+    EXPECT_EQ(o.text, absl::StrCat("hyperfedd: state_dir ", state, " is in use by another hyperfedd (PID ", first.pid(),
+                                   "): one daemon per state_dir; stop that one first\n"));
+    EXPECT_TRUE(first.Running()) << first.Log();
+    EXPECT_EQ(first.Stop(), 0) << first.Log();
+  }
+  DaemonProcess again(path, dir.path() + "/again.log");
+  EXPECT_TRUE(again.WaitLog("serving on port")) << again.Log();
+  EXPECT_EQ(again.Stop(), 0) << again.Log();
+}
+
+// A port another process holds with SO_REUSEPORT (as hyperfedd itself did,
+// gRPC's and cpp-httplib's default) is in use for hyperfedd.
+TEST(DaemonCliTest, PortsSharedWithReusePortAreInUse) {
+  TempDir dir;
+  ASSERT_FALSE(dir.path().empty());
+  {
+    Listener taken(/*reuse_port=*/true);
+    ASSERT_GT(taken.port(), 0);
+    const std::string path = SiteConfig(dir.path(), taken.port(), dir.path() + "/state-grpc");
+    Out o = RunDaemon(absl::StrCat("--config ", path));
+    EXPECT_EQ(o.code, 1) << o.text;
+    EXPECT_EQ(LastLine(o.text), absl::StrCat("hyperfedd: cannot listen on 127.0.0.1:", taken.port(), " (in use?)"))
+        << o.text;
+  }
+  {
+    Listener taken(/*reuse_port=*/true);
+    ASSERT_GT(taken.port(), 0);
+    const std::string listen = absl::StrCat("127.0.0.1:", taken.port());
+    const std::string path = SiteConfig(dir.path(), Listener().port(), dir.path() + "/state-metrics", "", listen);
+    Out o = RunDaemon(absl::StrCat("--config ", path));
+    EXPECT_EQ(o.code, 1) << o.text;
+    EXPECT_EQ(LastLine(o.text), absl::StrCat("hyperfedd: metrics endpoint ", listen, ": cannot listen (in use?)"))
+        << o.text;
+  }
+}
+
 }  // namespace
 }  // namespace hyperfed::testing
