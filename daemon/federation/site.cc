@@ -442,11 +442,11 @@ std::optional<RoundView> Site::LastRound() const { return history_.Last(); }
 
 // ------------------------------------------------------------------ jobs
 
-absl::StatusOr<std::vector<SubmittedJob>> Site::Submit(const SubmitOrder& order) {
+SubmitResult Site::Submit(const SubmitOrder& order) {
   static std::mutex mu;
   static std::mt19937_64 rng(std::random_device{}());
-  std::vector<SubmittedJob> out;
-  for (int i = 0; i < order.count; ++i) {
+  SubmitResult out;
+  for (int i = 0; i < order.count && out.status.ok(); ++i) {
     scheduler::JobSpec spec;
     spec.name = order.name.empty() ? "job" : order.name;
     spec.cores = order.cores > 0 ? order.cores : 1;
@@ -457,14 +457,25 @@ absl::StatusOr<std::vector<SubmittedJob>> Site::Submit(const SubmitOrder& order)
       std::lock_guard<std::mutex> l(mu);
       spec.key = absl::StrFormat("%s-%016x", config_.site.id, rng());
     }
-    if (auto st = adapter_->CheckSpec(spec); !st.ok()) return st;
+    if (auto st = adapter_->CheckSpec(spec); !st.ok()) {
+      out.status = st;
+      break;
+    }
     // The key doubles as the submit tag: a retried submit makes one job.
     auto id = adapter_->Submit(spec, "submit:" + spec.key);
-    if (!id.ok()) return id.status();
-    out.push_back({*id, spec.key});
+    if (!id.ok()) {
+      out.status = id.status();
+      break;
+    }
+    out.jobs.push_back({*id, spec.key});
   }
-  LogInfo(absl::StrCat(order.count, " jobs submitted by an operator"));
-  WakePlacement();
+  if (out.status.ok()) {
+    LogInfo(absl::StrCat(order.count, " jobs submitted by an operator"));
+  } else {
+    LogError(absl::StrCat("an operator's submit took ", out.jobs.size(), " of ", order.count,
+                          " jobs: ", out.status.message()));
+  }
+  if (!out.jobs.empty()) WakePlacement();
   return out;
 }
 
