@@ -252,7 +252,13 @@ class Runner {
     if (!admin) return kExitRpcFailure;
     v1::SubmitReply r;
     auto ctx = Context();
-    if (auto st = admin->Submit(ctx.get(), req, &r); !st.ok()) return Fail(st, endpoint);
+    if (auto st = admin->Submit(ctx.get(), req, &r); !st.ok()) {
+      // A daemon that took part of the order says so ("took N of M") and
+      // lists the jobs it took in the failure's details: they exist.
+      if (v1::SubmitReply taken; !st.error_details().empty() && taken.ParseFromString(st.error_details()))
+        out_ << (o_.json ? SubmitJson(taken) : SubmitText(taken));
+      return Fail(st, endpoint);
+    }
     out_ << (o_.json ? SubmitJson(r) : SubmitText(r));
     return kExitOk;
   }

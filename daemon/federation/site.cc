@@ -307,7 +307,17 @@ void Site::HeartbeatOnce() {
   // Only this thread starts it; Stop joins this thread before it.
   if (live_->balancer().placement && !placement_thread_)
     placement_thread_ = env_->StartThread([this] { PlacementLoop(); });
-  (void)RefreshSelf();
+  // A scheduler that does not answer (Slurm down) is said once, and once
+  // more when it answers again: peers meanwhile see this site's last row.
+  if (absl::Status st = RefreshSelf(); st.ok() != scheduler_answers_) {
+    scheduler_answers_ = st.ok();
+    if (st.ok()) {
+      LogInfo("the scheduler answers again: this site's load and capacity are current");
+    } else {
+      LogError(absl::StrCat("the scheduler does not answer (", st.message(),
+                            "): this site's load and capacity stay as last read until it does"));
+    }
+  }
   hb.label = entry->label;
   auto self = membership_.Find(config_.site.id);
   if (self) {
@@ -441,11 +451,11 @@ std::optional<RoundView> Site::LastRound() const { return history_.Last(); }
 
 // ------------------------------------------------------------------ jobs
 
-absl::StatusOr<std::vector<SubmittedJob>> Site::Submit(const SubmitOrder& order) {
+SubmitResult Site::Submit(const SubmitOrder& order) {
   static std::mutex mu;
   static std::mt19937_64 rng(std::random_device{}());
-  std::vector<SubmittedJob> out;
-  for (int i = 0; i < order.count; ++i) {
+  SubmitResult out;
+  for (int i = 0; i < order.count && out.status.ok(); ++i) {
     scheduler::JobSpec spec;
     spec.name = order.name.empty() ? "job" : order.name;
     spec.cores = order.cores > 0 ? order.cores : 1;
@@ -456,14 +466,25 @@ absl::StatusOr<std::vector<SubmittedJob>> Site::Submit(const SubmitOrder& order)
       std::lock_guard<std::mutex> l(mu);
       spec.key = absl::StrFormat("%s-%016x", config_.site.id, rng());
     }
-    if (auto st = adapter_->CheckSpec(spec); !st.ok()) return st;
+    if (auto st = adapter_->CheckSpec(spec); !st.ok()) {
+      out.status = st;
+      break;
+    }
     // The key doubles as the submit tag: a retried submit makes one job.
     auto id = adapter_->Submit(spec, "submit:" + spec.key);
-    if (!id.ok()) return id.status();
-    out.push_back({*id, spec.key});
+    if (!id.ok()) {
+      out.status = id.status();
+      break;
+    }
+    out.jobs.push_back({*id, spec.key});
   }
-  LogInfo(absl::StrCat(order.count, " jobs submitted by an operator"));
-  WakePlacement();
+  if (out.status.ok()) {
+    LogInfo(absl::StrCat(order.count, " jobs submitted by an operator"));
+  } else {
+    LogError(absl::StrCat("an operator's submit took ", out.jobs.size(), " of ", order.count,
+                          " jobs: ", out.status.message()));
+  }
+  if (!out.jobs.empty()) WakePlacement();
   return out;
 }
 

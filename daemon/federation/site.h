@@ -53,6 +53,13 @@ struct SubmittedJob {
   std::string id;
   std::string key;
 };
+// What an order made: every job it asked for, or those made before the
+// failure `status` says (each of them is in the scheduler: an order stops at
+// its first failure and undoes nothing).
+struct SubmitResult {
+  std::vector<SubmittedJob> jobs;
+  absl::Status status;
+};
 
 class Site {
  public:
@@ -128,7 +135,7 @@ class Site {
   NextRound Next() const;
   // Submits the jobs, then wakes the placement pass (they are placed at
   // once, not a heartbeat later).
-  absl::StatusOr<std::vector<SubmittedJob>> Submit(const SubmitOrder& order);
+  SubmitResult Submit(const SubmitOrder& order);
   PlacementCounters placement_counters() const { return arrival_.counters(); }
   // How long this site's jobs waited before they started, in the last hours
   // (WaitLog, fed every heartbeat).
@@ -206,6 +213,7 @@ class Site {
   // from here, so that a reloaded interval takes effect at once.
   absl::Time timer_from_;
   bool said_not_in_roster_ = false;  // heartbeat thread only
+  bool scheduler_answers_ = true;    // heartbeat thread only: the last snapshot's outcome
   absl::Time last_underload_request_ = absl::InfinitePast();
 
   std::mutex mu_;

@@ -316,17 +316,36 @@ absl::StatusOr<std::vector<OutResult>> Migrator::MigrateOut(const std::string& d
   // abandoned, never sent) but those already started finish.
   results.resize(batches.size());
   std::vector<int64_t> batch_shortfall(batches.size(), 0);
+  std::vector<std::vector<std::string>> batch_over(batches.size());
   std::atomic<size_t> next{0};
   std::atomic<bool> stopped{false};
   const size_t workers = std::min<size_t>(batches.size(), static_cast<size_t>(kBatchesInFlight));
   ParallelFor(executor_, workers, [&](size_t) {
     for (size_t i = next.fetch_add(1); i < batches.size(); i = next.fetch_add(1)) {
-      results[i] = RunBatch(std::move(batches[i]), !stopped.load(), &batch_shortfall[i]);
+      results[i] = RunBatch(std::move(batches[i]), !stopped.load(), &batch_shortfall[i], &batch_over[i]);
       if (!results[i].status.ok()) stopped.store(true);
     }
   });
   for (int64_t n : batch_shortfall) shortfall += n;
-  results.back().shortfall = shortfall;
+  // Jobs cut off by the message budget were released, not sent: while every
+  // batch committed, the same call sends them in batches of their own (each
+  // carries at least one job, so this ends).
+  std::vector<std::string> over;
+  for (std::vector<std::string>& o : batch_over) over.insert(over.end(), o.begin(), o.end());
+  const bool all_ok = std::all_of(results.begin(), results.end(), [](const OutResult& r) { return r.status.ok(); });
+  if (over.empty() || !all_ok) {
+    results.back().shortfall = shortfall;
+    return results;
+  }
+  results.back().shortfall = shortfall - static_cast<int64_t>(over.size());
+  absl::StatusOr<std::vector<OutResult>> more =
+      MigrateOut(dest_site, static_cast<int64_t>(over.size()), round_id, &over);
+  if (!more.ok()) {
+    results.back().shortfall += static_cast<int64_t>(over.size());
+    results.back().status = more.status();
+    return results;
+  }
+  results.insert(results.end(), std::make_move_iterator(more->begin()), std::make_move_iterator(more->end()));
   return results;
 }
 
@@ -366,7 +385,7 @@ absl::StatusOr<std::vector<Job>> Migrator::Candidates(const std::vector<std::str
   return listed;
 }
 
-OutResult Migrator::RunBatch(MigrationRecord b, bool attempt, int64_t* shortfall) {
+OutResult Migrator::RunBatch(MigrationRecord b, bool attempt, int64_t* shortfall, std::vector<std::string>* over) {
   BusyGuard guard([this, key = OutKey(b.id)] { ReleaseBusy(key); });
   OutResult res;
   res.migration_id = b.id;
@@ -379,7 +398,7 @@ OutResult Migrator::RunBatch(MigrationRecord b, bool attempt, int64_t* shortfall
   }
   int64_t dropped = 0;
   std::optional<MigrationRecord> prepared;
-  absl::Status st = PrepareBatch(std::move(b), &dropped, &prepared);
+  absl::Status st = PrepareBatch(std::move(b), &dropped, &prepared, over);
   *shortfall += dropped;
   bool committed = false;
   int64_t refused = 0;
@@ -420,7 +439,8 @@ OutResult Migrator::RunBatch(MigrationRecord b, bool attempt, int64_t* shortfall
   return res;
 }
 
-absl::Status Migrator::PrepareBatch(MigrationRecord b, int64_t* dropped, std::optional<MigrationRecord>* prepared) {
+absl::Status Migrator::PrepareBatch(MigrationRecord b, int64_t* dropped, std::optional<MigrationRecord>* prepared,
+                                    std::vector<std::string>* over) {
   const std::string id = b.id;  // b is moved from below
   std::vector<JournalJob> jobs = std::move(b.jobs);
   std::vector<JournalJob> held;
@@ -449,6 +469,7 @@ absl::Status Migrator::PrepareBatch(MigrationRecord b, int64_t* dropped, std::op
   });
   CrashPoint(kCrashOutAfterHold);
   std::vector<JournalJob> ready;
+  size_t ready_bytes = 0;
   ForChunks(held.size(), adapter_chunk_, [&](size_t begin, size_t end) {
     std::vector<absl::StatusOr<scheduler::JobSpec>> specs = adapter_->ExportMany(SourceIds(held, begin, end));
     for (size_t i = begin; i < end; ++i) {
@@ -470,9 +491,22 @@ absl::Status Migrator::PrepareBatch(MigrationRecord b, int64_t* dropped, std::op
         to_release.push_back(j.source_id);
         continue;
       }
+      // Past the message budget: released now, sent in a later batch of
+      // this call (MigrateOut). The first job always goes: one spec fits.
+      if (budget_bytes_ > 0 && spec_bytes_) {
+        const size_t bytes = spec_bytes_(j.spec);
+        if (!ready.empty() && ready_bytes + bytes > budget_bytes_) {
+          over->push_back(j.source_id);
+          to_release.push_back(j.source_id);
+          continue;
+        }
+        ready_bytes += bytes;
+      }
       ready.push_back(std::move(j));
     }
   });
+  if (!over->empty())
+    notes.push_back(absl::StrCat(over->size(), " jobs past the message limit: released, sent in the next batch"));
   absl::Status release_failed;
   ForChunks(to_release.size(), adapter_chunk_, [&](size_t begin, size_t end) {
     std::vector<std::string> ids(to_release.begin() + begin, to_release.begin() + end);

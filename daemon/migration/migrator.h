@@ -268,7 +268,6 @@ class Migrator {
   // Every migration that carried `job_key`, oldest first.
   absl::StatusOr<std::vector<MigrationRecord>> HistoryOfJob(const std::string& job_key) const;
 
-
   // The destination's tag for job `index` of `migration_id`.
   static std::string Tag(const std::string& migration_id, size_t index);
 
@@ -283,6 +282,20 @@ class Migrator {
   // side (at most kBatchesInFlight at once; docs/design.md §7). Without
   // one (the default) they run one after another. Set before serving.
   void SetExecutor(Executor* executor) { executor_ = executor; }
+
+  // What a Transfer may weigh: every batch's specs together, each as
+  // `spec_bytes` measures it as sent, stay within `max_bytes` (the message
+  // limit less room for the rest of the message). A batch is cut after its
+  // jobs are exported, when their scripts are known: the jobs past the
+  // limit are released before the batch is sent (as jobs that will not
+  // move are) and the same call sends them in batches of their own
+  // (docs/design.md §7). Without it (the default) batches are cut by count
+  // only. Set before serving.
+  using SpecBytes = std::function<size_t(const scheduler::JobSpec&)>;
+  void SetMessageBudget(size_t max_bytes, SpecBytes spec_bytes) {
+    budget_bytes_ = max_bytes;
+    spec_bytes_ = std::move(spec_bytes);
+  }
 
  private:
   // Drives an outgoing record (already marked busy by the caller) as far as
@@ -306,7 +319,10 @@ class Migrator {
   // Steps 2 and 3 of a PREPARING record: holds, exports, journals
   // PREPARED (then *prepared is that record) or ABORTED (no job could be
   // held).
-  absl::Status PrepareBatch(MigrationRecord b, int64_t* dropped, std::optional<MigrationRecord>* prepared);
+  // *over gets the source ids of the jobs cut off by the message budget
+  // (released, counted in *dropped too).
+  absl::Status PrepareBatch(MigrationRecord b, int64_t* dropped, std::optional<MigrationRecord>* prepared,
+                            std::vector<std::string>* over);
   // MigrateOut's movable jobs in the order it takes them: `only` (those
   // still movable), else the whole queue in kMoveOrder. Caller holds
   // select_mu_.
@@ -314,7 +330,7 @@ class Migrator {
   // One batch of MigrateOut, journaled PREPARING and marked busy by the
   // caller (RunBatch clears the mark): prepares and drives it, or, when not
   // `attempt`, abandons it. Adds the jobs that did not move to *shortfall.
-  OutResult RunBatch(MigrationRecord b, bool attempt, int64_t* shortfall);
+  OutResult RunBatch(MigrationRecord b, bool attempt, int64_t* shortfall, std::vector<std::string>* over);
   // Destination: submits what is missing of an IN PREPARED record, journals
   // COMMITTED and returns the new ids, one per job, "" for a job the
   // scheduler refused for good (it fails alone); when it refused every job,
@@ -342,6 +358,8 @@ class Migrator {
   const int64_t adapter_chunk_;
   Admission admission_;
   Executor* executor_ = nullptr;
+  size_t budget_bytes_ = 0;  // 0: no budget
+  SpecBytes spec_bytes_;
 
   // Serializes the source's choice of jobs with its PREPARING writes.
   std::mutex select_mu_;

@@ -538,12 +538,14 @@ absl::Status ExecAdapter::CheckSpec(const JobSpec& spec) const {
 
 void RegisterExecAdapter(AdapterRegistry* registry) {
   registry
-      ->Register(kExecAdapterName,
-                 [](const AdapterContext& ctx) -> absl::StatusOr<std::unique_ptr<SchedulerAdapter>> {
-                   auto a = ExecAdapter::Create(ctx);
-                   if (!a.ok()) return a.status();
-                   return std::unique_ptr<SchedulerAdapter>(*std::move(a));
-                 })
+      ->Register(
+          kExecAdapterName,
+          [](const AdapterContext& ctx) -> absl::StatusOr<std::unique_ptr<SchedulerAdapter>> {
+            auto a = ExecAdapter::Create(ctx);
+            if (!a.ok()) return a.status();
+            return std::unique_ptr<SchedulerAdapter>(*std::move(a));
+          },
+          [](const std::map<std::string, std::string>& o) { return ParseExecOptions(o).status(); })
       .IgnoreError();  // Already registered: the first registration stays.
 }
 

@@ -1177,12 +1177,14 @@ absl::Status GridEngineAdapter::SetPinned(const std::string& id, bool pinned) {
 }
 
 void RegisterGridEngineAdapter(AdapterRegistry* registry) {
-  (void)registry->Register(kGridEngineAdapterName,
-                           [](const AdapterContext& ctx) -> absl::StatusOr<std::unique_ptr<SchedulerAdapter>> {
-                             auto a = GridEngineAdapter::Open(ctx);
-                             if (!a.ok()) return a.status();
-                             return std::unique_ptr<SchedulerAdapter>(*std::move(a));
-                           });
+  (void)registry->Register(
+      kGridEngineAdapterName,
+      [](const AdapterContext& ctx) -> absl::StatusOr<std::unique_ptr<SchedulerAdapter>> {
+        auto a = GridEngineAdapter::Open(ctx);
+        if (!a.ok()) return a.status();
+        return std::unique_ptr<SchedulerAdapter>(*std::move(a));
+      },
+      [](const std::map<std::string, std::string>& o) { return ParseGridEngineOptions(o).status(); });
 }
 
 }  // namespace hyperfed::scheduler

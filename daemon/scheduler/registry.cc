@@ -7,7 +7,7 @@
 
 namespace hyperfed::scheduler {
 
-absl::Status AdapterRegistry::Register(std::string name, AdapterFactory factory) {
+absl::Status AdapterRegistry::Register(std::string name, AdapterFactory factory, OptionsCheck check) {
   if (name.empty()) return absl::InvalidArgumentError("scheduler adapter name is empty");
   if (!factory) {
     return absl::InvalidArgumentError(absl::StrCat("scheduler adapter \"", name, "\": null factory"));
@@ -16,7 +16,7 @@ absl::Status AdapterRegistry::Register(std::string name, AdapterFactory factory)
   if (factories_.contains(name)) {
     return absl::AlreadyExistsError(absl::StrCat("scheduler adapter \"", name, "\" is already registered"));
   }
-  factories_.emplace(std::move(name), std::move(factory));
+  factories_.emplace(std::move(name), Entry{std::move(factory), std::move(check)});
   return absl::OkStatus();
 }
 
@@ -26,13 +26,8 @@ absl::StatusOr<std::unique_ptr<SchedulerAdapter>> AdapterRegistry::Create(const 
   {
     absl::MutexLock l(&mu_);
     auto it = factories_.find(name);
-    if (it == factories_.end()) {
-      std::vector<std::string> known;
-      for (const auto& [n, f] : factories_) known.push_back(n);
-      return absl::NotFoundError(absl::StrCat("unknown scheduler adapter \"", name,
-                                              "\"; known: ", known.empty() ? "(none)" : absl::StrJoin(known, ", ")));
-    }
-    factory = it->second;
+    if (it == factories_.end()) return UnknownLocked(name);
+    factory = it->second.factory;
   }
   // Outside the lock: a factory may open files or run commands.
   auto adapter = factory(ctx);
@@ -40,6 +35,25 @@ absl::StatusOr<std::unique_ptr<SchedulerAdapter>> AdapterRegistry::Create(const 
     return absl::InternalError(absl::StrCat("scheduler adapter \"", name, "\": factory returned no adapter"));
   }
   return adapter;
+}
+
+absl::Status AdapterRegistry::UnknownLocked(const std::string& name) const {
+  std::vector<std::string> known;
+  for (const auto& [n, e] : factories_) known.push_back(n);
+  return absl::NotFoundError(absl::StrCat("unknown scheduler adapter \"", name,
+                                          "\"; known: ", known.empty() ? "(none)" : absl::StrJoin(known, ", ")));
+}
+
+absl::Status AdapterRegistry::CheckOptions(const std::string& name,
+                                           const std::map<std::string, std::string>& options) const {
+  OptionsCheck check;
+  {
+    absl::MutexLock l(&mu_);
+    auto it = factories_.find(name);
+    if (it == factories_.end()) return UnknownLocked(name);
+    check = it->second.check;
+  }
+  return check ? check(options) : absl::OkStatus();
 }
 
 bool AdapterRegistry::Has(const std::string& name) const {
@@ -50,7 +64,7 @@ bool AdapterRegistry::Has(const std::string& name) const {
 std::vector<std::string> AdapterRegistry::Names() const {
   absl::MutexLock l(&mu_);
   std::vector<std::string> names;
-  for (const auto& [n, f] : factories_) names.push_back(n);
+  for (const auto& [n, e] : factories_) names.push_back(n);
   return names;
 }
 

@@ -33,11 +33,18 @@ struct AdapterContext {
 // option; unusable state: the underlying error).
 using AdapterFactory = std::function<absl::StatusOr<std::unique_ptr<SchedulerAdapter>>(const AdapterContext&)>;
 
+// Checks an adapter's options the way its factory does, touching nothing
+// (no file, no command): `hyperfedd --check` runs it. An error names the
+// option to blame as the factory's does: `scheduler option "NAME": ...`.
+using OptionsCheck = std::function<absl::Status(const std::map<std::string, std::string>& options)>;
+
 class AdapterRegistry {
  public:
   // InvalidArgument for an empty name or a null factory; AlreadyExists when
   // the name is taken (the first registration stays).
-  absl::Status Register(std::string name, AdapterFactory factory);
+  // `check` may be null: such an adapter's options are checked only when it
+  // is made.
+  absl::Status Register(std::string name, AdapterFactory factory, OptionsCheck check = nullptr);
 
   // NotFound, naming the known adapters, for an unregistered name; otherwise
   // whatever the factory returns.
@@ -45,12 +52,22 @@ class AdapterRegistry {
 
   bool Has(const std::string& name) const;
 
+  // NotFound as Create for an unregistered name; otherwise what the
+  // adapter's OptionsCheck says (OK when it has none).
+  absl::Status CheckOptions(const std::string& name, const std::map<std::string, std::string>& options) const;
+
   // The registered names, sorted.
   std::vector<std::string> Names() const;
 
  private:
+  absl::Status UnknownLocked(const std::string& name) const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+
   mutable absl::Mutex mu_;
-  std::map<std::string, AdapterFactory> factories_;  // guarded by mu_
+  struct Entry {
+    AdapterFactory factory;
+    OptionsCheck check;
+  };
+  std::map<std::string, Entry> factories_;  // guarded by mu_
 };
 
 }  // namespace hyperfed::scheduler

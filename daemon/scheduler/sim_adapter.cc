@@ -1081,12 +1081,14 @@ absl::StatusOr<int64_t> SimAdapter::CountDone() {
 
 void RegisterSimAdapter(AdapterRegistry* registry) {
   registry
-      ->Register(kSimAdapterName,
-                 [](const AdapterContext& ctx) -> absl::StatusOr<std::unique_ptr<SchedulerAdapter>> {
-                   auto a = SimAdapter::Open(ctx);
-                   if (!a.ok()) return a.status();
-                   return std::unique_ptr<SchedulerAdapter>(*std::move(a));
-                 })
+      ->Register(
+          kSimAdapterName,
+          [](const AdapterContext& ctx) -> absl::StatusOr<std::unique_ptr<SchedulerAdapter>> {
+            auto a = SimAdapter::Open(ctx);
+            if (!a.ok()) return a.status();
+            return std::unique_ptr<SchedulerAdapter>(*std::move(a));
+          },
+          [](const std::map<std::string, std::string>& o) { return ParseSimOptions(o).status(); })
       .IgnoreError();  // Already registered: the first registration stays.
 }
 

@@ -1689,12 +1689,14 @@ std::vector<absl::Status> SlurmAdapter::EndPlacementWindow(const std::vector<std
 }
 
 void RegisterSlurmAdapter(AdapterRegistry* registry) {
-  (void)registry->Register(kSlurmAdapterName,
-                           [](const AdapterContext& ctx) -> absl::StatusOr<std::unique_ptr<SchedulerAdapter>> {
-                             auto a = SlurmAdapter::Open(ctx);
-                             if (!a.ok()) return a.status();
-                             return std::unique_ptr<SchedulerAdapter>(*std::move(a));
-                           });
+  (void)registry->Register(
+      kSlurmAdapterName,
+      [](const AdapterContext& ctx) -> absl::StatusOr<std::unique_ptr<SchedulerAdapter>> {
+        auto a = SlurmAdapter::Open(ctx);
+        if (!a.ok()) return a.status();
+        return std::unique_ptr<SchedulerAdapter>(*std::move(a));
+      },
+      [](const std::map<std::string, std::string>& o) { return ParseSlurmOptions(o).status(); });
 }
 
 }  // namespace hyperfed::scheduler

@@ -1,13 +1,18 @@
 #include "daemon/server/daemon.h"
 
+#include <fcntl.h>
 #include <grpcpp/ext/proto_server_reflection_plugin.h>
 #include <grpcpp/impl/server_builder_option.h>
 #include <grpcpp/impl/server_builder_plugin.h>
 #include <grpcpp/resource_quota.h>
+#include <sys/file.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include <algorithm>
+#include <cerrno>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
@@ -30,20 +35,27 @@ namespace hyperfed::server {
 namespace {
 
 // state_dir holds the journal and the sim adapter's queue: this daemon's
-// account only (docs/operations.md, "Secure"). Made 0700; an existing one
-// that others can read is made 0700; one that others can write is refused,
-// since its files may have been changed by someone else.
-absl::Status PrepareStateDir(const std::string& dir) {
+// account only (docs/operations.md, "Secure"). What PrepareStateDir would
+// refuse, found without changing anything (`hyperfedd --check`): a path that
+// others may change, one that is no folder or cannot be made, a folder that
+// group or others may write (its files may have been changed by someone
+// else).
+absl::Status CheckStateDir(const std::string& dir) {
   namespace fs = std::filesystem;
   std::error_code ec;
   // Its owner and the folders above it: no one else may swap its journal.
   if (std::string why = config::CheckTrustedPath(dir); !why.empty())
     return absl::FailedPreconditionError(absl::StrCat("state_dir ", dir, ": ", why));
   if (!fs::exists(dir, ec)) {
-    fs::create_directories(dir, ec);
-    if (ec) return absl::FailedPreconditionError(absl::StrCat("state_dir ", dir, ": ", ec.message()));
-    fs::permissions(dir, fs::perms::owner_all, fs::perm_options::replace, ec);
-    if (ec) return absl::FailedPreconditionError(absl::StrCat("state_dir ", dir, ": chmod 700: ", ec.message()));
+    // Made at start: the nearest folder above it that exists must take it.
+    fs::path up = fs::absolute(dir, ec).parent_path();
+    while (!up.empty() && !fs::exists(up, ec) && up != up.parent_path()) up = up.parent_path();
+    if (!fs::is_directory(up, ec))
+      return absl::FailedPreconditionError(
+          absl::StrCat("state_dir ", dir, ": cannot be made: ", up.string(), " is no folder"));
+    if (access(up.c_str(), W_OK | X_OK) != 0)
+      return absl::FailedPreconditionError(
+          absl::StrCat("state_dir ", dir, ": cannot be made in ", up.string(), ": ", strerror(errno)));
     return absl::OkStatus();
   }
   if (!fs::is_directory(dir, ec))
@@ -55,6 +67,26 @@ absl::Status PrepareStateDir(const std::string& dir) {
         absl::StrFormat("state_dir %s has mode %04o: group or others may write it, so its journal cannot be "
                         "trusted; check its files, then chmod 700 it",
                         dir, static_cast<unsigned>(p & fs::perms::mask)));
+  if (access(dir.c_str(), R_OK | W_OK | X_OK) != 0)
+    return absl::FailedPreconditionError(absl::StrCat("state_dir ", dir, ": ", strerror(errno)));
+  return absl::OkStatus();
+}
+
+// CheckStateDir, then makes state_dir 0700 (a new one, or one that others
+// could read).
+absl::Status PrepareStateDir(const std::string& dir) {
+  namespace fs = std::filesystem;
+  if (auto st = CheckStateDir(dir); !st.ok()) return st;
+  std::error_code ec;
+  if (!fs::exists(dir, ec)) {
+    fs::create_directories(dir, ec);
+    if (ec) return absl::FailedPreconditionError(absl::StrCat("state_dir ", dir, ": ", ec.message()));
+    fs::permissions(dir, fs::perms::owner_all, fs::perm_options::replace, ec);
+    if (ec) return absl::FailedPreconditionError(absl::StrCat("state_dir ", dir, ": chmod 700: ", ec.message()));
+    return absl::OkStatus();
+  }
+  const fs::perms p = fs::status(dir, ec).permissions();
+  if (ec) return absl::FailedPreconditionError(absl::StrCat("state_dir ", dir, ": ", ec.message()));
   if ((p & (fs::perms::group_all | fs::perms::others_all)) != fs::perms::none) {
     fs::permissions(dir, fs::perms::owner_all, fs::perm_options::replace, ec);
     if (ec) return absl::FailedPreconditionError(absl::StrCat("state_dir ", dir, ": chmod 700: ", ec.message()));
@@ -62,6 +94,53 @@ absl::Status PrepareStateDir(const std::string& dir) {
         absl::StrFormat("state_dir %s had mode %04o: made it 0700", dir, static_cast<unsigned>(p & fs::perms::mask)));
   }
   return absl::OkStatus();
+}
+
+// One daemon per state_dir (leveldb's LOCK): an advisory lock on
+// <state_dir>/LOCK, held while the process lives, which the kernel drops when
+// it ends however it ends. The file names the holder's PID for the next one
+// refused. Returns the open descriptor (close-on-exec: no command the adapter
+// runs keeps the lock after the daemon).
+absl::StatusOr<int> LockStateDir(const std::string& dir) {
+  const std::string path = dir + "/LOCK";
+  const int fd = open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0600);
+  if (fd < 0) return absl::FailedPreconditionError(absl::StrCat("state_dir ", dir, ": open LOCK: ", strerror(errno)));
+  if (flock(fd, LOCK_EX | LOCK_NB) != 0) {
+    const int err = errno;
+    char buf[32] = {};
+    const ssize_t n = pread(fd, buf, sizeof buf - 1, 0);
+    close(fd);
+    if (err != EWOULDBLOCK)
+      return absl::FailedPreconditionError(absl::StrCat("state_dir ", dir, ": lock LOCK: ", strerror(err)));
+    const std::string pid(absl::StripAsciiWhitespace(std::string(buf, n > 0 ? n : 0)));
+    return absl::FailedPreconditionError(absl::StrCat("state_dir ", dir, " is in use by another hyperfedd (PID ",
+                                                      pid.empty() ? "unknown" : pid,
+                                                      "): one daemon per state_dir; stop that one first"));
+  }
+  const std::string pid = absl::StrCat(getpid(), "\n");
+  if (ftruncate(fd, 0) != 0 || pwrite(fd, pid.data(), pid.size(), 0) != static_cast<ssize_t>(pid.size())) {
+    const int err = errno;
+    close(fd);
+    return absl::FailedPreconditionError(absl::StrCat("state_dir ", dir, ": write LOCK: ", strerror(err)));
+  }
+  return fd;
+}
+
+// An adapter's error names the option to blame (`scheduler option "NAME":
+// ...`); a missing option is blamed on the one that needs it, the first
+// option the message quotes that the config sets. The error then names that
+// option's file and line.
+absl::Status BlameOption(const config::Config& c, const absl::Status& st) {
+  const absl::string_view m = st.message();
+  for (size_t open = m.find('"'); open != absl::string_view::npos; open = m.find('"', open + 1)) {
+    const size_t close = m.find('"', open + 1);
+    if (close == absl::string_view::npos) break;
+    const std::string name(m.substr(open + 1, close - open - 1));
+    if (auto it = c.scheduler.option_lines.find(name); it != c.scheduler.option_lines.end())
+      return absl::InvalidArgumentError(absl::StrCat(c.path, ":", it->second, ": scheduler.options.", name, ": ", m));
+    open = close;
+  }
+  return absl::InvalidArgumentError(absl::StrCat(c.path, ": scheduler.options: ", m));
 }
 
 // Linking gRPC's reflection library registers its plugin with every
@@ -95,32 +174,8 @@ absl::Status CheckRuntime(const config::Config& c) {
   if (!r->Has(c.scheduler.adapter))
     return absl::InvalidArgumentError(
         absl::StrCat(c.path, ": scheduler.adapter: unknown adapter '", c.scheduler.adapter, "'"));
-  if (c.scheduler.adapter == scheduler::kSlurmAdapterName) {
-    // Each option alone first, so that the error names its line; then all
-    // together (an option may contradict another).
-    auto where = [&](const std::string& name) {
-      auto it = c.scheduler.option_lines.find(name);
-      return it == c.scheduler.option_lines.end() ? c.path : absl::StrCat(c.path, ":", it->second);
-    };
-    for (const auto& [name, value] : c.scheduler.options) {
-      if (auto o = scheduler::ParseSlurmOptions({{name, value}}, /*check_combination=*/false); !o.ok())
-        return absl::InvalidArgumentError(
-            absl::StrCat(where(name), ": scheduler.options.", name, ": ", o.status().message()));
-    }
-    if (auto o = scheduler::ParseSlurmOptions(c.scheduler.options); !o.ok()) {
-      // The error names the option to blame ("scheduler option \"X\": ...");
-      // a missing submit_partition is blamed on partitions' line.
-      std::string name(o.status().message().substr(0, o.status().message().find("\":")));
-      name = name.substr(name.find('"') == std::string::npos ? name.size() : name.find('"') + 1);
-      if (!c.scheduler.options.contains(name)) name = "partitions";
-      return absl::InvalidArgumentError(
-          absl::StrCat(where(name), ": scheduler.options.", name, ": ", o.status().message()));
-    }
-  }
-  if (c.scheduler.adapter == scheduler::kGridEngineAdapterName) {
-    if (auto o = scheduler::ParseGridEngineOptions(c.scheduler.options); !o.ok())
-      return absl::InvalidArgumentError(absl::StrCat(c.path, ": scheduler.options: ", o.status().message()));
-  }
+  if (auto st = r->CheckOptions(c.scheduler.adapter, c.scheduler.options); !st.ok()) return BlameOption(c, st);
+  if (auto st = CheckStateDir(c.state_dir); !st.ok()) return st;
   if (auto tls = ReadTlsFiles(c.security); !tls.ok()) return tls.status();
   if (auto t = ReadToken(c.security.admin_token_file); !t.ok()) return t.status();
   federation::LiveConfig live(c);
@@ -133,6 +188,9 @@ absl::StatusOr<std::unique_ptr<Daemon>> Daemon::Create(const config::Config& con
   d->config_ = config;
   ConfigureLog(config.site.id, config.log);
   if (auto st = PrepareStateDir(config.state_dir); !st.ok()) return st;
+  auto lock = LockStateDir(config.state_dir);
+  if (!lock.ok()) return lock.status();
+  d->lock_fd_ = *lock;
   d->live_ = std::make_unique<federation::LiveConfig>(config);
   auto keeper = RosterKeeper::Open(config, d->live_.get());
   if (!keeper.ok()) return keeper.status();
@@ -197,6 +255,10 @@ absl::StatusOr<int> Daemon::Start() {
   // Flow-control windows grow only as far as the quota's memory pressure
   // lets them (no bandwidth-delay probing to open them wider).
   b.AddChannelArgument(GRPC_ARG_HTTP2_BDP_PROBE, 0);
+  // gRPC sets SO_REUSEPORT by default: a second process could then bind the
+  // same port and the kernel would split connections between the two. Off:
+  // a port in use is an error.
+  b.AddChannelArgument(GRPC_ARG_ALLOW_REUSEPORT, 0);
   if (!config_.security.reflection) b.SetOption(std::make_unique<NoReflection>());
   std::vector<std::unique_ptr<grpc::experimental::ServerInterceptorFactoryInterface>> interceptors;
   interceptors.push_back(std::make_unique<PeerCallInterceptorFactory>(peer_calls_.get()));
@@ -205,17 +267,10 @@ absl::StatusOr<int> Daemon::Start() {
   b.RegisterService(admin_service_.get());
   b.RegisterService(&health_service_);
   server_ = b.BuildAndStart();
-  if (!server_ || port == 0)
+  if (!server_ || port == 0) {
+    server_.reset();
     return absl::UnavailableError(absl::StrCat("cannot listen on ", config_.site.listen, " (in use?)"));
-  site_->Start();
-  recovery_ = std::thread([this] {
-    std::unique_lock<std::mutex> l(stop_mu_);
-    while (!stop_cv_.wait_for(l, absl::ToChronoSeconds(kRecoveryInterval), [this] { return stopping_.load(); })) {
-      l.unlock();
-      if (auto st = migrator_->Recover(); !st.ok()) LogError(absl::StrCat("migration recovery: ", st.message()));
-      l.lock();
-    }
-  });
+  }
   if (!config_.site.metrics_listen.empty()) {
     const WebAccess access = config_.site.web == "on"    ? WebAccess::kOn
                              : config_.site.web == "off" ? WebAccess::kOff
@@ -225,12 +280,26 @@ absl::StatusOr<int> Daemon::Start() {
     auto m = MetricsServer::Start(
         config_.site.metrics_listen, [this] { return RenderMetrics(); }, absl::Seconds(2),
         [&web](httplib::Server* h) { web.Register(h); });
-    if (!m.ok()) return m.status();
+    if (!m.ok()) {
+      // Nothing else runs yet: the daemon stops as if never started.
+      server_->Shutdown();
+      server_.reset();
+      return m.status();
+    }
     metrics_ = *std::move(m);
     LogInfo(absl::StrCat("metrics on http://",
                          config_.site.metrics_listen.substr(0, config_.site.metrics_listen.rfind(':')), ":",
                          metrics_->port(), "/metrics"));
   }
+  site_->Start();
+  recovery_ = std::thread([this] {
+    std::unique_lock<std::mutex> l(stop_mu_);
+    while (!stop_cv_.wait_for(l, absl::ToChronoSeconds(kRecoveryInterval), [this] { return stopping_.load(); })) {
+      l.unlock();
+      if (auto st = migrator_->Recover(); !st.ok()) LogError(absl::StrCat("migration recovery: ", st.message()));
+      l.lock();
+    }
+  });
   const std::shared_ptr<const config::Roster> roster = live_->roster();
   const config::RosterEntry* self = roster->FindSite(config_.site.id);
   LogInfo(absl::StrCat("serving on port ", port, " (",
@@ -362,6 +431,9 @@ absl::StatusOr<std::string> Daemon::Reload(const std::string& path) {
 
 void Daemon::Shutdown() {
   if (stopping_.exchange(true)) return;
+  // Create or Start failed (and said why): nothing runs, and the parts
+  // Create did not get to are null.
+  if (!server_) return;
   health_service_.SetNotServing();
   {
     // The waiting threads test stopping_ under stop_mu_: taken here, the
@@ -377,7 +449,12 @@ void Daemon::Shutdown() {
   LogInfo("stopped");
 }
 
-Daemon::~Daemon() { Shutdown(); }
+Daemon::~Daemon() {
+  Shutdown();
+  // Last: every part that uses state_dir is gone with the members below,
+  // but none of them holds the lock; the process's end drops it anyway.
+  if (lock_fd_ >= 0) close(lock_fd_);
+}
 
 std::string Daemon::RenderMetrics() {
   // Prometheus' text format, one family at a time: HELP and TYPE, then its

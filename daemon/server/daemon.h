@@ -31,8 +31,12 @@ namespace hyperfed::server {
 // The most gRPC's transports may hold for this server's calls.
 inline constexpr size_t kServerMemoryBytes = size_t{32} << 20;
 
-// What `hyperfedd --check` verifies beyond the config file itself: the
-// adapter name is registered and the TLS files and token are readable.
+// What `hyperfedd --check` verifies beyond the config file itself, and
+// start-up before anything else: the adapter name is registered and its
+// options are good (an error names the option's file and line), state_dir
+// is or can be made a folder for this account alone, the TLS files and token
+// are readable. What only starting finds: a journal that cannot be opened, a
+// port in use, a state_dir another hyperfedd holds.
 absl::Status CheckRuntime(const config::Config& c);
 
 class Daemon {
@@ -61,6 +65,7 @@ class Daemon {
   void JoinLoop();
 
   config::Config config_;
+  int lock_fd_ = -1;  // <state_dir>/LOCK, locked while this daemon lives
   std::unique_ptr<federation::LiveConfig> live_;
   std::unique_ptr<RosterKeeper> roster_;
   std::unique_ptr<scheduler::SwappableAdapter> adapter_;  // a reload may replace the adapter inside

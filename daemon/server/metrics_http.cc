@@ -45,6 +45,13 @@ absl::StatusOr<std::unique_ptr<MetricsServer>> MetricsServer::Start(const std::s
   h.set_keep_alive_timeout(1);
   h.set_keep_alive_max_count(10);
   h.set_payload_max_length(4096);  // a scrape has no body
+  // httplib's default sets SO_REUSEPORT, which would let a second process
+  // bind the same port: SO_REUSEADDR only (a restart rebinds at once), so a
+  // port in use is an error.
+  h.set_socket_options([](socket_t sock) {
+    int yes = 1;
+    setsockopt(sock, SOL_SOCKET, SO_REUSEADDR, &yes, sizeof yes);
+  });
   MetricsServer* raw = s.get();
   h.Get("/metrics", [raw](const httplib::Request&, httplib::Response& res) {
     res.set_content(raw->Current(), "text/plain; version=0.0.4");

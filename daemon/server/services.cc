@@ -438,13 +438,22 @@ grpc::Status AdminService::Submit(grpc::ServerContext* ctx, const v1::SubmitRequ
   if (req->cores() > 0) order.cores = req->cores();
   order.duration_ms = req->duration_ms();
   order.time_limit_s = req->time_limit_ms() / 1000 + (req->time_limit_ms() % 1000 != 0);  // rounded up
-  auto jobs = d_.site->Submit(order);
-  if (!jobs.ok()) return ToGrpc(jobs.status());
-  for (const federation::SubmittedJob& j : *jobs) {
+  const federation::SubmitResult made = d_.site->Submit(order);
+  for (const federation::SubmittedJob& j : made.jobs) {
     reply->add_ids(j.id);
     reply->add_keys(j.key);
   }
-  return grpc::Status::OK;
+  if (made.status.ok()) return grpc::Status::OK;
+  if (made.jobs.empty()) return ToGrpc(made.status);
+  // Part of the order was taken: the jobs made stay, and the failure says
+  // how many in words and, in its details, which (a SubmitReply; clients
+  // that do not read details still see the words).
+  v1::SubmitReply taken;
+  taken.Swap(reply);
+  const grpc::Status st = ToGrpc(made.status);
+  return grpc::Status(st.error_code(),
+                      absl::StrCat(st.error_message(), ": took ", made.jobs.size(), " of ", order.count, " jobs"),
+                      taken.SerializeAsString());
 }
 
 grpc::Status AdminService::ExplainJob(grpc::ServerContext* ctx, const v1::ExplainJobRequest* req,

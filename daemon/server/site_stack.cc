@@ -5,6 +5,8 @@
 #include "daemon/scheduler/gridengine_adapter.h"
 #include "daemon/scheduler/sim_adapter.h"
 #include "daemon/scheduler/slurm_adapter.h"
+#include "daemon/server/convert.h"
+#include "daemon/server/peer_client.h"
 
 namespace hyperfed::server {
 namespace {
@@ -17,9 +19,9 @@ class MigratorMover : public federation::JobMover {
     return Summed(m_->MigrateOut(dest, count, round_id));
   }
   absl::StatusOr<std::optional<std::vector<std::vector<std::string>>>> Choose(const std::vector<Order>& orders,
-                                                                             const balance::StartProfile& own,
-                                                                             bool draining,
-                                                                             const std::string& round_id) override {
+                                                                              const balance::StartProfile& own,
+                                                                              bool draining,
+                                                                              const std::string& round_id) override {
     std::vector<migration::Migrator::Destination> dests;
     for (const Order& o : orders) dests.push_back({o.dest_site, o.count, o.profile});
     migration::Migrator::ChoiceRules rules = rules_;
@@ -98,6 +100,17 @@ absl::StatusOr<SiteStack> OpenSiteStack(const config::Config& config, federation
   s.site = std::make_unique<federation::Site>(config, live, s.adapter.get(), s.mover.get(), peers, env);
   // The batches of a migration run side by side on the site's executor.
   s.migrator->SetExecutor(s.site->executor());
+  // A Transfer must fit in kMaxMessageBytes (every site refuses a larger
+  // one unread): batches are cut to fit, each spec weighed as it is sent.
+  // Room is left for the rest of the message (its ids, at most
+  // kMaxIdLength each); a spec costs its bytes plus its field's tag and
+  // length (at most 6 bytes).
+  constexpr size_t kEnvelopeBytes = 4096;
+  s.migrator->SetMessageBudget(kMaxMessageBytes - kEnvelopeBytes, [](const scheduler::JobSpec& spec) {
+    v1::JobSpec p;
+    ToProto(spec, &p);
+    return p.ByteSizeLong() + 6;
+  });
   // A destination takes only what its own plan of the round sends it
   // (docs/design.md §6.8).
   s.migrator->SetAdmission([site = s.site.get()](const migration::TransferRequest& r) {
