@@ -25,7 +25,6 @@
 #include "absl/strings/strip.h"
 #include "daemon/common/log.h"
 #include "daemon/scheduler/exec_adapter.h"
-#include "daemon/scheduler/gridengine_adapter.h"
 #include "daemon/scheduler/sim_adapter.h"
 #include "daemon/scheduler/slurm_adapter.h"
 #include "daemon/server/protocol.h"
