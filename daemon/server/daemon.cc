@@ -18,6 +18,7 @@
 #include <sstream>
 #include <string_view>
 
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
@@ -386,7 +387,15 @@ absl::StatusOr<std::string> Daemon::Reload(const std::string& path) {
     if (std::string why = unsettled(); !why.empty())
       return absl::UnavailableError(absl::StrCat(path, ": not reloaded, nothing changed: scheduler.options change ",
                                                  "only between migrations, and ", why, "; send SIGHUP again later"));
-    if (auto st = CheckRuntime(n); !st.ok()) return st;
+    if (auto st = CheckRuntime(n); !st.ok()) {
+      // "FILE[:LINE]: KEY: why" as at start, saying that nothing changed.
+      const std::string m(st.message());
+      const size_t at = absl::StartsWith(m, path) ? m.find(": ", path.size()) : std::string::npos;
+      return absl::Status(st.code(), at == std::string::npos
+                                         ? absl::StrCat(path, ": not reloaded, nothing changed: ", m)
+                                         : absl::StrCat(m.substr(0, at), ": not reloaded, nothing changed: ",
+                                                        m.substr(at + 2)));
+    }
     auto made = BuiltinAdapters()->Create(n.scheduler.adapter,
                                           scheduler::AdapterContext{n.state_dir, n.scheduler.options, RealEnv::Get()});
     if (!made.ok())
