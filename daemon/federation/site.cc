@@ -99,9 +99,18 @@ balance::StartProfile Site::OwnProfile() {
       own_profile_.widest != widest ||
       (now - own_profile_at_ >= every && (now - own_profile_at_ >= kWindowedProfileAge || !JobsInWindow()));
   if (refresh) {
-    own_profile_ = widest > 0 ? StartProfileNow(widest) : WidestOnly(widest);
-    own_profile_at_ = env_->Now();
-    own_profile_cost_ = own_profile_at_ - now;
+    balance::StartProfile fresh = widest > 0 ? StartProfileNow(widest) : WidestOnly(widest);
+    const absl::Time at = env_->Now();
+    own_profile_cost_ = at - now;
+    // The snapshot that said no job was in its window may be a heartbeat
+    // old: a job that came since may have been counted by this probe. Then
+    // the profile taken before it stays, as if it had been seen in time.
+    const bool keep_old =
+        own_profile_.widest == widest && now - own_profile_at_ < kWindowedProfileAge && WindowOpenNow();
+    if (!keep_old) {
+      own_profile_ = std::move(fresh);
+      own_profile_at_ = at;
+    }
   }
   // Offsets are from when it was asked: from now on for the caller.
   return balance::ProfileAged(own_profile_, absl::ToInt64Milliseconds(env_->Now() - own_profile_at_));
@@ -137,6 +146,15 @@ void Site::Stop() {
 }
 
 bool Site::JobsInWindow() { return jobs_in_window_.load(); }
+
+bool Site::WindowOpenNow() {
+  auto pending = adapter_->Pending();
+  if (!pending.ok()) return false;  // unknown: the probe stands, as before
+  const bool open =
+      std::any_of(pending->begin(), pending->end(), [](const scheduler::PendingJob& p) { return p.window_end_ms > 0; });
+  jobs_in_window_.store(open);
+  return open;
+}
 
 balance::StartProfile Site::StartProfileNow(int64_t widest) {
   const int64_t now_ms = absl::ToUnixMillis(env_->Now());

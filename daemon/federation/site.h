@@ -173,6 +173,9 @@ class Site {
   // Whether a pending job was in its scheduler's placement window at the
   // last snapshot (each heartbeat's: Snapshot reads the pending jobs anyway).
   bool JobsInWindow();
+  // Whether a pending job is in its placement window now (asks the
+  // scheduler; false when it cannot say). Updates JobsInWindow.
+  bool WindowOpenNow();
   // The oldest own profile reused while jobs are in their window: windows
   // are seconds long and a pass ends them within a heartbeat; this bounds
   // the age when new jobs never stop coming.

@@ -8,6 +8,7 @@
 
 #include <dirent.h>
 
+#include <atomic>
 #include <limits>
 #include <map>
 #include <memory>
@@ -96,7 +97,11 @@ class InProcessPeers : public PeerClient {
   absl::Status Heartbeat(const std::string& s, const HeartbeatInfo& hb, absl::Duration) override {
     Site* to = To(s);
     if (!to) return absl::UnavailableError("cut");
-    to->OnHeartbeat(hb);
+    // The server fills in the sender's protocol; 1.4 is the first that
+    // takes placed jobs.
+    HeartbeatInfo with_protocol = hb;
+    with_protocol.protocol = "1.4";
+    to->OnHeartbeat(with_protocol);
     return absl::OkStatus();
   }
 
@@ -156,11 +161,78 @@ bool Eventually(const std::function<bool()>& done) {
   return done();
 }
 
+// A scheduler with Slurm's placement window and `sbatch --test-only`
+// estimates, as site.cc reads them: a probe is queued behind every pending
+// job for its whole limit, so while a job waits in its window this
+// scheduler says every probe starts ten minutes from now. `arrive_in_probe`
+// is a job that is submitted (into its window) while the next probe runs.
+class ProbedAdapter : public migration::testing::FakeAdapter {
+ public:
+  ProbedAdapter(std::string site, const FakeEnv* env) : FakeAdapter(std::move(site)), env_(env) {}
+
+  // Set before the probe it arrives in; read by the site's placement thread.
+  void ArriveInNextProbe(scheduler::JobSpec spec) {
+    std::lock_guard<std::mutex> l(window_mu_);
+    arrive_in_probe_ = std::move(spec);
+  }
+  int probes() const { return probes_.load(); }
+  std::vector<std::string> WindowsEnded() {
+    std::lock_guard<std::mutex> l(window_mu_);
+    return windows_ended_;
+  }
+
+  absl::StatusOr<int64_t> WidestJob() override { return 4; }
+  absl::StatusOr<std::vector<scheduler::PendingJob>> Pending() override {
+    auto out = FakeAdapter::Pending();
+    if (!out.ok()) return out;
+    std::lock_guard<std::mutex> l(window_mu_);
+    for (scheduler::PendingJob& p : *out)
+      if (in_window_.count(p.id)) p.window_end_ms = absl::ToUnixMillis(env_->Now() + absl::Seconds(30));
+    return out;
+  }
+  absl::StatusOr<std::vector<int64_t>> ArrivalStarts(const std::vector<int64_t>& widths) override {
+    std::optional<scheduler::JobSpec> arriving;
+    {
+      std::lock_guard<std::mutex> l(window_mu_);
+      arriving = std::exchange(arrive_in_probe_, std::nullopt);
+    }
+    if (arriving) {
+      const std::string id = Add(*arriving);
+      std::lock_guard<std::mutex> l(window_mu_);
+      in_window_.insert(id);
+    }
+    ++probes_;
+    bool behind = false;
+    {
+      std::lock_guard<std::mutex> l(window_mu_);
+      behind = !in_window_.empty();
+    }
+    const absl::Time start = env_->Now() + (behind ? absl::Minutes(10) : absl::ZeroDuration());
+    return std::vector<int64_t>(widths.size(), absl::ToUnixMillis(start));
+  }
+  std::vector<absl::Status> EndPlacementWindow(const std::vector<std::string>& ids) override {
+    std::lock_guard<std::mutex> l(window_mu_);
+    for (const std::string& id : ids) {
+      in_window_.erase(id);
+      windows_ended_.push_back(id);
+    }
+    return std::vector<absl::Status>(ids.size(), absl::OkStatus());
+  }
+
+ private:
+  const FakeEnv* env_;
+  std::mutex window_mu_;
+  std::set<std::string> in_window_;
+  std::optional<scheduler::JobSpec> arrive_in_probe_;
+  std::vector<std::string> windows_ended_;
+  std::atomic<int> probes_{0};
+};
+
 class SiteTest : public ::testing::Test {
  protected:
   void Make(int n, const std::function<void(config::Config&)>& tweak = nullptr) {
     for (int i = 0; i < n; ++i) {
-      adapters_.push_back(std::make_unique<migration::testing::FakeAdapter>(Id(i)));
+      adapters_.push_back(make_adapter_ ? make_adapter_(i) : std::make_unique<migration::testing::FakeAdapter>(Id(i)));
       all_[Id(i)] = adapters_.back().get();
     }
     for (int i = 0; i < n; ++i) {
@@ -197,6 +269,7 @@ class SiteTest : public ::testing::Test {
   }
 
   FakeEnv env_;
+  std::function<std::unique_ptr<migration::testing::FakeAdapter>(int)> make_adapter_;
   InProcessPeers peers_;
   std::vector<std::unique_ptr<migration::testing::FakeAdapter>> adapters_;
   std::map<std::string, migration::testing::FakeAdapter*> all_;
@@ -553,6 +626,39 @@ TEST_F(SiteTest, AStartWithAnEpochMoreThanADayAheadIsDeclinedAndFencesNothing) {
   EXPECT_TRUE(sites_[1]->OnStartRound({"r-ok", 10, env_.Now() + absl::Hours(1), Id(0), {}, 2, "exact"}, &why)) << why;
   ASSERT_TRUE(Eventually([&] { return env_.waiters() > 0; }));
   env_.Advance(absl::Hours(2));
+}
+
+// Both sites idle; site 0 took its own profile at the last heartbeat. A job
+// comes into its placement window at site 0 while site 0 probes its
+// scheduler again, before any snapshot has seen it: the probe counts the
+// job (ten minutes' wait), so it is dropped for the profile taken before,
+// and the job stays at home with its window ended instead of going to the
+// idle peer.
+TEST_F(SiteTest, AJobThatCameDuringTheProbeIsNotCountedByIt) {
+  make_adapter_ = [this](int i) { return std::make_unique<ProbedAdapter>(Id(i), &env_); };
+  Make(2, [](config::Config& c) { c.balancer.placement_margin = absl::Seconds(1); });
+  // Each takes its profile (idle) and hears the other's; the first
+  // heartbeat starts each site's placement loop, which runs a pass and waits
+  // a heartbeat interval.
+  HeartbeatAll();
+  HeartbeatAll();
+  auto* home = static_cast<ProbedAdapter*>(adapters_[0].get());
+  ASSERT_TRUE(Eventually([&] { return env_.waiters() == 2; })) << "the placement loops did not settle";
+  const int probes = home->probes();
+  ASSERT_GT(probes, 0);
+  scheduler::JobSpec job;
+  job.key = "k-new";
+  job.cores = 1;
+  job.time_limit_s = 600;
+  home->ArriveInNextProbe(job);
+  // Past the heartbeat interval: site 0's loop runs a pass, and its own
+  // profile is due again.
+  env_.Advance(absl::Seconds(2));
+  ASSERT_TRUE(Eventually([&] { return home->probes() > probes && env_.waiters() == 2; }))
+      << "site 0's placement loop took no new profile";
+  EXPECT_EQ(home->WindowsEnded().size(), 1u) << "the job's window was not ended at home";
+  EXPECT_EQ(Pending(0), 1) << "the job went to the idle peer on a probe that counted it";
+  EXPECT_EQ(Pending(1), 0);
 }
 
 }  // namespace
