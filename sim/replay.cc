@@ -269,6 +269,8 @@ std::vector<std::string> ReplayPolicyNames() {
     out.push_back(a);
     for (const std::string& r : rounds) out.push_back(absl::StrCat(a, "+", r));
   }
+  // Placement by best fit among near-ties (balance::FitRule).
+  for (const char* f : {"fit", "fit+queue", "fit+queue+exact/gain"}) out.push_back(f);
   return out;
 }
 
@@ -296,7 +298,7 @@ struct Site {
 
 class Replayer {
  public:
-  Replayer(const Workload& w, Kind kind, bool arrival, bool requeue, const bal::RoundMode* mode,
+  Replayer(const Workload& w, Kind kind, bool arrival, bool requeue, bool fit, const bal::RoundMode* mode,
            bal::JobChoice choice, const ReplayOptions& o)
       : w_(w), kind_(kind), arrival_(arrival), requeue_(requeue), mode_(mode), choice_(choice), o_(o) {
     const size_t n = w.jobs.size();
@@ -317,7 +319,16 @@ class Replayer {
     if (o.keep_records) move_times_.resize(n);
     dirty_.assign(sites_.size(), false);
     if (arrival_) {
-      placers_.assign(sites_.size(), bal::Placer(o.margin));
+      for (const Site& site : sites_) {
+        bal::FitRule rule;
+        if (fit) {
+          rule.alpha = o.fit_alpha;
+          rule.exponent = o.fit_exponent;
+          rule.home_first = o.fit_home_first;
+          rule.home_widest = site.cores;
+        }
+        placers_.push_back(bal::Placer(o.margin, rule));
+      }
       published_.assign(sites_.size(), std::numeric_limits<uint64_t>::max());
     }
     // The round's cube: the smallest holding the sites, the rest empty.
@@ -361,6 +372,8 @@ class Replayer {
         ends_.pop();
         Site& s = sites_[site_of_[j]];
         s.running.erase(std::find(s.running.begin(), s.running.end(), j));
+        // The site sees what the job ran of its limit (FitRule's accuracy).
+        if (arrival_) placers_[site_of_[j]].Finished(w_.jobs[j].run, w_.jobs[j].limit);
         Touch(site_of_[j]);
       }
       if (beats) {
@@ -528,8 +541,8 @@ class Replayer {
         const int j = site.queue[k];
         const int64_t wait = f.starts[k] == bal::kNeverStarts ? bal::kNeverStarts : f.starts[k] - t;
         if (wait < o_.margin) continue;
-        const bal::Placement p =
-            placers_[s].Place(t, {.cores = w_.jobs[j].cores, .limit = w_.jobs[j].limit, .wait_here = wait});
+        const bal::Placement p = placers_[s].Place(
+            t, {.cores = w_.jobs[j].cores, .limit = w_.jobs[j].limit, .wait_here = wait, .queued = true});
         if (p.peer >= 0) go.push_back({k, p.peer});
       }
       if (!go.empty()) MoveQueued(s, go, t);
@@ -816,8 +829,10 @@ absl::StatusOr<PolicyResult> ReplayPolicy(const Workload& w, std::string_view po
   const bal::RoundMode* mode = nullptr;
   bal::JobChoice choice = bal::JobChoice::kGain;
   std::string_view rounds = policy;
-  const bool arrival = policy.substr(0, 7) == "arrival";
-  if (arrival) rounds = policy == "arrival" ? "none" : policy.substr(std::string_view("arrival+").size());
+  const bool fit = policy.substr(0, 3) == "fit";
+  const bool arrival = policy.substr(0, 7) == "arrival" || fit;
+  const std::string_view head = fit ? "fit" : "arrival";
+  if (arrival) rounds = policy == head ? "none" : policy.substr(head.size() + 1);
   const bool requeue = arrival && rounds.substr(0, 5) == "queue";
   if (requeue) rounds = rounds == "queue" ? "none" : rounds.substr(std::string_view("queue+").size());
   if (rounds == "none") {
@@ -836,7 +851,7 @@ absl::StatusOr<PolicyResult> ReplayPolicy(const Workload& w, std::string_view po
     choice = *c;
   }
   const auto t0 = std::chrono::steady_clock::now();
-  Replayer r(w, kind, arrival, requeue, mode, choice, o);
+  Replayer r(w, kind, arrival, requeue, fit, mode, choice, o);
   if (absl::Status st = r.Run(); !st.ok()) return st;
   PolicyResult res = r.Result(policy);
   res.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();

@@ -110,6 +110,10 @@ absl::StatusOr<Workload> MakeWorkload(const SwfTrace& trace, const std::vector<i
 //    site's queue exactly, starts it first (an oracle; sbatch -M's will_run).
 //  arrival: each origin places its arriving jobs with balance::Placer on the
 //    start profiles its peers published at the last heartbeat and its ledger.
+//  fit, fit+queue, fit+queue+exact/gain: arrival, arrival+queue and
+//    arrival+queue+exact/gain with balance::FitRule (best fit among
+//    near-ties, the slack scaled by how close finished jobs' run times came
+//    to their limits); ReplayOptions::fit_* set it.
 std::vector<std::string> ReplayPolicyNames();
 // The policy the daemon runs by default (placement at arrival plus exact
 // rounds choosing by gain); `--json` marks it "default": true.
@@ -123,6 +127,13 @@ struct ReplayOptions {
   int64_t heartbeat = 5;      // arrival: peers publish their start profiles this often (0: always fresh)
   int64_t margin = 60;        // arrival: a job moves only to start at least this much sooner
   bool keep_records = false;  // fill PolicyResult::records
+  // fit policies: balance::FitRule's alpha, exponent and home_first (tried
+  // on the replay matrix, issue 29: a slack of 2 x the expected run time,
+  // gone once limits are far above run times; a job stays while home is a
+  // near-tie, for fewer moves).
+  double fit_alpha = 2;
+  double fit_exponent = 8;
+  bool fit_home_first = true;
 };
 
 // What happened to one job.

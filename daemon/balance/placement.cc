@@ -1,6 +1,8 @@
 #include "daemon/balance/placement.h"
 
 #include <algorithm>
+#include <cmath>
+#include <limits>
 
 namespace hyperfed::balance {
 
@@ -46,7 +48,36 @@ void PeerForecast::Placed(int64_t now, int64_t cores, int64_t limit) {
   BookEntry(ledger_.back());
 }
 
-Placer::Placer(int64_t margin) : margin_(std::max<int64_t>(margin, 1)) {}
+LimitAccuracy::LimitAccuracy(size_t window) : window_(std::max<size_t>(window, 1)) {}
+
+void LimitAccuracy::Finished(int64_t run, int64_t limit) {
+  if (limit <= 0 || run < 0) return;
+  run = std::min(run, limit);
+  if (ring_.size() < window_) {
+    ring_.push_back({run, limit});
+  } else {
+    run_sum_ -= static_cast<double>(ring_[next_].first);
+    limit_sum_ -= static_cast<double>(ring_[next_].second);
+    ring_[next_] = {run, limit};
+    next_ = (next_ + 1) % window_;
+  }
+  run_sum_ += static_cast<double>(run);
+  limit_sum_ += static_cast<double>(limit);
+}
+
+double LimitAccuracy::ratio() const {
+  if (ring_.empty() || limit_sum_ <= 0) return 0;
+  return std::clamp(run_sum_ / limit_sum_, 0.0, 1.0);
+}
+
+Placer::Placer(int64_t margin, FitRule fit) : margin_(std::max<int64_t>(margin, 1)), fit_(fit) {}
+
+int64_t Placer::Slack(int64_t limit) const {
+  if (fit_.alpha <= 0 || limit <= 0) return 0;
+  const double s = fit_.alpha * std::pow(accuracy_.ratio(), fit_.exponent) * static_cast<double>(limit);
+  // Beyond a year the slack admits every site that starts the job at all.
+  return static_cast<int64_t>(std::min(s, 3.2e7));
+}
 
 const PeerForecast* Placer::Find(int peer) const {
   auto it = peers_.find(peer);
@@ -54,6 +85,7 @@ const PeerForecast* Placer::Find(int peer) const {
 }
 
 Placement Placer::Decide(int64_t now, const ArrivingJob& job) const {
+  if (const int64_t slack = Slack(job.limit); slack > 0) return DecideFit(now, job, slack);
   Placement best;
   int64_t best_wait = kNeverStarts;
   for (const auto& [label, f] : peers_) {  // ascending labels: ties to the lower
@@ -71,6 +103,52 @@ Placement Placer::Decide(int64_t now, const ArrivingJob& job) const {
   best.wait = best_wait;
   best.gain = job.wait_here == kNeverStarts ? kNeverStarts : job.wait_here - best_wait;
   return best;
+}
+
+// Best fit among near-ties (FitRule). The near-ties: every site (home
+// included) whose start is within `slack` of the first. Of those the
+// narrowest, home on equal width, then the sooner start, then the lower
+// label. A job offered again (queued), or any job under home_first, stays
+// while home is a near-tie. A peer that starts the job later than home
+// gets it only for being narrower (best fit at arrival); one that starts it
+// sooner must gain the margin, as in the earliest-start rule.
+Placement Placer::DecideFit(int64_t now, const ArrivingJob& job, int64_t slack) const {
+  std::vector<std::pair<int, int64_t>> waits;  // (label, wait) of peers that can start it
+  int64_t earliest = job.wait_here;
+  for (const auto& [label, f] : peers_) {
+    const int64_t wait = f.WaitFor(now, job.cores, job.limit);
+    if (wait == kNeverStarts) continue;
+    waits.push_back({label, wait});
+    earliest = std::min(earliest, wait);
+  }
+  if (waits.empty()) return Placement{};
+  const int64_t bound = earliest >= kNeverStarts - slack ? kNeverStarts - 1 : earliest + slack;
+  const bool home_near = job.wait_here <= bound;
+  if (home_near && (job.queued || fit_.home_first)) return Placement{};
+  int best = -1;
+  int64_t best_wait = kNeverStarts, best_width = std::numeric_limits<int64_t>::max();
+  for (const auto& [label, wait] : waits) {
+    if (wait > bound) continue;
+    const int64_t width = peers_.at(label).widest();
+    if (width < best_width || (width == best_width && wait < best_wait)) {
+      best = label;
+      best_wait = wait;
+      best_width = width;
+    }
+  }
+  if (best < 0) return Placement{};
+  if (home_near) {
+    // Best fit: home unless the peer is narrower (an unknown home width
+    // counts as the widest).
+    if (fit_.home_widest > 0 && fit_.home_widest <= best_width) return Placement{};
+  } else if (job.wait_here != kNeverStarts && best_wait > job.wait_here - margin_) {
+    return Placement{};  // sooner, but not by the margin
+  }
+  Placement p;
+  p.peer = best;
+  p.wait = best_wait;
+  p.gain = job.wait_here == kNeverStarts ? kNeverStarts : job.wait_here - best_wait;
+  return p;
 }
 
 Placement Placer::Place(int64_t now, const ArrivingJob& job) {

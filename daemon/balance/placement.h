@@ -19,6 +19,8 @@
 // start is at least `margin` earlier than at home; otherwise, and on ties,
 // it stays. Never to a peer narrower than the job, nor to one that has not
 // published a profile (a peer that says nothing would look free).
+// With a FitRule, among the sites that start it within a slack of the
+// first, the job takes the narrowest (FitRule below).
 
 #include <cstdint>
 #include <map>
@@ -74,19 +76,59 @@ struct ArrivingJob {
   int64_t cores = 1;
   int64_t limit = 0;      // time limit (0: unknown)
   int64_t wait_here = 0;  // estimated start at home minus now; kNeverStarts: cannot run here
+  // The job already waits here and is offered again (FitRule: it stays
+  // while here is among the near-ties, so that it is not moved for nothing).
+  bool queued = false;
+};
+
+// How close the time limits users give are to the run times, as a site sees
+// it in the jobs that finished there: sum of run times over sum of limits of
+// the last `window` finished jobs, in [0, 1]. 0 before any job finished (the
+// limits are not trusted until some job shows they can be).
+class LimitAccuracy {
+ public:
+  explicit LimitAccuracy(size_t window = 128);
+  // A job finished after running `run` of its `limit` (limits <= 0 and
+  // negative run times are ignored; a run above its limit counts as the
+  // limit).
+  void Finished(int64_t run, int64_t limit);
+  double ratio() const;
+  size_t size() const { return ring_.size(); }
+
+ private:
+  size_t window_;
+  size_t next_ = 0;
+  std::vector<std::pair<int64_t, int64_t>> ring_;  // (run, limit)
+  double run_sum_ = 0, limit_sum_ = 0;
+};
+
+// Best fit among near-ties (docs/algorithms.md, "Placement at arrival"):
+// instead of the site where the job starts first, the narrowest site whose
+// start is within a slack of the first, so that wide sites stay free for
+// wide jobs. The slack is alpha x accuracy x limit: alpha times the run time
+// the limits let one expect, so that the rule trusts the forecasts only as
+// far as finished jobs showed the limits to be right. With exact limits
+// (accuracy 1) it is best fit within alpha x the run time; with limits far
+// above the run times the slack shrinks towards earliest start.
+struct FitRule {
+  double alpha = 0;         // 0: off (earliest start, the margin rule)
+  int64_t home_widest = 0;  // this site's cores
+  double exponent = 1;      // slack uses accuracy^exponent
+  // Stay also at arrival when home is among the near-ties (fewer moves).
+  bool home_first = false;
 };
 
 struct Placement {
   int peer = -1;     // the chosen peer's label; -1: stays home
   int64_t wait = 0;  // its estimated wait where it goes (offset from now)
-  int64_t gain = 0;  // wait_here - wait (0 when it stays)
+  int64_t gain = 0;  // wait_here - wait (0 when it stays; below 0 when FitRule sends it to a narrower peer)
 };
 
 // This site's placement state: one PeerForecast per peer, by label.
 class Placer {
  public:
   // margin >= 1: a peer must start the job at least this much sooner.
-  explicit Placer(int64_t margin = 1);
+  explicit Placer(int64_t margin = 1, FitRule fit = {});
 
   void Publish(int peer, int64_t at, StartProfile profile) { peers_[peer].Publish(at, std::move(profile)); }
   // The peer is down, drained or gone: no job is placed there until it
@@ -105,8 +147,18 @@ class Placer {
 
   int64_t margin() const { return margin_; }
 
+  // A job that ran here finished (FitRule's accuracy).
+  void Finished(int64_t run, int64_t limit) { accuracy_.Finished(run, limit); }
+  const LimitAccuracy& accuracy() const { return accuracy_; }
+  // The slack FitRule allows a job of this limit now (0 when off).
+  int64_t Slack(int64_t limit) const;
+
  private:
+  Placement DecideFit(int64_t now, const ArrivingJob& job, int64_t slack) const;
+
   int64_t margin_;
+  FitRule fit_;
+  LimitAccuracy accuracy_;
   std::map<int, PeerForecast> peers_;
 };
 

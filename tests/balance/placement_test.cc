@@ -108,5 +108,127 @@ TEST(PlacerTest, AJobThatCannotRunHereGoesWhereverItStarts) {
   EXPECT_EQ(p.wait, 5000);
 }
 
+TEST(LimitAccuracyTest, RunTimesOverLimitsOfTheLastWindow) {
+  LimitAccuracy a(3);
+  EXPECT_EQ(a.ratio(), 0);  // nothing finished: not trusted
+  a.Finished(10, 100);
+  a.Finished(50, 100);
+  EXPECT_DOUBLE_EQ(a.ratio(), 0.3);  // 60 / 200
+  a.Finished(5, 0);                  // no limit: ignored
+  a.Finished(-1, 100);               // no run time: ignored
+  EXPECT_EQ(a.size(), 2u);
+  a.Finished(200, 100);  // ran over its limit: counts as the limit
+  EXPECT_DOUBLE_EQ(a.ratio(), 160.0 / 300);
+  a.Finished(100, 100);  // the window holds 3: (10, 100) drops out
+  EXPECT_DOUBLE_EQ(a.ratio(), 250.0 / 300);
+}
+
+TEST(FitRuleTest, TheSlackIsAlphaTimesTheExpectedRunTime) {
+  Placer placer(60, {.alpha = 2, .home_widest = 64});
+  EXPECT_EQ(placer.Slack(100), 0);  // no job finished yet
+  placer.Finished(50, 100);         // accuracy 0.5
+  EXPECT_EQ(placer.Slack(100), 100);
+  EXPECT_EQ(placer.Slack(0), 0);  // unknown limit
+  Placer squared(60, {.alpha = 2, .home_widest = 64, .exponent = 2});
+  squared.Finished(50, 100);
+  EXPECT_EQ(squared.Slack(100), 50);    // 2 x 0.5^2 x 100
+  EXPECT_EQ(Placer(60).Slack(100), 0);  // no FitRule
+}
+
+// Home (64 cores) starts a 4-core job of 100 s at once. Peer 1 (8 cores)
+// starts it at 50, peer 2 (32 cores) at once.
+TEST(FitRuleTest, TheNarrowestNearTieTakesTheJob) {
+  const StartProfile narrow = Profile(8, {{0, 0}, {50, 8}});
+  const StartProfile middle = Profile(32, {{0, 32}});
+  const ArrivingJob job{.cores = 4, .limit = 100, .wait_here = 0};
+  // Exact limits (accuracy 1), alpha 1: slack 100, all three are near-ties;
+  // peer 1 is the narrowest, though it starts the job 50 s later.
+  Placer exact(60, {.alpha = 1, .home_widest = 64});
+  exact.Finished(100, 100);
+  exact.Publish(1, 0, narrow);
+  exact.Publish(2, 0, middle);
+  Placement p = exact.Decide(0, job);
+  EXPECT_EQ(p.peer, 1);
+  EXPECT_EQ(p.wait, 50);
+  EXPECT_EQ(p.gain, -50);
+  // Limits four times the run time: slack 25, peer 1 is no near-tie; peer
+  // 2 is, and narrower than home.
+  Placer loose(60, {.alpha = 1, .home_widest = 64});
+  loose.Finished(25, 100);
+  loose.Publish(1, 0, narrow);
+  loose.Publish(2, 0, middle);
+  p = loose.Decide(0, job);
+  EXPECT_EQ(p.peer, 2);
+  EXPECT_EQ(p.gain, 0);
+  // home_first: home is a near-tie, the job stays.
+  Placer home_first(60, {.alpha = 1, .home_widest = 64, .home_first = true});
+  home_first.Finished(100, 100);
+  home_first.Publish(1, 0, narrow);
+  home_first.Publish(2, 0, middle);
+  EXPECT_EQ(home_first.Decide(0, job).peer, -1);
+  // A home as narrow as the narrowest peer keeps the job.
+  Placer narrow_home(60, {.alpha = 1, .home_widest = 8});
+  narrow_home.Finished(100, 100);
+  narrow_home.Publish(1, 0, narrow);
+  narrow_home.Publish(2, 0, middle);
+  EXPECT_EQ(narrow_home.Decide(0, job).peer, -1);
+}
+
+TEST(FitRuleTest, AQueuedJobStaysWhileHomeIsANearTie) {
+  Placer placer(60, {.alpha = 1, .home_widest = 64});
+  placer.Finished(100, 100);  // slack 100 for a limit of 100
+  placer.Publish(1, 0, Profile(8, {{0, 8}}));
+  // Home starts it at 30, within 100 of the peer's 0: a queued job stays,
+  // an arriving one goes to the narrower peer.
+  EXPECT_EQ(placer.Decide(0, {.cores = 4, .limit = 100, .wait_here = 30, .queued = true}).peer, -1);
+  EXPECT_EQ(placer.Decide(0, {.cores = 4, .limit = 100, .wait_here = 30}).peer, 1);
+  // Home at 500 is no near-tie: the queued job goes, gaining 500.
+  const Placement p = placer.Decide(0, {.cores = 4, .limit = 100, .wait_here = 500, .queued = true});
+  EXPECT_EQ(p.peer, 1);
+  EXPECT_EQ(p.gain, 500);
+}
+
+TEST(FitRuleTest, ASoonerStartBeyondTheSlackMustGainTheMargin) {
+  Placer placer(60, {.alpha = 1, .home_widest = 64});
+  placer.Finished(10, 100);  // accuracy 0.1: slack 10 for a limit of 100
+  placer.Publish(1, 0, Profile(8, {{0, 8}}));
+  // Home at 40 is beyond the slack, but the peer gains only 40.
+  EXPECT_EQ(placer.Decide(0, {.cores = 4, .limit = 100, .wait_here = 40}).peer, -1);
+  EXPECT_EQ(placer.Decide(0, {.cores = 4, .limit = 100, .wait_here = 60}).peer, 1);
+}
+
+// Limits a hundred times the run times: with exponent 8 the slack is 0 and
+// the rule is earliest start with the margin, as without a FitRule.
+TEST(FitRuleTest, LimitsFarAboveRunTimesFallBackToEarliestStart) {
+  Placer placer(60, {.alpha = 4, .home_widest = 64, .exponent = 8});
+  placer.Publish(1, 0, Profile(8, {{0, 8}}));
+  placer.Publish(2, 0, Profile(32, {{0, 32}}));
+  const ArrivingJob job{.cores = 4, .limit = 100, .wait_here = 0};
+  EXPECT_EQ(placer.Decide(0, job).peer, -1);  // nothing finished: gains nothing, stays
+  placer.Finished(100, 100);
+  EXPECT_EQ(placer.Decide(0, job).peer, 1);               // exact limits: best fit
+  for (int i = 0; i < 128; ++i) placer.Finished(1, 100);  // the window is all these
+  EXPECT_DOUBLE_EQ(placer.accuracy().ratio(), 0.01);
+  EXPECT_EQ(placer.Slack(100), 0);
+  EXPECT_EQ(placer.Decide(0, job).peer, -1);
+  // Earliest start: a peer 60 s sooner takes it.
+  EXPECT_EQ(placer.Decide(0, {.cores = 4, .limit = 100, .wait_here = 60}).peer, 1);
+}
+
+TEST(FitRuleTest, NeverAPeerNarrowerThanTheJob) {
+  Placer placer(60, {.alpha = 1, .home_widest = 64});
+  placer.Finished(100, 100);
+  placer.Publish(1, 0, Profile(8, {{0, 8}}));
+  placer.Publish(2, 0, Profile(32, {{0, 0}, {1000, 32}}));
+  // 16 cores: peer 1 is too narrow; peer 2 starts it at 1000, home at 0.
+  EXPECT_EQ(placer.Decide(0, {.cores = 16, .limit = 100, .wait_here = 0}).peer, -1);
+  // 40 cores fit no peer; one that cannot run here either stays.
+  EXPECT_EQ(placer.Decide(0, {.cores = 40, .limit = 100, .wait_here = kNeverStarts}).peer, -1);
+  // 16 cores that cannot run here go to peer 2.
+  const Placement p = placer.Decide(0, {.cores = 16, .limit = 100, .wait_here = kNeverStarts});
+  EXPECT_EQ(p.peer, 2);
+  EXPECT_EQ(p.wait, 1000);
+}
+
 }  // namespace
 }  // namespace hyperfed::balance
