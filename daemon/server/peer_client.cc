@@ -130,77 +130,26 @@ absl::StatusOr<balance::LoadTable> GrpcPeers::Exchange(const std::string& site, 
   return FromProto(reply.rows());
 }
 
-std::vector<federation::PeerClient::StartAnswer> GrpcPeers::StartRound(const std::vector<std::string>& sites,
-                                                                       const federation::RoundSpec& spec,
-                                                                       absl::Duration timeout) {
-  v1::StartRoundRequest req;
-  ToProto(spec, &req);
+template <typename Reply, typename Start, typename Done>
+void GrpcPeers::CallEach(const std::vector<std::string>& sites, absl::Duration timeout, Start start, Done done) {
   struct Call {
     grpc::ClientContext ctx;
-    v1::StartRoundReply reply;
+    Reply reply;
     grpc::Status status;
-    std::unique_ptr<grpc::ClientAsyncResponseReader<v1::StartRoundReply>> rpc;
+    std::unique_ptr<grpc::ClientAsyncResponseReader<Reply>> rpc;
   };
-  std::vector<StartAnswer> out(sites.size());
   std::vector<std::unique_ptr<Call>> calls(sites.size());
   grpc::CompletionQueue cq;
   size_t pending = 0;
   for (size_t i = 0; i < sites.size(); ++i) {
     Conn* c = Get(sites[i]);
     if (!c || PartitionedFrom(sites[i])) {
-      out[i].why_not = std::string((c ? Cut(sites[i]) : Unknown(sites[i])).message());
+      done(i, c ? Cut(sites[i]) : Unknown(sites[i]), Reply());
       continue;
     }
     calls[i] = std::make_unique<Call>();
     calls[i]->ctx.set_deadline(absl::ToChronoTime(absl::Now() + timeout));
-    calls[i]->rpc = c->peer->AsyncStartRound(&calls[i]->ctx, req, &cq);
-    calls[i]->rpc->Finish(&calls[i]->reply, &calls[i]->status, reinterpret_cast<void*>(i));
-    ++pending;
-  }
-  // Every call has a deadline, so each ends.
-  void* tag;
-  bool ok;
-  while (pending > 0 && cq.Next(&tag, &ok)) {
-    --pending;
-    Call& call = *calls[reinterpret_cast<size_t>(tag)];
-    StartAnswer& a = out[reinterpret_cast<size_t>(tag)];
-    if (!call.status.ok()) {
-      a.why_not = std::string(FromGrpc(call.status).message());
-    } else {
-      a.answered = true;
-      a.accepted = call.reply.accepted();
-      a.why_not = call.reply.why_not();
-    }
-  }
-  cq.Shutdown();
-  while (cq.Next(&tag, &ok)) {
-  }
-  return out;
-}
-
-std::vector<absl::StatusOr<balance::LoadRow>> GrpcPeers::CurrentLoads(const std::vector<std::string>& sites,
-                                                                      absl::Duration timeout) {
-  v1::CurrentLoadRequest req;
-  req.set_site(live_->self());
-  struct Call {
-    grpc::ClientContext ctx;
-    v1::LoadRow reply;
-    grpc::Status status;
-    std::unique_ptr<grpc::ClientAsyncResponseReader<v1::LoadRow>> rpc;
-  };
-  std::vector<absl::StatusOr<balance::LoadRow>> out(sites.size(), absl::UnavailableError("no answer"));
-  std::vector<std::unique_ptr<Call>> calls(sites.size());
-  grpc::CompletionQueue cq;
-  size_t pending = 0;
-  for (size_t i = 0; i < sites.size(); ++i) {
-    Conn* c = Get(sites[i]);
-    if (!c || PartitionedFrom(sites[i])) {
-      out[i] = c ? Cut(sites[i]) : Unknown(sites[i]);
-      continue;
-    }
-    calls[i] = std::make_unique<Call>();
-    calls[i]->ctx.set_deadline(absl::ToChronoTime(absl::Now() + timeout));
-    calls[i]->rpc = c->peer->AsyncCurrentLoad(&calls[i]->ctx, req, &cq);
+    calls[i]->rpc = start(c->peer.get(), &calls[i]->ctx, &cq);
     calls[i]->rpc->Finish(&calls[i]->reply, &calls[i]->status, reinterpret_cast<void*>(i));
     ++pending;
   }
@@ -210,15 +159,54 @@ std::vector<absl::StatusOr<balance::LoadRow>> GrpcPeers::CurrentLoads(const std:
   while (pending > 0 && cq.Next(&tag, &ok)) {
     --pending;
     const size_t i = reinterpret_cast<size_t>(tag);
-    if (calls[i]->status.ok()) {
-      out[i] = FromProto(calls[i]->reply);
-    } else {
-      out[i] = FromGrpc(calls[i]->status);
-    }
+    done(i, calls[i]->status.ok() ? absl::OkStatus() : FromGrpc(calls[i]->status), calls[i]->reply);
   }
   cq.Shutdown();
   while (cq.Next(&tag, &ok)) {
   }
+}
+
+std::vector<federation::PeerClient::StartAnswer> GrpcPeers::StartRound(const std::vector<std::string>& sites,
+                                                                       const federation::RoundSpec& spec,
+                                                                       absl::Duration timeout) {
+  v1::StartRoundRequest req;
+  ToProto(spec, &req);
+  std::vector<StartAnswer> out(sites.size());
+  CallEach<v1::StartRoundReply>(
+      sites, timeout,
+      [&](v1::Peer::Stub* stub, grpc::ClientContext* ctx, grpc::CompletionQueue* cq) {
+        return stub->AsyncStartRound(ctx, req, cq);
+      },
+      [&](size_t i, const absl::Status& st, const v1::StartRoundReply& reply) {
+        StartAnswer& a = out[i];
+        if (!st.ok()) {
+          a.why_not = std::string(st.message());
+          return;
+        }
+        a.answered = true;
+        a.accepted = reply.accepted();
+        a.why_not = reply.why_not();
+      });
+  return out;
+}
+
+std::vector<absl::StatusOr<balance::LoadRow>> GrpcPeers::CurrentLoads(const std::vector<std::string>& sites,
+                                                                      absl::Duration timeout) {
+  v1::CurrentLoadRequest req;
+  req.set_site(live_->self());
+  std::vector<absl::StatusOr<balance::LoadRow>> out(sites.size(), absl::UnavailableError("no answer"));
+  CallEach<v1::LoadRow>(
+      sites, timeout,
+      [&](v1::Peer::Stub* stub, grpc::ClientContext* ctx, grpc::CompletionQueue* cq) {
+        return stub->AsyncCurrentLoad(ctx, req, cq);
+      },
+      [&](size_t i, const absl::Status& st, const v1::LoadRow& reply) {
+        if (st.ok()) {
+          out[i] = FromProto(reply);
+        } else {
+          out[i] = st;
+        }
+      });
   return out;
 }
 

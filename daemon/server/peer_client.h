@@ -116,6 +116,13 @@ class GrpcPeers : public federation::PeerClient, public migration::PeerTransport
     std::unique_ptr<v1::Peer::Stub> peer;
   };
   Conn* Get(const std::string& site);
+  // One unary call to each of `sites` at once, each with a deadline
+  // `timeout` from now; returns when every call has ended. `start(stub,
+  // ctx, cq)` begins a call and returns its reader; `done(i, status,
+  // reply)` takes site i's answer, or the error of a site that is unknown
+  // or cut off (then with a default reply). Defined in peer_client.cc.
+  template <typename Reply, typename Start, typename Done>
+  void CallEach(const std::vector<std::string>& sites, absl::Duration timeout, Start start, Done done);
   // A channel to `site` at `endpoint` (kept for the daemon's life: stubs
   // handed out stay valid).
   Conn* DialLocked(const std::string& site, const std::string& endpoint);
