@@ -43,7 +43,7 @@ inline constexpr absl::Duration kTransferTimeout = absl::Seconds(60);
 // Keepalive on the connections to peers: a PING every kPeerKeepaliveMs,
 // and a connection whose PING goes unanswered for kPeerKeepaliveTimeoutMs
 // (or whose data goes unacknowledged as long: gRPC sets TCP_USER_TIMEOUT
-// to it) is closed and dialled again. Without it, a peer cut off without
+// to it where keepalive is on, gRFC A18) is closed and dialled again. Without it, a peer cut off without
 // a FIN or RST (a network that went away) kept its old connection, whose
 // calls waited out TCP's retransmission backoff after the network was
 // back: in the compose federation a site cut off for 83 s was heard by
