@@ -40,6 +40,18 @@ namespace hyperfed::server {
 inline constexpr size_t kMaxMessageBytes = size_t{8} << 20;
 // How long a Transfer or Abort call may take.
 inline constexpr absl::Duration kTransferTimeout = absl::Seconds(60);
+// Keepalive on the connections to peers: a PING every kPeerKeepaliveMs,
+// and a connection whose PING goes unanswered for kPeerKeepaliveTimeoutMs
+// (or whose data goes unacknowledged as long: gRPC sets TCP_USER_TIMEOUT
+// to it where keepalive is on, gRFC A18) is closed and dialled again. Without it, a peer cut off without
+// a FIN or RST (a network that went away) kept its old connection, whose
+// calls waited out TCP's retransmission backoff after the network was
+// back: in the compose federation a site cut off for 83 s was heard by
+// three peers 29 to 31 s after its return (docs/operations.md, "When a
+// site fails, is cut off, or returns"). Servers accept PINGs at twice
+// this rate (Daemon::Start).
+inline constexpr int kPeerKeepaliveMs = 1000;
+inline constexpr int kPeerKeepaliveTimeoutMs = 2000;
 // An Exchange call's deadline for a round step of `step`: the callee may
 // wait up to its own step timeout for its part to get there.
 inline absl::Duration ExchangeCallTimeout(absl::Duration step) { return step * 2; }

@@ -103,6 +103,16 @@ struct Watch {
   bool disturbed = false;
 };
 
+// A site back from an outage: a restarted incarnation once it serves, or a
+// site a partition cut off once it heals. One peer timeout later every
+// peer that served throughout sees it up and it sees them (CheckReturns).
+struct Return {
+  std::string site;
+  Incarnation* inc = nullptr;
+  absl::Time at;    // world time
+  std::string how;  // "restart", "cut healed"
+};
+
 class Federation {
  public:
   explicit Federation(const FederationOptions& o) : o_(o), world_(o.seed, kStart), net_(&world_) {}
@@ -141,7 +151,15 @@ class Federation {
   void Census(bool final);
   int64_t Committed(Incarnation* inc, const std::string& round_id);
   void Violation(const std::string& what);
-  void RunFor(absl::Duration d) { world_.Run(world_.now() + d, [] { return false; }); }
+  // Runs the world for `d`, stopping at each return's check time to check it.
+  void RunFor(absl::Duration d);
+  void CheckReturns();
+  // A pause or a cut from `from` to `to` (world time; a cut lasts until it
+  // heals): a return whose check window meets one is not checked.
+  void Disturbed(absl::Time from, absl::Time to) { disturbances_.push_back({from, to}); }
+  bool DisturbedDuring(absl::Time from, absl::Time to) const;
+  // Partition k heals: its sites are back.
+  void EndCut(size_t k);
 
   const FederationOptions o_;
   Profile profile_;
@@ -160,6 +178,18 @@ class Federation {
   std::map<std::string, std::string> keys_;  // every job key the run submitted -> where
   int64_t next_job_ = 0;
   std::vector<std::pair<std::string, absl::Time>> round_deadlines_;  // round id, deadline in world time
+  // The returns not checked yet, and each site's latest one that was.
+  std::vector<Return> returns_;
+  std::map<std::string, Return> back_;
+  std::vector<std::pair<absl::Time, absl::Time>> disturbances_;  // Disturbed()
+  // The partitions: the sites each cut off and its disturbance; healed ones
+  // are done.
+  struct Cut {
+    std::vector<std::string> far;
+    size_t disturbance = 0;
+    bool healed = false;
+  };
+  std::vector<Cut> cuts_;
   SeedResult r_;
 };
 
@@ -261,6 +291,7 @@ void Federation::Start(SimSite& s) {
     inc->serving_since = world_.now();
     if (watch_ && watch_->incarnation_at_start.count(site->id()) && site->incarnations > 1)
       watch_->crash_or_restart[site->id()] = world_.now();
+    if (site->incarnations > 1) returns_.push_back({site->id(), inc, world_.now(), "restart"});
     while (true) {
       inc->env->SleepFor(server::kRecoveryInterval);
       if (auto st = inc->stack.migrator->Recover(); !st.ok()) LogError(absl::StrCat("recovery: ", st.message()));
@@ -362,6 +393,7 @@ void Federation::ScheduleFaults(absl::Time from, absl::Time until) {
         if (!faults_on_ || !s->inc) return;
         world_.Trace(s->inc->node, absl::StrCat("PAUSE ", absl::FormatDuration(d)));
         world_.Pause(s->inc->node, world_.now() + d);
+        Disturbed(world_.now(), world_.now() + d);
         ++r_.pauses;
         if (watch_) watch_->disturbed = true;
       });
@@ -406,10 +438,14 @@ void Federation::ScheduleFaults(absl::Time from, absl::Time until) {
         ++partitions_active_;
         if (watch_) watch_->disturbed = true;
         for (const std::string& s : far) net_.SetGroup(s, 1);
-        world_.At(world_.now() + d, operator_node_, [this, far] {
+        const size_t cut = cuts_.size();
+        cuts_.push_back({far, disturbances_.size()});
+        Disturbed(world_.now(), absl::InfiniteFuture());
+        world_.At(world_.now() + d, operator_node_, [this, far, cut] {
           world_.Trace(-1, "PARTITION healed");
           --partitions_active_;
           for (const std::string& s : far) net_.SetGroup(s, 0);
+          EndCut(cut);
         });
       });
     }
@@ -433,6 +469,7 @@ void Federation::Heal() {
   net_.HealAll();
   net_.ClearSlow();
   partitions_active_ = 0;
+  for (size_t k = 0; k < cuts_.size(); ++k) EndCut(k);
   world_.Trace(-1, "HEAL: faults stop");
   for (auto& s : sites_) {
     if (!s->inc && !s->failed) {
@@ -449,6 +486,78 @@ void Federation::Heal() {
 void Federation::Violation(const std::string& what) {
   world_.Trace(-1, absl::StrCat("VIOLATION: ", what));
   r_.violations.push_back(absl::StrFormat("t=%.3f %s", absl::ToDoubleSeconds(world_.now() - kStart), what));
+}
+
+void Federation::EndCut(size_t k) {
+  Cut& c = cuts_[k];
+  if (c.healed) return;
+  c.healed = true;
+  disturbances_[c.disturbance].second = world_.now();
+  for (const std::string& id : c.far)
+    if (SimSite* s = Find(id); s && s->inc && s->inc->serving)
+      returns_.push_back({id, s->inc, world_.now(), "cut healed"});
+}
+
+bool Federation::DisturbedDuring(absl::Time from, absl::Time to) const {
+  for (const auto& [a, b] : disturbances_)
+    if (a < to && b > from) return true;
+  return false;
+}
+
+void Federation::RunFor(absl::Duration d) {
+  const absl::Time end = world_.now() + d;
+  while (true) {
+    absl::Time until = end;
+    for (const Return& r : returns_) until = std::min(until, r.at + balancer_.peer_timeout);
+    world_.Run(std::max(until, world_.now()), [] { return false; });
+    CheckReturns();
+    if (world_.now() >= end) return;
+  }
+}
+
+// A site back from an outage of any length takes part again within one
+// heartbeat timeout (peer_timeout) of its return: by then every site that
+// served throughout sees it up, so the next round a coordinator starts
+// includes it, and it sees them. Not checked across a pause or a cut, nor
+// once a message was lost after the return (the network then decides),
+// nor for peers that crashed meanwhile.
+void Federation::CheckReturns() {
+  const absl::Duration timeout = balancer_.peer_timeout;
+  for (auto it = returns_.begin(); it != returns_.end();) {
+    const Return r = *it;
+    const absl::Time check = r.at + timeout;
+    if (world_.now() < check) {
+      ++it;
+      continue;
+    }
+    it = returns_.erase(it);
+    SimSite* back = Find(r.site);
+    // Lost messages (heartbeats too) may leave a peer unheard for a while:
+    // then the network, not the daemon, decides.
+    if (back->inc != r.inc || DisturbedDuring(r.at, check) || net_.last_loss() > r.at) continue;
+    back_[r.site] = r;
+    const federation::Membership& mine = r.inc->stack.site->membership();
+    std::vector<std::string> blind, unseen;
+    int checked = 0;
+    for (SimSite* p : UpSites()) {
+      if (p == back || !p->inc->serving || p->inc->serving_since > r.at) continue;
+      ++checked;
+      auto theirs = p->inc->stack.site->membership().Find(r.site);
+      if (!theirs || !theirs->up) blind.push_back(p->id());
+      auto seen = mine.Find(p->id());
+      if (!seen || !seen->up) unseen.push_back(p->id());
+    }
+    const std::string when = absl::StrFormat("back (%s) at t=%.3f", r.how, absl::ToDoubleSeconds(r.at - kStart));
+    world_.Trace(r.inc->node, absl::StrCat("BACK checked: ", when, "; ", checked, " sites that served throughout, ",
+                                           blind.size(), " not seeing it up, ", unseen.size(), " not seen up"));
+    if (!blind.empty())
+      Violation(absl::StrCat(r.site, ", ", when, ", is not seen up one peer timeout later by ", blind.size(),
+                             " sites that served throughout (", absl::StrJoin(blind, ", "), ")"));
+    if (!unseen.empty())
+      Violation(absl::StrCat(r.site, ", ", when, ", does not see ", unseen.size(),
+                             " sites that served throughout up one peer timeout later (", absl::StrJoin(unseen, ", "),
+                             ")"));
+  }
 }
 
 int64_t Federation::Committed(Incarnation* inc, const std::string& round_id) {
@@ -531,6 +640,19 @@ void Federation::CheckRound(const federation::RoundView& v, const Watch& w, Roun
                              " after the last crash or restart of a site it waited for and ",
                              absl::FormatDuration(finished - others), " after the other sites' parts ended (bound: ",
                              "peer_timeout + 2 heartbeats, and one heartbeat)"));
+  }
+  // A site back from an outage one peer timeout before the round began,
+  // and not down, paused or cut off since, is in it (CheckReturns).
+  const absl::Time began = cenv->ToWorld(v.started);
+  for (const auto& [site, r] : back_) {
+    auto at_start = w.incarnation_at_start.find(site);
+    if (r.at + balancer_.peer_timeout > began || at_start == w.incarnation_at_start.end() ||
+        at_start->second != r.inc || w.coordinator_inc->serving_since > r.at || DisturbedDuring(r.at, began) ||
+        net_.last_loss() > r.at)
+      continue;
+    if (!started_at.count(site))
+      Violation(absl::StrFormat("round %s began %.3f s after %s was back (%s) and left it out", v.id,
+                                absl::ToDoubleSeconds(began - r.at), site, r.how));
   }
   // The report counts what the sites committed: never more than a site's
   // journal holds, and at least what a crashed incarnation had committed.

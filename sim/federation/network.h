@@ -70,6 +70,8 @@ class SimNet {
   void ClearSlow() { slow_.clear(); }
 
   Stats& stats() { return stats_; }
+  // When a message (heartbeats too) was last lost, world time.
+  absl::Time last_loss() const { return last_loss_; }
   void ResetStats() { stats_ = Stats{}; }
 
   // A call from the running task's site `from` to `to`, waiting on `env`
@@ -100,6 +102,7 @@ class SimNet {
   std::map<std::string, int> group_;  // sites outside group 0
   std::map<std::string, absl::Duration> slow_;
   Stats stats_;
+  absl::Time last_loss_ = absl::InfinitePast();
 };
 
 template <class Req, class Reply>
@@ -116,6 +119,7 @@ absl::StatusOr<Reply> SimNet::Call(const std::string& from, const std::string& t
     if (!Linked(to, from)) return;
     if (world_->Chance(faults_.loss)) {
       stats_.lost += !heartbeat;
+      last_loss_ = world_->now();
       return;
     }
     world_->At(world_->now() + Latency(to, from), caller, [p, st = std::move(st), reply = std::move(reply)] {
@@ -148,6 +152,7 @@ absl::StatusOr<Reply> SimNet::Call(const std::string& from, const std::string& t
   };
   const bool lost = Linked(from, to) && world_->Chance(faults_.loss);
   stats_.lost += lost && !heartbeat;
+  if (lost) last_loss_ = world_->now();
   if (Linked(from, to) && !lost) {
     const int dest_node = up_.count(to) ? up_[to].node : -1;
     world_->At(world_->now() + Latency(from, to), dest_node, deliver);
