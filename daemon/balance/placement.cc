@@ -113,12 +113,17 @@ Placement Placer::Decide(int64_t now, const ArrivingJob& job) const {
 // gets it only for being narrower (best fit at arrival); one that starts it
 // sooner must gain the margin, as in the earliest-start rule.
 Placement Placer::DecideFit(int64_t now, const ArrivingJob& job, int64_t slack) const {
-  std::vector<std::pair<int, int64_t>> waits;  // (label, wait) of peers that can start it
+  struct Candidate {
+    int label;
+    int64_t wait;
+    int64_t width;
+  };
+  std::vector<Candidate> waits;  // the peers that can start it
   int64_t earliest = job.wait_here;
   for (const auto& [label, f] : peers_) {
     const int64_t wait = f.WaitFor(now, job.cores, job.limit);
     if (wait == kNeverStarts) continue;
-    waits.push_back({label, wait});
+    waits.push_back({label, wait, f.widest()});
     earliest = std::min(earliest, wait);
   }
   if (waits.empty()) return Placement{};
@@ -127,9 +132,8 @@ Placement Placer::DecideFit(int64_t now, const ArrivingJob& job, int64_t slack) 
   if (home_near && (job.queued || fit_.home_first)) return Placement{};
   int best = -1;
   int64_t best_wait = kNeverStarts, best_width = std::numeric_limits<int64_t>::max();
-  for (const auto& [label, wait] : waits) {
+  for (const auto& [label, wait, width] : waits) {
     if (wait > bound) continue;
-    const int64_t width = peers_.at(label).widest();
     if (width < best_width || (width == best_width && wait < best_wait)) {
       best = label;
       best_wait = wait;
