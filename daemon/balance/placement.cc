@@ -19,14 +19,14 @@ StartProfile ProfileAged(const StartProfile& p, int64_t age) {
   return out;
 }
 
-void PeerForecast::Publish(int64_t at, StartProfile profile) {
+void PeerForecast::Publish(int64_t at, StartProfile profile, int64_t taken) {
   known_ = true;
   at_ = at;
   published_ = std::move(profile);
   booked_ = published_;
   std::vector<Entry> kept;
   for (const Entry& e : ledger_)
-    if (e.placed_at >= at) kept.push_back(e);
+    if (e.landed_at >= std::min(taken, at)) kept.push_back(e);
   ledger_.swap(kept);
   for (const Entry& e : ledger_) BookEntry(e);
 }
@@ -44,8 +44,13 @@ void PeerForecast::BookEntry(const Entry& e) {
 }
 
 void PeerForecast::Placed(int64_t now, int64_t cores, int64_t limit) {
-  ledger_.push_back({now, cores, limit});
+  ledger_.push_back({.placed_at = now, .landed_at = now, .cores = cores, .limit = limit});
   BookEntry(ledger_.back());
+}
+
+void PeerForecast::Landed(int64_t placed_at, int64_t at) {
+  for (Entry& e : ledger_)
+    if (e.placed_at == placed_at) e.landed_at = std::max(e.landed_at, at);
 }
 
 LimitAccuracy::LimitAccuracy(size_t window) : window_(std::max<size_t>(window, 1)) {}
@@ -71,6 +76,10 @@ double LimitAccuracy::ratio() const {
 }
 
 Placer::Placer(int64_t margin, FitRule fit) : margin_(std::max<int64_t>(margin, 1)), fit_(fit) {}
+
+void Placer::Landed(int peer, int64_t placed_at, int64_t at) {
+  if (auto it = peers_.find(peer); it != peers_.end()) it->second.Landed(placed_at, at);
+}
 
 int64_t Placer::Slack(int64_t limit) const {
   if (fit_.alpha <= 0 || limit <= 0) return 0;

@@ -39,10 +39,13 @@ StartProfile ProfileAged(const StartProfile& p, int64_t age);
 // of jobs this site placed there since.
 class PeerForecast {
  public:
-  // The peer published `profile` at `at`. Ledger entries placed before `at`
-  // are in it (the peer had them) and are dropped; later ones are booked
-  // anew into it, in the order they were placed.
-  void Publish(int64_t at, StartProfile profile);
+  // The peer published `profile` at `at` (its offsets are from `at`); it
+  // says what the peer's scheduler held at `taken` <= `at` (a site reuses
+  // its profile for a while: docs/design.md §6.10). Ledger entries that
+  // landed there before `taken` are in it and are dropped; later ones are
+  // booked anew into it, in the order they were placed.
+  void Publish(int64_t at, StartProfile profile, int64_t taken);
+  void Publish(int64_t at, StartProfile profile) { Publish(at, std::move(profile), at); }
   // Whether the peer has published anything.
   bool known() const { return known_; }
   int64_t widest() const { return published_.widest; }
@@ -54,11 +57,16 @@ class PeerForecast {
   // is narrower than the job or has said nothing.
   int64_t WaitFor(int64_t now, int64_t cores, int64_t limit) const;
   // Records a job placed there at `now` and books its cores from its start.
+  // Until Landed says otherwise, it is taken to be there from `now` on.
   void Placed(int64_t now, int64_t cores, int64_t limit);
+  // The jobs placed at `placed_at` were in the peer's queue by `at` (their
+  // move ended then): a profile taken before `at` does not hold them.
+  void Landed(int64_t placed_at, int64_t at);
 
  private:
   struct Entry {
     int64_t placed_at = 0;
+    int64_t landed_at = 0;  // from when the peer's queue holds it
     int64_t cores = 1;
     int64_t limit = 0;
   };
@@ -130,7 +138,10 @@ class Placer {
   // margin >= 1: a peer must start the job at least this much sooner.
   explicit Placer(int64_t margin = 1, FitRule fit = {});
 
-  void Publish(int peer, int64_t at, StartProfile profile) { peers_[peer].Publish(at, std::move(profile)); }
+  void Publish(int peer, int64_t at, StartProfile profile, int64_t taken) {
+    peers_[peer].Publish(at, std::move(profile), taken);
+  }
+  void Publish(int peer, int64_t at, StartProfile profile) { Publish(peer, at, std::move(profile), at); }
   // The peer is down, drained or gone: no job is placed there until it
   // publishes again.
   void Forget(int peer) { peers_.erase(peer); }
@@ -144,6 +155,8 @@ class Placer {
   Placement Decide(int64_t now, const ArrivingJob& job) const;
   // Books a job the caller sends to `peer` (after Decide) into its ledger.
   void Book(int peer, int64_t now, const ArrivingJob& job) { peers_[peer].Placed(now, job.cores, job.limit); }
+  // The jobs booked to `peer` at `placed_at` reached its queue at `at`.
+  void Landed(int peer, int64_t placed_at, int64_t at);
 
   int64_t margin() const { return margin_; }
 

@@ -48,7 +48,7 @@ void ArrivalPlacement::LearnProfiles() {
     auto it = heard_.find(p.label);
     if (it != heard_.end() && it->second == p.profile_at) continue;
     heard_[p.label] = p.profile_at;
-    placer_.Publish(p.label, absl::ToUnixMillis(p.profile_at), p.profile);
+    placer_.Publish(p.label, absl::ToUnixMillis(p.profile_at), p.profile, absl::ToUnixMillis(p.profile_taken));
   }
   for (auto it = heard_.begin(); it != heard_.end();) {
     if (live_peers.count(it->first)) {
@@ -141,6 +141,9 @@ PlacementPass ArrivalPlacement::RunOnce(const balance::StartProfile& own, bool d
         pass.error = absl::StrCat("placing ", ids.size(), " jobs at ", dest, ": ", r.status().message());
       continue;
     }
+    // The jobs are in its queue from now: a profile it took before does not
+    // hold them, so they stay booked until one taken later comes.
+    placer_.Landed(label, now, absl::ToUnixMillis(env_->Now()));
     pass.placed += r->moved;
     pass.failed += r->shortfall;
     if (r->moved > 0) pass.to[dest] += r->moved;

@@ -200,6 +200,8 @@ void Coordinator::Coordinate(RoundSpec spec) {
       run.accepted.push_back(live[i]);
     } else {
       events.push_back(absl::StrCat(live[i], " did not take part: ", answers[i].why_not));
+      // One whose answer never came may have begun it: it leaves once down.
+      if (answers[i].answered) run.left.emplace(live[i], absl::StrCat("did not take part: ", answers[i].why_not));
       run.any_failed = true;
       if (!answers[i].answered) run.unanswered.push_back(live[i]);
     }
@@ -226,6 +228,17 @@ void Coordinator::Coordinate(RoundSpec spec) {
       all_down = all_down && p && !p->up;
     }
     if (all_down) return FinishLocked(absl::StrCat(absl::StrJoin(missing, ", "), " went down during the round"));
+    // Those down leave it (one whose answer to the start never came is not
+    // waited for then either: MissingLocked).
+    for (const auto* sites : {&running_->accepted, &running_->unanswered})
+      for (const std::string& site : *sites)
+        if (auto p = membership_->Find(site); p && !p->up && !running_->reports.count(site))
+          running_->left.emplace(site, "went down");
+    if (UntoldLocked()) {
+      TellLeftLocked(l);
+      if (gone()) return;
+      continue;
+    }
     if (env_->Now() >= give_up) return FinishLocked("gave up waiting for the remaining reports");
     // A site that restarted since it took part never reports by itself,
     // and a report can be lost: a site done with the round is asked for it.
@@ -246,8 +259,53 @@ void Coordinator::Coordinate(RoundSpec spec) {
     // Liveness changes with time, not with a notification: look again
     // every heartbeat interval.
     env_->WaitUntil(l, cv_, std::min(give_up, env_->Now() + live_->balancer().heartbeat_interval),
-                    [&] { return stopping_ || gone() || CompleteLocked(); });
+                    [&] { return stopping_ || gone() || CompleteLocked() || UntoldLocked(); });
   }
+}
+
+bool Coordinator::UntoldLocked() const {
+  if (!running_ || !running_->start_answered) return false;
+  for (const auto& [site, why] : running_->left)
+    if (!running_->told.count(site)) return true;
+  return false;
+}
+
+void Coordinator::TellLeftLocked(std::unique_lock<std::mutex>& l) {
+  Running& run = *running_;
+  const std::string round_id = run.spec.round_id;
+  std::map<int, std::string> left;
+  std::vector<std::string> names;
+  for (const auto& [site, why] : run.left) {
+    if (!run.told.insert(site).second) continue;
+    if (const config::RosterEntry* e = run.roster->FindSite(site)) {
+      left.emplace(e->label, absl::StrCat(site, " ", why));
+      names.push_back(site);
+    }
+  }
+  // The sites still in it: those that took part and have not reported.
+  std::vector<std::string> to;
+  bool self_in = false;
+  for (const std::string& site : run.accepted) {
+    if (run.reports.count(site) || run.left.count(site)) continue;
+    if (site == self_) {
+      self_in = true;
+    } else {
+      to.push_back(site);
+    }
+  }
+  if (left.empty() || (to.empty() && !self_in)) return;
+  const absl::Duration timeout = std::min(run.timeouts.step, live_->balancer().heartbeat_interval);
+  history_->Update(round_id, [&](RoundView& v) {
+    v.events.push_back(absl::StrCat("told ", to.size() + (self_in ? 1 : 0), " sites still in the round that ",
+                                    absl::StrJoin(names, ", "), names.size() == 1 ? " has" : " have", " left it"));
+  });
+  l.unlock();
+  if (self_in) participant_->OnLeftRound(round_id, left);
+  std::vector<absl::Status> sent = peers_->LeftRound(to, round_id, left, timeout);
+  l.lock();
+  for (size_t i = 0; i < to.size() && i < sent.size(); ++i)
+    if (!sent[i].ok() && !absl::IsUnimplemented(sent[i]))
+      LogInfo(absl::StrCat("round ", round_id, ": telling ", to[i], " who left: ", sent[i].message()));
 }
 
 std::vector<std::string> Coordinator::MissingLocked() const {
@@ -303,6 +361,9 @@ absl::Status Coordinator::TakeReportLocked(const RoundReport& report) {
   }
   running_->reports.emplace(report.site, report);
   if (!report.ok) running_->any_failed = true;
+  // The sites still waiting for it are told, unless it had left already.
+  if (!report.ok && !report.from_journal)
+    running_->left.emplace(report.site, absl::StrCat("ended its part: ", report.error));
   // A site whose answer to the start never came, asked from its journal:
   // what it committed counts, but it is no site that reported its part.
   const std::vector<std::string>& unanswered = running_->unanswered;

@@ -14,6 +14,7 @@
 #include <map>
 #include <mutex>
 #include <optional>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -80,6 +81,11 @@ class Coordinator {
     std::shared_ptr<const config::Roster> roster;  // the one it was planned with
     RoundTimeouts timeouts;
     absl::Time started;  // this site's clock
+    // Sites that have left the round (did not take part, ended their part
+    // with an error, or went down), with why; those told to the sites
+    // still in it (TellLeft).
+    std::map<std::string, std::string> left;
+    std::set<std::string> told;
   };
   // A dry run's rows: each live peer's as it is now (PeerClient::CurrentLoads),
   // checked as a round checks rows; a peer that does not answer keeps its
@@ -101,6 +107,13 @@ class Coordinator {
   std::vector<std::string> MissingLocked() const;
   bool CompleteLocked() const;
   void FinishLocked(const std::string& why);
+  // Whether a site has left the round and the others have not been told.
+  bool UntoldLocked() const;
+  // Tells every site still in the round (this one directly) which sites
+  // have left it since the last telling (Peer.LeftRound): their waits for
+  // those sites end at once instead of at the step timeout, and they report
+  // (docs/design.md §6.6). Unlocks `l` during the calls.
+  void TellLeftLocked(std::unique_lock<std::mutex>& l);
 
   const LiveConfig* live_;
   const std::string self_;

@@ -65,6 +65,7 @@ bool Membership::Seen(const HeartbeatInfo& hb) {
     p.profile.widest = hb.widest;
     p.profile.free = hb.free;
     p.profile_at = p.last_seen;
+    p.profile_taken = p.last_seen - absl::Milliseconds(std::max<int64_t>(hb.profile_age_ms, 0));
     return true;
   }
   return false;

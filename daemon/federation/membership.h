@@ -51,6 +51,8 @@ struct HeartbeatInfo {
   // Its start profile's free cores (with `widest`), from the heartbeat's
   // sending; empty: not said (docs/design.md, "Placement at arrival").
   std::vector<std::pair<int64_t, int64_t>> free;
+  // How long before sending that profile was taken (since protocol 1.6).
+  int64_t profile_age_ms = 0;
 };
 
 // What the last heartbeat from a site said.
@@ -71,7 +73,8 @@ struct PeerInfo {
   int64_t roster_version = 0;  // the roster version it said it has
   std::string protocol;
   balance::StartProfile profile;                // its last heartbeat's (widest and free cores)
-  absl::Time profile_at = absl::InfinitePast();  // when that heartbeat came
+  absl::Time profile_at = absl::InfinitePast();     // when that heartbeat came
+  absl::Time profile_taken = absl::InfinitePast();  // profile_at less the age it said
 };
 
 class Membership {

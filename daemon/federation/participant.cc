@@ -174,6 +174,10 @@ void Participant::RunPart(const RoundSpec& spec, std::shared_ptr<const config::R
   done_(spec, report);
 }
 
+void Participant::OnLeftRound(const std::string& round_id, const std::map<int, std::string>& left) {
+  for (const auto& [label, why] : left) mailbox_.Left(round_id, label, why);
+}
+
 absl::StatusOr<balance::LoadTable> Participant::OnExchange(const ExchangeMessage& m) {
   return mailbox_.Deliver(m, SyncMailbox());
 }

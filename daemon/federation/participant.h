@@ -39,6 +39,10 @@ class Participant {
   // nothing changes). A repeated start of the current round is true.
   bool OnStartRound(const RoundSpec& spec, std::string* why_not);
   absl::StatusOr<balance::LoadTable> OnExchange(const ExchangeMessage& m);
+  // The coordinator says the sites at these labels (label -> why) have left
+  // `round_id`: this part's waits for them end (Mailbox::Left). A round
+  // other than the one running here is ignored.
+  void OnLeftRound(const std::string& round_id, const std::map<int, std::string>& left);
   // Takes `jobs` of what round_id's plan, as this site derived it, lets
   // source_site send here (TransferAllowance::Admit, waiting up to a step).
   absl::Status AdmitTransfer(const std::string& source_site, const std::string& round_id, int64_t jobs);

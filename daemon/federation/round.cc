@@ -176,6 +176,7 @@ absl::Status Mailbox::ExpectedLocked(const ExchangeMessage& m) const {
 
 void Mailbox::Open(const std::string& round_id, int64_t epoch) {
   std::lock_guard<std::mutex> l(mu_);
+  if (fence_round_ != round_id) left_.clear();
   fence_round_ = round_id;
   fence_epoch_ = std::max(fence_epoch_, epoch);
   // What older rounds left behind can never be read now.
@@ -241,14 +242,24 @@ void Mailbox::Publish(const std::string& round_id, MessageKind kind, int dimensi
   cv_.notify_all();
 }
 
+void Mailbox::Left(const std::string& round_id, int label, const std::string& why) {
+  std::lock_guard<std::mutex> l(mu_);
+  if (round_id != fence_round_) return;
+  left_.emplace(label, why);
+  cv_.notify_all();
+}
+
 absl::StatusOr<balance::LoadTable> Mailbox::Await(const std::string& round_id, MessageKind kind, int dimension,
                                                   int phase, int from_label, absl::Time deadline) {
   std::unique_lock<std::mutex> l(mu_);
   const Key key{round_id, static_cast<int>(kind), dimension, phase, from_label};
   auto replaced = [&] { return fence_round_ != round_id; };
-  env_->WaitUntil(l, cv_, deadline, [&] { return inbox_.count(key) > 0 || replaced(); });
+  auto left = [&] { return left_.count(from_label) > 0; };
+  env_->WaitUntil(l, cv_, deadline, [&] { return inbox_.count(key) > 0 || replaced() || left(); });
   if (replaced()) return absl::AbortedError("the round was replaced by a newer one");
   auto it = inbox_.find(key);
+  if (it == inbox_.end() && left())
+    return absl::UnavailableError(absl::StrCat("it left the round (", left_[from_label], ")"));
   if (it == inbox_.end()) return absl::DeadlineExceededError("no message in time");
   balance::LoadTable rows = std::move(it->second.rows);
   inbox_.erase(it);

@@ -170,6 +170,14 @@ class PeerClient {
                                                                      absl::Duration timeout) {
     return std::vector<absl::StatusOr<balance::LoadRow>>(sites.size(), absl::UnimplementedError("CurrentLoad"));
   }
+  // The coordinator tells each of `sites` at once that the sites at the
+  // labels of `left` (label -> why) have left `round_id` (Peer.LeftRound):
+  // one status per site, in order, each within `timeout`. A site of
+  // protocol 1.5 or older answers UNIMPLEMENTED and waits out its steps.
+  virtual std::vector<absl::Status> LeftRound(const std::vector<std::string>& sites, const std::string& round_id,
+                                              const std::map<int, std::string>& left, absl::Duration timeout) {
+    return std::vector<absl::Status>(sites.size(), absl::UnimplementedError("LeftRound"));
+  }
   // Returns the id of the round that will serve the request.
   virtual absl::StatusOr<std::string> RequestBalance(const std::string& site, const std::string& from,
                                                      const std::string& reason, absl::Duration timeout) = 0;
@@ -239,6 +247,10 @@ class Mailbox {
   void Open(const std::string& round_id, int64_t epoch);
   // The round ended at this site: drops its messages.
   void Close(const std::string& round_id);
+  // The site at `label` has left `round_id` (the coordinator says so,
+  // Peer.LeftRound): a wait for its message ends at once, Unavailable with
+  // `why`. Ignored unless `round_id` is the open round.
+  void Left(const std::string& round_id, int label, const std::string& why);
 
   // Handler side. kExchange waits until this site has published its own
   // rows for that dimension (it has reached the step), stores the caller's
@@ -257,7 +269,9 @@ class Mailbox {
   // partner.
   void Publish(const std::string& round_id, MessageKind kind, int dimension, const balance::LoadTable& rows);
   // Runner side: the rows `from_label` sent as (kind, dimension, phase).
-  // DeadlineExceeded at `deadline`; Aborted once a newer round is opened.
+  // DeadlineExceeded at `deadline`; Aborted once a newer round is opened;
+  // Unavailable once `from_label` has left the round (Left) and its
+  // message has not come.
   absl::StatusOr<balance::LoadTable> Await(const std::string& round_id, MessageKind kind, int dimension, int phase,
                                            int from_label, absl::Time deadline);
 
@@ -283,6 +297,7 @@ class Mailbox {
   std::map<Key, Entry> inbox_;                                    // guarded by mu_
   std::set<Key> taken_;                                           // guarded by mu_; every message stored
   std::map<std::tuple<std::string, int, int>, Entry> published_;  // guarded by mu_; round, kind, dimension
+  std::map<int, std::string> left_;                               // guarded by mu_; of fence_round_: label -> why
 };
 
 struct RoundContext {

@@ -84,7 +84,7 @@ absl::Status Site::AdmitTransfer(const std::string& source_site, const std::stri
   return arrival_.Admit(source_site, keys, widest_.load());
 }
 
-balance::StartProfile Site::OwnProfile() {
+balance::StartProfile Site::OwnProfile(absl::Duration* age) {
   const int64_t widest = widest_.load();
   const absl::Time now = env_->Now();
   std::lock_guard<std::mutex> l(profile_mu_);
@@ -113,7 +113,9 @@ balance::StartProfile Site::OwnProfile() {
     }
   }
   // Offsets are from when it was asked: from now on for the caller.
-  return balance::ProfileAged(own_profile_, absl::ToInt64Milliseconds(env_->Now() - own_profile_at_));
+  const absl::Duration taken_ago = std::max(env_->Now() - own_profile_at_, absl::ZeroDuration());
+  if (age) *age = taken_ago;
+  return balance::ProfileAged(own_profile_, absl::ToInt64Milliseconds(taken_ago));
 }
 
 void Site::Loop(void (Site::*once)()) {
@@ -347,7 +349,13 @@ void Site::HeartbeatOnce() {
   hb.widest = widest_.load();
   // The profile peers place by: said only while this site takes placed
   // jobs (balancer.placement, not drained).
-  if (live_->balancer().placement && !hb.drained && hb.widest > 0) hb.free = OwnProfile().free;
+  // With it, how old it is: jobs placed here since are not in it, and the
+  // peers that placed them keep them booked (balance::PeerForecast).
+  if (live_->balancer().placement && !hb.drained && hb.widest > 0) {
+    absl::Duration age;
+    hb.free = OwnProfile(&age).free;
+    hb.profile_age_ms = absl::ToInt64Milliseconds(age);
+  }
   hb.round_id = participant_.current_round();
   hb.epoch = participant_.highest_epoch();
   heartbeater_.Tick(hb);
@@ -431,6 +439,14 @@ absl::StatusOr<RoundReport> Site::OnGetReport(const std::string& from, const std
   if (!RoundStartedBy(round_id, from))
     return absl::PermissionDeniedError(absl::StrCat("round ", round_id, " is not one ", from, " started"));
   return participant_.ReportOf(round_id);
+}
+
+absl::Status Site::OnLeftRound(const std::string& from, const std::string& round_id,
+                               const std::map<int, std::string>& left) {
+  if (!RoundStartedBy(round_id, from))
+    return absl::PermissionDeniedError(absl::StrCat("round ", round_id, " is not one ", from, " started"));
+  participant_.OnLeftRound(round_id, left);
+  return absl::OkStatus();
 }
 
 void Site::PartDone(const RoundSpec& spec, const RoundReport& report) {

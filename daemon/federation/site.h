@@ -98,6 +98,11 @@ class Site {
   // (Participant::ReportOf); PermissionDenied unless the round is one `from`
   // started (its id names it: RoundStartedBy).
   absl::StatusOr<RoundReport> OnGetReport(const std::string& from, const std::string& round_id);
+  // The coordinator `from` says the sites at these labels (label -> why)
+  // have left `round_id` (Participant::OnLeftRound); PermissionDenied
+  // unless the round is one `from` started.
+  absl::Status OnLeftRound(const std::string& from, const std::string& round_id,
+                           const std::map<int, std::string>& left);
   // This site's row as it is now, its scheduler asked now as at the start of
   // a round (Peer.CurrentLoad): what a coordinator's dry run plans on.
   // FailedPrecondition while the roster does not list this site.
@@ -169,7 +174,8 @@ class Site {
   // asked of the scheduler at most every heartbeat interval and never for
   // more than a tenth of the time (a slow scheduler's profile is reused).
   // (While jobs wait in their placement window, the one taken before them.)
-  balance::StartProfile OwnProfile();
+  // Offsets are from now; `age`, when given, is how long ago it was taken.
+  balance::StartProfile OwnProfile(absl::Duration* age = nullptr);
   // Whether a pending job was in its scheduler's placement window at the
   // last snapshot (each heartbeat's: Snapshot reads the pending jobs anyway).
   bool JobsInWindow();

@@ -247,6 +247,20 @@ void ToProto(const federation::HeartbeatInfo& in, v1::HeartbeatRequest* out) {
     f->set_offset_ms(offset);
     f->set_cores(cores);
   }
+  out->set_profile_age_ms(in.profile_age_ms);
+}
+
+v1::LeftRoundRequest ToLeftRoundRequest(const std::string& self, const std::string& round_id,
+                                        const std::map<int, std::string>& left) {
+  v1::LeftRoundRequest req;
+  req.set_site(self);
+  req.set_round_id(round_id);
+  for (const auto& [label, why] : left) {
+    v1::LeftRoundRequest::Left* l = req.add_left();
+    l->set_label(label);
+    l->set_why(why.substr(0, 1000));
+  }
+  return req;
 }
 
 federation::HeartbeatInfo FromProto(const v1::HeartbeatRequest& in) {
@@ -263,6 +277,7 @@ federation::HeartbeatInfo FromProto(const v1::HeartbeatRequest& in) {
   h.roster_version = in.roster_version();
   h.protocol = in.protocol();
   for (const v1::FreeAt& f : in.free()) h.free.push_back({f.offset_ms(), f.cores()});
+  h.profile_age_ms = in.profile_age_ms();
   return h;
 }
 

@@ -50,5 +50,9 @@ void ToProto(const federation::HeartbeatInfo& in, v1::HeartbeatRequest* out);
 // A round this site coordinated, as Admin.Rounds and Peer.Rounds answer it.
 void ToProto(const federation::RoundView& in, v1::Round* out);
 federation::HeartbeatInfo FromProto(const v1::HeartbeatRequest& in);
+// The coordinator `self` tells that the sites at these labels (label ->
+// why) have left `round_id` (Peer.LeftRound).
+v1::LeftRoundRequest ToLeftRoundRequest(const std::string& self, const std::string& round_id,
+                                        const std::map<int, std::string>& left);
 
 }  // namespace hyperfed::server

@@ -219,6 +219,19 @@ std::vector<absl::StatusOr<balance::LoadRow>> GrpcPeers::CurrentLoads(const std:
   return out;
 }
 
+std::vector<absl::Status> GrpcPeers::LeftRound(const std::vector<std::string>& sites, const std::string& round_id,
+                                               const std::map<int, std::string>& left, absl::Duration timeout) {
+  const v1::LeftRoundRequest req = ToLeftRoundRequest(live_->self(), round_id, left);
+  std::vector<absl::Status> out(sites.size(), absl::UnavailableError("no answer"));
+  CallEach<v1::LeftRoundReply>(
+      sites, timeout,
+      [&](v1::Peer::Stub* stub, grpc::ClientContext* ctx, grpc::CompletionQueue* cq) {
+        return stub->AsyncLeftRound(ctx, req, cq);
+      },
+      [&](size_t i, const absl::Status& st, const v1::LeftRoundReply&) { out[i] = st; });
+  return out;
+}
+
 absl::Status GrpcPeers::ReportRound(const std::string& site, const federation::RoundReport& report,
                                     absl::Duration timeout) {
   Conn* c = Get(site);

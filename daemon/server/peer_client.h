@@ -95,6 +95,8 @@ class GrpcPeers : public federation::PeerClient, public migration::PeerTransport
                                                              absl::Duration timeout) override;
   absl::StatusOr<federation::RoundReport> GetReport(const std::string& site, const std::string& round_id,
                                                     absl::Duration timeout) override;
+  std::vector<absl::Status> LeftRound(const std::vector<std::string>& sites, const std::string& round_id,
+                                      const std::map<int, std::string>& left, absl::Duration timeout) override;
   absl::Status ReportRound(const std::string& site, const federation::RoundReport& report,
                            absl::Duration timeout) override;
   absl::StatusOr<std::string> RequestBalance(const std::string& site, const std::string& from,

@@ -168,6 +168,23 @@ absl::Status PeerHandlers::GetReport(const std::string& caller, const v1::GetRep
   return absl::OkStatus();
 }
 
+absl::Status PeerHandlers::LeftRound(const std::string& caller, const v1::LeftRoundRequest& req, v1::LeftRoundReply*) {
+  if (auto st = CheckCaller(caller, req.site()); !st.ok()) return st;
+  if (req.round_id().empty() || req.round_id().size() > kMaxIdLength) return Invalid("round_id: 1..200 characters");
+  if (!federation::RoundCoordinator(req.round_id()))
+    return Invalid(absl::StrCat("round_id '", req.round_id(), "' is not of the form <site>-<unix ms>-<n>"));
+  const int positions = 1 << d_.live->roster()->Dimension();
+  if (req.left_size() > positions) return Invalid(absl::StrCat("left: more than the cube's ", positions, " positions"));
+  std::map<int, std::string> left;
+  for (const v1::LeftRoundRequest::Left& l : req.left()) {
+    if (l.label() < 0 || l.label() >= positions)
+      return Invalid(absl::StrCat("left: label ", l.label(), " outside the ", positions, "-position cube"));
+    if (l.why().size() > 1000) return Invalid("left: why over 1000 characters");
+    if (!left.emplace(l.label(), l.why()).second) return Invalid(absl::StrCat("left: label ", l.label(), " twice"));
+  }
+  return d_.site->OnLeftRound(req.site(), req.round_id(), left);
+}
+
 absl::Status PeerHandlers::CurrentLoad(const std::string& caller, const v1::CurrentLoadRequest& req,
                                        v1::LoadRow* reply) {
   if (auto st = CheckCaller(caller, req.site()); !st.ok()) return st;
@@ -217,6 +234,8 @@ absl::Status PeerHandlers::Heartbeat(const std::string& caller, const v1::Heartb
   if (auto st = federation::CheckReportedRow(*roster, req.label(), req.load(), req.capacity(), profile); !st.ok())
     return Invalid(std::string(st.message()));
   if (req.epoch() != 0 && !EpochOk(req.epoch())) return Invalid("epoch must be >= 0 and at most a day ahead");
+  if (req.profile_age_ms() < 0 || req.profile_age_ms() > absl::ToInt64Milliseconds(absl::Hours(24)))
+    return Invalid("profile_age_ms must be between 0 and a day");
   d_.site->OnHeartbeat(FromProto(req));
   return absl::OkStatus();
 }

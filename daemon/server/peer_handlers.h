@@ -59,6 +59,7 @@ class PeerHandlers {
   absl::Status ReportRound(const std::string& caller, const v1::RoundReport& req, v1::ReportRoundReply* reply);
   absl::Status GetReport(const std::string& caller, const v1::GetReportRequest& req, v1::RoundReport* reply);
   absl::Status CurrentLoad(const std::string& caller, const v1::CurrentLoadRequest& req, v1::LoadRow* reply);
+  absl::Status LeftRound(const std::string& caller, const v1::LeftRoundRequest& req, v1::LeftRoundReply* reply);
   absl::Status Transfer(const std::string& caller, const v1::TransferRequest& req, v1::TransferReply* reply);
   absl::Status Abort(const std::string& caller, const v1::AbortRequest& req, v1::AbortReply* reply);
   absl::Status Heartbeat(const std::string& caller, const v1::HeartbeatRequest& req, v1::HeartbeatReply* reply);

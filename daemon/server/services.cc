@@ -152,6 +152,13 @@ grpc::Status PeerService::GetReport(grpc::ServerContext* ctx, const v1::GetRepor
   return ToGrpc(handlers_.GetReport(caller, *req, reply));
 }
 
+grpc::Status PeerService::LeftRound(grpc::ServerContext* ctx, const v1::LeftRoundRequest* req,
+                                    v1::LeftRoundReply* reply) {
+  std::string caller;
+  if (auto st = Admit(ctx, req->site(), &caller); !st.ok()) return st;
+  return ToGrpc(handlers_.LeftRound(caller, *req, reply));
+}
+
 grpc::Status PeerService::CurrentLoad(grpc::ServerContext* ctx, const v1::CurrentLoadRequest* req, v1::LoadRow* reply) {
   std::string caller;
   if (auto st = Admit(ctx, req->site(), &caller); !st.ok()) return st;

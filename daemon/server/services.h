@@ -39,6 +39,7 @@ class PeerService final : public v1::Peer::Service {
   grpc::Status ReportRound(grpc::ServerContext* ctx, const v1::RoundReport* req, v1::ReportRoundReply* reply) override;
   grpc::Status GetReport(grpc::ServerContext* ctx, const v1::GetReportRequest* req, v1::RoundReport* reply) override;
   grpc::Status CurrentLoad(grpc::ServerContext* ctx, const v1::CurrentLoadRequest* req, v1::LoadRow* reply) override;
+  grpc::Status LeftRound(grpc::ServerContext* ctx, const v1::LeftRoundRequest* req, v1::LeftRoundReply* reply) override;
   grpc::Status Transfer(grpc::ServerContext* ctx, const v1::TransferRequest* req, v1::TransferReply* reply) override;
   grpc::Status Abort(grpc::ServerContext* ctx, const v1::AbortRequest* req, v1::AbortReply* reply) override;
   grpc::Status Heartbeat(grpc::ServerContext* ctx, const v1::HeartbeatRequest* req, v1::HeartbeatReply* reply) override;

@@ -71,6 +71,16 @@ absl::StatusOr<federation::RoundReport> SimPeers::GetReport(const std::string& s
   return server::FromProto(*reply);
 }
 
+std::vector<absl::Status> SimPeers::LeftRound(const std::vector<std::string>& sites, const std::string& round_id,
+                                              const std::map<int, std::string>& left, absl::Duration timeout) {
+  const v1::LeftRoundRequest req = server::ToLeftRoundRequest(self_, round_id, left);
+  std::vector<absl::Status> out;
+  out.reserve(sites.size());
+  for (const std::string& site : sites)
+    out.push_back(net_->Call(self_, site, env_, req, timeout, false, &PeerHandlers::LeftRound).status());
+  return out;
+}
+
 std::vector<absl::StatusOr<balance::LoadRow>> SimPeers::CurrentLoads(const std::vector<std::string>& sites,
                                                                      absl::Duration timeout) {
   v1::CurrentLoadRequest req;

@@ -29,6 +29,8 @@ class SimPeers : public federation::PeerClient, public migration::PeerTransport 
                                                              absl::Duration timeout) override;
   absl::StatusOr<federation::RoundReport> GetReport(const std::string& site, const std::string& round_id,
                                                     absl::Duration timeout) override;
+  std::vector<absl::Status> LeftRound(const std::vector<std::string>& sites, const std::string& round_id,
+                                      const std::map<int, std::string>& left, absl::Duration timeout) override;
   absl::StatusOr<std::string> RequestBalance(const std::string& site, const std::string& from,
                                              const std::string& reason, absl::Duration timeout) override;
   absl::Status Heartbeat(const std::string& site, const federation::HeartbeatInfo& info,

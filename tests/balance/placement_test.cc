@@ -100,6 +100,32 @@ TEST(PlacerTest, TheLedgerCorrectsAStaleProfile) {
   EXPECT_EQ(placer.Find(1)->WaitFor(20, 1, 10), 990);
 }
 
+// A peer reuses its profile for a while (docs/design.md §6.10): what it
+// publishes at 30 was taken at 5, before any of the four jobs placed at
+// 10..13 reached it (their moves ended at 20). They are not in it, so the
+// ledger keeps them and the peer, still full, gets no fifth job. Dropping
+// entries by when the profile came (30) would place it on a peer that has
+// no core left.
+TEST(PlacerTest, AProfileTakenBeforeTheJobsLandedKeepsThemBooked) {
+  Placer placer(1);
+  placer.Publish(1, 0, Profile(4, {{0, 4}}));
+  for (int i = 0; i < 4; ++i) {
+    EXPECT_EQ(placer.Place(10 + i, {.cores = 1, .limit = 1000, .wait_here = 500}).peer, 1) << i;
+    placer.Landed(1, 10 + i, 20);
+  }
+  placer.Publish(1, 30, Profile(4, {{0, 4}}), /*taken=*/5);
+  EXPECT_EQ(placer.Find(1)->ledger_size(), 4u);
+  EXPECT_EQ(placer.Place(30, {.cores = 1, .limit = 1000, .wait_here = 500}).peer, -1);
+  // Taken at 19, before the moves ended at 20: still not in it.
+  placer.Publish(1, 31, Profile(4, {{0, 4}}), /*taken=*/19);
+  EXPECT_EQ(placer.Find(1)->ledger_size(), 4u);
+  // Taken at 25, after they landed: it holds them (here: they ended early),
+  // and the ledger drops them.
+  placer.Publish(1, 32, Profile(4, {{0, 4}}), /*taken=*/25);
+  EXPECT_EQ(placer.Find(1)->ledger_size(), 0u);
+  EXPECT_EQ(placer.Place(32, {.cores = 1, .limit = 1000, .wait_here = 500}).peer, 1);
+}
+
 TEST(PlacerTest, AJobThatCannotRunHereGoesWhereverItStarts) {
   Placer placer(60);
   placer.Publish(1, 0, Profile(8, {{0, 0}, {5000, 8}}));

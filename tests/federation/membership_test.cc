@@ -46,6 +46,27 @@ TEST(MembershipTest, EmptyPositionsAndSilentSitesAreFaults) {
   EXPECT_FALSE(m.Seen(intruder));
 }
 
+// A peer's profile is as old as it says at the heartbeat: the placement
+// ledger keeps the jobs placed there since it was taken (PeerForecast).
+TEST(MembershipTest, AProfileIsDatedByTheAgeItsHeartbeatSays) {
+  FakeEnv clock;
+  LiveConfig live(FiveSites());
+  Membership m(&live, &clock);
+  HeartbeatInfo hb = Hb(2);
+  hb.widest = 4;
+  hb.free = {{0, 4}};
+  hb.profile_age_ms = 700;
+  ASSERT_TRUE(m.Seen(hb));
+  auto p = m.Find("s2");
+  ASSERT_TRUE(p);
+  EXPECT_EQ(p->profile_at, clock.Now());
+  EXPECT_EQ(p->profile_taken, clock.Now() - absl::Milliseconds(700));
+  hb.profile_age_ms = 0;  // a build before 1.6 says none: taken as it came
+  clock.Advance(absl::Seconds(1));
+  ASSERT_TRUE(m.Seen(hb));
+  EXPECT_EQ(m.Find("s2")->profile_taken, clock.Now());
+}
+
 TEST(MembershipTest, OnlyASiteWithNoLiveSiteBelowItMayCoordinate) {
   FakeEnv clock;
   LiveConfig live(FiveSites());

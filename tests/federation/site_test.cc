@@ -78,6 +78,21 @@ class InProcessPeers : public PeerClient {
     if (!coordinator) return absl::InvalidArgumentError("no round id");
     return to->OnGetReport(*coordinator, round_id);
   }
+  std::vector<absl::Status> LeftRound(const std::vector<std::string>& to, const std::string& round_id,
+                                      const std::map<int, std::string>& left, absl::Duration) override {
+    std::vector<absl::Status> out;
+    for (const std::string& s : to) {
+      Site* site = To(s);
+      if (!site) {
+        out.push_back(absl::UnavailableError("cut"));
+        continue;
+      }
+      auto coordinator = RoundCoordinator(round_id);
+      out.push_back(coordinator ? site->OnLeftRound(*coordinator, round_id, left)
+                                : absl::InvalidArgumentError("no round id"));
+    }
+    return out;
+  }
   absl::Status ReportRound(const std::string& s, const RoundReport& r, absl::Duration) override {
     {
       std::lock_guard<std::mutex> l(mu_);
@@ -659,6 +674,71 @@ TEST_F(SiteTest, AJobThatCameDuringTheProbeIsNotCountedByIt) {
   EXPECT_EQ(home->WindowsEnded().size(), 1u) << "the job's window was not ended at home";
   EXPECT_EQ(Pending(0), 1) << "the job went to the idle peer on a probe that counted it";
   EXPECT_EQ(Pending(1), 0);
+}
+
+// Site 1 is cut as a round starts, while the others still see it up: its
+// answer to the start never comes (it may have begun the round), and site
+// 0, which calls it first, fails at once. Sites 2 and 4 wait for site 0's
+// call: the coordinator tells them site 0 has left as soon as its report
+// says so, and they end their parts with no time passing. Sites 3 and 5
+// wait for site 1's call: they are told once site 1 is down in the
+// coordinator's view (the peer timeout, 3 s), not at the step timeout
+// (10 s here).
+TEST_F(SiteTest, ASiteThatLeftARoundIsNotWaitedForByTheOthers) {
+  Make(8, [](config::Config& c) { c.balancer.step_timeout = absl::Seconds(10); });
+  HeartbeatAll();
+  for (int i = 0; i < 8; ++i) AddJobs(i, i == 0 ? 40 : 2);
+  HeartbeatAll();
+  peers_.cut.insert(Id(1));
+  auto id = sites_[0]->Balance(false, "test");
+  ASSERT_TRUE(id.ok()) << id.status();
+  auto failed_for = [&](int site, const std::string& why) {
+    auto r = peers_.ReportOf(*id, Id(site));
+    if (!r) return ::testing::AssertionFailure() << Id(site) << " has not reported";
+    if (r->ok || r->error.find(why) == std::string::npos)
+      return ::testing::AssertionFailure() << Id(site) << ": " << r->error;
+    return ::testing::AssertionSuccess();
+  };
+  ASSERT_TRUE(Eventually([&] { return peers_.ReportOf(*id, Id(2)) && peers_.ReportOf(*id, Id(4)); }))
+      << "sites 2 and 4 waited for site 0, which had left the round";
+  for (int i : {2, 4}) EXPECT_TRUE(failed_for(i, "site-0 (label 0) did not exchange in dimension"));
+  for (int i : {2, 4}) EXPECT_TRUE(failed_for(i, "it left the round (site-0 ended its part: "));
+  EXPECT_FALSE(peers_.ReportOf(*id, Id(3))) << "site 3 did not wait for site 1, whose answer may only be lost";
+  for (int second = 0; second < 4; ++second) {  // the others keep being heard
+    for (int i = 0; i < 8; ++i)
+      if (i != 1) sites_[i]->HeartbeatOnce();
+    env_.Advance(absl::Seconds(1));
+  }
+  ASSERT_TRUE(Eventually([&] { return peers_.ReportOf(*id, Id(3)) && peers_.ReportOf(*id, Id(5)); }))
+      << "sites 3 and 5 were not told that site 1 went down";
+  for (int i : {3, 5}) EXPECT_TRUE(failed_for(i, "site-1 (label 1) did not exchange in dimension"));
+  for (int i : {3, 5}) EXPECT_TRUE(failed_for(i, "it left the round (site-1 went down)"));
+  EXPECT_TRUE(Eventually([&] { return RoundDone(0); })) << Events(0);
+  EXPECT_NE(Events(0).find("sites still in the round that site-0"), std::string::npos) << Events(0);
+  EXPECT_NE(Events(0).find("sites still in the round that site-1 has left it"), std::string::npos) << Events(0);
+}
+
+// A site reuses its own profile for up to a heartbeat interval; its
+// heartbeat says how old the profile is, so that a peer dates it by when it
+// was taken, not by when it came, and keeps booked the jobs it placed there
+// since (docs/design.md §6.10).
+TEST_F(SiteTest, AHeartbeatSaysHowOldItsProfileIs) {
+  make_adapter_ = [this](int i) { return std::make_unique<ProbedAdapter>(Id(i), &env_); };
+  Make(2);
+  const absl::Time taken = env_.Now();
+  HeartbeatAll();
+  auto* peer = static_cast<ProbedAdapter*>(adapters_[1].get());
+  ASSERT_TRUE(Eventually([&] { return env_.waiters() == 2; })) << "the placement loops did not settle";
+  const int probes = peer->probes();
+  env_.Advance(absl::Milliseconds(400));
+  sites_[1]->HeartbeatOnce();
+  EXPECT_EQ(peer->probes(), probes) << "site 1 took a new profile within its heartbeat interval";
+  std::optional<PeerInfo> seen;
+  for (const PeerInfo& p : sites_[0]->View())
+    if (p.site == Id(1)) seen = p;
+  ASSERT_TRUE(seen);
+  EXPECT_EQ(seen->profile_at, taken + absl::Milliseconds(400));
+  EXPECT_EQ(seen->profile_taken, taken);
 }
 
 }  // namespace

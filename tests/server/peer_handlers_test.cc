@@ -244,6 +244,59 @@ TEST_F(PeerHandlersTest, EpochsAreCheckedAgainstTheSitesClock) {
   EXPECT_TRUE(st.ok()) << st;
 }
 
+// A profile's age (protocol 1.6) keeps jobs booked at the peers that placed
+// them: a negative one, or one beyond a day, is refused.
+TEST_F(PeerHandlersTest, AHeartbeatsProfileAgeIsBounded) {
+  v1::HeartbeatReply reply;
+  for (int64_t bad : {int64_t{-1}, absl::ToInt64Milliseconds(absl::Hours(24)) + 1}) {
+    v1::HeartbeatRequest hb = Beat("site-1", 1);
+    hb.set_profile_age_ms(bad);
+    absl::Status st = handlers_->Heartbeat("site-1", hb, &reply);
+    EXPECT_EQ(st.code(), absl::StatusCode::kInvalidArgument) << bad;
+    EXPECT_EQ(st.message(), "profile_age_ms must be between 0 and a day") << bad;
+  }
+  v1::HeartbeatRequest hb = Beat("site-1", 1);
+  hb.set_profile_age_ms(1500);
+  absl::Status st = handlers_->Heartbeat("site-1", hb, &reply);
+  EXPECT_TRUE(st.ok()) << st;
+}
+
+// Peer.LeftRound (protocol 1.6) is only the round's coordinator's to send,
+// and names positions of the cube, each once, with a bounded reason.
+TEST_F(PeerHandlersTest, LeftRoundIsTheCoordinatorsAndNamesPositionsOfTheCube) {
+  v1::LeftRoundReply reply;
+  auto request = [](const std::string& round, std::vector<int> labels, size_t why = 10) {
+    v1::LeftRoundRequest req;
+    req.set_site("site-1");
+    req.set_round_id(round);
+    for (int label : labels) {
+      auto* l = req.add_left();
+      l->set_label(label);
+      l->set_why(std::string(why, 'x'));
+    }
+    return req;
+  };
+  absl::Status st = handlers_->LeftRound("site-1", request("site-2-1700000000000-1", {3}), &reply);
+  EXPECT_EQ(st.code(), absl::StatusCode::kPermissionDenied) << st;
+  st = handlers_->LeftRound("site-2", request("site-1-1700000000000-1", {3}), &reply);
+  EXPECT_EQ(st.code(), absl::StatusCode::kPermissionDenied) << st;
+  for (const auto& [bad, message] : std::vector<std::pair<v1::LeftRoundRequest, std::string>>{
+           {request("site-1-1700000000000-1", {4}), "left: label 4 outside the 4-position cube"},
+           {request("site-1-1700000000000-1", {-1}), "left: label -1 outside the 4-position cube"},
+           {request("site-1-1700000000000-1", {2, 2}), "left: label 2 twice"},
+           {request("site-1-1700000000000-1", {0, 1, 2, 3, 0}), "left: more than the cube's 4 positions"},
+           {request("site-1-1700000000000-1", {2}, 1001), "left: why over 1000 characters"},
+           {request("r1", {2}), "round_id 'r1' is not of the form <site>-<unix ms>-<n>"}}) {
+    st = handlers_->LeftRound("site-1", bad, &reply);
+    EXPECT_EQ(st.code(), absl::StatusCode::kInvalidArgument) << st;
+    EXPECT_EQ(st.message(), message);
+  }
+  // Well formed, for a round not running here: taken, and nothing changes.
+  st = handlers_->LeftRound("site-1", request("site-1-1700000000000-1", {2, 3}), &reply);
+  EXPECT_TRUE(st.ok()) << st;
+  EXPECT_EQ(site_->CurrentRound(), "");
+}
+
 TEST_F(PeerHandlersTest, WithoutARosterKeeperGetRosterIsUnavailable) {
   v1::GetRosterRequest req;
   req.set_site("site-1");
