@@ -40,7 +40,9 @@ void CrashPoint(std::string_view name) {
     std::lock_guard<std::mutex> l(mu);
     n = ++(*hits)[std::string(name)];
   }
-  if (n == nth) kill(getpid(), SIGKILL);
+  if (n != nth) return;
+  const char* sig = std::getenv(kCrashSignalEnvVar);
+  kill(getpid(), sig != nullptr && std::string_view(sig) == "STOP" ? SIGSTOP : SIGKILL);
 }
 
 }  // namespace hyperfed::migration

@@ -79,6 +79,9 @@ inline constexpr std::string_view kAllCrashPoints[] = {
 };
 
 inline constexpr char kCrashEnvVar[] = "HYPERFED_CRASH_AT";
+// "STOP": the process stops itself there (SIGSTOP) instead of dying, as a
+// site that stopped answering (FailedSiteTest.ARoundEndsSoonAfterASiteFreezesInIt).
+inline constexpr char kCrashSignalEnvVar[] = "HYPERFED_CRASH_SIGNAL";
 
 // See the top of this file. Costs one getenv when the variable is unset.
 void CrashPoint(std::string_view name);

@@ -259,6 +259,31 @@ TEST(FailedSiteTest, ThreeFailedSitesOfEight) {
 namespace hyperfed::testing {
 namespace {
 
+// Site 1 takes a round and stops answering at once (SIGSTOP at the round's
+// start, as a frozen process or a cut link): site 0's call to it ends when
+// the connection's keepalive gives up (about 3 s), and site 3 waits for
+// site 1's call. Once site 1 is down in the coordinator's view
+// (peer_timeout 2 s), the coordinator tells the others it has left the
+// round: site 3's wait ends, and the round answers with site 1 named, long
+// before a step timeout of 60 s would have ended that wait.
+TEST(FailedSiteTest, ARoundEndsSoonAfterASiteFreezesInIt) {
+  auto f = TestFederation::Start({.sites = 4, .step_timeout = "60s"});
+  ASSERT_TRUE(f.ok()) << f.status();
+  TestFederation& fed = **f;
+  ASSERT_TRUE(Submit(fed, 0, 40, kLong).ok());
+  fed.Stop(1);
+  ASSERT_TRUE(fed.StartSite(1, {{"HYPERFED_CRASH_AT", "round_started"}, {"HYPERFED_CRASH_SIGNAL", "STOP"}}).ok());
+  ASSERT_TRUE(fed.WaitHealthy(absl::Seconds(30)).ok());
+  const absl::Time start = absl::Now();
+  auto round = RunRound(fed, 0, /*dry_run=*/false, absl::Seconds(100));
+  const absl::Duration took = absl::Now() - start;
+  fed.Kill(1);  // stopped: only SIGKILL ends it
+  ASSERT_TRUE(round.ok()) << round.status();
+  EXPECT_FALSE(round->ok()) << round->message();
+  EXPECT_NE(round->message().find("that site-1 has left it"), std::string::npos) << round->message();
+  EXPECT_LT(took, absl::Seconds(30)) << "the round waited for the frozen site's steps\n" << round->message();
+}
+
 // A site dies in the middle of a round (SIGKILL at a step of its part): the
 // round ends at that step, what was done stands, the next round runs around
 // it, and when it returns every job is still there exactly once.

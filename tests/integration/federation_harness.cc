@@ -156,6 +156,7 @@ absl::Status TestFederation::StartSite(int i, const std::map<std::string, std::s
     (void)out;
     dup2(fileno(stderr), fileno(stdout));
     unsetenv("HYPERFED_CRASH_AT");
+    unsetenv("HYPERFED_CRASH_SIGNAL");
     unsetenv("HYPERFED_PARTITION_FILE");
     if (opts_.partition_hook) setenv("HYPERFED_PARTITION_FILE", absl::StrCat(dir_, "/partition-", i).c_str(), 1);
     for (const auto& [k, v] : env) setenv(k.c_str(), v.c_str(), 1);
