@@ -362,8 +362,12 @@ absl::Status Coordinator::TakeReportLocked(const RoundReport& report) {
   running_->reports.emplace(report.site, report);
   if (!report.ok) running_->any_failed = true;
   // The sites still waiting for it are told, unless it had left already.
-  if (!report.ok && !report.from_journal)
-    running_->left.emplace(report.site, absl::StrCat("ended its part: ", report.error));
+  // A report from its journal comes only from a site not running its part
+  // (it restarted, or the start never reached it).
+  if (!report.ok)
+    running_->left.emplace(report.site, report.from_journal
+                                            ? "is not running its part (it restarted, or the start never reached it)"
+                                            : absl::StrCat("ended its part: ", report.error));
   // A site whose answer to the start never came, asked from its journal:
   // what it committed counts, but it is no site that reported its part.
   const std::vector<std::string>& unanswered = running_->unanswered;

@@ -718,6 +718,34 @@ TEST_F(SiteTest, ASiteThatLeftARoundIsNotWaitedForByTheOthers) {
   EXPECT_NE(Events(0).find("sites still in the round that site-1 has left it"), std::string::npos) << Events(0);
 }
 
+// As above, but site 1 is back within the peer timeout (a restart, a
+// short cut): it never ran its part, and it is never down. Its heartbeat
+// says it is in no round, so the coordinator asks it for its report, which
+// comes from its journal; that says it is not running its part, and the
+// sites waiting for it are told at once.
+TEST_F(SiteTest, ASiteBackWithoutItsPartIsToldAsLeftFromItsReport) {
+  Make(8, [](config::Config& c) { c.balancer.step_timeout = absl::Seconds(10); });
+  HeartbeatAll();
+  for (int i = 0; i < 8; ++i) AddJobs(i, i == 0 ? 40 : 2);
+  HeartbeatAll();
+  peers_.cut.insert(Id(1));
+  auto id = sites_[0]->Balance(false, "test");
+  ASSERT_TRUE(id.ok()) << id.status();
+  ASSERT_TRUE(Eventually([&] { return peers_.ReportOf(*id, Id(2)) && peers_.ReportOf(*id, Id(4)); }));
+  env_.Advance(absl::Seconds(1));
+  peers_.cut.clear();
+  HeartbeatAll();
+  env_.Advance(absl::Seconds(1));
+  ASSERT_TRUE(Eventually([&] { return peers_.ReportOf(*id, Id(3)) && peers_.ReportOf(*id, Id(5)); }))
+      << "sites 3 and 5 were not told that site 1 is not running its part\n"
+      << Events(0);
+  for (int i : {3, 5}) {
+    auto r = peers_.ReportOf(*id, Id(i));
+    EXPECT_NE(r->error.find("it left the round (site-1 is not running its part"), std::string::npos) << r->error;
+  }
+  EXPECT_TRUE(Eventually([&] { return RoundDone(0); })) << Events(0);
+}
+
 // A site reuses its own profile for up to a heartbeat interval; its
 // heartbeat says how old the profile is, so that a peer dates it by when it
 // was taken, not by when it came, and keeps booked the jobs it placed there
