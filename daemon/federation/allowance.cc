@@ -24,7 +24,8 @@ absl::Status TransferAllowance::Admit(const std::string& round_id, const std::st
                                       absl::Duration wait) {
   if (round_id.empty()) return absl::FailedPreconditionError("a transfer outside any round is refused");
   std::unique_lock<std::mutex> l(mu_);
-  env_->WaitFor(l, cv_, wait, [&] { return stopping_ || LeftLocked(round_id, source_site) >= count; });
+  auto ended = [&] { return std::find(ended_.begin(), ended_.end(), round_id) != ended_.end(); };
+  env_->WaitFor(l, cv_, wait, [&] { return stopping_ || LeftLocked(round_id, source_site) >= count || ended(); });
   const int64_t allowed = LeftLocked(round_id, source_site);
   if (allowed < count) {
     return absl::FailedPreconditionError(
@@ -33,6 +34,13 @@ absl::Status TransferAllowance::Admit(const std::string& round_id, const std::st
   }
   left_[round_id][source_site] = allowed - count;
   return absl::OkStatus();
+}
+
+void TransferAllowance::Ended(const std::string& round_id) {
+  std::lock_guard<std::mutex> l(mu_);
+  ended_.push_back(round_id);
+  while (ended_.size() > static_cast<size_t>(kKeptRounds)) ended_.pop_front();
+  cv_.notify_all();
 }
 
 int64_t TransferAllowance::Left(const std::string& round_id, const std::string& source_site) const {

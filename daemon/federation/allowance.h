@@ -41,6 +41,10 @@ class TransferAllowance {
   // waiting up to `wait` for the plan to cover them. FailedPrecondition when
   // it does not (the reason says what the plan allows).
   absl::Status Admit(const std::string& round_id, const std::string& source_site, int64_t count, absl::Duration wait);
+  // This site's part of `round_id` has ended: what it planned stays, and a
+  // wait for more ends at once (a part that failed before it planned never
+  // will; the source aborts and keeps its jobs).
+  void Ended(const std::string& round_id);
   // What is still allowed (for tests and explanations).
   int64_t Left(const std::string& round_id, const std::string& source_site) const;
   // Ends every wait (the site is stopping).
@@ -55,6 +59,7 @@ class TransferAllowance {
   bool stopping_ = false;                                         // guarded by mu_
   std::deque<std::string> rounds_;                                // guarded by mu_; oldest first
   std::map<std::string, std::map<std::string, int64_t>> left_;  // guarded by mu_; round -> source -> jobs
+  std::deque<std::string> ended_;                               // guarded by mu_; the last kKeptRounds
 };
 
 }  // namespace hyperfed::federation

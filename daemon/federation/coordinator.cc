@@ -234,10 +234,10 @@ void Coordinator::Coordinate(RoundSpec spec) {
       for (const std::string& site : *sites)
         if (auto p = membership_->Find(site); p && !p->up && !running_->reports.count(site))
           running_->left.emplace(site, "went down");
-    if (UntoldLocked()) {
+    // News at once; a site the last telling missed, once a pass.
+    if (UntoldLocked() || !running_->missed.empty()) {
       TellLeftLocked(l);
       if (gone()) return;
-      continue;
     }
     if (env_->Now() >= give_up) return FinishLocked("gave up waiting for the remaining reports");
     // A site that restarted since it took part never reports by itself,
@@ -273,20 +273,21 @@ bool Coordinator::UntoldLocked() const {
 void Coordinator::TellLeftLocked(std::unique_lock<std::mutex>& l) {
   Running& run = *running_;
   const std::string round_id = run.spec.round_id;
+  // Every site that left, each time: telling is idempotent, and a site the
+  // last telling did not reach (stopped, cut) gets all of it when it does.
   std::map<int, std::string> left;
-  std::vector<std::string> names;
+  std::vector<std::string> fresh;
   for (const auto& [site, why] : run.left) {
-    if (!run.told.insert(site).second) continue;
-    if (const config::RosterEntry* e = run.roster->FindSite(site)) {
-      left.emplace(e->label, absl::StrCat(site, " ", why));
-      names.push_back(site);
-    }
+    if (const config::RosterEntry* e = run.roster->FindSite(site)) left.emplace(e->label, absl::StrCat(site, " ", why));
+    if (run.told.insert(site).second) fresh.push_back(site);
   }
-  // The sites still in it: those that took part and have not reported.
+  // The sites still in it: those that took part and have not reported; on
+  // news, all of them, else those the last telling missed.
   std::vector<std::string> to;
   bool self_in = false;
   for (const std::string& site : run.accepted) {
     if (run.reports.count(site) || run.left.count(site)) continue;
+    if (fresh.empty() && !run.missed.count(site)) continue;
     if (site == self_) {
       self_in = true;
     } else {
@@ -295,17 +296,24 @@ void Coordinator::TellLeftLocked(std::unique_lock<std::mutex>& l) {
   }
   if (left.empty() || (to.empty() && !self_in)) return;
   const absl::Duration timeout = std::min(run.timeouts.step, live_->balancer().heartbeat_interval);
-  history_->Update(round_id, [&](RoundView& v) {
-    v.events.push_back(absl::StrCat("told ", to.size() + (self_in ? 1 : 0), " sites still in the round that ",
-                                    absl::StrJoin(names, ", "), names.size() == 1 ? " has" : " have", " left it"));
-  });
+  if (!fresh.empty())
+    history_->Update(round_id, [&](RoundView& v) {
+      v.events.push_back(absl::StrCat("told ", to.size() + (self_in ? 1 : 0), " sites still in the round that ",
+                                      absl::StrJoin(fresh, ", "), fresh.size() == 1 ? " has" : " have", " left it"));
+    });
   l.unlock();
   if (self_in) participant_->OnLeftRound(round_id, left);
   std::vector<absl::Status> sent = peers_->LeftRound(to, round_id, left, timeout);
   l.lock();
-  for (size_t i = 0; i < to.size() && i < sent.size(); ++i)
-    if (!sent[i].ok() && !absl::IsUnimplemented(sent[i]))
-      LogInfo(absl::StrCat("round ", round_id, ": telling ", to[i], " who left: ", sent[i].message()));
+  if (!running_ || running_->spec.round_id != round_id) return;  // it finished meanwhile
+  for (size_t i = 0; i < to.size() && i < sent.size(); ++i) {
+    if (sent[i].ok() || absl::IsUnimplemented(sent[i])) {
+      running_->missed.erase(to[i]);
+    } else if (running_->missed.insert(to[i]).second) {
+      LogInfo(absl::StrCat("round ", round_id, ": telling ", to[i], " who left: ", sent[i].message(),
+                           " (told again every heartbeat interval)"));
+    }
+  }
 }
 
 std::vector<std::string> Coordinator::MissingLocked() const {

@@ -83,9 +83,11 @@ class Coordinator {
     absl::Time started;  // this site's clock
     // Sites that have left the round (did not take part, ended their part
     // with an error, or went down), with why; those told to the sites
-    // still in it (TellLeft).
+    // still in it (TellLeftLocked), and the sites the last telling did not
+    // reach.
     std::map<std::string, std::string> left;
     std::set<std::string> told;
+    std::set<std::string> missed;
   };
   // A dry run's rows: each live peer's as it is now (PeerClient::CurrentLoads),
   // checked as a round checks rows; a peer that does not answer keeps its

@@ -142,6 +142,7 @@ void Participant::RunPart(const RoundSpec& spec, std::shared_ptr<const config::R
       cv_.notify_all();
     }
     mailbox_.Close(spec.round_id);
+    allowance_.Ended(spec.round_id);
     done_(spec, report);
     return;
   }
@@ -159,6 +160,7 @@ void Participant::RunPart(const RoundSpec& spec, std::shared_ptr<const config::R
   } else {
     report = RunRound(ctx, spec, *snap);
   }
+  allowance_.Ended(spec.round_id);
   (report.ok ? LogInfo : LogError)(
       absl::StrCat("round ", spec.round_id, report.ok ? " done" : " ended: " + report.error, ": load ",
                    report.load_before, ", quota ", report.quota, ", moved out ", report.moved_out,

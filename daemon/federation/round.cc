@@ -177,6 +177,7 @@ absl::Status Mailbox::ExpectedLocked(const ExchangeMessage& m) const {
 void Mailbox::Open(const std::string& round_id, int64_t epoch) {
   std::lock_guard<std::mutex> l(mu_);
   if (fence_round_ != round_id) left_.clear();
+  if (closed_round_ != round_id) closed_round_.clear();
   fence_round_ = round_id;
   fence_epoch_ = std::max(fence_epoch_, epoch);
   // What older rounds left behind can never be read now.
@@ -195,6 +196,7 @@ void Mailbox::Open(const std::string& round_id, int64_t epoch) {
 
 void Mailbox::Close(const std::string& round_id) {
   std::lock_guard<std::mutex> l(mu_);
+  closed_round_ = round_id;
   for (auto it = inbox_.begin(); it != inbox_.end();)
     it = std::get<0>(it->first) == round_id ? inbox_.erase(it) : std::next(it);
   for (auto it = published_.begin(); it != published_.end();)
@@ -209,6 +211,12 @@ absl::StatusOr<balance::LoadTable> Mailbox::Deliver(const ExchangeMessage& m, ab
     return absl::FailedPreconditionError(absl::StrCat("round ", m.round_id, " (epoch ", m.epoch,
                                                       ") is older than round ", fence_round_, " (epoch ", fence_epoch_,
                                                       "), the last this site took part in"));
+  auto ended = [&] {
+    return !closed_round_.empty() && m.round_id == closed_round_
+               ? absl::FailedPreconditionError(absl::StrCat("this site's part of round ", m.round_id, " has ended"))
+               : absl::OkStatus();
+  };
+  if (auto st = ended(); !st.ok()) return st;
   ExpireLocked();
   if (auto st = ExpectedLocked(m); !st.ok()) return st;
   epoch_of_[m.round_id] = m.epoch;
@@ -220,10 +228,11 @@ absl::StatusOr<balance::LoadTable> Mailbox::Deliver(const ExchangeMessage& m, ab
     return balance::LoadTable{};
   }
   const std::tuple<std::string, int, int> mine{m.round_id, static_cast<int>(m.kind), m.dimension};
-  const bool reached =
-      env_->WaitFor(l, cv_, timeout, [&] { return published_.count(mine) > 0 || StaleLocked(m.round_id, m.epoch); });
+  const bool reached = env_->WaitFor(
+      l, cv_, timeout, [&] { return published_.count(mine) > 0 || StaleLocked(m.round_id, m.epoch) || !ended().ok(); });
   if (StaleLocked(m.round_id, m.epoch))
     return absl::FailedPreconditionError(absl::StrCat("round ", m.round_id, " was replaced by a newer round"));
+  if (auto st = ended(); !st.ok()) return st;
   if (!reached)
     return absl::DeadlineExceededError(absl::StrCat("round ", m.round_id, ": this site did not reach ",
                                                     MessageKindName(m.kind), " ", m.dimension, " in time"));

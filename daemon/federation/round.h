@@ -245,7 +245,8 @@ class Mailbox {
   // The site starts `round_id` at `epoch`: drops every message of an older
   // round and ends the waits of the round it replaces.
   void Open(const std::string& round_id, int64_t epoch);
-  // The round ended at this site: drops its messages.
+  // The round ended at this site: drops its messages, and refuses later
+  // ones (FailedPrecondition), also those a caller waits on now.
   void Close(const std::string& round_id);
   // The site at `label` has left `round_id` (the coordinator says so,
   // Peer.LeftRound): a wait for its message ends at once, Unavailable with
@@ -298,6 +299,7 @@ class Mailbox {
   std::set<Key> taken_;                                           // guarded by mu_; every message stored
   std::map<std::tuple<std::string, int, int>, Entry> published_;  // guarded by mu_; round, kind, dimension
   std::map<int, std::string> left_;                               // guarded by mu_; of fence_round_: label -> why
+  std::string closed_round_;                                      // guarded by mu_; the part that ended here
 };
 
 struct RoundContext {

@@ -42,6 +42,24 @@ TEST(TransferAllowanceTest, WaitsForThePlanOfTheDestination) {
   clock.join();
 }
 
+// This site's part ended before it planned (it failed): a source's
+// Transfer is refused at once, not after the wait; what a part planned
+// before it ended is still admitted.
+TEST(TransferAllowanceTest, AnEndedPartRefusesAtOnceWhatItNeverPlanned) {
+  FakeEnv env;
+  TransferAllowance a(&env);
+  a.Expect("r1", "site-0", 2);
+  std::thread ender([&] {
+    while (env.waiters() == 0) std::this_thread::yield();
+    a.Ended("r2");
+    a.Ended("r1");
+  });
+  EXPECT_EQ(a.Admit("r2", "site-0", 1, absl::InfiniteDuration()).code(), absl::StatusCode::kFailedPrecondition);
+  ender.join();
+  EXPECT_TRUE(a.Admit("r1", "site-0", 2, absl::InfiniteDuration()).ok());
+  EXPECT_EQ(a.Admit("r1", "site-0", 1, absl::InfiniteDuration()).code(), absl::StatusCode::kFailedPrecondition);
+}
+
 TEST(TransferAllowanceTest, KeepsTheLastRoundsOnly) {
   FakeEnv env;
   TransferAllowance a(&env);

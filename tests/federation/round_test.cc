@@ -275,6 +275,41 @@ TEST(MailboxTest, ExchangeWaitsForTheCalleeToReachTheStep) {
   EXPECT_EQ(box.Await("r", MessageKind::kUp, 0, 0, 4, env.Now()).status().code(), absl::StatusCode::kDeadlineExceeded);
 }
 
+// The coordinator says label 4 has left the round: a wait for it ends at
+// once, with no time passing, but a message it sent before still counts.
+// Once this site's part ends, a caller waiting on an exchange it will never
+// reach is refused at once, and so is any later message of the round.
+TEST(MailboxTest, WaitsForASiteThatLeftEndAndAnEndedPartTakesNothingMore) {
+  FakeEnv env;
+  Mailbox box(&env, 6, 3);  // label 4 across dimension 1, label 7 across 0
+  box.Open("r", 5);
+  std::thread teller([&] {
+    while (env.waiters() == 0) std::this_thread::yield();
+    box.Left("r", 4, "site-4 went down");
+    box.Left("other", 7, "not this round");
+  });
+  auto r = box.Await("r", MessageKind::kExchange, 1, 0, 4, absl::InfiniteFuture());
+  teller.join();
+  EXPECT_EQ(r.status().code(), absl::StatusCode::kUnavailable);
+  EXPECT_EQ(r.status().message(), "it left the round (site-4 went down)");
+  EXPECT_EQ(box.Await("r", MessageKind::kExchange, 0, 0, 7, env.Now()).status().code(),
+            absl::StatusCode::kDeadlineExceeded)
+      << "a telling of another round changes nothing";
+  // A caller waits for this site to reach its exchange in dimension 0; the
+  // part ends instead.
+  ExchangeMessage m{"r", 5, MessageKind::kExchange, 0, 0, 7, {{7, 1, 1}}};
+  std::thread closer([&] {
+    while (env.waiters() == 0) std::this_thread::yield();
+    box.Close("r");
+  });
+  auto waited = box.Deliver(m, absl::InfiniteDuration());
+  closer.join();
+  EXPECT_EQ(waited.status().code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_EQ(waited.status().message(), "this site's part of round r has ended");
+  ExchangeMessage up{"r", 5, MessageKind::kUp, 0, 0, 4, {{4, 1, 1}}};
+  EXPECT_EQ(box.Deliver(up, absl::ZeroDuration()).status().code(), absl::StatusCode::kFailedPrecondition);
+}
+
 TEST(MailboxTest, ANewerRoundFencesOffTheOlderOne) {
   FakeEnv env;
   Mailbox box(&env, 0, 2);  // labels 1 and 2 are its neighbours
