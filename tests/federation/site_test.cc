@@ -283,6 +283,17 @@ class SiteTest : public ::testing::Test {
     return r && r->done;
   }
 
+  // Eight sites with a 10 s step, site 0 loaded; site 1 is cut off (the
+  // others still see it up) as site 0 starts a round.
+  absl::StatusOr<std::string> StartWithSite1Cut() {
+    Make(8, [](config::Config& c) { c.balancer.step_timeout = absl::Seconds(10); });
+    HeartbeatAll();
+    for (int i = 0; i < 8; ++i) AddJobs(i, i == 0 ? 40 : 2);
+    HeartbeatAll();
+    peers_.cut.insert(Id(1));
+    return sites_[0]->Balance(false, "test");
+  }
+
   FakeEnv env_;
   std::function<std::unique_ptr<migration::testing::FakeAdapter>(int)> make_adapter_;
   InProcessPeers peers_;
@@ -685,12 +696,7 @@ TEST_F(SiteTest, AJobThatCameDuringTheProbeIsNotCountedByIt) {
 // coordinator's view (the peer timeout, 3 s), not at the step timeout
 // (10 s here).
 TEST_F(SiteTest, ASiteThatLeftARoundIsNotWaitedForByTheOthers) {
-  Make(8, [](config::Config& c) { c.balancer.step_timeout = absl::Seconds(10); });
-  HeartbeatAll();
-  for (int i = 0; i < 8; ++i) AddJobs(i, i == 0 ? 40 : 2);
-  HeartbeatAll();
-  peers_.cut.insert(Id(1));
-  auto id = sites_[0]->Balance(false, "test");
+  auto id = StartWithSite1Cut();
   ASSERT_TRUE(id.ok()) << id.status();
   auto failed_for = [&](int site, const std::string& why) {
     auto r = peers_.ReportOf(*id, Id(site));
@@ -724,12 +730,7 @@ TEST_F(SiteTest, ASiteThatLeftARoundIsNotWaitedForByTheOthers) {
 // comes from its journal; that says it is not running its part, and the
 // sites waiting for it are told at once.
 TEST_F(SiteTest, ASiteBackWithoutItsPartIsToldAsLeftFromItsReport) {
-  Make(8, [](config::Config& c) { c.balancer.step_timeout = absl::Seconds(10); });
-  HeartbeatAll();
-  for (int i = 0; i < 8; ++i) AddJobs(i, i == 0 ? 40 : 2);
-  HeartbeatAll();
-  peers_.cut.insert(Id(1));
-  auto id = sites_[0]->Balance(false, "test");
+  auto id = StartWithSite1Cut();
   ASSERT_TRUE(id.ok()) << id.status();
   ASSERT_TRUE(Eventually([&] { return peers_.ReportOf(*id, Id(2)) && peers_.ReportOf(*id, Id(4)); }));
   env_.Advance(absl::Seconds(1));
