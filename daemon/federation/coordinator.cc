@@ -199,9 +199,10 @@ void Coordinator::Coordinate(RoundSpec spec) {
     if (answers[i].accepted) {
       run.accepted.push_back(live[i]);
     } else {
-      events.push_back(absl::StrCat(live[i], " did not take part: ", answers[i].why_not));
+      const std::string why = absl::StrCat("did not take part: ", answers[i].why_not);
+      events.push_back(absl::StrCat(live[i], " ", why));
       // One whose answer never came may have begun it: it leaves once down.
-      if (answers[i].answered) run.left.emplace(live[i], absl::StrCat("did not take part: ", answers[i].why_not));
+      if (answers[i].answered) run.left.emplace(live[i], why);
       run.any_failed = true;
       if (!answers[i].answered) run.unanswered.push_back(live[i]);
     }

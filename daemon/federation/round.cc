@@ -211,12 +211,11 @@ absl::StatusOr<balance::LoadTable> Mailbox::Deliver(const ExchangeMessage& m, ab
     return absl::FailedPreconditionError(absl::StrCat("round ", m.round_id, " (epoch ", m.epoch,
                                                       ") is older than round ", fence_round_, " (epoch ", fence_epoch_,
                                                       "), the last this site took part in"));
-  auto ended = [&] {
-    return !closed_round_.empty() && m.round_id == closed_round_
-               ? absl::FailedPreconditionError(absl::StrCat("this site's part of round ", m.round_id, " has ended"))
-               : absl::OkStatus();
+  auto ended = [&] { return !closed_round_.empty() && m.round_id == closed_round_; };
+  auto ended_error = [&] {
+    return absl::FailedPreconditionError(absl::StrCat("this site's part of round ", m.round_id, " has ended"));
   };
-  if (auto st = ended(); !st.ok()) return st;
+  if (ended()) return ended_error();
   ExpireLocked();
   if (auto st = ExpectedLocked(m); !st.ok()) return st;
   epoch_of_[m.round_id] = m.epoch;
@@ -229,10 +228,10 @@ absl::StatusOr<balance::LoadTable> Mailbox::Deliver(const ExchangeMessage& m, ab
   }
   const std::tuple<std::string, int, int> mine{m.round_id, static_cast<int>(m.kind), m.dimension};
   const bool reached = env_->WaitFor(
-      l, cv_, timeout, [&] { return published_.count(mine) > 0 || StaleLocked(m.round_id, m.epoch) || !ended().ok(); });
+      l, cv_, timeout, [&] { return published_.count(mine) > 0 || StaleLocked(m.round_id, m.epoch) || ended(); });
   if (StaleLocked(m.round_id, m.epoch))
     return absl::FailedPreconditionError(absl::StrCat("round ", m.round_id, " was replaced by a newer round"));
-  if (auto st = ended(); !st.ok()) return st;
+  if (ended()) return ended_error();
   if (!reached)
     return absl::DeadlineExceededError(absl::StrCat("round ", m.round_id, ": this site did not reach ",
                                                     MessageKindName(m.kind), " ", m.dimension, " in time"));
@@ -268,7 +267,7 @@ absl::StatusOr<balance::LoadTable> Mailbox::Await(const std::string& round_id, M
   if (replaced()) return absl::AbortedError("the round was replaced by a newer one");
   auto it = inbox_.find(key);
   if (it == inbox_.end() && left())
-    return absl::UnavailableError(absl::StrCat("it left the round (", left_[from_label], ")"));
+    return absl::UnavailableError(absl::StrCat("it left the round (", left_.at(from_label), ")"));
   if (it == inbox_.end()) return absl::DeadlineExceededError("no message in time");
   balance::LoadTable rows = std::move(it->second.rows);
   inbox_.erase(it);

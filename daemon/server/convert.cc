@@ -258,7 +258,7 @@ v1::LeftRoundRequest ToLeftRoundRequest(const std::string& self, const std::stri
   for (const auto& [label, why] : left) {
     v1::LeftRoundRequest::Left* l = req.add_left();
     l->set_label(label);
-    l->set_why(why.substr(0, 1000));
+    l->set_why(why.substr(0, kMaxLeftWhyLength));
   }
   return req;
 }

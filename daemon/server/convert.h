@@ -51,7 +51,9 @@ void ToProto(const federation::HeartbeatInfo& in, v1::HeartbeatRequest* out);
 void ToProto(const federation::RoundView& in, v1::Round* out);
 federation::HeartbeatInfo FromProto(const v1::HeartbeatRequest& in);
 // The coordinator `self` tells that the sites at these labels (label ->
-// why) have left `round_id` (Peer.LeftRound).
+// why) have left `round_id` (Peer.LeftRound), each reason cut to
+// kMaxLeftWhyLength characters, the most a site takes.
+inline constexpr size_t kMaxLeftWhyLength = 1000;
 v1::LeftRoundRequest ToLeftRoundRequest(const std::string& self, const std::string& round_id,
                                         const std::map<int, std::string>& left);
 

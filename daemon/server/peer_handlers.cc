@@ -179,7 +179,8 @@ absl::Status PeerHandlers::LeftRound(const std::string& caller, const v1::LeftRo
   for (const v1::LeftRoundRequest::Left& l : req.left()) {
     if (l.label() < 0 || l.label() >= positions)
       return Invalid(absl::StrCat("left: label ", l.label(), " outside the ", positions, "-position cube"));
-    if (l.why().size() > 1000) return Invalid("left: why over 1000 characters");
+    if (l.why().size() > kMaxLeftWhyLength)
+      return Invalid(absl::StrCat("left: why over ", kMaxLeftWhyLength, " characters"));
     if (!left.emplace(l.label(), l.why()).second) return Invalid(absl::StrCat("left: label ", l.label(), " twice"));
   }
   return d_.site->OnLeftRound(req.site(), req.round_id(), left);
