@@ -257,6 +257,14 @@ void Mailbox::Left(const std::string& round_id, int label, const std::string& wh
   cv_.notify_all();
 }
 
+std::optional<std::string> Mailbox::WhyLeft(const std::string& round_id, int label) {
+  std::lock_guard<std::mutex> l(mu_);
+  if (round_id != fence_round_) return std::nullopt;
+  auto it = left_.find(label);
+  if (it == left_.end()) return std::nullopt;
+  return it->second;
+}
+
 absl::StatusOr<balance::LoadTable> Mailbox::Await(const std::string& round_id, MessageKind kind, int dimension,
                                                   int phase, int from_label, absl::Time deadline) {
   std::unique_lock<std::mutex> l(mu_);
@@ -373,7 +381,14 @@ class Runner {
     m.round_id = spec_.round_id;
     m.epoch = spec_.epoch;
     m.from_label = ctx_.self_label;
-    return ctx_.peers->Exchange(SiteOf(label), m, *timeout);
+    // A callee that has left the round is given up when the coordinator
+    // says so (Peer.LeftRound), not when its own wait ends.
+    auto r = ctx_.peers->ExchangeUnless(SiteOf(label), m, *timeout,
+                                        [&] { return ctx_.mailbox->WhyLeft(spec_.round_id, label).has_value(); });
+    if (absl::IsCancelled(r.status()))
+      if (auto why = ctx_.mailbox->WhyLeft(spec_.round_id, label))
+        return absl::UnavailableError(absl::StrCat("it left the round (", *why, ")"));
+    return r;
   }
 
   absl::StatusOr<balance::LoadTable> Await(MessageKind kind, int dimension, int phase, int from, int behind) {

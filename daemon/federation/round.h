@@ -147,6 +147,16 @@ class PeerClient {
   // kExchange returns the callee's rows; the other kinds return nothing.
   virtual absl::StatusOr<balance::LoadTable> Exchange(const std::string& site, const ExchangeMessage& m,
                                                       absl::Duration timeout) = 0;
+  // Exchange, given up (Cancelled) once `abandon` says so: a call to a site
+  // that has left the round ends when the coordinator says so, not when the
+  // callee, frozen and back, gives up its own wait. This default asks
+  // `abandon` only before the call.
+  virtual absl::StatusOr<balance::LoadTable> ExchangeUnless(const std::string& site, const ExchangeMessage& m,
+                                                            absl::Duration timeout,
+                                                            const std::function<bool()>& abandon) {
+    if (abandon()) return absl::CancelledError("abandoned before the call");
+    return Exchange(site, m, timeout);
+  }
   // Asks every site of `sites` at once to take part in `spec` and returns
   // once all have answered or timed out: one answer per site, in order.
   struct StartAnswer {
@@ -252,6 +262,8 @@ class Mailbox {
   // Peer.LeftRound): a wait for its message ends at once, Unavailable with
   // `why`. Ignored unless `round_id` is the open round.
   void Left(const std::string& round_id, int label, const std::string& why);
+  // Why the site at `label` has left `round_id`, if it has (Left).
+  std::optional<std::string> WhyLeft(const std::string& round_id, int label);
 
   // Handler side. kExchange waits until this site has published its own
   // rows for that dimension (it has reached the step), stores the caller's

@@ -139,6 +139,41 @@ absl::StatusOr<balance::LoadTable> GrpcPeers::Exchange(const std::string& site, 
   return FromProto(reply.rows());
 }
 
+absl::StatusOr<balance::LoadTable> GrpcPeers::ExchangeUnless(const std::string& site,
+                                                             const federation::ExchangeMessage& m,
+                                                             absl::Duration timeout,
+                                                             const std::function<bool()>& abandon) {
+  if (abandon()) return absl::CancelledError("abandoned before the call");
+  Conn* c = Get(site);
+  if (!c) return Unknown(site);
+  if (PartitionedFrom(site)) return Cut(site);
+  v1::ExchangeRequest req;
+  ToProto(m, &req);
+  v1::ExchangeReply reply;
+  grpc::Status status;
+  auto ctx = ContextWithDeadline(ExchangeCallTimeout(timeout));
+  grpc::CompletionQueue cq;
+  auto rpc = c->peer->AsyncExchange(ctx.get(), req, &cq);
+  rpc->Finish(&reply, &status, &status);
+  void* tag = nullptr;
+  bool ok = false;
+  bool cancelled = false;
+  // The call has a deadline, so its event comes (CANCELLED once cancelled).
+  while (cq.AsyncNext(&tag, &ok, absl::ToChronoTime(absl::Now() + kAbandonPoll)) == grpc::CompletionQueue::TIMEOUT) {
+    if (!cancelled && abandon()) {
+      ctx->TryCancel();
+      cancelled = true;
+    }
+  }
+  cq.Shutdown();
+  while (cq.Next(&tag, &ok)) {
+  }
+  if (cancelled && status.error_code() == grpc::StatusCode::CANCELLED)
+    return absl::CancelledError("abandoned: the callee left the round");
+  if (!status.ok()) return FromGrpc(status);
+  return FromProto(reply.rows());
+}
+
 template <typename Reply, typename Start, typename Done>
 void GrpcPeers::CallEach(const std::vector<std::string>& sites, absl::Duration timeout, Start start, Done done) {
   struct Call {

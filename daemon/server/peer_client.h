@@ -87,6 +87,12 @@ class GrpcPeers : public federation::PeerClient, public migration::PeerTransport
   // federation::PeerClient
   absl::StatusOr<balance::LoadTable> Exchange(const std::string& site, const federation::ExchangeMessage& m,
                                               absl::Duration timeout) override;
+  // The call waits on its own completion queue, asking `abandon` every
+  // kAbandonPoll; once it says so, the call is cancelled.
+  absl::StatusOr<balance::LoadTable> ExchangeUnless(const std::string& site, const federation::ExchangeMessage& m,
+                                                    absl::Duration timeout,
+                                                    const std::function<bool()>& abandon) override;
+  static constexpr absl::Duration kAbandonPoll = absl::Milliseconds(100);
   // The calls go out together on one completion queue that this thread
   // polls: no thread per call (docs/benchmarks.md, "Round latency").
   std::vector<StartAnswer> StartRound(const std::vector<std::string>& sites, const federation::RoundSpec& spec,
