@@ -171,19 +171,16 @@ absl::Status CheckReportedRow(const config::Roster& roster, int label, int64_t l
 
 // ------------------------------------------------------------------ Heartbeater
 
-Heartbeater::Heartbeater(const LiveConfig* live, Membership* membership, PeerClient* peers, Executor* executor)
-    : live_(live), membership_(membership), peers_(peers), executor_(executor) {}
+Heartbeater::Heartbeater(const LiveConfig* live, Membership* membership, PeerClient* peers)
+    : live_(live), membership_(membership), peers_(peers) {}
 
 void Heartbeater::Tick(const HeartbeatInfo& self) {
   std::vector<std::string> others;
   for (const config::RosterEntry& e : live_->roster()->sites)
     if (e.id != live_->self()) others.push_back(e.id);
-  const absl::Duration timeout = live_->balancer().heartbeat_interval;
-  ParallelFor(executor_, others.size(), [&](size_t i) {
-    // A peer that does not answer is simply not heard from: its own
-    // heartbeats, not ours, decide whether it is up here.
-    (void)peers_->Heartbeat(others[i], self, timeout);
-  });
+  // A peer that does not answer is simply not heard from: its own
+  // heartbeats, not ours, decide whether it is up here.
+  (void)peers_->Heartbeats(others, self, live_->balancer().heartbeat_interval * kCallShare);
   for (const PeerInfo& p : membership_->View()) {
     if (p.self) continue;
     auto it = was_up_.find(p.site);

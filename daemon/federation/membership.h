@@ -18,7 +18,6 @@
 #include "config/config.h"
 #include "daemon/balance/choice.h"
 #include "daemon/common/env.h"
-#include "daemon/common/executor.h"
 #include "daemon/federation/live_config.h"
 
 namespace hyperfed::federation {
@@ -129,19 +128,22 @@ class Membership {
 };
 
 // Sends this site's heartbeat to every other roster site at once (one
-// Tick), and logs each peer's change between up and down.
+// Tick, PeerClient::Heartbeats), and logs each peer's change between up and
+// down.
 class Heartbeater {
  public:
-  Heartbeater(const LiveConfig* live, Membership* membership, PeerClient* peers, Executor* executor);
+  Heartbeater(const LiveConfig* live, Membership* membership, PeerClient* peers);
   // One heartbeat to every peer; returns when every call has answered or
-  // timed out (one heartbeat interval).
+  // timed out, within kCallShare of a heartbeat interval: the next tick,
+  // an interval after this one began, reaches every peer again, so a peer
+  // that lost one heartbeat has the next on time.
   void Tick(const HeartbeatInfo& self);
+  static constexpr double kCallShare = 0.75;
 
  private:
   const LiveConfig* live_;
   Membership* membership_;
   PeerClient* peers_;
-  Executor* executor_;
   std::map<std::string, bool> was_up_;  // used by Tick's caller thread only
 };
 

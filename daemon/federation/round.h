@@ -191,7 +191,12 @@ class PeerClient {
   // Returns the id of the round that will serve the request.
   virtual absl::StatusOr<std::string> RequestBalance(const std::string& site, const std::string& from,
                                                      const std::string& reason, absl::Duration timeout) = 0;
-  virtual absl::Status Heartbeat(const std::string& site, const HeartbeatInfo& info, absl::Duration timeout) = 0;
+  // This site's heartbeat to each of `sites`, all at once: one status per
+  // site, in order. Returns when every call has answered or waited
+  // `timeout`: a peer that does not answer, or answers slowly, delays no
+  // other (docs/design.md §9).
+  virtual std::vector<absl::Status> Heartbeats(const std::vector<std::string>& sites, const HeartbeatInfo& info,
+                                               absl::Duration timeout) = 0;
 };
 
 // Moves jobs to another site exactly once (the migration layer).

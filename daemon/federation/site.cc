@@ -30,7 +30,7 @@ Site::Site(const config::Config& config, LiveConfig* live, scheduler::SchedulerA
       env_(env),
       executor_(kExecutorThreads, env),
       membership_(live, env),
-      heartbeater_(live, &membership_, peers, &executor_),
+      heartbeater_(live, &membership_, peers),
       history_(env),
       participant_(
           live, env, &executor_, peers, mover, [this] { return Snapshot(/*with_waits=*/true); },
@@ -124,10 +124,14 @@ void Site::Loop(void (Site::*once)()) {
       std::unique_lock<std::mutex> l(mu_);
       if (stopping_) return;
     }
+    const absl::Time began = env_->Now();
     (this->*once)();
+    // Every period from the start of the last pass, not from its end: a
+    // slow pass (a scheduler slow to list its jobs, a peer that does not
+    // answer) does not space heartbeats wider than peers expect.
     const absl::Duration period = live_->balancer().heartbeat_interval;
     std::unique_lock<std::mutex> l(mu_);
-    env_->WaitFor(l, cv_, period, [this] { return stopping_; });
+    env_->WaitUntil(l, cv_, began + period, [this] { return stopping_; });
   }
 }
 

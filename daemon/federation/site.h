@@ -190,7 +190,8 @@ class Site {
   void PlacementLoop();
   void WakePlacement();
   void PartDone(const RoundSpec& spec, const RoundReport& report);
-  // Runs `once` every heartbeat interval (as set when it returns).
+  // Runs `once` every heartbeat interval (as set when it returns), counted
+  // from the start of each pass.
   void Loop(void (Site::*once)());
 
   const config::Config config_;

@@ -193,7 +193,7 @@ void GrpcPeers::CallEach(const std::vector<std::string>& sites, absl::Duration t
     }
     calls[i] = std::make_unique<Call>();
     calls[i]->ctx.set_deadline(absl::ToChronoTime(absl::Now() + timeout));
-    calls[i]->rpc = start(c->peer.get(), &calls[i]->ctx, &cq);
+    calls[i]->rpc = start(i, c->peer.get(), &calls[i]->ctx, &cq);
     calls[i]->rpc->Finish(&calls[i]->reply, &calls[i]->status, reinterpret_cast<void*>(i));
     ++pending;
   }
@@ -218,7 +218,7 @@ std::vector<federation::PeerClient::StartAnswer> GrpcPeers::StartRound(const std
   std::vector<StartAnswer> out(sites.size());
   CallEach<v1::StartRoundReply>(
       sites, timeout,
-      [&](v1::Peer::Stub* stub, grpc::ClientContext* ctx, grpc::CompletionQueue* cq) {
+      [&](size_t, v1::Peer::Stub* stub, grpc::ClientContext* ctx, grpc::CompletionQueue* cq) {
         return stub->AsyncStartRound(ctx, req, cq);
       },
       [&](size_t i, const absl::Status& st, const v1::StartRoundReply& reply) {
@@ -241,7 +241,7 @@ std::vector<absl::StatusOr<balance::LoadRow>> GrpcPeers::CurrentLoads(const std:
   std::vector<absl::StatusOr<balance::LoadRow>> out(sites.size(), absl::UnavailableError("no answer"));
   CallEach<v1::LoadRow>(
       sites, timeout,
-      [&](v1::Peer::Stub* stub, grpc::ClientContext* ctx, grpc::CompletionQueue* cq) {
+      [&](size_t, v1::Peer::Stub* stub, grpc::ClientContext* ctx, grpc::CompletionQueue* cq) {
         return stub->AsyncCurrentLoad(ctx, req, cq);
       },
       [&](size_t i, const absl::Status& st, const v1::LoadRow& reply) {
@@ -260,7 +260,7 @@ std::vector<absl::Status> GrpcPeers::LeftRound(const std::vector<std::string>& s
   std::vector<absl::Status> out(sites.size(), absl::UnavailableError("no answer"));
   CallEach<v1::LeftRoundReply>(
       sites, timeout,
-      [&](v1::Peer::Stub* stub, grpc::ClientContext* ctx, grpc::CompletionQueue* cq) {
+      [&](size_t, v1::Peer::Stub* stub, grpc::ClientContext* ctx, grpc::CompletionQueue* cq) {
         return stub->AsyncLeftRound(ctx, req, cq);
       },
       [&](size_t i, const absl::Status& st, const v1::LeftRoundReply&) { out[i] = st; });
@@ -350,44 +350,64 @@ absl::StatusOr<int64_t> GrpcPeers::ProposeRoster(const std::string& site, const 
   return reply.version();
 }
 
-absl::Status GrpcPeers::Heartbeat(const std::string& site, const federation::HeartbeatInfo& info,
-                                  absl::Duration timeout) {
-  Conn* c = Get(site);
-  if (!c) return Unknown(site);
-  if (PartitionedFrom(site)) return Cut(site);
-  v1::HeartbeatRequest req;
-  ToProto(info, &req);
-  req.set_protocol(ProtocolVersion());
+std::vector<absl::Status> GrpcPeers::Heartbeats(const std::vector<std::string>& sites,
+                                                const federation::HeartbeatInfo& info, absl::Duration timeout) {
+  v1::HeartbeatRequest common;
+  ToProto(info, &common);
+  common.set_protocol(ProtocolVersion());
+  // This site's roster goes along to each peer whose last answer said it
+  // lacks it (docs/operations.md, "Join and leave").
+  std::vector<v1::HeartbeatRequest> reqs(sites.size(), common);
   if (keeper_) {
-    req.set_roster_digest(keeper_->Digest());
-    std::optional<PeerRoster> theirs;
-    {
-      std::lock_guard<std::mutex> l(mu_);
-      if (auto it = peer_roster_.find(site); it != peer_roster_.end()) theirs = it->second;
+    const std::string digest = keeper_->Digest();
+    std::optional<v1::SignedRoster> mine;
+    for (size_t i = 0; i < sites.size(); ++i) {
+      reqs[i].set_roster_digest(digest);
+      std::optional<PeerRoster> theirs;
+      {
+        std::lock_guard<std::mutex> l(mu_);
+        if (auto it = peer_roster_.find(sites[i]); it != peer_roster_.end()) theirs = it->second;
+      }
+      if (!theirs || !keeper_->PeerLacks(theirs->version, theirs->digest)) continue;
+      if (!mine) mine = keeper_->Current();
+      if (mine) *reqs[i].mutable_roster() = *mine;
     }
-    if (theirs && keeper_->PeerLacks(theirs->version, theirs->digest))
-      if (auto mine = keeper_->Current()) *req.mutable_roster() = *std::move(mine);
   }
-  v1::HeartbeatReply reply;
-  auto ctx = ContextWithDeadline(timeout);
-  grpc::Status st = c->peer->Heartbeat(ctx.get(), req, &reply);
-  if (st.error_code() == grpc::StatusCode::PERMISSION_DENIED && keeper_) {
-    // Not in the peer's roster: it may have a newer one without this site.
-    // Only a roster that is not the operators' is worth a word: a peer with
-    // none yet, or unreachable, is the common case while sites join.
-    if (auto entry = live_->roster()->FindSite(site))
-      if (auto got = FetchRoster({site, entry->endpoint}); absl::IsInvalidArgument(got.status()))
+  std::vector<absl::Status> out(sites.size(), absl::UnavailableError("no answer"));
+  std::vector<std::string> denied;
+  CallEach<v1::HeartbeatReply>(
+      sites, timeout,
+      [&](size_t i, v1::Peer::Stub* stub, grpc::ClientContext* ctx, grpc::CompletionQueue* cq) {
+        return stub->AsyncHeartbeat(ctx, reqs[i], cq);
+      },
+      [&](size_t i, const absl::Status& st, const v1::HeartbeatReply& reply) {
+        out[i] = st;
+        if (!st.ok()) {
+          if (st.code() == absl::StatusCode::kPermissionDenied) denied.push_back(sites[i]);
+          return;
+        }
+        {
+          std::lock_guard<std::mutex> l(mu_);
+          peer_roster_[sites[i]] = {reply.roster_version(), reply.roster_digest()};
+        }
+        if (reply.has_roster() && keeper_)
+          if (auto took = keeper_->Offer(reply.roster(), sites[i]); !took.ok())
+            LogWarning(absl::StrCat("roster from ", sites[i], " refused: ", took.status().message()));
+      });
+  // Not in a peer's roster: it may have a newer one without this site. One
+  // such roster is enough, so the first peer that hands one ends the asking.
+  // Only a roster that is not the operators' is worth a word: a peer with
+  // none yet, or unreachable, is the common case while sites join.
+  if (keeper_)
+    for (const std::string& site : denied) {
+      auto entry = live_->roster()->FindSite(site);
+      if (!entry) continue;
+      auto got = FetchRoster({site, entry->endpoint});
+      if (got.ok()) break;
+      if (absl::IsInvalidArgument(got.status()))
         LogWarning(absl::StrCat("roster from ", site, " not taken: ", got.status().message()));
-  }
-  if (!st.ok()) return FromGrpc(st);
-  {
-    std::lock_guard<std::mutex> l(mu_);
-    peer_roster_[site] = {reply.roster_version(), reply.roster_digest()};
-  }
-  if (reply.has_roster() && keeper_)
-    if (auto took = keeper_->Offer(reply.roster(), site); !took.ok())
-      LogWarning(absl::StrCat("roster from ", site, " refused: ", took.status().message()));
-  return absl::OkStatus();
+    }
+  return out;
 }
 
 absl::StatusOr<v1::TransferRequest> EncodeTransfer(const migration::TransferRequest& req) {

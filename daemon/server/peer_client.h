@@ -107,8 +107,9 @@ class GrpcPeers : public federation::PeerClient, public migration::PeerTransport
                            absl::Duration timeout) override;
   absl::StatusOr<std::string> RequestBalance(const std::string& site, const std::string& from,
                                              const std::string& reason, absl::Duration timeout) override;
-  absl::Status Heartbeat(const std::string& site, const federation::HeartbeatInfo& info,
-                         absl::Duration timeout) override;
+  // On one completion queue, as StartRound.
+  std::vector<absl::Status> Heartbeats(const std::vector<std::string>& sites, const federation::HeartbeatInfo& info,
+                                       absl::Duration timeout) override;
 
   // migration::PeerTransport
   absl::StatusOr<migration::TransferReply> Transfer(const std::string& dest_site,
@@ -137,8 +138,8 @@ class GrpcPeers : public federation::PeerClient, public migration::PeerTransport
   };
   Conn* Get(const std::string& site);
   // One unary call to each of `sites` at once, each with a deadline
-  // `timeout` from now; returns when every call has ended. `start(stub,
-  // ctx, cq)` begins a call and returns its reader; `done(i, status,
+  // `timeout` from now; returns when every call has ended. `start(i, stub,
+  // ctx, cq)` begins the call to site i and returns its reader; `done(i, status,
   // reply)` takes site i's answer, or the error of a site that is unknown
   // or cut off (then with a default reply). Defined in peer_client.cc.
   template <typename Reply, typename Start, typename Done>

@@ -2,7 +2,12 @@
 
 #include <cmath>
 #include <limits>
+#include <map>
+#include <mutex>
+#include <string>
+#include <vector>
 
+#include "daemon/federation/round.h"
 #include "gtest/gtest.h"
 
 namespace hyperfed::federation {
@@ -115,6 +120,54 @@ TEST(MembershipTest, ANewRosterVersionAddsAndRemovesRowsAndKeepsWhatStayingSites
   auto older = std::make_shared<config::Roster>(*next);
   older->version = 6;
   EXPECT_FALSE(live.SetRoster(older)) << "an older version";
+}
+
+// Records the heartbeats Tick asks for.
+class RecordingPeers : public PeerClient {
+ public:
+  absl::StatusOr<balance::LoadTable> Exchange(const std::string&, const ExchangeMessage&, absl::Duration) override {
+    return absl::UnavailableError("not in this test");
+  }
+  std::vector<StartAnswer> StartRound(const std::vector<std::string>& sites, const RoundSpec&,
+                                      absl::Duration) override {
+    return std::vector<StartAnswer>(sites.size());
+  }
+  absl::Status ReportRound(const std::string&, const RoundReport&, absl::Duration) override {
+    return absl::UnavailableError("not in this test");
+  }
+  absl::StatusOr<std::string> RequestBalance(const std::string&, const std::string&, const std::string&,
+                                             absl::Duration) override {
+    return absl::UnavailableError("not in this test");
+  }
+  std::vector<absl::Status> Heartbeats(const std::vector<std::string>& sites, const HeartbeatInfo& info,
+                                       absl::Duration timeout) override {
+    calls.push_back({sites, info.site, timeout});
+    return std::vector<absl::Status>(sites.size(), absl::DeadlineExceededError("no answer"));
+  }
+  struct Call {
+    std::vector<std::string> sites;
+    std::string from;
+    absl::Duration timeout;
+  };
+  std::vector<Call> calls;
+};
+
+// docs/design.md §9: one tick asks every peer at once (never one after
+// another), and each call waits three quarters of an interval, so that the
+// next tick, an interval after this one began, reaches every peer again.
+TEST(HeartbeaterTest, ATickCallsEveryPeerAtOnceWithinThreeQuartersOfAnInterval) {
+  FakeEnv clock;
+  config::Config c = FiveSites();
+  c.balancer.heartbeat_interval = absl::Seconds(2);
+  LiveConfig live(c);
+  Membership membership(&live, &clock);
+  RecordingPeers peers;
+  Heartbeater heartbeater(&live, &membership, &peers);
+  heartbeater.Tick(Hb(1));
+  ASSERT_EQ(peers.calls.size(), 1u) << "one call for all peers";
+  EXPECT_EQ(peers.calls[0].sites, (std::vector<std::string>{"s0", "s2", "s3", "s4"})) << "every peer, not itself";
+  EXPECT_EQ(peers.calls[0].from, "s1");
+  EXPECT_EQ(peers.calls[0].timeout, absl::Milliseconds(1500));
 }
 
 }  // namespace

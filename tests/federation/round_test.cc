@@ -43,8 +43,9 @@ class InProcessPeers : public PeerClient {
                                              absl::Duration) override {
     return absl::UnimplementedError("not used");
   }
-  absl::Status Heartbeat(const std::string&, const HeartbeatInfo&, absl::Duration) override {
-    return absl::UnimplementedError("not used");
+  std::vector<absl::Status> Heartbeats(const std::vector<std::string>& sites, const HeartbeatInfo&,
+                                       absl::Duration) override {
+    return std::vector<absl::Status>(sites.size(), absl::UnimplementedError("not used"));
   }
 
  private:

@@ -109,15 +109,23 @@ class InProcessPeers : public PeerClient {
     if (!to) return absl::UnavailableError("cut");
     return to->OnRequestBalance(from, reason);
   }
-  absl::Status Heartbeat(const std::string& s, const HeartbeatInfo& hb, absl::Duration) override {
-    Site* to = To(s);
-    if (!to) return absl::UnavailableError("cut");
+  std::vector<absl::Status> Heartbeats(const std::vector<std::string>& sites, const HeartbeatInfo& hb,
+                                       absl::Duration) override {
     // The server fills in the sender's protocol; 1.4 is the first that
     // takes placed jobs.
     HeartbeatInfo with_protocol = hb;
     with_protocol.protocol = "1.4";
-    to->OnHeartbeat(with_protocol);
-    return absl::OkStatus();
+    std::vector<absl::Status> out;
+    for (const std::string& s : sites) {
+      Site* to = To(s);
+      if (!to) {
+        out.push_back(absl::UnavailableError("cut"));
+        continue;
+      }
+      to->OnHeartbeat(with_protocol);
+      out.push_back(absl::OkStatus());
+    }
+    return out;
   }
 
  private:

@@ -41,8 +41,9 @@ class NoPeers : public federation::PeerClient {
                                              absl::Duration) override {
     return absl::UnavailableError("no peers");
   }
-  absl::Status Heartbeat(const std::string&, const federation::HeartbeatInfo&, absl::Duration) override {
-    return absl::UnavailableError("no peers");
+  std::vector<absl::Status> Heartbeats(const std::vector<std::string>& sites, const federation::HeartbeatInfo&,
+                                       absl::Duration) override {
+    return std::vector<absl::Status>(sites.size(), absl::UnavailableError("no peers"));
   }
 };
 
