@@ -40,7 +40,7 @@ const char kUsage[] =
     "  hyperfed-sim replay TRACE.swf [--sites 96,108,48,144,64,8,8] [--origin proportional|uniform|hot[:SITE]]\n"
     "                   [--load L] [--interval S] [--hysteresis S] [--policies P,...|all] [--seed S]\n"
     "                   [--estimates trace|exact|factor:F|model] [--heartbeat S] [--margin S]\n"
-    "                   [--jobs N] [--predict] [--json]\n"
+    "                   [--jobs N] [--json]\n"
     "  hyperfed-sim federation [--sites N] [--seeds A..B] [--faults none|crash|network|all] [--rounds R]\n"
     "                   [--algorithm A] [--job-choice newest|gain] [--latency-ms MS] [--heartbeat-ms MS]\n"
     "                   [--jobs-per-site N]\n"
@@ -199,7 +199,6 @@ int Replay(std::map<std::string, std::string> f, const std::vector<std::string>&
     return UsageError(absl::StrCat("bad --interval '", f["interval"], "': expected seconds >= 1"));
   if (f.count("hysteresis") && (!absl::SimpleAtoi(f["hysteresis"], &ro.hysteresis) || ro.hysteresis < 0))
     return UsageError(absl::StrCat("bad --hysteresis '", f["hysteresis"], "': expected seconds >= 0"));
-  ro.predict = f.count("predict") > 0;
   std::vector<std::string> policies = hyperfed::sim::ReplayPolicyNames();
   if (f.count("policies") && f["policies"] != "all") {
     policies = absl::StrSplit(f["policies"], ',');
@@ -372,7 +371,7 @@ int main(int argc, char** argv) {
                              {{"sites", "LIST"}, {"origin", "O"}, {"load", "L"}, {"interval", "S"},
                               {"hysteresis", "S"}, {"policies", "P"}, {"seed", "S"}, {"jobs", "N"},
                               {"estimates", "E"}, {"heartbeat", "S"}, {"margin", "S"}},
-                             {"json", "predict"}, "TRACE", &p);
+                             {"json"}, "TRACE", &p);
   CLI::App* federation = Command(
       &app, "federation", "every site's own daemon code under simulated time, network and faults",
       {{"sites", "N"}, {"seeds", "A..B"}, {"faults", "PROFILE"}, {"rounds", "R"}, {"algorithm", "A"},

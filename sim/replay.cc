@@ -458,32 +458,16 @@ class Replayer {
     published_version_ = version_;
   }
 
-  // What site s's forecasts take as job j's run time: its limit, or with
-  // ReplayOptions::predict the limit times how close the jobs that finished
-  // at s came to theirs (LimitAccuracy; the limit until one has finished).
-  // EASY itself always plans with the limit.
-  int64_t Expected(int s, int j) const {
-    const int64_t limit = std::max<int64_t>(w_.jobs[j].limit, 1);
-    if (!o_.predict || !arrival_) return limit;
-    const double acc = placers_[s].accuracy().ratio();
-    if (acc <= 0) return limit;
-    return std::max<int64_t>(1, std::llround(static_cast<double>(limit) * acc));
-  }
-  // Site s's running jobs at t, each ending at its limit, or (`expected`)
-  // at its expected end (still running at t: at t + 1 at the earliest).
-  std::vector<bal::RunningJob> RunningOf(int s, int64_t t, bool expected = false) const {
+  std::vector<bal::RunningJob> RunningOf(const Site& s) const {
     std::vector<bal::RunningJob> r;
-    r.reserve(sites_[s].running.size());
-    for (int j : sites_[s].running) {
-      const int64_t end = start_[j] + (expected ? Expected(s, j) : std::max<int64_t>(w_.jobs[j].limit, 1));
-      r.push_back({w_.jobs[j].cores, expected ? std::max(end, t + 1) : end});
-    }
+    r.reserve(s.running.size());
+    for (int j : s.running) r.push_back({w_.jobs[j].cores, start_[j] + std::max<int64_t>(w_.jobs[j].limit, 1)});
     return r;
   }
-  std::vector<bal::QueuedJob> QueueOf(int s, bool expected = false) const {
+  std::vector<bal::QueuedJob> QueueOf(const Site& s) const {
     std::vector<bal::QueuedJob> q;
-    q.reserve(sites_[s].queue.size() + 1);
-    for (int j : sites_[s].queue) q.push_back({w_.jobs[j].cores, expected ? Expected(s, j) : w_.jobs[j].limit});
+    q.reserve(s.queue.size() + 1);
+    for (int j : s.queue) q.push_back({w_.jobs[j].cores, w_.jobs[j].limit});
     return q;
   }
 
@@ -496,10 +480,10 @@ class Replayer {
     // earliest-start: the site where, appended to the tail, EASY starts it
     // first; ties to the origin, then to the lower index.
     int best = origin;
-    int64_t best_start = StartIfAppended(origin, j, t, false);
+    int64_t best_start = StartIfAppended(origin, j, t);
     for (int s = 0; s < static_cast<int>(sites_.size()) && best_start > t; ++s) {
       if (s == origin) continue;
-      const int64_t st = StartIfAppended(s, j, t, false);
+      const int64_t st = StartIfAppended(s, j, t);
       if (st < best_start) {
         best_start = st;
         best = s;
@@ -512,14 +496,13 @@ class Replayer {
     return best;
   }
 
-  // When EASY at site s starts job j, appended to its queue at t (with
-  // `expected`, as site s forecasts it: Expected).
-  int64_t StartIfAppended(int s, int j, int64_t t, bool expected) const {
+  // When EASY at site s starts job j, appended to its queue at t.
+  int64_t StartIfAppended(int s, int j, int64_t t) const {
     const Site& site = sites_[s];
     if (w_.jobs[j].cores > site.cores) return bal::kNeverStarts;
-    std::vector<bal::QueuedJob> q = QueueOf(s, expected);
-    q.push_back({w_.jobs[j].cores, expected ? Expected(s, j) : w_.jobs[j].limit});
-    return bal::EasyForecastStarts(site.cores, t, RunningOf(s, t, expected), q).starts.back();
+    std::vector<bal::QueuedJob> q = QueueOf(site);
+    q.push_back({w_.jobs[j].cores, w_.jobs[j].limit});
+    return bal::EasyForecastStarts(site.cores, t, RunningOf(site), q).starts.back();
   }
 
   // The origin's Placer decides, on its own forecast and its peers'
@@ -527,10 +510,10 @@ class Replayer {
   int PlaceAtArrival(int j, int64_t t) {
     const int origin = w_.origin[j];
     if (o_.heartbeat == 0) Publish(t);
-    const int64_t home = StartIfAppended(origin, j, t, true);
+    const int64_t home = StartIfAppended(origin, j, t);
     const bal::Placement p = placers_[origin].Place(
         t, {.cores = w_.jobs[j].cores,
-            .limit = Expected(origin, j),
+            .limit = w_.jobs[j].limit,
             .wait_here = home == bal::kNeverStarts ? bal::kNeverStarts : home - t});
     if (p.peer < 0) return origin;
     // Placed away: as after a round's move (the destination's journal
@@ -559,7 +542,7 @@ class Replayer {
         const int64_t wait = f.starts[k] == bal::kNeverStarts ? bal::kNeverStarts : f.starts[k] - t;
         if (wait < o_.margin) continue;
         const bal::Placement p = placers_[s].Place(
-            t, {.cores = w_.jobs[j].cores, .limit = Expected(s, j), .wait_here = wait, .queued = true});
+            t, {.cores = w_.jobs[j].cores, .limit = w_.jobs[j].limit, .wait_here = wait, .queued = true});
         if (p.peer >= 0) go.push_back({k, p.peer});
       }
       if (!go.empty()) MoveQueued(s, go, t);
@@ -608,7 +591,7 @@ class Replayer {
         dirty_[s] = false;
         Site& site = sites_[s];
         if (site.queue.empty()) continue;
-        for (size_t k : bal::EasyStartNow(site.cores, t, RunningOf(s, t), QueueOf(s))) {
+        for (size_t k : bal::EasyStartNow(site.cores, t, RunningOf(site), QueueOf(site))) {
           const int j = site.queue[k];
           go[s].push_back(j);
           auto [it, fresh] = winner.try_emplace(j, s);
@@ -654,7 +637,7 @@ class Replayer {
       dirty_[s] = false;
       Site& site = sites_[s];
       if (site.queue.empty()) continue;
-      const std::vector<size_t> go = bal::EasyStartNow(site.cores, t, RunningOf(s, t), QueueOf(s));
+      const std::vector<size_t> go = bal::EasyStartNow(site.cores, t, RunningOf(site), QueueOf(site));
       if (go.empty()) continue;
       std::vector<int> left;
       left.reserve(site.queue.size() - go.size());
@@ -678,7 +661,7 @@ class Replayer {
   const bal::EasyForecast& Forecast(int s, int64_t t) {
     Site& site = sites_[s];
     if (site.forecast_version != site.version || site.forecast_now != t) {
-      site.forecast = bal::EasyForecastStarts(site.cores, t, RunningOf(s, t, true), QueueOf(s, true));
+      site.forecast = bal::EasyForecastStarts(site.cores, t, RunningOf(site), QueueOf(site));
       site.forecast_version = site.version;
       site.forecast_now = t;
     }
@@ -755,7 +738,7 @@ class Replayer {
     for (size_t k = 0; k < s.queue.size(); ++k) {
       const int j = s.queue[k];
       cands[k].cores = w_.jobs[j].cores;
-      cands[k].limit = Expected(src, j);
+      cands[k].limit = w_.jobs[j].limit;
       // Moved in an earlier round within the hysteresis time. A job moved
       // earlier in this round (a pairwise relay) may move on.
       cands[k].recent = last_move_[j] < t && last_move_[j] > t - o_.hysteresis;

@@ -134,11 +134,6 @@ struct ReplayOptions {
   double fit_alpha = 2;
   double fit_exponent = 8;
   bool fit_home_first = true;
-  // arrival and fit policies: a site's forecasts (its own, and the profile
-  // it publishes) take each job's run time as its limit times how close
-  // finished jobs' run times came to their limits there (LimitAccuracy),
-  // not as the limit; EASY still plans with limits (issue 29).
-  bool predict = false;
 };
 
 // What happened to one job.
