@@ -19,6 +19,7 @@
 #include <set>
 #include <string>
 #include <utility>
+#include <vector>
 
 #include "absl/status/statusor.h"
 #include "absl/strings/str_cat.h"
@@ -82,16 +83,35 @@ class SimNet {
   absl::StatusOr<Reply> Call(const std::string& from, const std::string& to, const Env* env, const Req& req,
                              absl::Duration timeout, bool heartbeat,
                              absl::Status (server::PeerHandlers::*handle)(const std::string&, const Req&, Reply*));
+  // The same call to each of `tos` at once, from the running task (no task
+  // per call, as GrpcPeers puts them on one completion queue): one answer
+  // per site, in order, when every call has ended.
+  template <class Req, class Reply>
+  std::vector<absl::StatusOr<Reply>> CallEach(const std::string& from, const std::vector<std::string>& tos,
+                                              const Env* env, const Req& req, absl::Duration timeout, bool heartbeat,
+                                              absl::Status (server::PeerHandlers::*handle)(const std::string&,
+                                                                                           const Req&, Reply*));
 
  private:
-  template <class Reply>
-  struct Pending {
+  // The calls a task waits for together.
+  struct Group {
     std::mutex mu;
     std::condition_variable cv;
-    bool done = false;
+    size_t left = 0;  // guarded by mu: calls not yet answered
+  };
+  template <class Reply>
+  struct Pending {
+    std::shared_ptr<Group> group;
+    bool done = false;  // guarded by group->mu, as the two below
     absl::Status status;
     Reply reply;
   };
+  // Sends one call whose answer goes to `p`.
+  // (`req` is shared by every call of a CallEach: no copy per call.)
+  template <class Req, class Reply>
+  void Send(const std::string& from, const std::string& to, const std::shared_ptr<const Req>& req, bool heartbeat,
+            absl::Status (server::PeerHandlers::*handle)(const std::string&, const Req&, Reply*),
+            const std::shared_ptr<Pending<Reply>>& p);
   absl::Duration Latency(const std::string& a, const std::string& b);
   bool Linked(const std::string& a, const std::string& b) const;
   void Count(bool heartbeat, size_t bytes, bool request);
@@ -106,13 +126,11 @@ class SimNet {
 };
 
 template <class Req, class Reply>
-absl::StatusOr<Reply> SimNet::Call(const std::string& from, const std::string& to, const Env* env, const Req& req,
-                                   absl::Duration timeout, bool heartbeat,
-                                   absl::Status (server::PeerHandlers::*handle)(const std::string&, const Req&,
-                                                                                Reply*)) {
-  auto p = std::make_shared<Pending<Reply>>();
+void SimNet::Send(const std::string& from, const std::string& to, const std::shared_ptr<const Req>& req, bool heartbeat,
+                  absl::Status (server::PeerHandlers::*handle)(const std::string&, const Req&, Reply*),
+                  const std::shared_ptr<Pending<Reply>>& p) {
   const int caller = world_->current_node();
-  Count(heartbeat, req.ByteSizeLong(), /*request=*/true);
+  Count(heartbeat, req->ByteSizeLong(), /*request=*/true);
   // The answer reaches the caller's incarnation (if it still runs) one
   // latency later, unless the link is cut or it is lost.
   auto answer = [this, p, caller, from, to, heartbeat](absl::Status st, Reply reply) {
@@ -123,12 +141,13 @@ absl::StatusOr<Reply> SimNet::Call(const std::string& from, const std::string& t
       return;
     }
     world_->At(world_->now() + Latency(to, from), caller, [p, st = std::move(st), reply = std::move(reply)] {
-      std::lock_guard<std::mutex> l(p->mu);
+      std::lock_guard<std::mutex> l(p->group->mu);
       if (p->done) return;  // a duplicate's answer, or after the deadline
       p->done = true;
       p->status = st;
       p->reply = reply;
-      p->cv.notify_all();
+      --p->group->left;
+      p->group->cv.notify_all();
     });
   };
   auto deliver = [this, from, to, req, heartbeat, handle, answer] {
@@ -140,7 +159,7 @@ absl::StatusOr<Reply> SimNet::Call(const std::string& from, const std::string& t
     const Endpoint e = it->second;
     auto run = [this, e, from, req, heartbeat, handle, answer] {
       Reply reply;
-      absl::Status st = (e.handlers->*handle)(from, req, &reply);
+      absl::Status st = (e.handlers->*handle)(from, *req, &reply);
       if (st.ok()) Count(heartbeat, reply.ByteSizeLong(), /*request=*/false);
       answer(std::move(st), std::move(reply));
     };
@@ -159,11 +178,51 @@ absl::StatusOr<Reply> SimNet::Call(const std::string& from, const std::string& t
     if (!heartbeat && world_->Chance(faults_.duplicate))
       world_->At(world_->now() + Latency(from, to) + Latency(from, to), dest_node, deliver);
   }
-  std::unique_lock<std::mutex> l(p->mu);
-  if (!env->WaitUntil(l, p->cv, env->Now() + timeout, [&] { return p->done; }))
-    return absl::DeadlineExceededError(absl::StrCat("no answer from ", to, " within ", absl::FormatDuration(timeout)));
-  if (!p->status.ok()) return p->status;
-  return std::move(p->reply);
+}
+
+template <class Req, class Reply>
+absl::StatusOr<Reply> SimNet::Call(const std::string& from, const std::string& to, const Env* env, const Req& req,
+                                   absl::Duration timeout, bool heartbeat,
+                                   absl::Status (server::PeerHandlers::*handle)(const std::string&, const Req&,
+                                                                                Reply*)) {
+  std::vector<absl::StatusOr<Reply>> out = CallEach(from, {to}, env, req, timeout, heartbeat, handle);
+  return std::move(out[0]);
+}
+
+template <class Req, class Reply>
+std::vector<absl::StatusOr<Reply>> SimNet::CallEach(const std::string& from, const std::vector<std::string>& tos,
+                                                    const Env* env, const Req& req, absl::Duration timeout,
+                                                    bool heartbeat,
+                                                    absl::Status (server::PeerHandlers::*handle)(const std::string&,
+                                                                                                 const Req&, Reply*)) {
+  auto group = std::make_shared<Group>();
+  group->left = tos.size();
+  auto shared_req = std::make_shared<const Req>(req);
+  std::vector<std::shared_ptr<Pending<Reply>>> pending;
+  pending.reserve(tos.size());
+  for (const std::string& to : tos) {
+    pending.push_back(std::make_shared<Pending<Reply>>());
+    pending.back()->group = group;
+    Send(from, to, shared_req, heartbeat, handle, pending.back());
+  }
+  std::unique_lock<std::mutex> l(group->mu);
+  env->WaitUntil(l, group->cv, env->Now() + timeout, [&] { return group->left == 0; });
+  std::vector<absl::StatusOr<Reply>> out;
+  out.reserve(tos.size());
+  for (size_t i = 0; i < tos.size(); ++i) {
+    const Pending<Reply>& p = *pending[i];
+    if (!p.done) {
+      out.push_back(absl::DeadlineExceededError(
+          absl::StrCat("no answer from ", tos[i], " within ", absl::FormatDuration(timeout))));
+    } else if (!p.status.ok()) {
+      out.push_back(p.status);
+    } else {
+      out.push_back(p.reply);
+    }
+  }
+  // A late answer still finds its Pending (the events hold it) and drops it.
+  for (auto& p : pending) p->done = true;
+  return out;
 }
 
 }  // namespace hyperfed::fedsim
