@@ -352,6 +352,7 @@ absl::StatusOr<int64_t> GrpcPeers::ProposeRoster(const std::string& site, const 
 
 std::vector<absl::Status> GrpcPeers::Heartbeats(const std::vector<std::string>& sites,
                                                 const federation::HeartbeatInfo& info, absl::Duration timeout) {
+  const absl::Time began = absl::Now();
   v1::HeartbeatRequest common;
   ToProto(info, &common);
   common.set_protocol(ProtocolVersion());
@@ -395,18 +396,24 @@ std::vector<absl::Status> GrpcPeers::Heartbeats(const std::vector<std::string>& 
             LogWarning(absl::StrCat("roster from ", sites[i], " refused: ", took.status().message()));
       });
   // Not in a peer's roster: it may have a newer one without this site. One
-  // such roster is enough, so the first peer that hands one ends the asking.
+  // newer roster is enough, so the first one taken ends the asking.
   // Only a roster that is not the operators' is worth a word: a peer with
   // none yet, or unreachable, is the common case while sites join.
-  if (keeper_)
+  // The asking also ends once this tick's time (`timeout` from its start)
+  // is spent: the next tick asks again.
+  if (keeper_) {
+    const absl::Time until = began + timeout;
+    const std::shared_ptr<const config::Roster> roster = live_->roster();
     for (const std::string& site : denied) {
-      auto entry = live_->roster()->FindSite(site);
+      if (absl::Now() >= until) break;
+      const config::RosterEntry* entry = roster->FindSite(site);
       if (!entry) continue;
       auto got = FetchRoster({site, entry->endpoint});
-      if (got.ok()) break;
+      if (got.ok() && *got) break;
       if (absl::IsInvalidArgument(got.status()))
         LogWarning(absl::StrCat("roster from ", site, " not taken: ", got.status().message()));
     }
+  }
   return out;
 }
 

@@ -2,8 +2,6 @@
 
 #include <cmath>
 #include <limits>
-#include <map>
-#include <mutex>
 #include <string>
 #include <vector>
 
