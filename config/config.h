@@ -10,14 +10,24 @@
 #include <map>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
+#include "daemon/balance/choice.h"
+#include "daemon/balance/modes.h"
 #include "daemon/common/log.h"
 #include "daemon/common/trusted_path.h"
 
 namespace hyperfed::config {
+
+// Who the web view on site.metrics_listen answers (docs/operations.md,
+// "Web view"): clients on this machine, any client, none.
+enum class WebAccess { kOff, kLoopback, kOn };
+// "loopback" | "on" | "off"; InvalidArgument otherwise.
+absl::StatusOr<WebAccess> ParseWebAccess(std::string_view name);
+std::string_view WebAccessName(WebAccess w);
 
 struct SiteConfig {
   std::string id;              // unique in the roster; [A-Za-z0-9._-]{1,64}
@@ -25,9 +35,7 @@ struct SiteConfig {
   std::string listen;          // host:port the gRPC server binds
   std::string advertise;       // host:port peers dial (default: listen)
   std::string metrics_listen;  // host:port of the Prometheus endpoint and the web view ("" = off)
-  // Who the web view on metrics_listen answers: "loopback" (clients on
-  // this machine), "on" (any client), "off" (docs/operations.md, "Web view").
-  std::string web = "loopback";
+  WebAccess web = WebAccess::kLoopback;
   // Host names the web view answers to besides IP addresses and
   // "localhost" (comma-separated, e.g. the name a TLS proxy passes on): a
   // request naming any other Host is refused, so that a page whose name an
@@ -116,9 +124,9 @@ struct CapacityConfig {
 };
 
 struct BalancerConfig {
-  // Round mode: a name in the registry of round modes (daemon/balance/modes.h,
-  // docs/design.md §5): "exact" (the default), "improved-dem", "mcwa".
-  std::string algorithm = "exact";
+  // Round mode: an entry of the registry of round modes
+  // (daemon/balance/modes.h, docs/design.md §5); never null.
+  const balance::RoundMode* algorithm = balance::FindRoundMode(balance::kDefaultRoundMode);
   absl::Duration interval = absl::Seconds(30);  // timer rounds; 0 = off
   int64_t underload_threshold = 0;              // a site below this many pending jobs asks for a round; 0 = off
   int64_t min_imbalance = 1;                    // skip a timer round when max_share_error < this
@@ -126,9 +134,9 @@ struct BalancerConfig {
   absl::Duration peer_timeout = absl::Seconds(5);   // no heartbeat for this long: peer down
   absl::Duration step_timeout = absl::Seconds(10);  // a round step waits this long for a peer
   int64_t max_batch = 1000;                         // jobs per Transfer call, 1..100000
-  // Which jobs a round moves (docs/algorithms.md, "Jobs that gain"): "gain"
-  // (those whose estimated start improves most; the default) or "newest".
-  std::string job_choice = "gain";
+  // Which jobs a round moves (docs/algorithms.md, "Jobs that gain"): those
+  // whose estimated start improves most, or the most recently queued.
+  balance::JobChoice job_choice = balance::JobChoice::kGain;
   // A job that arrived by a move (a round's or a placement's) this recently
   // moves again only when it starts at least placement_margin sooner.
   absl::Duration hysteresis = absl::Minutes(10);

@@ -277,9 +277,11 @@ int Federation(std::map<std::string, std::string> f) {
     return UsageError(absl::StrCat("bad --faults '", o.faults, "': one of ", absl::StrJoin(profiles, ", ")));
   if (f.count("algorithm")) o.algorithm = f["algorithm"];
   if (auto st = hyperfed::balance::CheckRoundMode(o.algorithm); !st.ok()) return UsageError(std::string(st.message()));
-  if (f.count("job-choice")) o.job_choice = f["job-choice"];
-  if (o.job_choice != "newest" && o.job_choice != "gain")
-    return UsageError(absl::StrCat("bad --job-choice '", o.job_choice, "': newest or gain"));
+  if (f.count("job-choice")) {
+    auto choice = hyperfed::balance::ParseJobChoice(f["job-choice"]);
+    if (!choice.ok()) return UsageError(absl::StrCat("bad --job-choice: ", choice.status().message()));
+    o.job_choice = *choice;
+  }
   o.full_trace = f.count("trace") > 0;
   // Every site keeps its journal and queue in SQLite: in memory-backed
   // /dev/shm when there is one.
@@ -337,11 +339,12 @@ int Federation(std::map<std::string, std::string> f) {
       std::printf("  trace of seed %llu (%s; hash of every line %016llx):\n", static_cast<unsigned long long>(r.seed),
                   o.full_trace ? "every line" : "its last lines", static_cast<unsigned long long>(r.trace_hash));
       for (const std::string& t : r.trace) std::printf("    %s\n", t.c_str());
-      std::printf("  replay: hyperfed-sim federation --sites %d --seeds %llu..%llu --faults %s --rounds %d "
-                  "--algorithm %s --job-choice %s --latency-ms %d --heartbeat-ms %d --jobs-per-site %d --trace\n",
-                  o.sites, static_cast<unsigned long long>(r.seed), static_cast<unsigned long long>(r.seed),
-                  o.faults.c_str(), o.rounds, o.algorithm.c_str(), o.job_choice.c_str(), latency_ms,
-                  heartbeat_ms, o.jobs_per_site);
+      std::printf(
+          "  replay: hyperfed-sim federation --sites %d --seeds %llu..%llu --faults %s --rounds %d "
+          "--algorithm %s --job-choice %s --latency-ms %d --heartbeat-ms %d --jobs-per-site %d --trace\n",
+          o.sites, static_cast<unsigned long long>(r.seed), static_cast<unsigned long long>(r.seed), o.faults.c_str(),
+          o.rounds, o.algorithm.c_str(), std::string(hyperfed::balance::JobChoiceName(o.job_choice)).c_str(),
+          latency_ms, heartbeat_ms, o.jobs_per_site);
     }
     std::fflush(stdout);
   });

@@ -44,7 +44,7 @@ absl::StatusOr<std::string> Coordinator::Begin(bool dry_run, const std::string& 
   const std::shared_ptr<const config::Roster> roster = live_->roster();
   if (!roster->FindSite(self_))
     return absl::FailedPreconditionError(absl::StrCat("this site is not in roster version ", roster->version));
-  const std::string name = mode_name.empty() ? settings.algorithm : mode_name;
+  const std::string name = mode_name.empty() ? std::string(settings.algorithm->name()) : mode_name;
   const balance::RoundMode* mode = balance::FindRoundMode(name);
   if (!mode) return balance::CheckRoundMode(name);
   // Every participant would decline it (Participant::OnStartRound).

@@ -294,9 +294,7 @@ NextRound Site::Next() const {
   NextRound next;
   next.faults = membership_.FaultLabels();
   const balance::RoundShape shape{membership_.dimension(), {next.faults.begin(), next.faults.end()}};
-  const std::string algorithm = live_->balancer().algorithm;
-  const balance::RoundMode* mode = balance::FindRoundMode(algorithm);
-  next.mode = mode ? mode->Describe(shape) : algorithm;
+  next.mode = live_->balancer().algorithm->Describe(shape);
   if (!next.faults.empty()) {
     auto topo = balance::Topology::Hypercube(shape.dimension, shape.faults);
     if (topo.ok())

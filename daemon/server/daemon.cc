@@ -24,6 +24,7 @@
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
 #include "absl/strings/strip.h"
+#include "config/settings.h"
 #include "daemon/common/log.h"
 #include "daemon/scheduler/exec_adapter.h"
 #include "daemon/scheduler/sim_adapter.h"
@@ -278,10 +279,7 @@ absl::StatusOr<int> Daemon::Start() {
     return absl::UnavailableError(absl::StrCat("cannot listen on ", config_.site.listen, " (in use?)"));
   }
   if (!config_.site.metrics_listen.empty()) {
-    const WebAccess access = config_.site.web == "on"    ? WebAccess::kOn
-                             : config_.site.web == "off" ? WebAccess::kOff
-                                                         : WebAccess::kLoopback;
-    const WebView web(server_->InProcessChannel(grpc::ChannelArguments()), access,
+    const WebView web(server_->InProcessChannel(grpc::ChannelArguments()), config_.site.web,
                       absl::StrSplit(config_.site.web_hosts, ',', absl::SkipWhitespace()));
     auto m = MetricsServer::Start(
         config_.site.metrics_listen, [this] { return RenderMetrics(); }, absl::Seconds(2),
@@ -312,7 +310,7 @@ absl::StatusOr<int> Daemon::Start() {
                        self ? absl::StrCat("label ", self->label) : std::string("not in the roster yet"),
                        ", roster version ", roster->version, ": ", roster->sites.size(), " sites in a ",
                        roster->Dimension(), "-cube, adapter ", config_.scheduler.adapter, ", mode ",
-                       config_.balancer.algorithm, ", protocol ", ProtocolVersion(), ")"));
+                       std::string(config_.balancer.algorithm->name()), ", protocol ", ProtocolVersion(), ")"));
   if (!config_.seeds.empty()) join_ = std::thread([this] { JoinLoop(); });
   return port;
 }
@@ -353,24 +351,23 @@ absl::StatusOr<std::string> Daemon::Reload(const std::string& path) {
   auto differs = [&](bool changed, const char* key) {
     if (changed) restart.push_back(key);
   };
-  differs(n.site != o.site, "site");
+  // Every key of the settings tables (config/settings.h) says whether it
+  // changes at once or needs a restart. The balancer's live values may
+  // differ from the file's last read, so they are compared with the live ones.
+  config::Config before = o;
+  before.balancer = live_->balancer();
+  const std::vector<config::SettingChange> settings = config::ChangedSettings(before, n);
+  for (const config::SettingChange& c : settings)
+    if (c.change == config::Change::kRestart) restart.push_back(c.key);
   // The YAML's roster is version 0: once a signed one is in force it is not
   // read, and an edit to it blocks no reload.
   const bool yaml_roster_used = live_->roster()->version == 0;
   differs(yaml_roster_used && n.roster.sites != o.roster.sites,
           "roster (a running federation changes it with `hyperfedctl roster`)");
   differs(n.seeds != o.seeds, "seeds");
-  differs(n.capacity != o.capacity, "capacity");
+  differs(n.federation != o.federation, "federation");
   differs(n.scheduler.adapter != o.scheduler.adapter, "scheduler.adapter");
   differs(n.state_dir != o.state_dir, "state_dir");
-  differs(n.security != o.security, "security");
-  differs(n.log != o.log, "log");
-  const config::BalancerConfig& nb = n.balancer;
-  const config::BalancerConfig ob = live_->balancer();
-  differs(nb.max_batch != ob.max_batch, "balancer.max_batch");
-  differs(nb.job_choice != ob.job_choice, "balancer.job_choice");
-  differs(nb.hysteresis != ob.hysteresis, "balancer.hysteresis");
-  differs(nb.placement_margin != ob.placement_margin, "balancer.placement_margin");
   if (!restart.empty())
     return absl::FailedPreconditionError(
         absl::StrCat(path, ": not reloaded, nothing changed: ", absl::StrJoin(restart, ", "),
@@ -410,20 +407,7 @@ absl::StatusOr<std::string> Daemon::Reload(const std::string& path) {
     next_adapter = *std::move(made);
   }
   std::vector<std::string> changed;
-  auto note = [&](bool diff, const char* key, const std::string& from, const std::string& to) {
-    if (diff) changed.push_back(absl::StrCat("balancer.", key, " ", from, " -> ", to));
-  };
-  auto dur = [](absl::Duration d) { return absl::FormatDuration(d); };
-  note(nb.algorithm != ob.algorithm, "algorithm", ob.algorithm, nb.algorithm);
-  note(nb.interval != ob.interval, "interval", dur(ob.interval), dur(nb.interval));
-  note(nb.underload_threshold != ob.underload_threshold, "underload_threshold", absl::StrCat(ob.underload_threshold),
-       absl::StrCat(nb.underload_threshold));
-  note(nb.min_imbalance != ob.min_imbalance, "min_imbalance", absl::StrCat(ob.min_imbalance),
-       absl::StrCat(nb.min_imbalance));
-  note(nb.heartbeat_interval != ob.heartbeat_interval, "heartbeat_interval", dur(ob.heartbeat_interval),
-       dur(nb.heartbeat_interval));
-  note(nb.peer_timeout != ob.peer_timeout, "peer_timeout", dur(ob.peer_timeout), dur(nb.peer_timeout));
-  note(nb.step_timeout != ob.step_timeout, "step_timeout", dur(ob.step_timeout), dur(nb.step_timeout));
+  for (const config::SettingChange& c : settings) changed.push_back(absl::StrCat(c.key, " ", c.from, " -> ", c.to));
   if (next_adapter) {
     std::vector<std::string> options;
     for (const auto& [k, v] : n.scheduler.options) {
@@ -437,8 +421,8 @@ absl::StatusOr<std::string> Daemon::Reload(const std::string& path) {
       return absl::UnavailableError(absl::StrCat(path, ": not reloaded, nothing changed: ", why));
     adapter_->Swap(std::move(next_adapter));  // calls in flight finish on the old one
   }
-  live_->SetBalancer(nb);
-  config_.balancer = nb;
+  live_->SetBalancer(n.balancer);
+  config_.balancer = n.balancer;
   config_.scheduler = n.scheduler;
   return changed.empty() ? std::string("nothing changed") : absl::StrJoin(changed, ", ");
 }

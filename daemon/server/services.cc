@@ -256,7 +256,7 @@ grpc::Status AdminService::Status(grpc::ServerContext* ctx, const v1::StatusRequ
   const std::vector<federation::PeerInfo> view = d_.site->View();
   auto last = d_.site->LastRound();
   reply->set_site(d_.config->site.id);
-  reply->set_algorithm(d_.live->balancer().algorithm);
+  reply->set_algorithm(std::string(d_.live->balancer().algorithm->name()));
   reply->set_insecure(d_.config->security.insecure);
   if (last) {
     reply->set_last_round(last->id);

@@ -92,9 +92,8 @@ absl::StatusOr<SiteStack> OpenSiteStack(const config::Config& config, federation
   s.journal = *std::move(journal);
   s.migrator = std::make_unique<migration::Migrator>(config.site.id, s.adapter.get(), s.journal.get(), transport, env,
                                                      config.balancer.max_batch);
-  auto choice = balance::ParseJobChoice(config.balancer.job_choice);  // checked with the config
   s.mover = std::make_unique<MigratorMover>(
-      s.migrator.get(), migration::Migrator::ChoiceRules{.choice = choice.ok() ? *choice : balance::JobChoice::kGain,
+      s.migrator.get(), migration::Migrator::ChoiceRules{.choice = config.balancer.job_choice,
                                                          .hysteresis = config.balancer.hysteresis,
                                                          .recent_margin = config.balancer.placement_margin});
   s.site = std::make_unique<federation::Site>(config, live, s.adapter.get(), s.mover.get(), peers, env);

@@ -22,13 +22,15 @@
 #include <string>
 #include <vector>
 
+#include "config/config.h"
+
 namespace httplib {
 class Server;
 }
 
 namespace hyperfed::server {
 
-enum class WebAccess { kOff, kLoopback, kOn };
+using config::WebAccess;  // site.web
 
 // Whether a request's Host header (with or without a port) names this page:
 // an IP address, "localhost", or one of `hosts` (case-insensitive). Any

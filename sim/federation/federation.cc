@@ -217,7 +217,9 @@ void Federation::Build() {
     e.endpoint = absl::StrCat("sim-", label, ":7100");
     roster.push_back(e);
   }
-  balancer_.algorithm = o_.algorithm;
+  // Checked by the caller (hyperfed-sim federation's --algorithm).
+  balancer_.algorithm = balance::FindRoundMode(o_.algorithm);
+  if (!balancer_.algorithm) balancer_.algorithm = balance::FindRoundMode(balance::kDefaultRoundMode);
   balancer_.interval = absl::ZeroDuration();  // the operator starts rounds
   balancer_.job_choice = o_.job_choice;
   balancer_.hysteresis = absl::ZeroDuration();

@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "absl/time/time.h"
+#include "daemon/balance/choice.h"
 
 namespace hyperfed::fedsim {
 
@@ -26,7 +27,7 @@ struct FederationOptions {
   std::string faults = "none";  // a profile: none, crash, network, all
   int rounds = 3;               // the last one after the faults stop
   std::string algorithm = "exact";
-  std::string job_choice = "gain";                 // the daemon's default (config::BalancerConfig)
+  balance::JobChoice job_choice = balance::JobChoice::kGain;  // the daemon's default (config::BalancerConfig)
   absl::Duration latency = absl::Milliseconds(2);  // per message, one way
   int jobs_per_site = 40;                          // on average, at the start
   // balancer.heartbeat_interval (peer_timeout: 5 of them); zero:
