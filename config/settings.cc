@@ -10,7 +10,6 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
-#include "absl/strings/str_replace.h"
 #include "absl/strings/str_split.h"
 #include "absl/strings/strip.h"
 #include "absl/time/time.h"
@@ -85,7 +84,12 @@ Setting<S> Number(absl::string_view name, double S::*m, Change change, absl::str
     x->*m = v;
     return std::string();
   };
-  s.format = [m](const S& x) { return absl::StrCat(x.*m); };
+  s.format = [m](const S& x) {
+    const double v = x.*m;
+    // Whole numbers as written ("1000000", not "1e+06").
+    if (v == std::floor(v) && std::fabs(v) < 1e15) return absl::StrCat(static_cast<int64_t>(v));
+    return absl::StrCat(v);
+  };
   return s;
 }
 
@@ -348,14 +352,17 @@ const std::vector<Setting<Seed>>& SeedSettings() {
 
 namespace {
 
+// `on_sighup`: what the column says for every row ("" = each row's Change).
 template <typename S>
-void AppendRows(std::string* out, absl::string_view section, const std::vector<Setting<S>>& table) {
+void AppendRows(std::string* out, absl::string_view section, const std::vector<Setting<S>>& table,
+                absl::string_view on_sighup = "") {
   static const S defaults{};
   for (const Setting<S>& s : table) {
     std::string def = s.required ? std::string("(required)") : s.format(defaults);
     if (def.empty()) def = "\"\"";
-    absl::StrAppend(out, "| `", section, ".", s.name, "` | ", absl::StrReplaceAll(s.type, {{"|", "\\|"}}), " | `", def,
-                    "` | ", s.change == Change::kLive ? "at once" : "restart", " | ", s.doc, " |\n");
+    const absl::string_view change = !on_sighup.empty() ? on_sighup : s.change == Change::kLive ? "at once" : "restart";
+    absl::StrAppend(out, "| `", section, ".", s.name, "` | ", s.type, " | `", def, "` | ", change, " | ", s.doc,
+                    " |\n");
   }
 }
 
@@ -379,7 +386,7 @@ std::string SettingsReference() {
   AppendRows(&out, "balancer", BalancerSettings());
   AppendRows(&out, "security", SecuritySettings());
   AppendRows(&out, "log", LogSettings());
-  AppendRows(&out, "roster[]", RosterEntrySettings());
+  AppendRows(&out, "roster[]", RosterEntrySettings(), "restart; a running federation: `hyperfedctl roster`");
   AppendRows(&out, "seeds[]", SeedSettings());
   return out;
 }

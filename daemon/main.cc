@@ -1,6 +1,7 @@
 // hyperfedd: the hyperfed daemon, one per site.
 //
 //   hyperfedd --config FILE [--check]
+//   hyperfedd --settings    (the reference table of every setting, Markdown)
 
 #include <sys/stat.h>
 
@@ -12,12 +13,13 @@
 #include "CLI/CLI.hpp"
 #include "absl/synchronization/mutex.h"
 #include "config/config.h"
+#include "config/settings.h"
 #include "daemon/common/log.h"
 #include "daemon/server/daemon.h"
 
 namespace {
 
-constexpr char kUsage[] = "usage: hyperfedd --config FILE [--check]\n";
+constexpr char kUsage[] = "usage: hyperfedd --config FILE [--check] | --settings\n";
 
 int Usage(const std::string& msg) {
   std::cerr << "hyperfedd: " << msg << "\n" << kUsage;
@@ -41,21 +43,26 @@ int main(int argc, char** argv) {
   CLI::App app("the hyperfed daemon, one per site", "hyperfedd");
   app.option_defaults()->multi_option_policy(CLI::MultiOptionPolicy::TakeLast);
   app.allow_extras();  // a word nobody takes is reported below, before a missing --config
-  app.add_option("--config", config_path, "the site's configuration (YAML)")->type_name("FILE")->required();
+  bool settings = false;
+  app.add_option("--config", config_path, "the site's configuration (YAML)")->type_name("FILE");
   app.add_flag("--check", check, "check the configuration and exit");
+  app.add_flag("--settings", settings, "print the reference table of every setting (docs/operations.md) and exit");
   std::string error;
   try {
     app.parse(argc, argv);
   } catch (const CLI::CallForHelp&) {
     std::cout << kUsage;
     return 0;
-  } catch (const CLI::RequiredError&) {
-    error = "--config FILE is required";
   } catch (const CLI::ParseError& e) {
     error = e.what();
   }
   if (auto extra = app.remaining(); !extra.empty()) return Usage("unknown argument '" + extra.front() + "'");
   if (!error.empty()) return Usage(error);
+  if (settings) {
+    std::cout << hyperfed::config::SettingsReference();
+    return 0;
+  }
+  if (config_path.empty()) return Usage("--config FILE is required");
   auto config = hyperfed::config::LoadConfig(config_path);
   if (!config.ok()) {
     std::cerr << "hyperfedd: " << config.status().message() << "\n";
