@@ -275,7 +275,7 @@ class Mailbox {
   // and returns this site's rows; DeadlineExceeded when it does not get
   // there in `timeout`. Other kinds store the rows and return nothing.
   // FailedPrecondition for a round older than the open one. Only what the
-  // round can expect is taken (docs/design.md §6.6): exchanges and barriers
+  // round can expect is taken (docs/design.md §6.4): exchanges and barriers
   // from the partner across their dimension, UP and DOWN from a cube
   // neighbour, at most 2^dimension rows (one, the sender's, for
   // PHASE_DONE), each message once (AlreadyExists for a second), and

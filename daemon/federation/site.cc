@@ -550,7 +550,10 @@ absl::StatusOr<std::vector<std::string>> Site::ExplainJob(const std::string& job
     out.push_back(absl::StrCat("in the last round (", rep->round_id, ") this site had ", rep->load_before,
                                " movable jobs and a quota of ", rep->quota, ": ",
                                rep->load_before > rep->quota
-                                   ? absl::StrCat(rep->load_before - rep->quota, " moved out, ", migration::kMoveOrder)
+                                   ? absl::StrCat(rep->load_before - rep->quota, " to leave, ",
+                                                  config_.balancer.job_choice == balance::JobChoice::kGain
+                                                      ? "those whose estimated start gains most elsewhere first"
+                                                      : migration::kMoveOrder)
                                    : "none had to leave"));
   } else {
     out.push_back("no round has run at this site since it started");

@@ -57,8 +57,9 @@
 // lost and never twice. GiveUp journals ABORTING first (so the decision
 // survives a crash) and then sends Abort; only an answered Abort releases
 // holds. A Transfer answered with a final refusal (kInvalidArgument,
-// kFailedPrecondition, kAborted: the destination refuses the request itself)
-// also leads to ABORTING, never to a release without an Abort answer.
+// kFailedPrecondition, kAborted, kAlreadyExists: IsFinalRefusal; the
+// destination refuses the request itself) also leads to ABORTING, never to
+// a release without an Abort answer.
 // ForceRelease is the operator's override: it releases without an answer
 // (journaled FORCED) and the caller must say that the destination may run
 // the jobs too.
@@ -161,8 +162,11 @@ inline constexpr int64_t kDefaultAdapterChunk = 1000;
 inline constexpr int64_t kBatchesInFlight = 4;
 
 // Limits for requests from peers (docs/design.md §8: bounded batches).
-// The migrator's choice of jobs (docs/design.md §7): why it would not pick
-// `job`, in words ("" when the job may move), and the order it picks in.
+// Why the migrator would not move `job`, in words ("" when it may move;
+// docs/design.md §3), and the order MigrateOut takes jobs in when it is
+// not given them (JobMover::MoveJobs). A round's jobs are picked by Choose
+// under balancer.job_choice (default gain: the largest estimated gain
+// first), and MigrateOut is given them.
 std::string WhyNotMovable(const scheduler::Job& job);
 inline constexpr char kMoveOrder[] = "the most recently queued first";
 

@@ -111,7 +111,10 @@ absl::Status PeerHandlers::Exchange(const std::string& caller, const v1::Exchang
       if (req.phase() != 0) return Invalid("EXCHANGE and BARRIER carry no phase");
       break;
     case v1::ExchangeRequest::PHASE_DONE:
-      // A plan has at most 3n phases (docs/design.md §6.5).
+      // mcwa's plan has 2T + k phases (McwaPlanOn: T the tree depth, k the
+      // subcube's dimension; docs/design.md §6.5). 3n + 1 bounds it while
+      // T + k <= n; a tree that detours around faults can be deeper
+      // (docs/design.md, "Checked against the code").
       if (req.phase() < 1 || req.phase() > 3 * n + 1)
         return Invalid(absl::StrCat("phase ", req.phase(), " out of range"));
       if (req.dimension() != 0) return Invalid("PHASE_DONE carries no dimension");
