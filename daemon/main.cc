@@ -15,6 +15,11 @@
 #include "config/config.h"
 #include "config/settings.h"
 #include "daemon/common/log.h"
+#include "daemon/scheduler/exec_adapter.h"
+#include "daemon/scheduler/gridengine_adapter.h"
+#include "daemon/scheduler/registry.h"
+#include "daemon/scheduler/sim_adapter.h"
+#include "daemon/scheduler/slurm_adapter.h"
 #include "daemon/server/daemon.h"
 
 namespace {
@@ -68,7 +73,14 @@ int main(int argc, char** argv) {
     std::cerr << "hyperfedd: " << config.status().message() << "\n";
     return 2;
   }
-  if (auto st = hyperfed::server::CheckRuntime(*config); !st.ok()) {
+  // The scheduler adapters this binary holds, one line each (a new adapter:
+  // its own files under daemon/scheduler/ and one line here).
+  hyperfed::scheduler::AdapterRegistry adapters;
+  hyperfed::scheduler::RegisterSimAdapter(&adapters);
+  hyperfed::scheduler::RegisterExecAdapter(&adapters);
+  hyperfed::scheduler::RegisterSlurmAdapter(&adapters);
+  hyperfed::scheduler::RegisterGridEngineAdapter(&adapters);
+  if (auto st = hyperfed::server::CheckRuntime(*config, adapters); !st.ok()) {
     std::cerr << "hyperfedd: " << st.message() << "\n";
     return 2;
   }
@@ -95,7 +107,7 @@ int main(int argc, char** argv) {
   pthread_sigmask(SIG_BLOCK, &set, nullptr);
   signal(SIGPIPE, SIG_IGN);
 
-  auto daemon = hyperfed::server::Daemon::Create(*config);
+  auto daemon = hyperfed::server::Daemon::Create(*config, &adapters);
   if (!daemon.ok()) {
     std::cerr << "hyperfedd: " << daemon.status().message() << "\n";
     return 1;

@@ -238,6 +238,9 @@ class JobMover {
   virtual absl::StatusOr<std::vector<std::string>> MovesOf(const std::string& key) {
     return std::vector<std::string>{};
   }
+  // Settles the moves its journal left half done (a crash, a peer that did
+  // not answer): the site's recovery loop calls it (Site, kRecoveryInterval).
+  virtual absl::Status Recover() { return absl::OkStatus(); }
 };
 
 // Messages of rounds that arrive before or while the round runs. The gRPC

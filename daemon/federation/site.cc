@@ -45,6 +45,7 @@ Site::~Site() { Stop(); }
 void Site::Start() {
   heartbeat_thread_ = env_->StartThread([this] { Loop(&Site::HeartbeatOnce); });
   timer_thread_ = env_->StartThread([this] { Loop(&Site::TimerOnce); });
+  recovery_thread_ = env_->StartThread([this] { RecoveryLoop(); });
   // The placement loop starts with the first heartbeat that finds
   // placement on (HeartbeatOnce): a site with it off runs no third loop.
 }
@@ -60,6 +61,15 @@ void Site::PlacementLoop() {
     const absl::Duration period = live_->balancer().heartbeat_interval;
     std::unique_lock<std::mutex> l(mu_);
     env_->WaitFor(l, cv_, period, [this] { return stopping_ || place_now_; });
+  }
+}
+
+void Site::RecoveryLoop() {
+  std::unique_lock<std::mutex> l(mu_);
+  while (!env_->WaitFor(l, cv_, kRecoveryInterval, [this] { return stopping_; })) {
+    l.unlock();
+    if (auto st = mover_->Recover(); !st.ok()) LogError(absl::StrCat("migration recovery: ", st.message()));
+    l.lock();
   }
 }
 
@@ -145,6 +155,7 @@ void Site::Stop() {
   if (heartbeat_thread_) heartbeat_thread_->Join();
   if (timer_thread_) timer_thread_->Join();
   if (placement_thread_) placement_thread_->Join();
+  if (recovery_thread_) recovery_thread_->Join();
   coordinator_.Stop();
   participant_.Stop();
   history_.Close();

@@ -34,6 +34,10 @@
 
 namespace hyperfed::federation {
 
+// How often a site retries the migrations its journal left unsettled (its
+// recovery loop, Site::Start; a restart first recovers at once).
+inline constexpr absl::Duration kRecoveryInterval = absl::Seconds(5);
+
 // What the next round would run, for the status and topology views.
 struct NextRound {
   std::vector<int> faults;
@@ -193,6 +197,8 @@ class Site {
   // Runs `once` every heartbeat interval (as set when it returns), counted
   // from the start of each pass.
   void Loop(void (Site::*once)());
+  // Every kRecoveryInterval: mover_->Recover() (JobMover).
+  void RecoveryLoop();
 
   const config::Config config_;
   LiveConfig* live_;
@@ -230,7 +236,7 @@ class Site {
   std::condition_variable cv_;
   bool stopping_ = false;    // guarded by mu_
   bool place_now_ = false;   // guarded by mu_
-  std::unique_ptr<EnvThread> heartbeat_thread_, timer_thread_, placement_thread_;
+  std::unique_ptr<EnvThread> heartbeat_thread_, timer_thread_, placement_thread_, recovery_thread_;
 };
 
 }  // namespace hyperfed::federation

@@ -161,9 +161,9 @@ absl::StatusOr<ExecOptions> ParseExecOptions(const std::map<std::string, std::st
         const std::string op(absl::StripAsciiWhitespace(v));
         if (std::find(ExecOptionalOperations().begin(), ExecOptionalOperations().end(), op) ==
             ExecOptionalOperations().end()) {
-          return absl::InvalidArgumentError(absl::StrCat("scheduler option \"extra_operations\": \"", op,
-                                                         "\" is not an optional operation (",
-                                                         absl::StrJoin(ExecOptionalOperations(), ", "), ")"));
+          return OptionError("extra_operations", absl::StrCat("scheduler option \"extra_operations\": \"", op,
+                                                              "\" is not an optional operation (",
+                                                              absl::StrJoin(ExecOptionalOperations(), ", "), ")"));
         }
         extra.insert(op);
       }
@@ -173,8 +173,8 @@ absl::StatusOr<ExecOptions> ParseExecOptions(const std::map<std::string, std::st
     } else if (name == "timeout_ms") {
       int64_t ms = 0;
       if (!absl::SimpleAtoi(value, &ms) || ms < 1 || ms > kMaxTimeoutMs) {
-        return absl::InvalidArgumentError(absl::StrCat("scheduler option \"timeout_ms\": want an integer in [1, ",
-                                                       kMaxTimeoutMs, "], got \"", value, "\""));
+        return OptionError("timeout_ms", absl::StrCat("scheduler option \"timeout_ms\": want an integer in [1, ",
+                                                      kMaxTimeoutMs, "], got \"", value, "\""));
       }
       o.timeout = absl::Milliseconds(ms);
     } else if (name == "pass_env") {
@@ -182,8 +182,8 @@ absl::StatusOr<ExecOptions> ParseExecOptions(const std::map<std::string, std::st
         const std::string var(absl::StripAsciiWhitespace(v));
         if (var.empty() ||
             !std::all_of(var.begin(), var.end(), [](char c) { return absl::ascii_isalnum(c) || c == '_'; })) {
-          return absl::InvalidArgumentError(
-              absl::StrCat("scheduler option \"pass_env\": \"", var, "\" is not a variable name"));
+          return OptionError("pass_env",
+                             absl::StrCat("scheduler option \"pass_env\": \"", var, "\" is not a variable name"));
         }
         o.pass_env.push_back(var);
       }
@@ -196,7 +196,8 @@ absl::StatusOr<ExecOptions> ParseExecOptions(const std::map<std::string, std::st
         if (name == op + "_command") known = true;
       }
       if (!known) {
-        return absl::InvalidArgumentError(
+        return OptionError(
+            name,
             absl::StrCat("scheduler option \"", name,
                          "\" is unknown to the exec adapter (known: command, extra_operations, pass_env, timeout_ms, ",
                          "and OP_command for OP in ", absl::StrJoin(ExecOperations(), ", "), ", ",
@@ -206,8 +207,8 @@ absl::StatusOr<ExecOptions> ParseExecOptions(const std::map<std::string, std::st
     }
   }
   if (!extra.empty() && !have_common) {
-    return absl::InvalidArgumentError(
-        "scheduler option \"extra_operations\": names operations of \"command\", which is not set");
+    return OptionError("extra_operations",
+                       "scheduler option \"extra_operations\": names operations of \"command\", which is not set");
   }
   std::vector<std::string> ops = ExecOperations();
   for (const std::string& op : ExecOptionalOperations()) {
@@ -221,30 +222,31 @@ absl::StatusOr<ExecOptions> ParseExecOptions(const std::map<std::string, std::st
     if (auto it = per_op.find(key); it != per_op.end()) {
       auto split = SplitCommandLine(it->second);
       if (!split.ok()) {
-        return absl::InvalidArgumentError(absl::StrCat("scheduler option \"", key, "\": ", split.status().message()));
+        return OptionError(key, absl::StrCat("scheduler option \"", key, "\": ", split.status().message()));
       }
       argv = *std::move(split);
     } else if (have_common) {
       auto split = SplitCommandLine(common);
       if (!split.ok()) {
-        return absl::InvalidArgumentError(absl::StrCat("scheduler option \"command\": ", split.status().message()));
+        return OptionError("command", absl::StrCat("scheduler option \"command\": ", split.status().message()));
       }
       argv = *std::move(split);
       argv.push_back(op);
     } else {
-      return absl::InvalidArgumentError(
-          absl::StrCat("scheduler option \"", key, "\" (or \"command\") is required by the exec adapter"));
+      return OptionError(
+          key, absl::StrCat("scheduler option \"", key, "\" (or \"command\") is required by the exec adapter"));
     }
     // A path that cannot run is a config error now, not a failed round later.
     if (argv[0].find('/') != std::string::npos && access(argv[0].c_str(), X_OK) != 0) {
-      return absl::InvalidArgumentError(absl::StrCat("scheduler option \"", per_op.contains(key) ? key : "command",
-                                                     "\": ", argv[0], " is not an executable file"));
+      return OptionError(per_op.contains(key) ? key : "command",
+                         absl::StrCat("scheduler option \"", per_op.contains(key) ? key : "command", "\": ", argv[0],
+                                      " is not an executable file"));
     }
     // The daemon runs it (as root on most sites): no one else may change it.
     if (argv[0].find('/') != std::string::npos)
       if (std::string why = CheckTrustedPath(argv[0]); !why.empty())
-        return absl::InvalidArgumentError(
-            absl::StrCat("scheduler option \"", per_op.contains(key) ? key : "command", "\": ", why));
+        return OptionError(per_op.contains(key) ? key : "command",
+                           absl::StrCat("scheduler option \"", per_op.contains(key) ? key : "command", "\": ", why));
     o.commands[op] = std::move(argv);
   }
   return o;

@@ -404,8 +404,7 @@ absl::StatusOr<GridEngineOptions> ParseGridEngineOptions(const std::map<std::str
       o.sge_cell = value;
     } else if (name == "qmaster_port" || name == "execd_port") {
       if (!value.empty() && !AllDigits(value))
-        return absl::InvalidArgumentError(
-            absl::StrCat("scheduler option \"", name, "\": want a port, got \"", value, "\""));
+        return OptionError(name, absl::StrCat("scheduler option \"", name, "\": want a port, got \"", value, "\""));
       (name == "qmaster_port" ? o.qmaster_port : o.execd_port) = value;
     } else if (name == "queue") {
       o.queue = value;
@@ -416,16 +415,17 @@ absl::StatusOr<GridEngineOptions> ParseGridEngineOptions(const std::map<std::str
     } else if (kCommon.contains(name)) {
       common[name] = value;
     } else {
-      return absl::InvalidArgumentError(absl::StrCat(
-          "scheduler option \"", name,
-          "\" is unknown to the gridengine adapter (known: bin_dir, deny_users, execd_port, mark_key, pe, "
-          "pin_marker, qmaster_port, queue, run_as, run_as_account, script_dir, sge_cell, sge_root, speed, "
-          "submit_dir, timeout, uid_max, uid_min, users, users_map, workdir_policy)"));
+      return OptionError(
+          name, absl::StrCat(
+                    "scheduler option \"", name,
+                    "\" is unknown to the gridengine adapter (known: bin_dir, deny_users, execd_port, mark_key, pe, "
+                    "pin_marker, qmaster_port, queue, run_as, run_as_account, script_dir, sge_cell, sge_root, speed, "
+                    "submit_dir, timeout, uid_max, uid_min, users, users_map, workdir_policy)"));
     }
   }
-  if (o.sge_root.empty()) return absl::InvalidArgumentError("scheduler option \"sge_root\": required (SGE_ROOT)");
+  if (o.sge_root.empty()) return OptionError("sge_root", "scheduler option \"sge_root\": required (SGE_ROOT)");
   if (o.queue.empty() || o.pe.empty())
-    return absl::InvalidArgumentError("scheduler options \"queue\" and \"pe\" may not be empty");
+    return OptionError("queue", "scheduler options \"queue\" and \"pe\" may not be empty");
   std::string deny = common["deny_users"];
   for (const char* u : kGridEngineDeniedUsers) absl::StrAppend(&deny, deny.empty() ? "" : ",", u);
   common["deny_users"] = deny;
@@ -442,7 +442,8 @@ absl::StatusOr<std::unique_ptr<GridEngineAdapter>> GridEngineAdapter::Open(const
   std::string key_path = o->common.mark_key;
   if (key_path.empty() && !ctx.state_dir.empty()) key_path = ctx.state_dir + "/mark.key";
   if (key_path.empty()) {
-    return absl::InvalidArgumentError(
+    return OptionError(
+        "mark_key",
         "scheduler option \"mark_key\": needed when the daemon has no state_dir (the migration mark's key)");
   }
   auto key = MarkKey::LoadOrCreate(key_path);

@@ -2,10 +2,26 @@
 
 #include <utility>
 
+#include "absl/strings/cord.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 
 namespace hyperfed::scheduler {
+
+namespace {
+constexpr char kOptionPayload[] = "type.hyperfed/scheduler.option";
+}  // namespace
+
+absl::Status OptionError(absl::string_view option, absl::string_view message) {
+  absl::Status st = absl::InvalidArgumentError(message);
+  st.SetPayload(kOptionPayload, absl::Cord(option));
+  return st;
+}
+
+std::string OptionOf(const absl::Status& st) {
+  const auto name = st.GetPayload(kOptionPayload);
+  return name ? std::string(*name) : std::string();
+}
 
 absl::Status AdapterRegistry::Register(std::string name, AdapterFactory factory, OptionsCheck check) {
   if (name.empty()) return absl::InvalidArgumentError("scheduler adapter name is empty");

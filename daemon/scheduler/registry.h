@@ -16,11 +16,21 @@
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
 #include "absl/synchronization/mutex.h"
 #include "daemon/common/env.h"
 #include "daemon/scheduler/adapter.h"
 
 namespace hyperfed::scheduler {
+
+// An error in the adapter option `option` (InvalidArgument with
+// `message`, which says `scheduler option "NAME": why`). The option's name
+// rides along (OptionOf), so that the daemon names the option's file and
+// line without reading the message; a missing option is blamed on the one
+// that needs it.
+absl::Status OptionError(absl::string_view option, absl::string_view message);
+// The option an OptionError names; "" for any other status.
+std::string OptionOf(const absl::Status& st);
 
 // What a factory gets to build an adapter.
 struct AdapterContext {

@@ -184,23 +184,23 @@ absl::StatusOr<SimOptions> ParseSimOptions(const std::map<std::string, std::stri
   auto positive_double = [](const std::string& name, const std::string& v, double* out) {
     double d = 0;
     if (!absl::SimpleAtod(v, &d) || !std::isfinite(d) || d <= 0) {
-      return absl::InvalidArgumentError(
-          absl::StrCat("scheduler option \"", name, "\": want a finite number > 0, got \"", v, "\""));
+      return OptionError(name,
+                         absl::StrCat("scheduler option \"", name, "\": want a finite number > 0, got \"", v, "\""));
     }
     *out = d;
     return absl::OkStatus();
   };
   // `slots` is the older name of `cores` (configs and tests still use it).
   if (options.contains("cores") && options.contains("slots")) {
-    return absl::InvalidArgumentError(
-        "scheduler options \"cores\" and \"slots\" are the same option (slots is its older name): give one");
+    return OptionError(
+        "cores", "scheduler options \"cores\" and \"slots\" are the same option (slots is its older name): give one");
   }
   for (const auto& [name, value] : options) {
     if (name == "cores" || name == "slots") {
       int64_t n = 0;
       if (!absl::SimpleAtoi(value, &n) || n < 1 || n > kMaxCores) {
-        return absl::InvalidArgumentError(absl::StrCat("scheduler option \"", name, "\": want an integer in [1, ",
-                                                       kMaxCores, "], got \"", value, "\""));
+        return OptionError(name, absl::StrCat("scheduler option \"", name, "\": want an integer in [1, ", kMaxCores,
+                                              "], got \"", value, "\""));
       }
       o.cores = n;
     } else if (name == "speed") {
@@ -210,9 +210,9 @@ absl::StatusOr<SimOptions> ParseSimOptions(const std::map<std::string, std::stri
     } else if (name == "pin_marker") {
       o.pin_marker = value;
     } else {
-      return absl::InvalidArgumentError(
-          absl::StrCat("scheduler option \"", name,
-                       "\" is unknown to the sim adapter (known: cores, pin_marker, slots, speed, time_scale)"));
+      return OptionError(
+          name, absl::StrCat("scheduler option \"", name,
+                             "\" is unknown to the sim adapter (known: cores, pin_marker, slots, speed, time_scale)"));
     }
   }
   return o;

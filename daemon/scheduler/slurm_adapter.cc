@@ -459,8 +459,8 @@ absl::Status ReadUsersMap(const std::string& path, std::map<std::pair<std::strin
 absl::Status ParseUid(const std::string& name, const std::string& value, uint32_t* out) {
   uint64_t v = 0;
   if (!absl::SimpleAtoi(value, &v) || v < 1 || v > 4294967294u) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("scheduler option \"", name, "\": want a uid in 1..4294967294, got \"", value, "\""));
+    return OptionError(
+        name, absl::StrCat("scheduler option \"", name, "\": want a uid in 1..4294967294, got \"", value, "\""));
   }
   *out = static_cast<uint32_t>(v);
   return absl::OkStatus();
@@ -494,13 +494,14 @@ absl::StatusOr<SlurmOptions> ParseSlurmOptions(const std::map<std::string, std::
       // The daemon runs sbatch and the rest from it, as root: no one else
       // may change them (docs/security.md, issue 34 finding 6f).
       if (std::string why = CheckTrustedPath(value); !why.empty())
-        return absl::InvalidArgumentError(absl::StrCat("scheduler option \"bin_dir\": ", why));
+        return OptionError("bin_dir", absl::StrCat("scheduler option \"bin_dir\": ", why));
       o.bin_dir = value;
     } else if (name == "timeout") {
       absl::Duration d;
       if (!absl::ParseDuration(value, &d) || d <= absl::ZeroDuration() || d > absl::Hours(1)) {
-        return absl::InvalidArgumentError(absl::StrCat(
-            "scheduler option \"timeout\": want a duration in (0, 1h] such as \"30s\", got \"", value, "\""));
+        return OptionError(
+            "timeout", absl::StrCat("scheduler option \"timeout\": want a duration in (0, 1h] such as \"30s\", got \"",
+                                    value, "\""));
       }
       o.timeout = d;
     } else if (name == "partitions") {
@@ -509,8 +510,8 @@ absl::StatusOr<SlurmOptions> ParseSlurmOptions(const std::map<std::string, std::
       o.users = SplitList(value);
     } else if (name == "run_as") {
       if (value != "owner" && value != "account") {
-        return absl::InvalidArgumentError(
-            absl::StrCat("scheduler option \"run_as\": want \"owner\" or \"account\", got \"", value, "\""));
+        return OptionError(
+            "run_as", absl::StrCat("scheduler option \"run_as\": want \"owner\" or \"account\", got \"", value, "\""));
       }
       o.run_as = value == "owner" ? SlurmRunAs::kOwner : SlurmRunAs::kAccount;
     } else if (name == "users_map") {
@@ -519,16 +520,16 @@ absl::StatusOr<SlurmOptions> ParseSlurmOptions(const std::map<std::string, std::
         o.same_name = true;
       } else if (std::string why = CheckTrustedPath(value); !why.empty()) {
         // Who a peer's job runs as: no one else may add a line.
-        return absl::InvalidArgumentError(absl::StrCat("scheduler option \"users_map\": ", why));
+        return OptionError("users_map", absl::StrCat("scheduler option \"users_map\": ", why));
       } else if (auto st = ReadUsersMap(value, &o.users_map); !st.ok()) {
-        return absl::InvalidArgumentError(absl::StrCat("scheduler option \"users_map\": ", st.message()));
+        return OptionError("users_map", absl::StrCat("scheduler option \"users_map\": ", st.message()));
       } else {
         o.users_map_file = value;
       }
     } else if (name == "run_as_account") {
       if (!SaneUserName(value)) {
-        return absl::InvalidArgumentError(absl::StrCat("scheduler option \"run_as_account\": \"", value,
-                                                       "\" is not a user name ([a-z_][a-z0-9_-]{0,31})"));
+        return OptionError("run_as_account", absl::StrCat("scheduler option \"run_as_account\": \"", value,
+                                                          "\" is not a user name ([a-z_][a-z0-9_-]{0,31})"));
       }
       o.run_as_account = value;
     } else if (name == "mark_key") {
@@ -543,7 +544,8 @@ absl::StatusOr<SlurmOptions> ParseSlurmOptions(const std::map<std::string, std::
       o.pin_marker = value;
     } else if (name == "workdir_policy") {
       if (value != "keep" && value != "drop") {
-        return absl::InvalidArgumentError(
+        return OptionError(
+            "workdir_policy",
             absl::StrCat("scheduler option \"workdir_policy\": want \"keep\" or \"drop\", got \"", value, "\""));
       }
       o.keep_workdir = value == "keep";
@@ -554,68 +556,72 @@ absl::StatusOr<SlurmOptions> ParseSlurmOptions(const std::map<std::string, std::
     } else if (name == "deny_users") {
       for (const std::string& u : SplitList(value)) {
         if (!SaneUserName(u)) {
-          return absl::InvalidArgumentError(
-              absl::StrCat("scheduler option \"deny_users\": \"", u, "\" is not a user name ([a-z_][a-z0-9_-]{0,31})"));
+          return OptionError("deny_users", absl::StrCat("scheduler option \"deny_users\": \"", u,
+                                                        "\" is not a user name ([a-z_][a-z0-9_-]{0,31})"));
         }
         o.deny_users.insert(u);
       }
     } else if (name == "speed") {
       double d = 0;
       if (!absl::SimpleAtod(value, &d) || !std::isfinite(d) || d <= 0) {
-        return absl::InvalidArgumentError(
-            absl::StrCat("scheduler option \"speed\": want a finite number > 0, got \"", value, "\""));
+        return OptionError("speed",
+                           absl::StrCat("scheduler option \"speed\": want a finite number > 0, got \"", value, "\""));
       }
       o.speed = d;
     } else {
-      return absl::InvalidArgumentError(absl::StrCat(
-          "scheduler option \"", name,
-          "\" is unknown to the slurm adapter (known: bin_dir, deny_users, mark_key, partitions, pin_marker, "
-          "pinned_partitions, run_as, run_as_account, slurm_conf, speed, submit_account, submit_dir, "
-          "submit_partition, timeout, uid_max, uid_min, users, users_map, workdir_policy)"));
+      return OptionError(
+          name, absl::StrCat(
+                    "scheduler option \"", name,
+                    "\" is unknown to the slurm adapter (known: bin_dir, deny_users, mark_key, partitions, pin_marker, "
+                    "pinned_partitions, run_as, run_as_account, slurm_conf, speed, submit_account, submit_dir, "
+                    "submit_partition, timeout, uid_max, uid_min, users, users_map, workdir_policy)"));
     }
   }
   // Checked whatever check_combination says: the built-in deny list alone
   // refuses these (deny_users' additions are checked with the combination).
   for (const auto& [from, target] : o.users_map) {
     if (o.deny_users.contains(target.user)) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          "scheduler option \"users_map\": ", o.users_map_file, ":", target.line, ": local user \"", target.user,
-          "\" is listed in deny_users (a service account; docs/adapters.md, \"Who moved jobs run as\")"));
+      return OptionError(
+          "users_map",
+          absl::StrCat("scheduler option \"users_map\": ", o.users_map_file, ":", target.line, ": local user \"",
+                       target.user,
+                       "\" is listed in deny_users (a service account; docs/adapters.md, \"Who moved jobs run as\")"));
     }
   }
   if (o.deny_users.contains(o.run_as_account)) {
-    return absl::InvalidArgumentError(absl::StrCat("scheduler option \"run_as_account\": \"", o.run_as_account,
-                                                   "\" is listed in deny_users (a service account; "
-                                                   "docs/adapters.md, \"Who moved jobs run as\")"));
+    return OptionError("run_as_account", absl::StrCat("scheduler option \"run_as_account\": \"", o.run_as_account,
+                                                      "\" is listed in deny_users (a service account; "
+                                                      "docs/adapters.md, \"Who moved jobs run as\")"));
   }
   if (!check_combination) return o;
   if (o.uid_min > o.uid_max) {
-    return absl::InvalidArgumentError(absl::StrCat("scheduler option \"uid_max\": ", o.uid_max, " is below uid_min, ",
-                                                   o.uid_min, " (the defaults are login.defs' UID_MIN and UID_MAX)"));
+    return OptionError("uid_max", absl::StrCat("scheduler option \"uid_max\": ", o.uid_max, " is below uid_min, ",
+                                               o.uid_min, " (the defaults are login.defs' UID_MIN and UID_MAX)"));
   }
   if (o.run_as == SlurmRunAs::kOwner && !o.users_map_set) {
-    return absl::InvalidArgumentError(
-        "scheduler option \"run_as\": \"owner\" needs \"users_map\" (same-name, or a file of "
-        "\"remote_user local_user\" lines)");
+    return OptionError("run_as",
+                       "scheduler option \"run_as\": \"owner\" needs \"users_map\" (same-name, or a file of "
+                       "\"remote_user local_user\" lines)");
   }
   if (o.run_as == SlurmRunAs::kAccount && o.run_as_account.empty()) {
-    return absl::InvalidArgumentError(
-        "scheduler option \"run_as\": \"account\" needs \"run_as_account\" (an unprivileged local user)");
+    return OptionError(
+        "run_as", "scheduler option \"run_as\": \"account\" needs \"run_as_account\" (an unprivileged local user)");
   }
   if (o.run_as != SlurmRunAs::kOwner && o.users_map_set)
-    return absl::InvalidArgumentError("scheduler option \"users_map\": used only with run_as: owner");
+    return OptionError("users_map", "scheduler option \"users_map\": used only with run_as: owner");
   if (o.run_as != SlurmRunAs::kAccount && !o.run_as_account.empty())
-    return absl::InvalidArgumentError("scheduler option \"run_as_account\": used only with run_as: account");
+    return OptionError("run_as_account", "scheduler option \"run_as_account\": used only with run_as: account");
   if (!o.partitions.empty() && o.submit_partition.empty()) {
     // Without it sbatch puts a job in Slurm's default partition, which need
     // not be managed: every job hyperfed submits must land where it looks.
-    return absl::InvalidArgumentError(
-        "scheduler option \"submit_partition\": required when \"partitions\" is set (one of them)");
+    // Blamed on the option that needs it, the one the file sets.
+    return OptionError("partitions",
+                       "scheduler option \"submit_partition\": required when \"partitions\" is set (one of them)");
   }
   if (!o.submit_partition.empty() && !o.partitions.empty() && !o.partitions.contains(o.submit_partition)) {
-    return absl::InvalidArgumentError(absl::StrCat("scheduler option \"submit_partition\": \"", o.submit_partition,
-                                                   "\" is not one of \"partitions\"; hyperfed would lose "
-                                                   "sight of the jobs it submits"));
+    return OptionError("submit_partition", absl::StrCat("scheduler option \"submit_partition\": \"", o.submit_partition,
+                                                        "\" is not one of \"partitions\"; hyperfed would lose "
+                                                        "sight of the jobs it submits"));
   }
   return o;
 }
@@ -656,18 +662,19 @@ absl::Status CheckRunAsOptions(const SlurmOptions& o) {
     std::string buf;
     auto pw = LookUpUser(o.run_as_account, &buf);
     if (!pw.ok()) {
-      return absl::InvalidArgumentError(absl::StrCat("scheduler option \"run_as_account\": ", pw.status().message()));
+      return OptionError("run_as_account",
+                         absl::StrCat("scheduler option \"run_as_account\": ", pw.status().message()));
     }
     if (std::string why = WhyNotRunAs(o, o.run_as_account, pw->pw_uid, /*peer_chosen=*/false); !why.empty())
-      return absl::InvalidArgumentError(absl::StrCat("scheduler option \"run_as_account\": ", why));
+      return OptionError("run_as_account", absl::StrCat("scheduler option \"run_as_account\": ", why));
   }
   for (const auto& [from, target] : o.users_map) {
     std::string buf;
     auto pw = LookUpUser(target.user, &buf);
     if (!pw.ok()) continue;  // refused per job while it does not exist
     if (std::string why = WhyNotRunAs(o, target.user, pw->pw_uid, /*peer_chosen=*/true); !why.empty()) {
-      return absl::InvalidArgumentError(
-          absl::StrCat("scheduler option \"users_map\": ", o.users_map_file, ":", target.line, ": ", why));
+      return OptionError(
+          "users_map", absl::StrCat("scheduler option \"users_map\": ", o.users_map_file, ":", target.line, ": ", why));
     }
   }
   return absl::OkStatus();
@@ -679,7 +686,8 @@ absl::StatusOr<std::unique_ptr<SlurmAdapter>> SlurmAdapter::Open(const AdapterCo
   std::string key_path = o->mark_key;
   if (key_path.empty() && !ctx.state_dir.empty()) key_path = ctx.state_dir + "/mark.key";
   if (key_path.empty()) {
-    return absl::InvalidArgumentError(
+    return OptionError(
+        "mark_key",
         "scheduler option \"mark_key\": needed when the daemon has no state_dir (the migration mark's key)");
   }
   auto key = MarkKey::LoadOrCreate(key_path);

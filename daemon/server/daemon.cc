@@ -127,21 +127,14 @@ absl::StatusOr<int> LockStateDir(const std::string& dir) {
   return fd;
 }
 
-// An adapter's error names the option to blame (`scheduler option "NAME":
-// ...`); a missing option is blamed on the one that needs it, the first
-// option the message quotes that the config sets. The error then names that
-// option's file and line.
+// An adapter's error in an option (scheduler::OptionError) names that
+// option's file and line; any other error the file.
 absl::Status BlameOption(const config::Config& c, const absl::Status& st) {
-  const absl::string_view m = st.message();
-  for (size_t open = m.find('"'); open != absl::string_view::npos; open = m.find('"', open + 1)) {
-    const size_t close = m.find('"', open + 1);
-    if (close == absl::string_view::npos) break;
-    const std::string name(m.substr(open + 1, close - open - 1));
-    if (auto it = c.scheduler.option_lines.find(name); it != c.scheduler.option_lines.end())
-      return absl::InvalidArgumentError(absl::StrCat(c.path, ":", it->second, ": scheduler.options.", name, ": ", m));
-    open = close;
-  }
-  return absl::InvalidArgumentError(absl::StrCat(c.path, ": scheduler.options: ", m));
+  const std::string name = scheduler::OptionOf(st);
+  if (auto it = c.scheduler.option_lines.find(name); !name.empty() && it != c.scheduler.option_lines.end())
+    return absl::InvalidArgumentError(
+        absl::StrCat(c.path, ":", it->second, ": scheduler.options.", name, ": ", st.message()));
+  return absl::InvalidArgumentError(absl::StrCat(c.path, ": scheduler.options: ", st.message()));
 }
 
 // Linking gRPC's reflection library registers its plugin with every
@@ -170,12 +163,11 @@ absl::StatusOr<std::string> ReadToken(const std::string& path) {
 
 }  // namespace
 
-absl::Status CheckRuntime(const config::Config& c) {
-  auto r = BuiltinAdapters();
-  if (!r->Has(c.scheduler.adapter))
+absl::Status CheckRuntime(const config::Config& c, const scheduler::AdapterRegistry& adapters) {
+  if (!adapters.Has(c.scheduler.adapter))
     return absl::InvalidArgumentError(
         absl::StrCat(c.path, ": scheduler.adapter: unknown adapter '", c.scheduler.adapter, "'"));
-  if (auto st = r->CheckOptions(c.scheduler.adapter, c.scheduler.options); !st.ok()) return BlameOption(c, st);
+  if (auto st = adapters.CheckOptions(c.scheduler.adapter, c.scheduler.options); !st.ok()) return BlameOption(c, st);
   if (auto st = CheckStateDir(c.state_dir); !st.ok()) return st;
   if (auto tls = ReadTlsFiles(c.security); !tls.ok()) return tls.status();
   if (auto t = ReadToken(c.security.admin_token_file); !t.ok()) return t.status();
@@ -184,9 +176,11 @@ absl::Status CheckRuntime(const config::Config& c) {
   return absl::OkStatus();
 }
 
-absl::StatusOr<std::unique_ptr<Daemon>> Daemon::Create(const config::Config& config) {
+absl::StatusOr<std::unique_ptr<Daemon>> Daemon::Create(const config::Config& config,
+                                                       const scheduler::AdapterRegistry* adapters) {
   std::unique_ptr<Daemon> d(new Daemon);
   d->config_ = config;
+  d->adapters_ = adapters;
   ConfigureLog(config.site.id, config.log);
   if (auto st = PrepareStateDir(config.state_dir); !st.ok()) return st;
   auto lock = LockStateDir(config.state_dir);
@@ -200,7 +194,7 @@ absl::StatusOr<std::unique_ptr<Daemon>> Daemon::Create(const config::Config& con
   if (!tls.ok()) return tls.status();
   d->peers_ = std::make_unique<GrpcPeers>(config, d->live_.get(), *tls);
   d->peers_->SetRosterKeeper(d->roster_.get());
-  auto stack = OpenSiteStack(config, d->live_.get(), d->peers_.get(), d->peers_.get(), RealEnv::Get());
+  auto stack = OpenSiteStack(config, *adapters, d->live_.get(), d->peers_.get(), d->peers_.get(), RealEnv::Get());
   if (!stack.ok()) return stack.status();
   d->adapter_ = std::move(stack->adapter);
   d->journal_ = std::move(stack->journal);
@@ -296,14 +290,6 @@ absl::StatusOr<int> Daemon::Start() {
                          metrics_->port(), "/metrics"));
   }
   site_->Start();
-  recovery_ = std::thread([this] {
-    std::unique_lock<std::mutex> l(stop_mu_);
-    while (!stop_cv_.wait_for(l, absl::ToChronoSeconds(kRecoveryInterval), [this] { return stopping_.load(); })) {
-      l.unlock();
-      if (auto st = migrator_->Recover(); !st.ok()) LogError(absl::StrCat("migration recovery: ", st.message()));
-      l.lock();
-    }
-  });
   const std::shared_ptr<const config::Roster> roster = live_->roster();
   const config::RosterEntry* self = roster->FindSite(config_.site.id);
   LogInfo(absl::StrCat("serving on port ", port, " (",
@@ -311,7 +297,7 @@ absl::StatusOr<int> Daemon::Start() {
                        ", roster version ", roster->version, ": ", roster->sites.size(), " sites in a ",
                        roster->Dimension(), "-cube, adapter ", config_.scheduler.adapter, ", mode ",
                        std::string(config_.balancer.algorithm->name()), ", protocol ", ProtocolVersion(), ")"));
-  if (!config_.seeds.empty()) join_ = std::thread([this] { JoinLoop(); });
+  if (!config_.seeds.empty()) join_ = RealEnv::Get()->StartThread([this] { JoinLoop(); });
   return port;
 }
 
@@ -336,8 +322,7 @@ void Daemon::JoinLoop() {
                                 config_.site.advertise, "`; asking again every heartbeat interval"));
       l.lock();
     }
-    stop_cv_.wait_for(l, absl::ToChronoNanoseconds(live_->balancer().heartbeat_interval),
-                      [this] { return stopping_.load(); });
+    RealEnv::Get()->WaitFor(l, stop_cv_, live_->balancer().heartbeat_interval, [this] { return stopping_.load(); });
   }
 }
 
@@ -390,7 +375,7 @@ absl::StatusOr<std::string> Daemon::Reload(const std::string& path) {
     if (std::string why = unsettled(); !why.empty())
       return absl::UnavailableError(absl::StrCat(path, ": not reloaded, nothing changed: scheduler.options change ",
                                                  "only between migrations, and ", why, "; send SIGHUP again later"));
-    if (auto st = CheckRuntime(n); !st.ok()) {
+    if (auto st = CheckRuntime(n, *adapters_); !st.ok()) {
       // "FILE[:LINE]: KEY: why" as at start, saying that nothing changed.
       const std::string m(st.message());
       const size_t at = absl::StartsWith(m, path) ? m.find(": ", path.size()) : std::string::npos;
@@ -399,8 +384,8 @@ absl::StatusOr<std::string> Daemon::Reload(const std::string& path) {
                                          : absl::StrCat(m.substr(0, at), ": not reloaded, nothing changed: ",
                                                         m.substr(at + 2)));
     }
-    auto made = BuiltinAdapters()->Create(n.scheduler.adapter,
-                                          scheduler::AdapterContext{n.state_dir, n.scheduler.options, RealEnv::Get()});
+    auto made = adapters_->Create(n.scheduler.adapter,
+                                  scheduler::AdapterContext{n.state_dir, n.scheduler.options, RealEnv::Get()});
     if (!made.ok())
       return absl::InvalidArgumentError(
           absl::StrCat(path, ": not reloaded, nothing changed: scheduler.options: ", made.status().message()));
@@ -439,8 +424,7 @@ void Daemon::Shutdown() {
     std::lock_guard<std::mutex> l(stop_mu_);
   }
   stop_cv_.notify_all();
-  if (recovery_.joinable()) recovery_.join();
-  if (join_.joinable()) join_.join();
+  if (join_) join_->Join();
   site_->Stop();
   if (server_) server_->Shutdown(std::chrono::system_clock::now() + std::chrono::seconds(2));
   metrics_.reset();

@@ -37,11 +37,14 @@ inline constexpr size_t kServerMemoryBytes = size_t{32} << 20;
 // is or can be made a folder for this account alone, the TLS files and token
 // are readable. What only starting finds: a journal that cannot be opened, a
 // port in use, a state_dir another hyperfedd holds.
-absl::Status CheckRuntime(const config::Config& c);
+absl::Status CheckRuntime(const config::Config& c, const scheduler::AdapterRegistry& adapters);
 
 class Daemon {
  public:
-  static absl::StatusOr<std::unique_ptr<Daemon>> Create(const config::Config& config);
+  // `adapters`: main's registry of adapter factories; it must outlive the
+  // daemon (a reload makes new adapters from it).
+  static absl::StatusOr<std::unique_ptr<Daemon>> Create(const config::Config& config,
+                                                        const scheduler::AdapterRegistry* adapters);
   ~Daemon();
 
   // Starts serving. Returns the bound gRPC port.
@@ -65,6 +68,7 @@ class Daemon {
   void JoinLoop();
 
   config::Config config_;
+  const scheduler::AdapterRegistry* adapters_ = nullptr;
   int lock_fd_ = -1;  // <state_dir>/LOCK, locked while this daemon lives
   std::unique_ptr<federation::LiveConfig> live_;
   std::unique_ptr<RosterKeeper> roster_;
@@ -80,7 +84,7 @@ class Daemon {
   HealthService health_service_;
   std::unique_ptr<grpc::Server> server_;
   std::unique_ptr<MetricsServer> metrics_;
-  std::thread recovery_, join_;
+  std::unique_ptr<EnvThread> join_;  // JoinLoop, when the config gives seeds
   std::atomic<bool> stopping_{false};
   std::mutex stop_mu_;
   std::condition_variable stop_cv_;

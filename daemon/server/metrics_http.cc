@@ -12,7 +12,8 @@ namespace hyperfed::server {
 absl::StatusOr<std::unique_ptr<MetricsServer>> MetricsServer::Start(const std::string& listen,
                                                                     std::function<std::string()> render,
                                                                     absl::Duration refresh,
-                                                                    const std::function<void(httplib::Server*)>& routes) {
+                                                                    const std::function<void(httplib::Server*)>& routes,
+                                                                    const Env* env) {
   std::string host;
   int port = 0;
   if (!listen.empty() && listen[0] == '[') {
@@ -33,6 +34,7 @@ absl::StatusOr<std::unique_ptr<MetricsServer>> MetricsServer::Start(const std::s
   if (host == "*") host = "0.0.0.0";
 
   std::unique_ptr<MetricsServer> s(new MetricsServer);
+  s->env_ = env;
   s->refresh_ = refresh;
   s->render_ = std::move(render);
   s->text_ = s->render_();
@@ -63,11 +65,11 @@ absl::StatusOr<std::unique_ptr<MetricsServer>> MetricsServer::Start(const std::s
   const int bound = port == 0 ? h.bind_to_any_port(host) : (h.bind_to_port(host, port) ? port : -1);
   if (bound <= 0) return absl::UnavailableError(absl::StrCat("metrics endpoint ", listen, ": cannot listen (in use?)"));
   s->port_ = bound;
-  s->listener_ = std::thread([raw] { raw->http_->listen_after_bind(); });
+  s->listener_ = env->StartThread([raw] { raw->http_->listen_after_bind(); });
   // stop() is a no-op until the listener runs: wait for it, so that a
   // shutdown right after the start cannot miss it.
-  for (int i = 0; i < 2000 && !h.is_running(); ++i) std::this_thread::sleep_for(std::chrono::milliseconds(1));
-  s->refresher_ = std::thread([raw] { raw->RefreshLoop(); });
+  for (int i = 0; i < 2000 && !h.is_running(); ++i) env->SleepFor(absl::Milliseconds(1));
+  s->refresher_ = env->StartThread([raw] { raw->RefreshLoop(); });
   return s;
 }
 
@@ -77,9 +79,9 @@ MetricsServer::~MetricsServer() {
     stop_ = true;
   }
   cv_.notify_all();
-  if (refresher_.joinable()) refresher_.join();
+  if (refresher_) refresher_->Join();
   if (http_) http_->stop();
-  if (listener_.joinable()) listener_.join();
+  if (listener_) listener_->Join();
 }
 
 std::string MetricsServer::Current() const {
@@ -89,7 +91,7 @@ std::string MetricsServer::Current() const {
 
 void MetricsServer::RefreshLoop() {
   std::unique_lock<std::mutex> l(mu_);
-  while (!cv_.wait_for(l, absl::ToChronoMilliseconds(refresh_), [this] { return stop_; })) {
+  while (!env_->WaitFor(l, cv_, refresh_, [this] { return stop_; })) {
     l.unlock();
     std::string text = render_();  // may run scheduler commands: never under mu_
     l.lock();

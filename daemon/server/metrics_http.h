@@ -16,10 +16,10 @@
 #include <memory>
 #include <mutex>
 #include <string>
-#include <thread>
 
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
+#include "daemon/common/env.h"
 
 namespace httplib {
 class Server;
@@ -34,10 +34,11 @@ class MetricsServer {
  public:
   // Renders once, binds "host:port" (port 0 picks one) and serves the text
   // at /metrics, refreshed every `refresh`; `routes`, when given, adds more
-  // handlers (the web view, daemon/server/web.h) before it listens.
+  // handlers (the web view, daemon/server/web.h) before it listens. Its
+  // listener and its refresh loop are threads of `env` (docs/design.md §9).
   static absl::StatusOr<std::unique_ptr<MetricsServer>> Start(
       const std::string& listen, std::function<std::string()> render, absl::Duration refresh = absl::Seconds(2),
-      const std::function<void(httplib::Server*)>& routes = nullptr);
+      const std::function<void(httplib::Server*)>& routes = nullptr, const Env* env = RealEnv::Get());
   ~MetricsServer();
   int port() const { return port_; }
 
@@ -50,7 +51,8 @@ class MetricsServer {
   absl::Duration refresh_;
   std::function<std::string()> render_;
   std::unique_ptr<httplib::Server> http_;
-  std::thread listener_, refresher_;
+  const Env* env_ = nullptr;
+  std::unique_ptr<EnvThread> listener_, refresher_;
 
   mutable std::mutex mu_;
   std::condition_variable cv_;

@@ -1,10 +1,7 @@
 #include "daemon/server/site_stack.h"
 
 #include "absl/strings/str_cat.h"
-#include "daemon/scheduler/exec_adapter.h"
-#include "daemon/scheduler/gridengine_adapter.h"
 #include "daemon/scheduler/sim_adapter.h"
-#include "daemon/scheduler/slurm_adapter.h"
 #include "daemon/server/convert.h"
 #include "daemon/server/peer_client.h"
 
@@ -15,6 +12,7 @@ namespace {
 class MigratorMover : public federation::JobMover {
  public:
   MigratorMover(migration::Migrator* m, migration::Migrator::ChoiceRules rules) : m_(m), rules_(rules) {}
+  absl::Status Recover() override { return m_->Recover(); }
   absl::StatusOr<Result> MoveJobs(const std::string& dest, int64_t count, const std::string& round_id) override {
     return Summed(m_->MigrateOut(dest, count, round_id));
   }
@@ -70,21 +68,12 @@ class MigratorMover : public federation::JobMover {
 
 }  // namespace
 
-std::unique_ptr<scheduler::AdapterRegistry> BuiltinAdapters() {
-  auto r = std::make_unique<scheduler::AdapterRegistry>();
-  scheduler::RegisterSimAdapter(r.get());
-  scheduler::RegisterExecAdapter(r.get());
-  scheduler::RegisterSlurmAdapter(r.get());
-  scheduler::RegisterGridEngineAdapter(r.get());
-  return r;
-}
-
-absl::StatusOr<SiteStack> OpenSiteStack(const config::Config& config, federation::LiveConfig* live,
-                                        federation::PeerClient* peers, migration::PeerTransport* transport,
-                                        const Env* env) {
+absl::StatusOr<SiteStack> OpenSiteStack(const config::Config& config, const scheduler::AdapterRegistry& adapters,
+                                        federation::LiveConfig* live, federation::PeerClient* peers,
+                                        migration::PeerTransport* transport, const Env* env) {
   SiteStack s;
-  auto adapter = BuiltinAdapters()->Create(config.scheduler.adapter,
-                                           scheduler::AdapterContext{config.state_dir, config.scheduler.options, env});
+  auto adapter = adapters.Create(config.scheduler.adapter,
+                                 scheduler::AdapterContext{config.state_dir, config.scheduler.options, env});
   if (!adapter.ok()) return adapter.status();
   s.adapter = std::make_unique<scheduler::SwappableAdapter>(*std::move(adapter));
   auto journal = migration::Journal::Open(config.state_dir + "/journal.db");

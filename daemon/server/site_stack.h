@@ -23,13 +23,6 @@
 
 namespace hyperfed::server {
 
-// The adapter registry with every built-in adapter registered.
-std::unique_ptr<scheduler::AdapterRegistry> BuiltinAdapters();
-
-// How often a site retries the migrations its journal left unsettled (its
-// recovery loop; a restart first recovers at once).
-inline constexpr absl::Duration kRecoveryInterval = absl::Seconds(5);
-
 struct SiteStack {
   std::unique_ptr<scheduler::SwappableAdapter> adapter;  // a reload may replace the adapter inside
   std::unique_ptr<migration::Journal> journal;
@@ -39,10 +32,11 @@ struct SiteStack {
 };
 
 // Opens the adapter (config.scheduler) and the journal in config.state_dir
-// (which must exist) and wires the rest. `live`, `peers` and `transport`
+// (which must exist) and wires the rest; `adapters` (main's registry)
+// makes the adapter. `live`, `peers` and `transport`
 // must outlive the stack; the Site is not started.
-absl::StatusOr<SiteStack> OpenSiteStack(const config::Config& config, federation::LiveConfig* live,
-                                        federation::PeerClient* peers, migration::PeerTransport* transport,
-                                        const Env* env);
+absl::StatusOr<SiteStack> OpenSiteStack(const config::Config& config, const scheduler::AdapterRegistry& adapters,
+                                        federation::LiveConfig* live, federation::PeerClient* peers,
+                                        migration::PeerTransport* transport, const Env* env);
 
 }  // namespace hyperfed::server

@@ -115,7 +115,9 @@ struct Return {
 
 class Federation {
  public:
-  explicit Federation(const FederationOptions& o) : o_(o), world_(o.seed, kStart), net_(&world_) {}
+  explicit Federation(const FederationOptions& o) : o_(o), world_(o.seed, kStart), net_(&world_) {
+    scheduler::RegisterSimAdapter(&adapters_);
+  }
 
   SeedResult Run(const std::function<void(const SeedResult&)>& stopped);
   SeedResult Result(double cpu0);
@@ -165,6 +167,9 @@ class Federation {
   Profile profile_;
   World world_;
   SimNet net_;
+  // The simulation's adapters: the sim scheduler alone (the daemon's main
+  // registers its built-in ones).
+  scheduler::AdapterRegistry adapters_;
   std::vector<std::unique_ptr<SimSite>> sites_;
   std::map<std::string, SimSite*> by_id_;
   std::map<std::string, std::vector<std::pair<absl::Time, double>>> capacity_log_;
@@ -267,7 +272,8 @@ void Federation::Start(SimSite& s) {
   inc->env = std::make_unique<SimEnv>(&world_, inc->node, s.offset, s.drift);
   inc->live = std::make_unique<federation::LiveConfig>(s.config);
   inc->peers = std::make_unique<SimPeers>(&net_, s.id(), inc->env.get());
-  auto stack = server::OpenSiteStack(s.config, inc->live.get(), inc->peers.get(), inc->peers.get(), inc->env.get());
+  auto stack =
+      server::OpenSiteStack(s.config, adapters_, inc->live.get(), inc->peers.get(), inc->peers.get(), inc->env.get());
   if (!stack.ok()) World::Fatal(absl::StrCat("site ", s.id(), " does not open: ", stack.status().message()));
   inc->stack = *std::move(stack);
   server::ServiceDeps deps;
@@ -282,8 +288,9 @@ void Federation::Start(SimSite& s) {
   s.drained = false;  // an operator's drain does not outlive the daemon
   LogCapacity(s);
   net_.Up(s.id(), Endpoint{inc->node, inc->handlers.get()});
-  // As hyperfedd: recover what the journal left half done, start the
-  // loops, retry unsettled migrations every kRecoveryInterval.
+  // As hyperfedd: recover what the journal left half done, then start the
+  // site's loops (Site::Start: heartbeats, timer rounds, placement, and
+  // the recovery loop that retries unsettled migrations).
   SimSite* site = &s;
   world_.Spawn(inc->node, "main", [this, inc, site] {
     if (auto st = inc->stack.migrator->Recover(); !st.ok()) LogError(absl::StrCat("recovery: ", st.message()));
@@ -294,10 +301,6 @@ void Federation::Start(SimSite& s) {
     if (watch_ && watch_->incarnation_at_start.count(site->id()) && site->incarnations > 1)
       watch_->crash_or_restart[site->id()] = world_.now();
     if (site->incarnations > 1) returns_.push_back({site->id(), inc, world_.now(), "restart"});
-    while (true) {
-      inc->env->SleepFor(server::kRecoveryInterval);
-      if (auto st = inc->stack.migrator->Recover(); !st.ok()) LogError(absl::StrCat("recovery: ", st.message()));
-    }
   });
 }
 

@@ -152,6 +152,11 @@ class InProcessMover : public JobMover {
     r.shortfall = count - r.moved;
     return r;
   }
+  absl::Status Recover() override {
+    ++recovered;
+    return absl::OkStatus();
+  }
+  std::atomic<int> recovered{0};
 
  private:
   std::mutex mu_;
@@ -474,6 +479,27 @@ TEST_F(SiteTest, StopEndsTheLoopsAndAWaitingPartWithoutTimePassing) {
   ASSERT_TRUE(Eventually([&] { return env_.waiters() >= 3; })) << "two loops and the part wait";
   sites_[1]->Stop();
   EXPECT_EQ(env_.waiters(), 0);
+}
+
+// Site::Start runs the recovery loop (hyperfedd and the federation
+// simulation start every site so): the mover's Recover every
+// kRecoveryInterval of the site's clock, none before, none after Stop.
+TEST_F(SiteTest, StartRunsTheRecoveryLoopEveryRecoveryInterval) {
+  Make(2);
+  sites_[0]->Start();
+  // Heartbeat, timer and recovery loops all wait.
+  ASSERT_TRUE(Eventually([&] { return env_.waiters() >= 3; }));
+  env_.Advance(kRecoveryInterval - absl::Milliseconds(1));
+  ASSERT_TRUE(Eventually([&] { return env_.waiters() >= 3; }));
+  EXPECT_EQ(movers_[0]->recovered.load(), 0);
+  env_.Advance(absl::Milliseconds(1));
+  ASSERT_TRUE(Eventually([&] { return movers_[0]->recovered.load() == 1 && env_.waiters() >= 3; }));
+  env_.Advance(kRecoveryInterval);
+  ASSERT_TRUE(Eventually([&] { return movers_[0]->recovered.load() == 2 && env_.waiters() >= 3; }));
+  sites_[0]->Stop();
+  env_.Advance(3 * kRecoveryInterval);
+  EXPECT_EQ(movers_[0]->recovered.load(), 2);
+  EXPECT_EQ(movers_[1]->recovered.load(), 0) << "site 1 was never started";
 }
 
 TEST_F(SiteTest, OnlyTheCoordinatorThisSiteRecognisesStartsARound) {

@@ -25,7 +25,7 @@
 namespace hyperfed::testing {
 namespace {
 
-constexpr char kUsageLine[] = "usage: hyperfedd --config FILE [--check]\n";
+constexpr char kUsageLine[] = "usage: hyperfedd --config FILE [--check] | --settings\n";
 
 TEST(DaemonCliTest, UsageErrorsNameTheProblemAndExitTwo) {
   const std::string cases[][2] = {
@@ -50,6 +50,15 @@ TEST(DaemonCliTest, HelpPrintsTheUsageAndExitsZero) {
     EXPECT_EQ(o.code, 0) << o.text;
     EXPECT_EQ(o.text, kUsageLine);
   }
+}
+
+// The reference table of docs/operations.md ("Every setting"), with no
+// config needed.
+TEST(DaemonCliTest, SettingsPrintsTheReferenceTableAndExitsZero) {
+  Out o = Shell(absl::StrCat(HyperfeddPath(), " --settings"));
+  EXPECT_EQ(o.code, 0) << o.text;
+  EXPECT_EQ(o.text.rfind("| key | value | default | on SIGHUP | what it sets |\n", 0), 0u) << o.text;
+  EXPECT_NE(o.text.find("| `balancer.interval` | a duration | `30s` | at once |"), std::string::npos) << o.text;
 }
 
 TEST(DaemonCliTest, CheckTakesConfigInEitherSpelling) {

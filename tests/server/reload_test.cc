@@ -10,6 +10,8 @@
 #include "absl/strings/str_cat.h"
 #include "config/config.h"
 #include "config/settings.h"
+#include "daemon/scheduler/registry.h"
+#include "daemon/scheduler/sim_adapter.h"
 #include "daemon/server/daemon.h"
 #include "tests/config/test_files.h"
 
@@ -71,7 +73,9 @@ TEST(ReloadTest, EachSettingReloadsAtOnceOrIsRefusedByItsTableRow) {
   WriteFile(path, SiteYaml(state));
   auto c = config::LoadConfig(path);
   ASSERT_TRUE(c.ok()) << c.status();
-  auto d = Daemon::Create(*c);
+  scheduler::AdapterRegistry adapters;
+  scheduler::RegisterSimAdapter(&adapters);
+  auto d = Daemon::Create(*c, &adapters);
   ASSERT_TRUE(d.ok()) << d.status();
   int tried = 0;
   EachRowReloadsByItsChange(d->get(), path, state, "balancer", config::BalancerSettings(), &tried);
