@@ -545,7 +545,7 @@ TEST_F(SiteTest, AReportIsGivenOnlyToTheCoordinatorTheRoundIdNames) {
             absl::StatusCode::kPermissionDenied);
 }
 
-// Issue 33 (design.md §10, seeds 708 and 955 of 8 sites): a site whose
+// Issue 33 (docs/benchmarks.md, "Moved from design.md": seeds 708 and 955 of 8 sites): a site whose
 // answer to the start never came may have begun the round and moved jobs.
 // The round waits for it while it is up, asks it once its heartbeat says it
 // is out of the round, and counts what it moved.
