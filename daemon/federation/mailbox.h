@@ -1,0 +1,100 @@
+#pragma once
+
+// The round messages a site holds until its part of the round takes them
+// (docs/design.md §6.4).
+
+#include <condition_variable>
+#include <map>
+#include <mutex>
+#include <optional>
+#include <set>
+#include <string>
+#include <tuple>
+
+#include "absl/status/statusor.h"
+#include "absl/time/time.h"
+#include "daemon/balance/exact.h"
+#include "daemon/common/env.h"
+#include "daemon/federation/messages.h"
+
+namespace hyperfed::federation {
+
+// Messages of rounds that arrive before or while the round runs. The gRPC
+// handler delivers, the round runner takes. Fenced: once a round is opened,
+// messages of older rounds are refused and waits of older rounds end.
+// Thread-safe.
+class Mailbox {
+ public:
+  // The mailbox of the site at `self_label` in a `dimension`-cube.
+  Mailbox(const Env* env, int self_label, int dimension) : env_(env), self_label_(self_label), dimension_(dimension) {}
+  // The site's place changed with a new roster version.
+  void SetPosition(int self_label, int dimension);
+
+  // Rounds not yet started here whose messages are kept from one sender (a
+  // peer may start before this site hears of the round); a message of one
+  // more from that sender is refused.
+  static constexpr int kMaxEarlyRounds = 2;
+
+  // The site starts `round_id` at `epoch`: drops every message of an older
+  // round and ends the waits of the round it replaces.
+  void Open(const std::string& round_id, int64_t epoch);
+  // The round ended at this site: drops its messages, and refuses later
+  // ones (FailedPrecondition), also those a caller waits on now.
+  void Close(const std::string& round_id);
+  // The site at `label` has left `round_id` (the coordinator says so,
+  // Peer.LeftRound): a wait for its message ends at once, Unavailable with
+  // `why`. Ignored unless `round_id` is the open round.
+  void Left(const std::string& round_id, int label, const std::string& why);
+  // Why the site at `label` has left `round_id`, if it has (Left).
+  std::optional<std::string> WhyLeft(const std::string& round_id, int label);
+
+  // Handler side. kExchange waits until this site has published its own
+  // rows for that dimension (it has reached the step), stores the caller's
+  // and returns this site's rows; DeadlineExceeded when it does not get
+  // there in `timeout`. Other kinds store the rows and return nothing.
+  // FailedPrecondition for a round older than the open one. Only what the
+  // round can expect is taken (docs/design.md §6.4): exchanges and barriers
+  // from the partner across their dimension, UP and DOWN from a cube
+  // neighbour, at most 2^dimension rows (one, the sender's, for
+  // PHASE_DONE), each message once (AlreadyExists for a second), and
+  // messages of at most kMaxEarlyRounds rounds not yet open here from each
+  // sender (ResourceExhausted beyond).
+  absl::StatusOr<balance::LoadTable> Deliver(const ExchangeMessage& m, absl::Duration timeout);
+
+  // Runner side: this site's rows for a kExchange or kBarrier step, for the
+  // partner.
+  void Publish(const std::string& round_id, MessageKind kind, int dimension, const balance::LoadTable& rows);
+  // Runner side: the rows `from_label` sent as (kind, dimension, phase).
+  // DeadlineExceeded at `deadline`; Aborted once a newer round is opened;
+  // Unavailable once `from_label` has left the round (Left) and its
+  // message has not come.
+  absl::StatusOr<balance::LoadTable> Await(const std::string& round_id, MessageKind kind, int dimension, int phase,
+                                           int from_label, absl::Time deadline);
+
+ private:
+  using Key = std::tuple<std::string, int, int, int, int>;  // round, kind, dimension, phase, from
+  struct Entry {
+    balance::LoadTable rows;
+    absl::Time at;
+  };
+  bool StaleLocked(const std::string& round_id, int64_t epoch) const;
+  void ExpireLocked();
+  absl::Status ExpectedLocked(const ExchangeMessage& m) const;
+
+  const Env* env_;
+  std::mutex mu_;
+  int self_label_;  // guarded by mu_
+  int dimension_;   // guarded by mu_
+  std::condition_variable cv_;
+  // The last round opened here: older rounds are fenced off.
+  std::string fence_round_;                                       // guarded by mu_
+  int64_t fence_epoch_ = 0;                                       // guarded by mu_
+  std::map<std::string, int64_t> epoch_of_;                       // guarded by mu_; rounds with messages here
+  std::map<Key, Entry> inbox_;                                    // guarded by mu_
+  std::set<Key> taken_;                                           // guarded by mu_; every message stored
+  std::map<std::tuple<std::string, int, int>, Entry> published_;  // guarded by mu_; round, kind, dimension
+  std::map<int, std::string> left_;                               // guarded by mu_; of fence_round_: label -> why
+  std::string closed_round_;                                      // guarded by mu_; the part that ended here
+};
+
+}  // namespace hyperfed::federation
