@@ -231,6 +231,21 @@ federation::RoundSpec FromProto(const v1::StartRoundRequest& in) {
   return s;
 }
 
+std::string PeerState(const federation::PeerInfo& p) {
+  if (p.self) return p.drained ? "self,drained" : "self";
+  if (!p.up) return "down";
+  return p.drained ? "drained" : "up";
+}
+
+void ToProto(const federation::PeerInfo& in, v1::SiteStatus* out) {
+  out->set_site(in.site);
+  out->set_label(in.label);
+  out->set_endpoint(in.endpoint);
+  out->set_state(PeerState(in));
+  out->set_load(in.load);
+  out->set_capacity(in.capacity);
+}
+
 void ToProto(const federation::HeartbeatInfo& in, v1::HeartbeatRequest* out) {
   out->set_site(in.site);
   out->set_label(in.label);

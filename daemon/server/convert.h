@@ -47,6 +47,11 @@ federation::ExchangeMessage FromProto(const v1::ExchangeRequest& in);
 void ToProto(const federation::RoundSpec& in, v1::StartRoundRequest* out);
 federation::RoundSpec FromProto(const v1::StartRoundRequest& in);  // faults sorted
 void ToProto(const federation::HeartbeatInfo& in, v1::HeartbeatRequest* out);
+// A site as the operator sees it (Status, Topology): id, label, endpoint,
+// load, capacity and its state in one word: "self" (with ",drained"),
+// "down", "drained" or "up" (PeerState).
+void ToProto(const federation::PeerInfo& in, v1::SiteStatus* out);
+std::string PeerState(const federation::PeerInfo& p);
 // A round this site coordinated, as Admin.Rounds and Peer.Rounds answer it.
 void ToProto(const federation::RoundView& in, v1::Round* out);
 federation::HeartbeatInfo FromProto(const v1::HeartbeatRequest& in);

@@ -266,12 +266,7 @@ grpc::Status AdminService::Status(grpc::ServerContext* ctx, const v1::StatusRequ
   const absl::Time now = absl::Now();
   for (const federation::PeerInfo& p : view) {
     v1::SiteStatus* s = reply->add_sites();
-    s->set_site(p.site);
-    s->set_label(p.label);
-    s->set_endpoint(p.endpoint);
-    s->set_state(p.self ? (p.drained ? "self,drained" : "self") : !p.up ? "down" : p.drained ? "drained" : "up");
-    s->set_load(p.load);
-    s->set_capacity(p.capacity);
+    ToProto(p, s);
     s->set_load_per_capacity(p.capacity > 0 ? static_cast<double>(p.load) / p.capacity : 0);
     s->set_last_round(p.self && last ? last->id : p.last_round);
     s->set_age_ms(p.last_seen == absl::InfinitePast() ? -1 : absl::ToInt64Milliseconds(now - p.last_seen));
@@ -286,13 +281,7 @@ grpc::Status AdminService::Topology(grpc::ServerContext* ctx, const v1::Topology
   if (auto st = CheckAdmin(ctx); !st.ok()) return st;
   reply->set_dimension(d_.site->membership().dimension());
   for (const federation::PeerInfo& p : d_.site->membership().View()) {
-    v1::SiteStatus* s = reply->add_sites();
-    s->set_site(p.site);
-    s->set_label(p.label);
-    s->set_endpoint(p.endpoint);
-    s->set_state(p.self ? "self" : p.up ? (p.drained ? "drained" : "up") : "down");
-    s->set_load(p.load);
-    s->set_capacity(p.capacity);
+    ToProto(p, reply->add_sites());
   }
   const federation::NextRound next = d_.site->Next();
   for (int f : next.faults) reply->add_fault_labels(f);
