@@ -54,6 +54,7 @@
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
 #include "daemon/scheduler/adapter.h"
+#include "daemon/scheduler/exec_options.h"
 #include "daemon/scheduler/registry.h"
 #include "daemon/scheduler/subprocess.h"
 
@@ -73,22 +74,6 @@ inline constexpr int kExecExitRefused = 12;
 // The PATH commands are looked up in and run with, unless pass_env passes
 // the daemon's.
 inline constexpr char kExecSafePath[] = "/usr/local/bin:/usr/bin:/bin";
-struct ExecOptions {
-  // Operation name -> argv before the operation's own arguments.
-  std::map<std::string, std::vector<std::string>> commands;
-  absl::Duration timeout = absl::Seconds(30);
-  std::vector<std::string> pass_env;
-};
-
-// The operation names, in the order the docs list them.
-const std::vector<std::string>& ExecOperations();
-// The operations a site's commands may leave out: widest, arrival.
-const std::vector<std::string>& ExecOptionalOperations();
-
-// Parses scheduler.options; InvalidArgument naming the first unknown,
-// missing or malformed option.
-absl::StatusOr<ExecOptions> ParseExecOptions(const std::map<std::string, std::string>& options);
-
 // The JSON the adapter writes on a submit command's stdin.
 // InvalidArgument when a string is not valid UTF-8, cores < 1, a size or
 // time is negative, or cost is negative or not finite.

@@ -30,7 +30,6 @@ constexpr int kCancelledCode = 4;
 constexpr int64_t kSchemaVersion = 1;
 // Caps run times so that start + run time cannot overflow (about 31,000 years).
 constexpr int64_t kMaxRunMs = int64_t{1'000'000'000'000'000};
-constexpr int64_t kMaxCores = 1'000'000;
 
 int StateCode(JobState s) {
   switch (s) {
@@ -178,45 +177,6 @@ constexpr char kJobColumns[] =
     "j.cost, j.key, j.state, j.pinned, j.tag, j.queued_at_ms, j.owner";
 
 }  // namespace
-
-absl::StatusOr<SimOptions> ParseSimOptions(const std::map<std::string, std::string>& options) {
-  SimOptions o;
-  auto positive_double = [](const std::string& name, const std::string& v, double* out) {
-    double d = 0;
-    if (!absl::SimpleAtod(v, &d) || !std::isfinite(d) || d <= 0) {
-      return OptionError(name,
-                         absl::StrCat("scheduler option \"", name, "\": want a finite number > 0, got \"", v, "\""));
-    }
-    *out = d;
-    return absl::OkStatus();
-  };
-  // `slots` is the older name of `cores` (configs and tests still use it).
-  if (options.contains("cores") && options.contains("slots")) {
-    return OptionError(
-        "cores", "scheduler options \"cores\" and \"slots\" are the same option (slots is its older name): give one");
-  }
-  for (const auto& [name, value] : options) {
-    if (name == "cores" || name == "slots") {
-      int64_t n = 0;
-      if (!absl::SimpleAtoi(value, &n) || n < 1 || n > kMaxCores) {
-        return OptionError(name, absl::StrCat("scheduler option \"", name, "\": want an integer in [1, ", kMaxCores,
-                                              "], got \"", value, "\""));
-      }
-      o.cores = n;
-    } else if (name == "speed") {
-      if (auto s = positive_double(name, value, &o.speed); !s.ok()) return s;
-    } else if (name == "time_scale") {
-      if (auto s = positive_double(name, value, &o.time_scale); !s.ok()) return s;
-    } else if (name == "pin_marker") {
-      o.pin_marker = value;
-    } else {
-      return OptionError(
-          name, absl::StrCat("scheduler option \"", name,
-                             "\" is unknown to the sim adapter (known: cores, pin_marker, slots, speed, time_scale)"));
-    }
-  }
-  return o;
-}
 
 absl::StatusOr<std::unique_ptr<SimAdapter>> SimAdapter::Open(const AdapterContext& ctx) {
   auto options = ParseSimOptions(ctx.options);

@@ -69,6 +69,7 @@
 #include "daemon/common/sqlite_statements.h"
 #include "daemon/scheduler/adapter.h"
 #include "daemon/scheduler/registry.h"
+#include "daemon/scheduler/sim_options.h"
 
 struct sqlite3;
 
@@ -76,17 +77,6 @@ namespace hyperfed::scheduler {
 
 inline constexpr char kSimAdapterName[] = "sim";
 inline constexpr char kSimDbFile[] = "sim-scheduler.db";
-
-struct SimOptions {
-  int64_t cores = 4;
-  double speed = 1.0;
-  double time_scale = 1.0;
-  std::string pin_marker;
-};
-
-// Parses scheduler.options; InvalidArgument naming the first unknown or
-// malformed option.
-absl::StatusOr<SimOptions> ParseSimOptions(const std::map<std::string, std::string>& options);
 
 // Counts of the jobs by state, for an operator's status page.
 struct SimStats {
