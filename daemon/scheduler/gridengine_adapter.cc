@@ -550,6 +550,10 @@ void GridEngineAdapter::LoadLedger() {
 
 void GridEngineAdapter::Remember(const Ledgered& l) {
   ledger_[l.raw.id] = l;
+  WriteLedgerRecord(l);
+}
+
+void GridEngineAdapter::WriteLedgerRecord(const Ledgered& l) const {
   json j = {{"raw", RawToJson(l.raw)}, {"cancelled", l.cancelled}};
   if (l.has_script) j["script"] = l.script;
   const std::string path = absl::StrCat(ledger_dir_, "/", l.raw.id, ".json");
@@ -1119,39 +1123,36 @@ std::vector<absl::StatusOr<std::string>> GridEngineAdapter::SubmitMany(
     for (const Job* j : tagged) by_tag.emplace(j->tag, j->id);
   }
   const int64_t widest = Widest();
-  std::vector<absl::StatusOr<std::string>> out;
+  // Each job's record, written to disk by the thread that submitted it, the
+  // moment qsub returns: the job is found by its tag even if it ends (or the
+  // daemon stops) before the next read. Item i is written by one thread.
+  std::vector<Ledgered> records(spec_and_tag.size());
+  std::vector<std::string> tags;
+  tags.reserve(spec_and_tag.size());
+  for (const auto& st : spec_and_tag) tags.push_back(st.second);
   absl::Status stuck;
-  for (const auto& [spec, tag] : spec_and_tag) {
-    if (auto it = tag.empty() ? by_tag.end() : by_tag.find(tag); it != by_tag.end()) {
-      out.push_back(it->second);
-      continue;
-    }
-    if (!stuck.ok()) {
-      out.push_back(stuck);
-      continue;
-    }
-    auto id = SubmitIn(spec, tag, held, widest);
-    if (absl::IsDeadlineExceeded(id.status())) stuck = id.status();
-    if (id.ok()) {
-      if (!tag.empty()) by_tag.emplace(tag, *id);
-      // Into the ledger at once: the job is found by its tag even if it
-      // ends before the next read.
-      auto user = ResolveRunAs(options_.common, spec, kGridEngineAdapterName);
-      SlurmJobMeta meta = MetaFor(spec, tag);
-      Ledgered led;
-      led.raw.id = *id;
-      led.raw.user = user.ok() ? user->name : "";
-      led.raw.name = spec.name;
-      meta.mark = mark_.Sign(SlurmMarkMessage(meta, led.raw.user));
-      led.raw.context = EncodeContext(meta, spec.memory_mb);
-      led.raw.cwd = spec.workdir;
-      led.raw.cores = spec.cores;
-      led.raw.memory_mb = spec.memory_mb;
-      led.raw.time_s = spec.time_limit_s;
-      if (!tag.empty()) Remember(led);
-    }
-    out.push_back(std::move(id));
-  }
+  std::vector<absl::StatusOr<std::string>> out =
+      SubmitTaggedInWaves(tags, std::move(by_tag), kGridEngineParallelCommands, &stuck, [&](size_t i) {
+        const auto& [spec, tag] = spec_and_tag[i];
+        auto id = SubmitIn(spec, tag, held, widest);
+        if (!id.ok() || tag.empty()) return id;
+        auto user = ResolveRunAs(options_.common, spec, kGridEngineAdapterName);
+        SlurmJobMeta meta = MetaFor(spec, tag);
+        Ledgered& led = records[i];
+        led.raw.id = *id;
+        led.raw.user = user.ok() ? user->name : "";
+        led.raw.name = spec.name;
+        meta.mark = mark_.Sign(SlurmMarkMessage(meta, led.raw.user));
+        led.raw.context = EncodeContext(meta, spec.memory_mb);
+        led.raw.cwd = spec.workdir;
+        led.raw.cores = spec.cores;
+        led.raw.memory_mb = spec.memory_mb;
+        led.raw.time_s = spec.time_limit_s;
+        WriteLedgerRecord(led);
+        return id;
+      });
+  for (Ledgered& led : records)
+    if (!led.raw.id.empty()) ledger_[led.raw.id] = std::move(led);
   return out;
 }
 

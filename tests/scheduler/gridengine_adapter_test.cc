@@ -8,6 +8,7 @@
 
 #include <sys/stat.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
 #include <thread>
@@ -231,6 +232,88 @@ TEST_F(GridEngineAdapterTest, ARefusedJobFailsAloneInItsBatch) {
   auto jobs = (*a)->ListJobs();
   ASSERT_TRUE(jobs.ok()) << jobs.status();
   EXPECT_EQ(jobs->size(), 2u);
+}
+
+// SubmitMany's qsubs run kGridEngineParallelCommands at a time (a qsub
+// wrapper in bin_dir counts how many run at once and holds each 0.3 s), each
+// job with its own result in input order: one the qmaster refuses fails
+// alone, and a tag repeated in the batch gets the first job's id, or is
+// tried again when that one failed, as one-by-one submission would.
+TEST_F(GridEngineAdapterTest, QsubsRunInParallelAndARefusedJobFailsAlone) {
+  // The scheduler is stopped: the jobs stay pending for the whole test.
+  ASSERT_TRUE(cluster_->Cmd({"qconf", "-kt", "scheduler"}).ok());
+  TempDir bin;
+  chmod(bin.path().c_str(), 0755);  // qsub runs as the job's user (nobody)
+  const std::string running = dir_.Sub("running");
+  const std::string counts = dir_.Sub("qsub.counts");
+  ASSERT_TRUE(std::filesystem::create_directory(running));
+  chmod(running.c_str(), 01777);
+  for (const char* cmd : {"qsub", "qstat", "qhold", "qrls", "qdel", "qalter", "qconf"}) {
+    std::ofstream f(bin.Sub(cmd));
+    f << "#!/bin/sh\n";
+    if (std::string(cmd) == "qsub") {
+      // Running now: this one and those that have not left yet. A script
+      // saying REFUSE asks for a queue that does not exist.
+      f << "mine=" << running << "/$$\ntouch \"$mine\"; ls " << running << " | wc -l >> " << counts << "\n"
+        << "in=$(mktemp); cat > \"$in\"\nextra=\"\"\ngrep -q REFUSE \"$in\" && extra=\"-q nosuch.q\"\nsleep 0.3\n"
+        << "/usr/lib/gridengine/qsub \"$@\" $extra < \"$in\"; rc=$?\nrm -f \"$in\" \"$mine\"\nexit $rc\n";
+    } else {
+      f << "exec /usr/lib/gridengine/" << cmd << " \"$@\"\n";
+    }
+    f.close();
+    ASSERT_EQ(chmod(bin.Sub(cmd).c_str(), 0755), 0);
+  }
+  auto a = Open({{"bin_dir", bin.path()}});
+  ASSERT_TRUE(a.ok()) << a.status();
+  // Ten jobs t0..t9, t4 refused; then t2 again (the same job) and t4 again
+  // (tried again, refused again).
+  std::vector<std::pair<JobSpec, std::string>> batch;
+  for (int i = 0; i < 10; ++i) {
+    batch.push_back({Spec(absl::StrCat("j", i), absl::StrCat("# job ", i, i == 4 ? " REFUSE" : "", "\ntrue\n")),
+                     absl::StrCat("t", i)});
+  }
+  batch.push_back(batch[2]);
+  batch.push_back(batch[4]);
+  auto ids = (*a)->SubmitMany(batch, /*held=*/false);
+  ASSERT_EQ(ids.size(), 12u);
+  // Each submitted job's ledger record was written by its thread, when its
+  // qsub returned (what finds it by tag once it has ended), before any read of the queue.
+  int records = 0;
+  std::error_code ec;
+  for (auto it = std::filesystem::recursive_directory_iterator(dir_.Sub("gridengine-jobs"), ec);
+       !ec && it != std::filesystem::recursive_directory_iterator(); it.increment(ec)) {
+    if (it->path().extension() == ".json") ++records;
+  }
+  EXPECT_EQ(records, 9);
+  for (size_t i : {size_t{4}, size_t{11}})
+    EXPECT_TRUE(absl::IsInvalidArgument(ids[i].status())) << "the qmaster refused it: final; " << ids[i].status();
+  ASSERT_TRUE(ids[10].ok()) << ids[10].status();
+  EXPECT_EQ(*ids[10], *ids[2]) << "a tag earlier in the batch: that job, not another";
+  std::vector<std::string> submitted;
+  for (int i = 0; i < 10; ++i) {
+    if (i == 4) continue;
+    ASSERT_TRUE(ids[i].ok()) << i << ": " << ids[i].status();
+    submitted.push_back(*ids[i]);
+  }
+  int top = 0, runs = 0;
+  std::ifstream in(counts);
+  for (int n; in >> n; ++runs) top = std::max(top, n);
+  EXPECT_GT(top, 1) << "qsub ran one at a time";
+  EXPECT_LE(top, static_cast<int>(kGridEngineParallelCommands));
+  EXPECT_EQ(runs, 11) << "t0..t9 once each, t4 again";
+  // In input order: the job at place i carries tag t<i>; nine jobs, each
+  // tag once.
+  auto jobs = (*a)->GetJobs(submitted);
+  for (size_t k = 0; k < jobs.size(); ++k) {
+    ASSERT_TRUE(jobs[k].ok()) << jobs[k].status();
+    const int i = static_cast<int>(k < 4 ? k : k + 1);
+    EXPECT_EQ(jobs[k]->tag, absl::StrCat("t", i));
+    EXPECT_EQ(jobs[k]->spec.name, absl::StrCat("j", i));
+    EXPECT_EQ(jobs[k]->state, JobState::kPending);
+  }
+  auto listed = (*a)->ListJobs();
+  ASSERT_TRUE(listed.ok()) << listed.status();
+  EXPECT_EQ(listed->size(), 9u);
 }
 
 TEST_F(GridEngineAdapterTest, DirectivesInTheScriptDoNotReachQsub) {
