@@ -239,8 +239,13 @@ int64_t ContextMemory(const std::string& context) {
   return 0;
 }
 
-// Grid Engine refuses these in a job name (qsub(1), -N).
-bool BadNameChar(char c) { return absl::StrContains(absl::string_view("\n\t\r/:@\\*?", 9), c); }
+// Grid Engine 8.1.9 takes a job name of printable ASCII without blanks and
+// without / : @ \ * ? (qsub(1), -N); the qmaster refuses any other byte (a
+// control character, a space, UTF-8) with only "Error reading answer list".
+bool BadNameChar(char c) {
+  const auto u = static_cast<unsigned char>(c);
+  return u <= ' ' || u >= 0x7f || absl::StrContains(absl::string_view("/:@\\*?", 6), c);
+}
 
 // Variables Grid Engine's commands read themselves (or set for the job from
 // its own record).
@@ -1009,6 +1014,12 @@ absl::StatusOr<std::vector<Job>> GridEngineAdapter::FindByTag(const std::string&
 
 namespace {
 
+// Room for the tag a migration gives a job ("hyperfed:<id>:<index>", ids up
+// to 200 bytes, percent-encoded) when the tag is not known yet, and for a
+// mark (64 hex digits): as the slurm adapter reckons its comment.
+constexpr size_t kTagReserve = 256;
+constexpr size_t kMarkLength = 64;
+
 SlurmJobMeta MetaFor(const JobSpec& spec, const std::string& tag) {
   SlurmJobMeta m;
   m.tag = tag;
@@ -1034,7 +1045,7 @@ absl::Status GridEngineAdapter::CheckSpecWithin(const JobSpec& s, int64_t widest
   if (s.name.empty()) return absl::InvalidArgumentError("job spec: Grid Engine needs a job name");
   if (std::any_of(s.name.begin(), s.name.end(), BadNameChar)) {
     return absl::InvalidArgumentError(
-        "job spec: a Grid Engine job name may not hold a newline, tab, carriage return, / : @ \\ * or ?");
+        "job spec: a Grid Engine job name is printable ASCII without blanks, / : @ \\ * or ?");
   }
   for (const auto& [name, value] : s.env) {
     if (std::string why = RefusedGridEngineEnv(name); !why.empty())
@@ -1052,6 +1063,14 @@ absl::Status GridEngineAdapter::CheckSpecWithin(const JobSpec& s, int64_t widest
   }
   auto user = ResolveRunAs(options_.common, s, kGridEngineAdapterName);
   if (!user.ok()) return user.status();
+  // With the longest tag a migration gives and the mark.
+  SlurmJobMeta m = MetaFor(s, std::string(kTagReserve, 'x'));
+  m.mark = std::string(kMarkLength, 'x');
+  if (const size_t size = EncodeContext(m, s.memory_mb).size(); size > kGridEngineMaxContext) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("job spec: tag, key, owner and environment take ", size,
+                     " bytes in Grid Engine's context variable, over hyperfed's limit of ", kGridEngineMaxContext));
+  }
   return absl::OkStatus();
 }
 

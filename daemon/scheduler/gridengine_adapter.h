@@ -115,6 +115,13 @@ inline constexpr char kGridEngineContextVar[] = "hyperfed";
 // docs/benchmarks.md, "Grid Engine to Grid Engine, Slurm to Grid Engine",
 // has plain qsub's rate at 1 to 16.
 inline constexpr size_t kGridEngineParallelCommands = 8;
+// The most bytes hyperfed's record of a job (tag, key, owner, environment;
+// kGridEngineContextVar) may take. It is one argument of qsub (-ac), and
+// the environment's values are in qsub's environment too: the kernel
+// takes 128 KiB for one (MAX_ARG_STRLEN), and a qsub that cannot start
+// (E2BIG) would look like a qmaster that does not answer, retried for ever.
+// Grid Engine itself takes 127 KiB.
+inline constexpr size_t kGridEngineMaxContext = size_t{64} << 10;
 // Accounts no moved job runs as, added to the slurm adapter's list.
 inline constexpr const char* kGridEngineDeniedUsers[] = {"sgeadmin"};
 
@@ -179,7 +186,8 @@ class GridEngineAdapter : public SchedulerAdapter {
   absl::StatusOr<std::string> Submit(const JobSpec& spec, const std::string& tag, bool held = false) override;
   // The common rules, a script starting with "#!", a user to run it as, a
   // name qsub takes, no environment variable Grid Engine reads itself
-  // (SGE_*, QRSH_*, ...), cores within the widest queue instance.
+  // (SGE_*, QRSH_*, ...), cores within the widest queue instance, a record
+  // within kGridEngineMaxContext.
   absl::Status CheckSpec(const JobSpec& spec) const override;
   absl::StatusOr<std::vector<Job>> FindByTag(const std::string& tag) override;
   absl::Status SetPinned(const std::string& id, bool pinned) override;
