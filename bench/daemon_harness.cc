@@ -18,9 +18,10 @@
 //     Slurm clusters in one round, against plain sbatch of the same scripts
 //     with the same parallelism, with the ratio to the goal (0.5).
 //   - Grid Engine to Grid Engine and Slurm to Grid Engine: the same against
-//     plain qsub, one at a time (as the gridengine adapter submits).
+//     plain qsub with the same parallelism (kGridEngineParallelCommands, as
+//     the gridengine adapter submits).
 // Run: build/hyperfed_daemon_bench [--quick | --rounds [SITES] | --cpu [ROUNDS] | --throughput |
-//                                   --soak [ROUNDS] | --slurm [JOBS [RUNS]] | --gridengine [JOBS]]
+//                                   --soak [ROUNDS] | --slurm [JOBS [RUNS]] | --gridengine [JOBS [RUNS]]]
 // (figures in docs/benchmarks.md)
 
 #include <dirent.h>
@@ -566,6 +567,9 @@ int SlurmMigration(int jobs, int runs) {
 
 // ---- Grid Engine to Grid Engine, Slurm to Grid Engine (issue 32) ----
 
+// Plain qsub's parallelism: the adapter's.
+constexpr int kGridEngineParallel = static_cast<int>(hyperfed::scheduler::kGridEngineParallelCommands);
+
 // A Grid Engine cluster whose scheduler thread is stopped: every job stays
 // pending, so the qmaster does the same work for each submission.
 absl::StatusOr<std::unique_ptr<GridEngineCluster>> StoppedGridEngine(const std::string& name) {
@@ -575,15 +579,20 @@ absl::StatusOr<std::unique_ptr<GridEngineCluster>> StoppedGridEngine(const std::
   return c;
 }
 
-// `jobs` jobs submitted with plain qsub as user nobody, one at a time (the
-// gridengine adapter's SubmitMany runs one qsub at a time too), with
-// Debian's qsub program itself (not the /usr/bin wrapper, which costs a
-// quarter second more per call); the seconds it took.
-absl::StatusOr<double> PlainQsub(const GridEngineCluster& c, int first, int jobs, const std::string& cwd) {
+// `jobs` jobs submitted with plain qsub as user nobody, `parallel` at a time
+// (the gridengine adapter's SubmitMany runs kGridEngineParallelCommands
+// qsubs at a time), with Debian's qsub program itself (not the /usr/bin
+// wrapper, which costs a quarter second more per call); the seconds it took.
+absl::StatusOr<double> PlainQsub(const GridEngineCluster& c, int first, int jobs, int parallel,
+                                 const std::string& cwd) {
   std::map<std::string, std::string> env = c.Env();
   env["PATH"] = "/usr/bin:/bin";
+  std::vector<absl::Status> st(jobs);
   const absl::Time t = absl::Now();
-  for (int n = first; n < first + jobs; ++n) {
+  // `parallel` at a time: the executor's parallel - 1 threads and this one.
+  hyperfed::Executor pool(parallel - 1);
+  hyperfed::ParallelFor(&pool, jobs, [&](size_t i) {
+    const int n = first + static_cast<int>(i);
     hyperfed::scheduler::CommandSpec spec{
         .argv = {"setpriv", "--reuid=65534", "--regid=65534", "--init-groups", "/usr/lib/gridengine/qsub", "-terse",
                  "-cwd", "-N", absl::StrCat("move-", n)},
@@ -593,10 +602,13 @@ absl::StatusOr<double> PlainQsub(const GridEngineCluster& c, int first, int jobs
         .cwd = cwd,
         .timeout = absl::Seconds(60)};
     auto r = hyperfed::scheduler::RunCommand(spec);
-    if (!r.ok()) return r.status();
-    if (r->exit_code != 0) return hyperfed::scheduler::CommandFailure(spec.argv, *r);
-  }
-  return absl::ToDoubleSeconds(absl::Now() - t);
+    st[i] = !r.ok() ? r.status()
+                    : (r->exit_code != 0 ? hyperfed::scheduler::CommandFailure(spec.argv, *r) : absl::OkStatus());
+  });
+  const double s = absl::ToDoubleSeconds(absl::Now() - t);
+  for (const absl::Status& s1 : st)
+    if (!s1.ok()) return s1;
+  return s;
 }
 
 int GridEngineLive(const GridEngineCluster& c) {
@@ -627,7 +639,7 @@ absl::StatusOr<Moved> GridEngineRound(bool from_slurm, int jobs, const std::stri
     auto a = StoppedGridEngine("ge-src");
     if (!a.ok()) return a.status();
     src = *std::move(a);
-    if (auto s = PlainQsub(*src, 0, 2 * jobs, work); !s.ok()) return s.status();
+    if (auto s = PlainQsub(*src, 0, 2 * jobs, kGridEngineParallel, work); !s.ok()) return s.status();
     for (const auto& [k, v] : src->Options()) src_options[k] = v;
   }
   auto dst = StoppedGridEngine("ge-dst");
@@ -656,7 +668,72 @@ absl::StatusOr<Moved> GridEngineRound(bool from_slurm, int jobs, const std::stri
   return Moved{.jobs = res->moved(), .seconds = s};
 }
 
-int GridEngineMigration(int jobs) {
+// The gridengine adapter's calls of a Grid Engine to Grid Engine move of
+// `jobs` jobs, timed one by one without the daemons: a source holding
+// 2 x jobs (plain qsub), an empty destination, each a fresh stopped cluster.
+// Prints each call; false when one fails.
+bool GridEngineAdapterSteps(int jobs, double plain_s, const std::string& work) {
+  auto src = StoppedGridEngine("ge-steps-src");
+  if (!src.ok()) return false;
+  auto dst = StoppedGridEngine("ge-steps-dst");
+  if (!dst.ok()) return false;
+  if (!PlainQsub(**src, 0, 2 * jobs, kGridEngineParallel, work).ok()) return false;
+  auto open = [&](const GridEngineCluster& c, const std::string& name) {
+    std::map<std::string, std::string> options = c.Options();
+    options.insert({{"submit_dir", work},
+                    {"timeout", "60s"},
+                    {"run_as", "account"},
+                    {"run_as_account", "nobody"},
+                    {"mark_key", work + "/keys/steps.key"}});
+    return hyperfed::scheduler::GridEngineAdapter::Open({.state_dir = work + "/" + name, .options = options});
+  };
+  auto from = open(**src, "steps-src");
+  auto to = open(**dst, "steps-dst");
+  if (!from.ok() || !to.ok()) return false;
+  double total = 0;
+  auto step = [&](const char* what, auto&& call) {
+    const absl::Time t = absl::Now();
+    const int ok = call();
+    const double s = absl::ToDoubleSeconds(absl::Now() - t);
+    total += s;
+    std::printf("    %-26s %4d jobs in %6.2f s = %6.1f jobs/s\n", what, ok, s, ok / s);
+    return ok == jobs;
+  };
+  auto count = [](const auto& results) {
+    return static_cast<int>(std::count_if(results.begin(), results.end(), [](const auto& r) { return r.ok(); }));
+  };
+  std::vector<std::string> ids;
+  std::vector<std::pair<hyperfed::scheduler::JobSpec, std::string>> batch;
+  double submit_s = 0;
+  const bool done = step("ListJobs (source)",
+                         [&] {
+                           auto listed = (*from)->ListJobs();
+                           for (size_t i = jobs; listed.ok() && i < listed->size(); ++i) ids.push_back((*listed)[i].id);
+                           return static_cast<int>(ids.size());
+                         }) &&
+                    step("HoldMany (source)", [&] { return count((*from)->HoldMany(ids)); }) &&
+                    step("ExportMany (source)",
+                         [&] {
+                           auto specs = (*from)->ExportMany(ids);
+                           for (size_t i = 0; i < specs.size(); ++i)
+                             if (specs[i].ok()) batch.push_back({*specs[i], absl::StrCat("bench:", i)});
+                           return count(specs);
+                         }) &&
+                    step("SubmitMany (destination)",
+                         [&] {
+                           const absl::Time t = absl::Now();
+                           const int n = count((*to)->SubmitMany(batch, /*held=*/true));
+                           submit_s = absl::ToDoubleSeconds(absl::Now() - t);
+                           return n;
+                         }) &&
+                    step("CancelMany (source)", [&] { return count((*from)->CancelMany(ids)); });
+  if (!done) return false;
+  std::printf("    %-26s %4d jobs in %6.2f s = %6.1f jobs/s = %.2f x plain qsub (SubmitMany alone %.2f x)\n",
+              "all five", jobs, total, jobs / total, plain_s / total, plain_s / submit_s);
+  return true;
+}
+
+int GridEngineMigration(int jobs, int runs) {
   if (std::string why = GridEngineMissing(); !why.empty()) {
     std::printf("gridengine: skipped: %s\n", why.c_str());
     return 1;
@@ -672,34 +749,52 @@ int GridEngineMigration(int jobs) {
     }
   } cleanup{work};
   std::printf(
-      "Grid Engine destination: %d jobs, one qsub at a time (as the gridengine adapter submits), every scheduler "
-      "stopped (jobs stay pending), fresh single-node clusters per measurement\n",
-      jobs);
+      "Grid Engine destination: %d jobs, %d qsubs at a time (kGridEngineParallelCommands, as the gridengine adapter "
+      "submits), every scheduler stopped (jobs stay pending), fresh single-node clusters per measurement\n",
+      jobs, kGridEngineParallel);
+  auto fresh_plain = [&]() -> absl::StatusOr<double> {
+    auto c = StoppedGridEngine("ge-plain");
+    if (!c.ok()) return c.status();
+    return PlainQsub(**c, 0, jobs, kGridEngineParallel, work);
+  };
+  // The adapter's calls of a move one by one, against plain qsub just
+  // before them.
+  auto plain = fresh_plain();
+  if (!plain.ok()) {
+    std::printf("  plain qsub failed: %s\n", std::string(plain.status().message()).c_str());
+    return 1;
+  }
+  std::printf("  the gridengine adapter's calls of a move, one by one (plain qsub just before: %.1f jobs/s):\n",
+              jobs / *plain);
+  if (!GridEngineAdapterSteps(jobs, *plain, work)) {
+    std::printf("  an adapter call failed\n");
+    return 1;
+  }
   for (const bool from_slurm : {false, true}) {
+    const char* what = from_slurm ? "Slurm to Grid Engine" : "Grid Engine to Grid Engine";
     if (from_slurm && !SlurmMissing().empty()) {
-      std::printf("  Slurm to Grid Engine: skipped: %s\n", SlurmMissing().c_str());
+      std::printf("  %s: skipped: %s\n", what, SlurmMissing().c_str());
       continue;
     }
-    auto plain_c = StoppedGridEngine("ge-plain");
-    if (!plain_c.ok()) {
-      std::printf("  cluster failed: %s\n", std::string(plain_c.status().message()).c_str());
-      return 1;
+    std::vector<double> ratios;
+    for (int run = 1; run <= runs; ++run) {
+      // Plain just before the round: the machine is shared and its load
+      // drifts, and both sides of the ratio should see the same.
+      auto plain = fresh_plain();
+      auto moved = plain.ok() ? GridEngineRound(from_slurm, jobs, work) : plain.status();
+      if (!moved.ok()) {
+        std::printf("  %s failed: %s\n", what, std::string(moved.status().message()).c_str());
+        return 1;
+      }
+      const double a = jobs / *plain, b = moved->jobs / moved->seconds;
+      ratios.push_back(b / a);
+      std::printf(
+          "  %s, run %d: plain qsub %d jobs in %.2f s = %.1f jobs/s; migrated in one round %lld jobs in %.2f s = "
+          "%.1f jobs/s; ratio %.2f\n",
+          what, run, jobs, *plain, a, static_cast<long long>(moved->jobs), moved->seconds, b, b / a);
+      std::fflush(stdout);
     }
-    auto plain = PlainQsub(**plain_c, 0, jobs, work);
-    plain_c->reset();
-    auto moved = GridEngineRound(from_slurm, jobs, work);
-    if (!plain.ok() || !moved.ok()) {
-      std::printf("  failed: %s %s\n", std::string(plain.status().message()).c_str(),
-                  std::string(moved.status().message()).c_str());
-      return 1;
-    }
-    const double a = jobs / *plain, b = moved->jobs / moved->seconds;
-    std::printf(
-        "  %s: plain qsub %d jobs in %.2f s = %.1f jobs/s; migrated in one round %lld jobs in %.2f s = %.1f jobs/s; "
-        "ratio %.2f\n",
-        from_slurm ? "Slurm to Grid Engine" : "Grid Engine to Grid Engine", jobs, *plain, a,
-        static_cast<long long>(moved->jobs), moved->seconds, b, b / a);
-    std::fflush(stdout);
+    std::printf("  %s: migration / plain qsub, median of %d runs = %.2f\n", what, runs, Percentile(ratios, 0.5));
   }
   return 0;
 }
@@ -718,7 +813,9 @@ int main(int argc, char** argv) {
     Rounds(sites, 40, true, floor_ms);
     return 0;
   }
-  if (mode == "--gridengine") return GridEngineMigration(argc > 2 ? std::atoi(argv[2]) : 100);
+  if (mode == "--gridengine") {
+    return GridEngineMigration(argc > 2 ? std::atoi(argv[2]) : 100, argc > 3 ? std::atoi(argv[3]) : 3);
+  }
   if (mode == "--slurm") return SlurmMigration(argc > 2 ? std::atoi(argv[2]) : 500, argc > 3 ? std::atoi(argv[3]) : 3);
   if (mode == "--throughput") {
     Throughput(10000, true);

@@ -71,6 +71,9 @@ absl::Status CheckPortableSpec(const JobSpec& s) {
     return absl::InvalidArgumentError(absl::StrCat("job spec: name over ", kMaxNameLength, " characters"));
   if (s.script.size() > kMaxScriptBytes)
     return absl::InvalidArgumentError(absl::StrCat("job spec: script over ", kMaxScriptBytes, " bytes"));
+  if (s.workdir.size() > kMaxWorkdirLength)
+    return absl::InvalidArgumentError(absl::StrCat("job spec: workdir over ", kMaxWorkdirLength, " bytes"));
+  if (absl::StrContains(s.workdir, '\0')) return absl::InvalidArgumentError("job spec: workdir holds a NUL");
   if (s.cores < 1) return absl::InvalidArgumentError(absl::StrCat("job spec: cores must be >= 1, got ", s.cores));
   if (s.memory_mb < 0) return absl::InvalidArgumentError("job spec: memory_mb must be >= 0");
   if (s.time_limit_s < 0) return absl::InvalidArgumentError("job spec: time_limit_s must be >= 0");

@@ -61,6 +61,9 @@ inline constexpr size_t kMaxKeyLength = 200;
 inline constexpr size_t kMaxNameLength = 200;
 inline constexpr size_t kMaxScriptBytes = size_t{4} << 20;
 inline constexpr size_t kMaxOwnerLength = 32;
+// PATH_MAX less its NUL: Slurm and Grid Engine refuse a longer working
+// folder at submit time, so the source keeps such a job from the start.
+inline constexpr size_t kMaxWorkdirLength = 4095;
 
 // Why a job's environment may not carry a variable of this name, or "" when
 // it may. A job's environment reaches the job only, never a scheduler

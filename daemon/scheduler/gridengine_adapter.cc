@@ -239,8 +239,13 @@ int64_t ContextMemory(const std::string& context) {
   return 0;
 }
 
-// Grid Engine refuses these in a job name (qsub(1), -N).
-bool BadNameChar(char c) { return absl::StrContains(absl::string_view("\n\t\r/:@\\*?", 9), c); }
+// Grid Engine 8.1.9 takes a job name of printable ASCII without blanks and
+// without / : @ \ * ? (qsub(1), -N); the qmaster refuses any other byte (a
+// control character, a space, UTF-8) with only "Error reading answer list".
+bool BadNameChar(char c) {
+  const auto u = static_cast<unsigned char>(c);
+  return u <= ' ' || u >= 0x7f || absl::StrContains(absl::string_view("/:@\\*?", 6), c);
+}
 
 // Variables Grid Engine's commands read themselves (or set for the job from
 // its own record).
@@ -551,6 +556,10 @@ void GridEngineAdapter::LoadLedger() {
 
 void GridEngineAdapter::Remember(const Ledgered& l) {
   ledger_[l.raw.id] = l;
+  WriteLedgerRecord(l);
+}
+
+void GridEngineAdapter::WriteLedgerRecord(const Ledgered& l) const {
   json j = {{"raw", RawToJson(l.raw)}, {"cancelled", l.cancelled}};
   if (l.has_script) j["script"] = l.script;
   const std::string path = absl::StrCat(ledger_dir_, "/", l.raw.id, ".json");
@@ -1006,6 +1015,12 @@ absl::StatusOr<std::vector<Job>> GridEngineAdapter::FindByTag(const std::string&
 
 namespace {
 
+// Room for the tag a migration gives a job ("hyperfed:<id>:<index>", ids up
+// to 200 bytes, percent-encoded) when the tag is not known yet, and for a
+// mark (64 hex digits): as the slurm adapter reckons its comment.
+constexpr size_t kTagReserve = 256;
+constexpr size_t kMarkLength = 64;
+
 SlurmJobMeta MetaFor(const JobSpec& spec, const std::string& tag) {
   SlurmJobMeta m;
   m.tag = tag;
@@ -1031,7 +1046,7 @@ absl::Status GridEngineAdapter::CheckSpecWithin(const JobSpec& s, int64_t widest
   if (s.name.empty()) return absl::InvalidArgumentError("job spec: Grid Engine needs a job name");
   if (std::any_of(s.name.begin(), s.name.end(), BadNameChar)) {
     return absl::InvalidArgumentError(
-        "job spec: a Grid Engine job name may not hold a newline, tab, carriage return, / : @ \\ * or ?");
+        "job spec: a Grid Engine job name is printable ASCII without blanks, / : @ \\ * or ?");
   }
   for (const auto& [name, value] : s.env) {
     if (std::string why = RefusedGridEngineEnv(name); !why.empty())
@@ -1049,6 +1064,14 @@ absl::Status GridEngineAdapter::CheckSpecWithin(const JobSpec& s, int64_t widest
   }
   auto user = ResolveRunAs(options_.common, s, kGridEngineAdapterName);
   if (!user.ok()) return user.status();
+  // With the longest tag a migration gives and the mark.
+  SlurmJobMeta m = MetaFor(s, std::string(kTagReserve, 'x'));
+  m.mark = std::string(kMarkLength, 'x');
+  if (const size_t size = EncodeContext(m, s.memory_mb).size(); size > kGridEngineMaxContext) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("job spec: tag, key, owner and environment take ", size,
+                     " bytes in Grid Engine's context variable, over hyperfed's limit of ", kGridEngineMaxContext));
+  }
   return absl::OkStatus();
 }
 
@@ -1120,39 +1143,36 @@ std::vector<absl::StatusOr<std::string>> GridEngineAdapter::SubmitMany(
     for (const Job* j : tagged) by_tag.emplace(j->tag, j->id);
   }
   const int64_t widest = Widest();
-  std::vector<absl::StatusOr<std::string>> out;
+  // Each job's record, written to disk by the thread that submitted it, the
+  // moment qsub returns: the job is found by its tag even if it ends (or the
+  // daemon stops) before the next read. Item i is written by one thread.
+  std::vector<Ledgered> records(spec_and_tag.size());
+  std::vector<std::string> tags;
+  tags.reserve(spec_and_tag.size());
+  for (const auto& st : spec_and_tag) tags.push_back(st.second);
   absl::Status stuck;
-  for (const auto& [spec, tag] : spec_and_tag) {
-    if (auto it = tag.empty() ? by_tag.end() : by_tag.find(tag); it != by_tag.end()) {
-      out.push_back(it->second);
-      continue;
-    }
-    if (!stuck.ok()) {
-      out.push_back(stuck);
-      continue;
-    }
-    auto id = SubmitIn(spec, tag, held, widest);
-    if (absl::IsDeadlineExceeded(id.status())) stuck = id.status();
-    if (id.ok()) {
-      if (!tag.empty()) by_tag.emplace(tag, *id);
-      // Into the ledger at once: the job is found by its tag even if it
-      // ends before the next read.
-      auto user = ResolveRunAs(options_.common, spec, kGridEngineAdapterName);
-      SlurmJobMeta meta = MetaFor(spec, tag);
-      Ledgered led;
-      led.raw.id = *id;
-      led.raw.user = user.ok() ? user->name : "";
-      led.raw.name = spec.name;
-      meta.mark = mark_.Sign(SlurmMarkMessage(meta, led.raw.user));
-      led.raw.context = EncodeContext(meta, spec.memory_mb);
-      led.raw.cwd = spec.workdir;
-      led.raw.cores = spec.cores;
-      led.raw.memory_mb = spec.memory_mb;
-      led.raw.time_s = spec.time_limit_s;
-      if (!tag.empty()) Remember(led);
-    }
-    out.push_back(std::move(id));
-  }
+  std::vector<absl::StatusOr<std::string>> out =
+      SubmitTaggedInWaves(tags, std::move(by_tag), kGridEngineParallelCommands, &stuck, [&](size_t i) {
+        const auto& [spec, tag] = spec_and_tag[i];
+        auto id = SubmitIn(spec, tag, held, widest);
+        if (!id.ok() || tag.empty()) return id;
+        auto user = ResolveRunAs(options_.common, spec, kGridEngineAdapterName);
+        SlurmJobMeta meta = MetaFor(spec, tag);
+        Ledgered& led = records[i];
+        led.raw.id = *id;
+        led.raw.user = user.ok() ? user->name : "";
+        led.raw.name = spec.name;
+        meta.mark = mark_.Sign(SlurmMarkMessage(meta, led.raw.user));
+        led.raw.context = EncodeContext(meta, spec.memory_mb);
+        led.raw.cwd = spec.workdir;
+        led.raw.cores = spec.cores;
+        led.raw.memory_mb = spec.memory_mb;
+        led.raw.time_s = spec.time_limit_s;
+        WriteLedgerRecord(led);
+        return id;
+      });
+  for (Ledgered& led : records)
+    if (!led.raw.id.empty()) ledger_[led.raw.id] = std::move(led);
   return out;
 }
 

@@ -83,7 +83,8 @@
 //   workdir_policy, submit_dir, speed.
 //
 // Thread-safety: every method may be called from any thread; calls are
-// serialized on one mutex.
+// serialized on one mutex. Within SubmitMany, the qsubs run on up to
+// kGridEngineParallelCommands threads, joined before it returns.
 
 #include <cstdint>
 #include <map>
@@ -108,6 +109,19 @@ namespace hyperfed::scheduler {
 inline constexpr char kGridEngineAdapterName[] = "gridengine";
 // The context variable that carries hyperfed's record of a job.
 inline constexpr char kGridEngineContextVar[] = "hyperfed";
+// The qsubs of one SubmitMany that run at once (subprocess.h, RunParallel).
+// A qsub's time is mostly waiting (process start, setpriv, the qmaster's
+// answer), and the qmaster takes submissions on several threads;
+// docs/benchmarks.md, "Grid Engine to Grid Engine, Slurm to Grid Engine",
+// has plain qsub's rate at 1 to 16.
+inline constexpr size_t kGridEngineParallelCommands = 8;
+// The most bytes hyperfed's record of a job (tag, key, owner, environment;
+// kGridEngineContextVar) may take. It is one argument of qsub (-ac), and
+// the environment's values are in qsub's environment too: the kernel
+// takes 128 KiB for one (MAX_ARG_STRLEN), and a qsub that cannot start
+// (E2BIG) would look like a qmaster that does not answer, retried for ever.
+// Grid Engine itself takes 127 KiB.
+inline constexpr size_t kGridEngineMaxContext = size_t{64} << 10;
 // Accounts no moved job runs as, added to the slurm adapter's list.
 inline constexpr const char* kGridEngineDeniedUsers[] = {"sgeadmin"};
 
@@ -172,12 +186,16 @@ class GridEngineAdapter : public SchedulerAdapter {
   absl::StatusOr<std::string> Submit(const JobSpec& spec, const std::string& tag, bool held = false) override;
   // The common rules, a script starting with "#!", a user to run it as, a
   // name qsub takes, no environment variable Grid Engine reads itself
-  // (SGE_*, QRSH_*, ...), cores within the widest queue instance.
+  // (SGE_*, QRSH_*, ...), cores within the widest queue instance, a record
+  // within kGridEngineMaxContext.
   absl::Status CheckSpec(const JobSpec& spec) const override;
   absl::StatusOr<std::vector<Job>> FindByTag(const std::string& tag) override;
   absl::Status SetPinned(const std::string& id, bool pinned) override;
   // One queue read per batch (two for holds and cancels, before and after)
-  // and one command for all its jobs.
+  // and one command for all its jobs; SubmitMany runs its qsubs
+  // kGridEngineParallelCommands at a time, each job with its own result
+  // (after a qsub times out, the items not yet started get that error
+  // without trying).
   std::vector<absl::Status> HoldMany(const std::vector<std::string>& ids) override;
   std::vector<absl::Status> ReleaseMany(const std::vector<std::string>& ids) override;
   std::vector<absl::Status> CancelMany(const std::vector<std::string>& ids) override;
@@ -223,6 +241,8 @@ class GridEngineAdapter : public SchedulerAdapter {
   void LoadLedger() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Writes the record (0600, atomically) and keeps it in ledger_.
   void Remember(const Ledgered& l) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Writes the record only (one file per job id: any thread may write one).
+  void WriteLedgerRecord(const Ledgered& l) const;
   enum class Change { kHold, kRelease, kCancel };
   // Hold, release or cancel: one queue read, one command for every job
   // that needs it, one read after (a job that started meanwhile is

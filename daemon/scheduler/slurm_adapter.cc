@@ -6,17 +6,12 @@
 #include <unistd.h>
 
 #include <algorithm>
-#include <atomic>
 #include <cerrno>
 #include <cmath>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
-#include <functional>
-#include <numeric>
 #include <random>
-#include <system_error>
-#include <thread>
 #include <tuple>
 
 #include "absl/strings/ascii.h"
@@ -289,45 +284,6 @@ bool QueueOrder(const Job& a, const Job& b) {
 
 absl::Status NotFound(const std::string& id) {
   return absl::NotFoundError(absl::StrCat("slurm: no job ", id, " in the managed partitions"));
-}
-
-// Calls run(i) for every i in [0, n), at most kSlurmParallelCommands at a
-// time (the calling thread is one of them), and returns the results in
-// input order; every thread has ended on return. Once a call returns
-// DeadlineExceeded, Slurm is not answering: items not started yet get that
-// error without running (each would wait as long again), and so does every
-// later call given the same `stuck`.
-template <typename T>
-std::vector<absl::StatusOr<T>> RunParallel(size_t n, absl::Status* stuck,
-                                           const std::function<absl::StatusOr<T>(size_t)>& run) {
-  std::vector<absl::StatusOr<T>> out(n, absl::InternalError("slurm: not run"));
-  absl::Mutex mu;  // guards *stuck
-  std::atomic<size_t> next{0};
-  auto work = [&] {
-    for (size_t i = next++; i < n; i = next++) {
-      absl::Status timed_out;
-      {
-        absl::MutexLock l(&mu);
-        timed_out = *stuck;
-      }
-      out[i] = timed_out.ok() ? run(i) : timed_out;
-      if (absl::IsDeadlineExceeded(out[i].status())) {
-        absl::MutexLock l(&mu);
-        if (stuck->ok()) *stuck = out[i].status();
-      }
-    }
-  };
-  std::vector<std::thread> helpers;
-  for (size_t t = 1; t < std::min<size_t>(n, kSlurmParallelCommands); ++t) {
-    try {
-      helpers.emplace_back(work);
-    } catch (const std::system_error&) {
-      break;  // no thread to be had: fewer at a time, never fewer done
-    }
-  }
-  work();
-  for (std::thread& t : helpers) t.join();
-  return out;
 }
 
 }  // namespace
@@ -1095,8 +1051,8 @@ std::vector<absl::StatusOr<JobSpec>> SlurmAdapter::ExportMany(const std::vector<
     if (!scripts_.contains(key) && fetching.insert(key).second) fetch.push_back(key);
   }
   absl::Status stuck;
-  std::vector<absl::StatusOr<std::string>> got =
-      RunParallel<std::string>(fetch.size(), &stuck, [&](size_t k) { return FetchScript(fetch[k].first); });
+  std::vector<absl::StatusOr<std::string>> got = RunParallel<std::string>(
+      fetch.size(), kSlurmParallelCommands, &stuck, [&](size_t k) { return FetchScript(fetch[k].first); });
   std::map<JobKey, absl::Status> failed;
   for (size_t k = 0; k < fetch.size(); ++k) {
     if (got[k].ok()) {
@@ -1473,41 +1429,16 @@ std::vector<absl::StatusOr<std::string>> SlurmAdapter::SubmitMany(
   }
   // One sinfo for the batch (CheckSpec's node limits), not one per thread.
   const NodeLimits limits = Limits();
-  std::vector<absl::StatusOr<std::string>> out(spec_and_tag.size(), absl::InternalError("slurm: not submitted"));
+  // Waves of sbatch commands run kSlurmParallelCommands at a time, with
+  // one-by-one submission's answers for repeated tags (subprocess.h).
+  std::vector<std::string> tags;
+  tags.reserve(spec_and_tag.size());
+  for (const auto& st : spec_and_tag) tags.push_back(st.second);
   absl::Status stuck;
-  // Waves of sbatch commands, each run in parallel. A wave takes every item
-  // left whose tag no job carries yet and no earlier item of the wave
-  // carries; an item whose tag appears earlier waits for the next wave,
-  // which answers it with that item's id, or submits it when that item
-  // failed: what one-by-one submission would do. Nearly every batch is one
-  // wave (a migration's tags are distinct).
-  std::vector<size_t> todo(spec_and_tag.size());
-  std::iota(todo.begin(), todo.end(), size_t{0});
-  while (!todo.empty()) {
-    std::vector<size_t> wave, later;
-    std::set<std::string> wave_tags;
-    for (size_t i : todo) {
-      const std::string& tag = spec_and_tag[i].second;
-      if (auto it = tag.empty() ? by_tag.end() : by_tag.find(tag); it != by_tag.end()) {
-        out[i] = it->second;
-      } else if (!tag.empty() && !wave_tags.insert(tag).second) {
-        later.push_back(i);
-      } else {
-        wave.push_back(i);
-      }
-    }
-    std::vector<absl::StatusOr<std::string>> got = RunParallel<std::string>(wave.size(), &stuck, [&](size_t k) {
-      const auto& [spec, tag] = spec_and_tag[wave[k]];
-      return SubmitIn(spec, tag, held, limits);
-    });
-    for (size_t k = 0; k < wave.size(); ++k) {
-      const std::string& tag = spec_and_tag[wave[k]].second;
-      if (got[k].ok() && !tag.empty()) by_tag.emplace(tag, *got[k]);
-      out[wave[k]] = std::move(got[k]);
-    }
-    todo = std::move(later);
-  }
-  return out;
+  return SubmitTaggedInWaves(tags, std::move(by_tag), kSlurmParallelCommands, &stuck, [&](size_t i) {
+    const auto& [spec, tag] = spec_and_tag[i];
+    return SubmitIn(spec, tag, held, limits);
+  });
 }
 
 absl::Status SlurmAdapter::SetPinned(const std::string& id, bool pinned) {

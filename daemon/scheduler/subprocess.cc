@@ -14,6 +14,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <set>
 
 #include "absl/strings/ascii.h"
 #include "absl/strings/str_cat.h"
@@ -343,6 +344,37 @@ absl::StatusOr<CommandResult> RunCommand(const CommandSpec& spec) {
     r.term_signal = WTERMSIG(wstatus);
   }
   return r;
+}
+
+std::vector<absl::StatusOr<std::string>> SubmitTaggedInWaves(
+    const std::vector<std::string>& tags, std::map<std::string, std::string> by_tag, size_t at_once,
+    absl::Status* stuck, const std::function<absl::StatusOr<std::string>(size_t)>& submit) {
+  std::vector<absl::StatusOr<std::string>> out(tags.size(), absl::InternalError("not submitted"));
+  std::vector<size_t> todo(tags.size());
+  for (size_t i = 0; i < todo.size(); ++i) todo[i] = i;
+  while (!todo.empty()) {
+    std::vector<size_t> wave, later;
+    std::set<std::string> wave_tags;
+    for (size_t i : todo) {
+      const std::string& tag = tags[i];
+      if (auto it = tag.empty() ? by_tag.end() : by_tag.find(tag); it != by_tag.end()) {
+        out[i] = it->second;
+      } else if (!tag.empty() && !wave_tags.insert(tag).second) {
+        later.push_back(i);
+      } else {
+        wave.push_back(i);
+      }
+    }
+    std::vector<absl::StatusOr<std::string>> got =
+        RunParallel<std::string>(wave.size(), at_once, stuck, [&](size_t k) { return submit(wave[k]); });
+    for (size_t k = 0; k < wave.size(); ++k) {
+      const std::string& tag = tags[wave[k]];
+      if (got[k].ok() && !tag.empty()) by_tag.emplace(tag, *got[k]);
+      out[wave[k]] = std::move(got[k]);
+    }
+    todo = std::move(later);
+  }
+  return out;
 }
 
 }  // namespace hyperfed::scheduler

@@ -1,18 +1,28 @@
 #pragma once
 
-// Running a scheduler's command for an adapter (exec, slurm): no shell, argv
-// as given, input on stdin, stdout and stderr captured, a hard time limit.
+// Running a scheduler's command for an adapter (exec, slurm, gridengine): no
+// shell, argv as given, input on stdin, stdout and stderr captured, a hard
+// time limit; and running one command per job of a batch several at a time
+// (RunParallel, SubmitTaggedInWaves), which the slurm and gridengine adapters
+// share.
 //
 // Thread-safety: RunCommand may be called from any thread; it blocks the
-// calling thread only.
+// calling thread only. RunParallel and SubmitTaggedInWaves call their
+// function from several threads at once, all joined before they return.
 
+#include <algorithm>
+#include <atomic>
 #include <cstddef>
+#include <functional>
 #include <map>
 #include <string>
+#include <system_error>
+#include <thread>
 #include <vector>
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
 
 namespace hyperfed::scheduler {
@@ -80,5 +90,60 @@ absl::StatusOr<CommandResult> RunCommand(const CommandSpec& spec);
 // Unavailable: "`<command>` exited with N: <stderr>" or "`<command>` was
 // killed by signal S: <stderr>".
 absl::Status CommandFailure(const std::vector<std::string>& argv, const CommandResult& r);
+
+// Calls run(i) for every i in [0, n), at most `at_once` at a time (the
+// calling thread is one of them), and returns the results in input order;
+// every thread has ended on return. Once a call returns DeadlineExceeded,
+// the scheduler is not answering: items not started yet get that error
+// without running (each would wait as long again), and so does every later
+// call given the same `stuck`. With no thread to be had it runs fewer at a
+// time, never fewer items.
+template <typename T>
+std::vector<absl::StatusOr<T>> RunParallel(size_t n, size_t at_once, absl::Status* stuck,
+                                           const std::function<absl::StatusOr<T>(size_t)>& run) {
+  std::vector<absl::StatusOr<T>> out(n, absl::InternalError("not run"));
+  absl::Mutex mu;  // guards *stuck
+  std::atomic<size_t> next{0};
+  auto work = [&] {
+    for (size_t i = next++; i < n; i = next++) {
+      absl::Status timed_out;
+      {
+        absl::MutexLock l(&mu);
+        timed_out = *stuck;
+      }
+      out[i] = timed_out.ok() ? run(i) : timed_out;
+      if (absl::IsDeadlineExceeded(out[i].status())) {
+        absl::MutexLock l(&mu);
+        if (stuck->ok()) *stuck = out[i].status();
+      }
+    }
+  };
+  std::vector<std::thread> helpers;
+  for (size_t t = 1; t < std::min(n, at_once); ++t) {
+    try {
+      helpers.emplace_back(work);
+    } catch (const std::system_error&) {
+      break;  // no thread to be had: fewer at a time, never fewer done
+    }
+  }
+  work();
+  for (std::thread& t : helpers) t.join();
+  return out;
+}
+
+// A batch submit with tags, one command per job, `at_once` at a time
+// (RunParallel), with the answers one-by-one submission would give.
+// `tags[i]` is item i's tag ("" = none); `by_tag` holds the tags jobs
+// already carry (tag -> the first job's id). An item whose tag a job
+// already carries is answered with that job's id, unsubmitted. The rest go
+// in waves: a wave takes every item left whose tag no job and no earlier
+// item of the wave carries; an item whose tag appears earlier waits for the
+// next wave, which answers it with that item's id, or submits it when that
+// item failed. Nearly every batch is one wave (a migration's tags are
+// distinct). submit(i) submits item i and returns the new job's id; it runs
+// on several threads at once.
+std::vector<absl::StatusOr<std::string>> SubmitTaggedInWaves(
+    const std::vector<std::string>& tags, std::map<std::string, std::string> by_tag, size_t at_once,
+    absl::Status* stuck, const std::function<absl::StatusOr<std::string>(size_t)>& submit);
 
 }  // namespace hyperfed::scheduler

@@ -1,23 +1,28 @@
 // The gridengine adapter against a real single-node Grid Engine
-// (scripts/gridengine-cluster): the shared contract, then what is Grid
-// Engine's own. Every test starts its own cluster (about 4 s) so tags and
-// ids never leak between tests. Skipped, saying why, where Grid Engine is
+// (scripts/gridengine-cluster): the shared contract, what is Grid Engine's
+// own, then the shared hostile-input suite (hostile_adapter.h). Every test
+// starts its own cluster (about 4 s) so tags and ids never leak between
+// tests. Skipped, saying why, where Grid Engine is
 // not installed or the tests do not run as root; scripts/setup installs it.
 
 #include "daemon/scheduler/gridengine_adapter.h"
 
 #include <sys/stat.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
 #include <thread>
 
 #include "absl/strings/match.h"
+#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_split.h"
 #include "absl/strings/strip.h"
 #include "gtest/gtest.h"
 #include "tests/scheduler/adapter_contract.h"
 #include "tests/scheduler/gridengine_cluster.h"
+#include "tests/scheduler/hostile_adapter.h"
 #include "tests/scheduler/temp_dir.h"
 
 namespace hyperfed::scheduler::testing {
@@ -233,6 +238,88 @@ TEST_F(GridEngineAdapterTest, ARefusedJobFailsAloneInItsBatch) {
   EXPECT_EQ(jobs->size(), 2u);
 }
 
+// SubmitMany's qsubs run kGridEngineParallelCommands at a time (a qsub
+// wrapper in bin_dir counts how many run at once and holds each 0.3 s), each
+// job with its own result in input order: one the qmaster refuses fails
+// alone, and a tag repeated in the batch gets the first job's id, or is
+// tried again when that one failed, as one-by-one submission would.
+TEST_F(GridEngineAdapterTest, QsubsRunInParallelAndARefusedJobFailsAlone) {
+  // The scheduler is stopped: the jobs stay pending for the whole test.
+  ASSERT_TRUE(cluster_->Cmd({"qconf", "-kt", "scheduler"}).ok());
+  TempDir bin;
+  chmod(bin.path().c_str(), 0755);  // qsub runs as the job's user (nobody)
+  const std::string running = dir_.Sub("running");
+  const std::string counts = dir_.Sub("qsub.counts");
+  ASSERT_TRUE(std::filesystem::create_directory(running));
+  chmod(running.c_str(), 01777);
+  for (const char* cmd : {"qsub", "qstat", "qhold", "qrls", "qdel", "qalter", "qconf"}) {
+    std::ofstream f(bin.Sub(cmd));
+    f << "#!/bin/sh\n";
+    if (std::string(cmd) == "qsub") {
+      // Running now: this one and those that have not left yet. A script
+      // saying REFUSE asks for a queue that does not exist.
+      f << "mine=" << running << "/$$\ntouch \"$mine\"; ls " << running << " | wc -l >> " << counts << "\n"
+        << "in=$(mktemp); cat > \"$in\"\nextra=\"\"\ngrep -q REFUSE \"$in\" && extra=\"-q nosuch.q\"\nsleep 0.3\n"
+        << "/usr/lib/gridengine/qsub \"$@\" $extra < \"$in\"; rc=$?\nrm -f \"$in\" \"$mine\"\nexit $rc\n";
+    } else {
+      f << "exec /usr/lib/gridengine/" << cmd << " \"$@\"\n";
+    }
+    f.close();
+    ASSERT_EQ(chmod(bin.Sub(cmd).c_str(), 0755), 0);
+  }
+  auto a = Open({{"bin_dir", bin.path()}});
+  ASSERT_TRUE(a.ok()) << a.status();
+  // Ten jobs t0..t9, t4 refused; then t2 again (the same job) and t4 again
+  // (tried again, refused again).
+  std::vector<std::pair<JobSpec, std::string>> batch;
+  for (int i = 0; i < 10; ++i) {
+    batch.push_back({Spec(absl::StrCat("j", i), absl::StrCat("# job ", i, i == 4 ? " REFUSE" : "", "\ntrue\n")),
+                     absl::StrCat("t", i)});
+  }
+  batch.push_back(batch[2]);
+  batch.push_back(batch[4]);
+  auto ids = (*a)->SubmitMany(batch, /*held=*/false);
+  ASSERT_EQ(ids.size(), 12u);
+  // Each submitted job's ledger record was written by its thread, when its
+  // qsub returned (what finds it by tag once it has ended), before any read of the queue.
+  int records = 0;
+  std::error_code ec;
+  for (auto it = std::filesystem::recursive_directory_iterator(dir_.Sub("gridengine-jobs"), ec);
+       !ec && it != std::filesystem::recursive_directory_iterator(); it.increment(ec)) {
+    if (it->path().extension() == ".json") ++records;
+  }
+  EXPECT_EQ(records, 9);
+  for (size_t i : {size_t{4}, size_t{11}})
+    EXPECT_TRUE(absl::IsInvalidArgument(ids[i].status())) << "the qmaster refused it: final; " << ids[i].status();
+  ASSERT_TRUE(ids[10].ok()) << ids[10].status();
+  EXPECT_EQ(*ids[10], *ids[2]) << "a tag earlier in the batch: that job, not another";
+  std::vector<std::string> submitted;
+  for (int i = 0; i < 10; ++i) {
+    if (i == 4) continue;
+    ASSERT_TRUE(ids[i].ok()) << i << ": " << ids[i].status();
+    submitted.push_back(*ids[i]);
+  }
+  int top = 0, runs = 0;
+  std::ifstream in(counts);
+  for (int n; in >> n; ++runs) top = std::max(top, n);
+  EXPECT_GT(top, 1) << "qsub ran one at a time";
+  EXPECT_LE(top, static_cast<int>(kGridEngineParallelCommands));
+  EXPECT_EQ(runs, 11) << "t0..t9 once each, t4 again";
+  // In input order: the job at place i carries tag t<i>; nine jobs, each
+  // tag once.
+  auto jobs = (*a)->GetJobs(submitted);
+  for (size_t k = 0; k < jobs.size(); ++k) {
+    ASSERT_TRUE(jobs[k].ok()) << jobs[k].status();
+    const int i = static_cast<int>(k < 4 ? k : k + 1);
+    EXPECT_EQ(jobs[k]->tag, absl::StrCat("t", i));
+    EXPECT_EQ(jobs[k]->spec.name, absl::StrCat("j", i));
+    EXPECT_EQ(jobs[k]->state, JobState::kPending);
+  }
+  auto listed = (*a)->ListJobs();
+  ASSERT_TRUE(listed.ok()) << listed.status();
+  EXPECT_EQ(listed->size(), 9u);
+}
+
 TEST_F(GridEngineAdapterTest, DirectivesInTheScriptDoNotReachQsub) {
   auto a = Open();
   ASSERT_TRUE(a.ok()) << a.status();
@@ -319,6 +406,107 @@ TEST_F(GridEngineAdapterTest, ALedgerNeverAnswersForAnotherCluster) {
   ASSERT_TRUE(stat.ok()) << "the job was not submitted to the second cluster: " << stat.status();
   EXPECT_TRUE(absl::StrContains(stat->out, "<JB_job_name>one</JB_job_name>"));
 }
+
+// ---- The shared hostile-input suite (hostile_adapter.h) on a real Grid Engine ----
+
+// The texts of every element named `name` under `n`, in document order.
+void TextsNamed(const XmlNode& n, const std::string& name, std::vector<std::string>* out) {
+  for (const XmlNode& c : n.children) {
+    if (c.name == name) out->push_back(c.text);
+    TextsNamed(c, name, out);
+  }
+}
+std::string FirstText(const XmlNode& n, const std::string& name) {
+  std::vector<std::string> all;
+  TextsNamed(n, name, &all);
+  return all.empty() ? "" : all[0];
+}
+
+class GridEngineHost : public HostileHost {
+ public:
+  std::string SkipReason() const override { return GridEngineMissing(); }
+  absl::Status Start(const std::string& work_dir) override {
+    work_ = work_dir;
+    auto c = GridEngineCluster::Start("hostile");
+    if (!c.ok()) return c.status();
+    cluster_ = *std::move(c);
+    // other.q: all.q's copy under another name, on the same host.
+    auto q = cluster_->Cmd({"qconf", "-sq", "all.q"});
+    if (!q.ok()) return q.status();
+    std::string conf;
+    for (absl::string_view line : absl::StrSplit(q->out, '\n'))
+      absl::StrAppend(&conf, absl::StartsWith(line, "qname ") ? "qname other.q" : line, "\n");
+    std::ofstream(work_ + "/other.q") << conf;
+    return cluster_->Cmd({"qconf", "-Aq", work_ + "/other.q"}).status();
+  }
+  absl::StatusOr<std::unique_ptr<SchedulerAdapter>> MakeAdapter(std::map<std::string, std::string> options) override {
+    std::map<std::string, std::string> o = cluster_->Options();
+    o.insert({{"submit_dir", work_}, {"run_as", "account"}, {"run_as_account", "nobody"}});
+    for (const auto& [k, v] : options) {
+      if (v.empty()) {
+        o.erase(k);
+      } else {
+        o[k] = v;
+      }
+    }
+    auto a = GridEngineAdapter::Open({.state_dir = work_ + "/state", .options = o});
+    if (!a.ok()) return a.status();
+    return std::unique_ptr<SchedulerAdapter>(*std::move(a));
+  }
+  absl::StatusOr<std::vector<std::string>> HostJobIds() override {
+    // Pending, running and finished (zombies: finished_jobs keeps them).
+    auto r = cluster_->Cmd({"qstat", "-u", "*", "-s", "prsz", "-xml"});
+    if (!r.ok()) return r.status();
+    auto doc = ParseXml(r->out);
+    if (!doc.ok()) return doc.status();
+    std::vector<std::string> ids;
+    TextsNamed(*doc, "JB_job_number", &ids);
+    std::sort(ids.begin(), ids.end());
+    ids.erase(std::unique(ids.begin(), ids.end()), ids.end());
+    return ids;
+  }
+  absl::StatusOr<HostJob> Describe(const std::string& id) override {
+    auto r = cluster_->Cmd({"qstat", "-j", id, "-xml"});
+    if (!r.ok()) return r.status();
+    auto doc = ParseXml(r->out);
+    if (!doc.ok()) return doc.status();
+    const XmlNode* info = doc->Child("djob_info");
+    if (info == nullptr || info->children.empty()) return absl::NotFoundError("qstat -j shows no job " + id);
+    const XmlNode& j = info->children[0];
+    HostJob h;
+    h.id = id;
+    h.user = j.ChildText("JB_owner");
+    h.name = j.ChildText("JB_job_name");
+    h.account = j.ChildText("JB_account");
+    if (const XmlNode* q = j.Child("JB_hard_queue_list")) h.queue = FirstText(*q, "QR_name");
+    if (const XmlNode* p = j.Child("JB_stdout_path_list")) h.stdout_path = FirstText(*p, "PN_path");
+    if (const XmlNode* p = j.Child("JB_stderr_path_list")) h.stderr_path = FirstText(*p, "PN_path");
+    if (const XmlNode* l = j.Child("JB_hard_resource_list")) {
+      for (const XmlNode& el : l->children) {
+        if (el.ChildText("CE_name") != "h_rt") continue;
+        double v = 0;
+        if (absl::SimpleAtod(el.ChildText("CE_doubleval"), &v)) h.time_limit_s = static_cast<int64_t>(v);
+      }
+    }
+    return h;
+  }
+  std::string Queue() const override { return "all.q"; }
+  std::string OtherQueue() const override { return "other.q"; }
+  std::string Directives(const std::string& account, const std::string& path, const std::string& name) const override {
+    return absl::StrCat("#$ -A ", account, "\n#$ -q other.q\n#$ -o ", path, "\n#$ -e ", path, "\n#$ -j y\n#$ -N ", name,
+                        "\n#$ -l h_rt=1\n#$ -pe smp 4\n#$ -S /bin/false\n  #$ -q other.q\n#$-A ", account, "\n");
+  }
+  std::vector<std::string> ServiceAccounts() const override { return {"sgeadmin"}; }
+
+ private:
+  std::string work_;
+  std::unique_ptr<GridEngineCluster> cluster_;
+};
+
+INSTANTIATE_TEST_SUITE_P(GridEngine, HostileAdapterTest,
+                         ::testing::Values(HostileParam{"GridEngine",
+                                                        [] { return std::make_unique<GridEngineHost>(); }}),
+                         HostileParamName);
 
 }  // namespace
 }  // namespace hyperfed::scheduler::testing

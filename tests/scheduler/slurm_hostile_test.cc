@@ -4,7 +4,8 @@
 // outcome) they prove. The HostileSlurmSpec ones need no Slurm; the
 // HostileSlurm ones run a real single-node Slurm (scripts/slurm-cluster) and
 // skip, saying why, without it; the ones that make Unix users (useradd) or
-// submit as another user skip, saying why, when not run as root.
+// submit as another user skip, saying why, when not run as root. At the end,
+// the hostile-input suite Slurm shares with Grid Engine (hostile_adapter.h).
 
 #include <pwd.h>
 #include <stdlib.h>
@@ -15,6 +16,7 @@
 #include <fstream>
 
 #include "absl/strings/match.h"
+#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
 #include "absl/strings/strip.h"
@@ -23,6 +25,7 @@
 #include "daemon/scheduler/slurm_adapter.h"
 #include "gtest/gtest.h"
 #include "tests/scheduler/canned_squeue.h"
+#include "tests/scheduler/hostile_adapter.h"
 #include "tests/scheduler/slurm_cluster.h"
 #include "tests/scheduler/temp_dir.h"
 
@@ -913,6 +916,81 @@ TEST_F(HostileSlurm, Row7_WhatSbatchRefusesIsFinalAndWhatItCannotRunIsRefusedFir
   kill(ctld, SIGCONT);
   EXPECT_FALSE(absl::IsInvalidArgument(stuck.status())) << stuck.status();
 }
+
+// ---- The shared hostile-input suite (hostile_adapter.h) on a real Slurm ----
+
+class SlurmHost : public HostileHost {
+ public:
+  std::string SkipReason() const override {
+    if (std::string why = SlurmMissing(); !why.empty()) return why;
+    if (geteuid() != 0) return "sbatch --uid (jobs run as their owner) needs root";
+    return "";
+  }
+  absl::Status Start(const std::string& work_dir) override {
+    work_ = work_dir;
+    auto c = SlurmCluster::Start("hostile-suite");
+    if (!c.ok()) return c.status();
+    cluster_ = *std::move(c);
+    return cluster_->Cmd({"scontrol", "create", "PartitionName=other", "Nodes=ALL"}).status();
+  }
+  absl::StatusOr<std::unique_ptr<SchedulerAdapter>> MakeAdapter(std::map<std::string, std::string> options) override {
+    std::map<std::string, std::string> o = {
+        {"slurm_conf", cluster_->conf()}, {"submit_dir", work_}, {"run_as", "account"}, {"run_as_account", "nobody"}};
+    for (const auto& [k, v] : options) {
+      if (v.empty()) {
+        o.erase(k);
+      } else {
+        o[k] = v;
+      }
+    }
+    auto a = SlurmAdapter::Open({.state_dir = work_ + "/state", .options = o});
+    if (!a.ok()) return a.status();
+    return std::unique_ptr<SchedulerAdapter>(*std::move(a));
+  }
+  absl::StatusOr<std::vector<std::string>> HostJobIds() override {
+    auto r = cluster_->Cmd({"squeue", "-h", "--states=all", "-o", "%i"});
+    if (!r.ok()) return r.status();
+    return std::vector<std::string>(absl::StrSplit(r->out, '\n', absl::SkipWhitespace()));
+  }
+  absl::StatusOr<HostJob> Describe(const std::string& id) override {
+    // --json: names and paths with any character come back whole.
+    auto r = cluster_->Cmd({"squeue", "--json"});
+    if (!r.ok()) return r.status();
+    const nlohmann::json doc = nlohmann::json::parse(r->out, nullptr, /*allow_exceptions=*/false);
+    if (doc.is_discarded()) return absl::InternalError("squeue --json printed no JSON");
+    for (const auto& j : doc["jobs"]) {
+      if (absl::StrCat(j["job_id"].get<int64_t>()) != id) continue;
+      HostJob h;
+      h.id = id;
+      h.user = j.value("user_name", "");
+      h.name = j.value("name", "");
+      h.queue = j.value("partition", "");
+      h.account = j.value("account", "");
+      h.stdout_path = j.value("standard_output", "");
+      h.stderr_path = j.value("standard_error", "");
+      if (j.contains("time_limit") && j["time_limit"].is_number()) h.time_limit_s = j["time_limit"].get<int64_t>() * 60;
+      return h;
+    }
+    return absl::NotFoundError(absl::StrCat("squeue has no job ", id));
+  }
+  std::string Queue() const override { return "debug"; }
+  std::string OtherQueue() const override { return "other"; }
+  std::string Directives(const std::string& account, const std::string& path, const std::string& name) const override {
+    return absl::StrCat("#SBATCH --account=", account, "\n#SBATCH --partition=other\n#SBATCH --output=", path,
+                        "\n#SBATCH --error=", path, "\n#SBATCH --job-name=", name,
+                        "\n#SBATCH --time=0:01\n#SBATCH --exclusive\n#SBATCH --uid=0\n#SLURM --partition=other\n",
+                        "#SLURM --account=", account, "\n#PBS -q other\n");
+  }
+  std::vector<std::string> ServiceAccounts() const override { return {"slurm", "munge"}; }
+
+ private:
+  std::string work_;
+  std::unique_ptr<SlurmCluster> cluster_;
+};
+
+INSTANTIATE_TEST_SUITE_P(Slurm, HostileAdapterTest,
+                         ::testing::Values(HostileParam{"Slurm", [] { return std::make_unique<SlurmHost>(); }}),
+                         HostileParamName);
 
 }  // namespace
 }  // namespace hyperfed::scheduler::testing
