@@ -115,6 +115,8 @@ TEST(WebViewTest, ApiAnswersWhatTheAdminServiceAnswersToTheSameCallers) {
   EXPECT_EQ(listed["site"], "site-0");
   EXPECT_EQ(listed["rounds"][0]["round_id"], b.round.round_id());
   EXPECT_EQ(listed["rounds"][0]["moved"], b.round.moved());
+  // The same record, the same JSON: hyperfedctl --json prints what the API answers.
+  EXPECT_EQ(listed, rounds) << ctl.text << "\nthe API:\n" << rounds.dump();
 
   // Bad requests change nothing and say why; unknown paths are 404.
   r = Get(f, 1, "/api/v1/rounds?limit=many", f.Token());
