@@ -428,6 +428,18 @@ TEST(SubmitAndHealthOutputTest, TextAndJson) {
               "assert h['services'][0] == {'service': '', 'status': 'SERVING'}\n");
 }
 
+// DrainReply is empty and ForceReleaseReply has the warning only: their JSON
+// says what was asked too, as documented (docs/hyperfedctl.md, "JSON").
+TEST(DrainAndForceReleaseOutputTest, JsonSaysWhatWasAsked) {
+  v1::ForceReleaseReply f;
+  f.set_warning(kNasty);
+  EXPECT_JSON(DrainJson("site-b", true) + DrainJson("site-c", false) + ForceReleaseJson("m-1", f),
+              "assert docs[0] == {'site': 'site-b', 'drained': True}, docs[0]\n"
+              "assert docs[1] == {'site': 'site-c', 'drained': False}, docs[1]\n"
+              "assert docs[2]['migration_id'] == 'm-1' and docs[2]['warning'].startswith('a\"b\\\\c\\n'), docs[2]\n"
+              "assert list(docs[2]) == ['migration_id', 'warning']\n");
+}
+
 TEST(TopologyOutputTest, BalancingSubcubeAndTreesAreShown) {
   v1::TopologyReply r;
   r.set_dimension(4);
