@@ -124,7 +124,7 @@ class Runner {
     v1::JobsReply r;
     auto ctx = Context();
     if (auto st = admin->Jobs(ctx.get(), req, &r); !st.ok()) return Fail(st, endpoint);
-    out_ << (o_.json ? JobsJson(o_.site, r) : JobsText(r));
+    out_ << (o_.json ? JobsJson(r) : JobsText(r));
     return kExitOk;
   }
 
@@ -154,8 +154,8 @@ class Runner {
     v1::RoundsReply r;
     auto ctx = Context();
     if (auto st = admin_->Rounds(ctx.get(), req, &r); !st.ok()) return Fail(st);
-    const std::map<int, std::string> names = SiteNames();
-    out_ << (o_.json ? RoundsJson(r, names) : RoundsText(r, names));
+    // The JSON is the reply as the web API gives it: labels, no site names.
+    out_ << (o_.json ? RoundsJson(r) : RoundsText(r, SiteNames()));
     return kExitOk;
   }
 
@@ -228,9 +228,7 @@ class Runner {
     auto ctx = Context();
     if (auto st = admin->Drain(ctx.get(), req, &r); !st.ok()) return Fail(st, endpoint);
     if (o_.json) {
-      JsonWriter w;
-      w.BeginObject().Field("site", o_.site).Field("drained", drain).EndObject();
-      out_ << w.str() << "\n";
+      out_ << DrainJson(o_.site, drain);
     } else {
       out_ << o_.site
            << (drain ? " drained: capacity 0, its pending jobs leave at the next round\n"
@@ -270,9 +268,7 @@ class Runner {
     auto ctx = Context();
     if (auto st = admin_->ExplainJob(ctx.get(), req, &r); !st.ok()) return Fail(st);
     if (o_.json) {
-      JsonWriter w;
-      w.BeginObject().Field("job", o_.job).Field("explanation", r.explanation()).EndObject();
-      out_ << w.str() << "\n";
+      out_ << ExplainJson(r);
     } else {
       out_ << TerminalSafeLines(r.explanation()) << "\n";
     }
@@ -286,9 +282,7 @@ class Runner {
     auto ctx = Context();
     if (auto st = admin_->ForceRelease(ctx.get(), req, &r); !st.ok()) return Fail(st);
     if (o_.json) {
-      JsonWriter w;
-      w.BeginObject().Field("migration_id", o_.migration_id).Field("warning", r.warning()).EndObject();
-      out_ << w.str() << "\n";
+      out_ << ForceReleaseJson(o_.migration_id, r);
     } else {
       out_ << "released migration " << o_.migration_id << "\n";
       if (!r.warning().empty()) out_ << "warning: " << TerminalSafeLines(r.warning()) << "\n";

@@ -1,7 +1,6 @@
 #include "client/output.h"
 
 #include <algorithm>
-#include <charconv>
 #include <cmath>
 #include <set>
 
@@ -13,6 +12,7 @@
 #include "absl/strings/str_replace.h"
 #include "absl/strings/str_split.h"
 #include "daemon/common/text.h"
+#include "daemon/protojson/proto_json.h"
 
 namespace hyperfed::client {
 namespace {
@@ -46,22 +46,6 @@ std::string Bits(int label, int dimension) {
   std::string b;
   for (int i = dimension - 1; i >= 0; --i) b += ((label >> i) & 1) ? '1' : '0';
   return b;
-}
-
-void SiteJson(JsonWriter& w, const v1::SiteStatus& s) {
-  w.BeginObject()
-      .Field("site", s.site())
-      .Field("label", s.label())
-      .Field("state", s.state())
-      .Field("load", s.load())
-      .Field("capacity", s.capacity())
-      .Field("load_per_capacity", s.load_per_capacity())
-      .Field("last_round", s.last_round())
-      .Field("endpoint", s.endpoint())
-      .Field("age_ms", s.age_ms())
-      .Field("roster_version", s.roster_version())
-      .Field("protocol", s.protocol())
-      .EndObject();
 }
 
 // Positions beyond this are not drawn one by one: a roster that large is a
@@ -119,134 +103,6 @@ std::string TerminalSafeLines(absl::string_view s) {
   std::vector<std::string> lines;
   for (absl::string_view l : absl::StrSplit(s, '\n')) lines.push_back(TerminalSafe(l));
   return absl::StrJoin(lines, "\n");
-}
-
-// ------------------------------------------------------------------ JSON
-
-std::string JsonQuote(std::string_view s) {
-  std::string out = "\"";
-  for (size_t i = 0; i < s.size();) {
-    size_t n = Utf8Length(s, i);
-    if (n == 0) {
-      out += "\\ufffd";
-      ++i;
-      continue;
-    }
-    if (n == 2 && static_cast<unsigned char>(s[i]) == 0xC2 && static_cast<unsigned char>(s[i + 1]) <= 0x9F) {
-      out += absl::StrFormat("\\u%04x", static_cast<unsigned char>(s[i + 1]));  // C1 control
-      i += n;
-      continue;
-    }
-    if (n > 1) {
-      out.append(s.substr(i, n));
-      i += n;
-      continue;
-    }
-    char c = s[i++];
-    switch (c) {
-      case '"':
-        out += "\\\"";
-        break;
-      case '\\':
-        out += "\\\\";
-        break;
-      case '\n':
-        out += "\\n";
-        break;
-      case '\r':
-        out += "\\r";
-        break;
-      case '\t':
-        out += "\\t";
-        break;
-      case '\b':
-        out += "\\b";
-        break;
-      case '\f':
-        out += "\\f";
-        break;
-      default:
-        if (static_cast<unsigned char>(c) < 0x20 || c == 0x7f)
-          out += absl::StrFormat("\\u%04x", static_cast<int>(c));
-        else
-          out += c;
-    }
-  }
-  return out + "\"";
-}
-
-std::string JsonNumber(double v) {
-  if (!std::isfinite(v)) return "null";
-  char buf[64];
-  // Shortest text that reads back as the same double.
-  auto [end, ec] = std::to_chars(buf, buf + sizeof buf, v);
-  return std::string(buf, end);
-}
-
-void JsonWriter::BeforeValue() {
-  if (after_key_) {
-    after_key_ = false;
-    return;
-  }
-  if (!first_.empty()) {
-    if (!first_.back()) out_ += ',';
-    first_.back() = false;
-  }
-}
-
-JsonWriter& JsonWriter::BeginObject() {
-  BeforeValue();
-  out_ += '{';
-  first_.push_back(true);
-  return *this;
-}
-JsonWriter& JsonWriter::EndObject() {
-  out_ += '}';
-  first_.pop_back();
-  return *this;
-}
-JsonWriter& JsonWriter::BeginArray() {
-  BeforeValue();
-  out_ += '[';
-  first_.push_back(true);
-  return *this;
-}
-JsonWriter& JsonWriter::EndArray() {
-  out_ += ']';
-  first_.pop_back();
-  return *this;
-}
-JsonWriter& JsonWriter::Key(std::string_view key) {
-  BeforeValue();
-  out_ += JsonQuote(key);
-  out_ += ':';
-  after_key_ = true;
-  return *this;
-}
-JsonWriter& JsonWriter::String(std::string_view v) {
-  BeforeValue();
-  out_ += JsonQuote(v);
-  return *this;
-}
-JsonWriter& JsonWriter::Int(int64_t v) {
-  BeforeValue();
-  out_ += std::to_string(v);
-  return *this;
-}
-JsonWriter& JsonWriter::Double(double v) {
-  BeforeValue();
-  out_ += JsonNumber(v);
-  return *this;
-}
-JsonWriter& JsonWriter::Bool(bool v) {
-  BeforeValue();
-  out_ += v ? "true" : "false";
-  return *this;
-}
-JsonWriter& JsonWriter::Null() {
-  BeforeValue();
-  out_ += "null";
-  return *this;
 }
 
 // ------------------------------------------------------------------ text
@@ -366,16 +222,7 @@ std::string StatusText(const v1::StatusReply& r) {
   return out;
 }
 
-std::string StatusJson(const v1::StatusReply& r) {
-  JsonWriter w;
-  w.BeginObject().Field("site", r.site()).Field("algorithm", r.algorithm());
-  w.Field("last_round", r.last_round()).Field("last_round_summary", r.last_round_summary());
-  w.Field("last_round_mode", r.last_round_mode()).Field("insecure", r.insecure());
-  w.Key("sites").BeginArray();
-  for (const auto& s : r.sites()) SiteJson(w, s);
-  w.EndArray().EndObject();
-  return w.str() + "\n";
-}
+std::string StatusJson(const v1::StatusReply& r) { return protojson::Encode(r); }
 
 // ------------------------------------------------------------------ topology
 
@@ -439,23 +286,7 @@ std::string TopologyDot(const v1::TopologyReply& r) {
   return out + "}\n";
 }
 
-std::string TopologyJson(const v1::TopologyReply& r) {
-  JsonWriter w;
-  w.BeginObject().Field("dimension", r.dimension()).Field("mode", r.mode());
-  w.Key("fault_labels").BeginArray();
-  for (int f : r.fault_labels()) w.Int(f);
-  w.EndArray().Key("subcubes").BeginArray();
-  for (const auto& b : r.subcubes()) {
-    w.BeginObject().Field("dim", b.dim()).Field("base", b.base()).Field("mask", b.mask());
-    w.Field("tree_depth", b.tree_depth()).Key("edges").BeginArray();
-    for (const auto& e : b.edges()) w.BeginObject().Field("child", e.child()).Field("parent", e.parent()).EndObject();
-    w.EndArray().EndObject();
-  }
-  w.EndArray().Key("sites").BeginArray();
-  for (const auto& s : r.sites()) SiteJson(w, s);
-  w.EndArray().EndObject();
-  return w.str() + "\n";
-}
+std::string TopologyJson(const v1::TopologyReply& r) { return protojson::Encode(r); }
 
 // ------------------------------------------------------------------ jobs
 
@@ -469,27 +300,7 @@ std::string JobsText(const v1::JobsReply& r) {
   return absl::StrCat(t.Render(), r.jobs_size(), r.jobs_size() == 1 ? " job\n" : " jobs\n");
 }
 
-std::string JobsJson(const std::string& site, const v1::JobsReply& r) {
-  JsonWriter w;
-  w.BeginObject().Field("site", site).Key("jobs").BeginArray();
-  for (const auto& j : r.jobs()) {
-    w.BeginObject()
-        .Field("id", j.id())
-        .Field("key", j.spec().key())
-        .Field("site", j.site())
-        .Field("state", j.state())
-        .Field("name", j.spec().name())
-        .Field("cores", j.spec().cores())
-        .Field("duration_ms", j.spec().duration_ms())
-        .Field("time_limit_s", j.spec().time_limit_s())
-        .Field("pinned", j.pinned())
-        .Field("tag", j.tag())
-        .Field("queued_at_ms", j.queued_at_ms())
-        .EndObject();
-  }
-  w.EndArray().EndObject();
-  return w.str() + "\n";
-}
+std::string JobsJson(const v1::JobsReply& r) { return protojson::Encode(r); }
 
 // ------------------------------------------------------------------ migrations
 
@@ -503,26 +314,7 @@ std::string MigrationsText(const v1::MigrationsReply& r) {
   return t.Render();
 }
 
-std::string MigrationsJson(const v1::MigrationsReply& r) {
-  JsonWriter w;
-  w.BeginObject().Key("migrations").BeginArray();
-  for (const auto& m : r.migrations()) {
-    w.BeginObject()
-        .Field("id", m.id())
-        .Field("direction", m.direction())
-        .Field("peer", m.peer())
-        .Field("state", m.state())
-        .Field("jobs", m.jobs())
-        .Field("round_id", m.round_id())
-        .Field("updated_ms", m.updated_ms())
-        .Key("job_keys")
-        .BeginArray();
-    for (const auto& k : m.job_keys()) w.String(k);
-    w.EndArray().EndObject();
-  }
-  w.EndArray().EndObject();
-  return w.str() + "\n";
-}
+std::string MigrationsJson(const v1::MigrationsReply& r) { return protojson::Encode(r); }
 
 // ------------------------------------------------------------------ rounds
 
@@ -553,41 +345,7 @@ std::string RoundsText(const v1::RoundsReply& r, const std::map<int, std::string
   return absl::StrCat("rounds recorded at ", r.site(), ", newest first:\n", t.Render());
 }
 
-std::string RoundsJson(const v1::RoundsReply& r, const std::map<int, std::string>& sites) {
-  JsonWriter w;
-  w.BeginObject().Field("site", r.site()).Key("rounds").BeginArray();
-  for (const v1::Round& x : r.rounds()) {
-    w.BeginObject()
-        .Field("round_id", x.round_id())
-        .Field("mode", x.mode())
-        .Field("dry_run", x.dry_run())
-        .Field("done", x.done())
-        .Field("ok", x.ok())
-        .Field("started_ms", x.started_ms())
-        .Field("finished_ms", x.finished_ms())
-        .Field("steps", x.steps())
-        .Field("moved", x.moved())
-        .Field("messages", x.messages())
-        .Field("max_share_error_before", x.max_share_error_before())
-        .Field("max_share_error_after", x.max_share_error_after())
-        .Key("transfers")
-        .BeginArray();
-    for (const v1::Transfer& m : x.transfers())
-      w.BeginObject()
-          .Field("step", m.step())
-          .Field("from", m.from())
-          .Field("to", m.to())
-          .Field("from_site", SiteOf(sites, m.from()))
-          .Field("to_site", SiteOf(sites, m.to()))
-          .Field("count", m.count())
-          .EndObject();
-    w.EndArray().Key("events").BeginArray();
-    for (const std::string& e : x.events()) w.String(e);
-    w.EndArray().EndObject();
-  }
-  w.EndArray().EndObject();
-  return w.str() + "\n";
-}
+std::string RoundsJson(const v1::RoundsReply& r) { return protojson::Encode(r); }
 
 // ------------------------------------------------------------------ balance
 
@@ -655,36 +413,21 @@ std::string BalanceResultText(const v1::RoundEvent& e, const std::map<int, std::
 }
 
 std::string BalanceEventJson(const v1::RoundEvent& e, const std::map<int, std::string>& sites) {
-  JsonWriter w;
-  w.BeginObject().Field("round_id", e.round_id()).Field("message", e.message()).Field("final", e.final());
+  protojson::Json j = protojson::ToJson(e);
   if (e.final()) {
-    w.Field("ok", e.ok())
-        .Field("moved", e.moved())
-        .Field("steps", e.steps())
-        .Field("messages", e.messages())
-        .Field("max_share_error_before", e.max_share_error_before())
-        .Field("max_share_error_after", e.max_share_error_after());
-    w.Key("table").BeginArray();
+    // RoundEvent has the loads by label, before and after apart; people and
+    // scripts want them side by side, with each site's name.
+    protojson::Json table = protojson::Json::array();
     for (const BalanceRow& r : BalanceRows(e, sites)) {
-      w.BeginObject().Field("site", r.site).Field("label", r.label).Field("capacity", r.capacity);
-      w.Key("load_before");
-      r.has_before ? w.Int(r.before) : w.Null();
-      w.Key("load_after");
-      r.has_after ? w.Int(r.after) : w.Null();
-      w.EndObject();
+      table.push_back({{"site", r.site},
+                       {"label", r.label},
+                       {"capacity", r.capacity},
+                       {"load_before", r.has_before ? protojson::Json(r.before) : protojson::Json()},
+                       {"load_after", r.has_after ? protojson::Json(r.after) : protojson::Json()}});
     }
-    w.EndArray().Key("transfers").BeginArray();
-    for (const auto& x : e.transfers())
-      w.BeginObject()
-          .Field("step", x.step())
-          .Field("from", x.from())
-          .Field("to", x.to())
-          .Field("count", x.count())
-          .EndObject();
-    w.EndArray();
+    j["table"] = std::move(table);
   }
-  w.EndObject();
-  return w.str() + "\n";
+  return protojson::Dump(j) + "\n";
 }
 
 // ------------------------------------------------------------------ waits
@@ -718,37 +461,7 @@ std::string WaitsText(const v1::WaitsReply& r) {
   return out;
 }
 
-std::string WaitsJson(const v1::WaitsReply& r) {
-  JsonWriter w;
-  w.BeginObject()
-      .Field("site", r.site())
-      .Field("started", r.started())
-      .Field("p50_ms", r.p50_ms())
-      .Field("p95_ms", r.p95_ms())
-      .Key("hours")
-      .BeginArray();
-  for (const v1::WaitHour& h : r.hours())
-    w.BeginObject()
-        .Field("start_ms", h.start_ms())
-        .Field("started", h.started())
-        .Field("p50_ms", h.p50_ms())
-        .Field("p95_ms", h.p95_ms())
-        .EndObject();
-  const v1::PlacementRecord& p = r.placement();
-  w.EndArray()
-      .Key("placement")
-      .BeginObject()
-      .Field("enabled", p.enabled())
-      .Field("passes", p.passes())
-      .Field("placed", p.placed())
-      .Field("kept", p.kept())
-      .Field("failed", p.failed())
-      .Key("to")
-      .BeginArray();
-  for (const v1::PlacedAt& a : p.to()) w.BeginObject().Field("site", a.site()).Field("jobs", a.jobs()).EndObject();
-  w.EndArray().EndObject().EndObject();
-  return w.str() + "\n";
-}
+std::string WaitsJson(const v1::WaitsReply& r) { return protojson::Encode(r); }
 
 // ------------------------------------------------------------------ submit, health
 
@@ -763,14 +476,18 @@ std::string SubmitText(const v1::SubmitReply& r) {
   return absl::StrCat("submitted ", r.ids_size(), r.ids_size() == 1 ? " job\n" : " jobs\n", t.Render(), more);
 }
 
-std::string SubmitJson(const v1::SubmitReply& r) {
-  JsonWriter w;
-  w.BeginObject().Key("ids").BeginArray();
-  for (const auto& id : r.ids()) w.String(id);
-  w.EndArray().Key("keys").BeginArray();
-  for (const auto& k : r.keys()) w.String(k);
-  w.EndArray().EndObject();
-  return w.str() + "\n";
+std::string SubmitJson(const v1::SubmitReply& r) { return protojson::Encode(r); }
+
+std::string ExplainJson(const v1::ExplainJobReply& r) { return protojson::Encode(r); }
+
+std::string DrainJson(const std::string& site, bool drained) {
+  return protojson::Dump({{"site", site}, {"drained", drained}}) + "\n";
+}
+
+std::string ForceReleaseJson(const std::string& migration_id, const v1::ForceReleaseReply& r) {
+  protojson::Json j = {{"migration_id", migration_id}};
+  j.update(protojson::ToJson(r));
+  return protojson::Dump(j) + "\n";
 }
 
 std::string HealthText(const std::string& endpoint, const std::vector<HealthRow>& rows) {
@@ -780,15 +497,13 @@ std::string HealthText(const std::string& endpoint, const std::vector<HealthRow>
 }
 
 std::string HealthJson(const std::string& endpoint, const std::vector<HealthRow>& rows) {
-  JsonWriter w;
   bool serving = !rows.empty();
-  w.BeginObject().Field("endpoint", endpoint).Key("services").BeginArray();
+  protojson::Json services = protojson::Json::array();
   for (const HealthRow& r : rows) {
-    w.BeginObject().Field("service", r.service).Field("status", r.status).EndObject();
+    services.push_back({{"service", r.service}, {"status", r.status}});
     serving = serving && r.status == "SERVING";
   }
-  w.EndArray().Field("serving", serving).EndObject();
-  return w.str() + "\n";
+  return protojson::Dump({{"endpoint", endpoint}, {"services", std::move(services)}, {"serving", serving}}) + "\n";
 }
 
 }  // namespace hyperfed::client

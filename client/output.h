@@ -1,8 +1,11 @@
 #pragma once
 
-// hyperfedctl's output: a JSON writer, a text table, and for every command
-// the text and JSON renderings of the daemon's reply. Everything here is a
-// pure function of its arguments, so tests feed it messages directly.
+// hyperfedctl's output: a text table, and for every command the text and
+// JSON renderings of the daemon's reply. A reply's JSON is the one encoding
+// the web view's API answers with too (daemon/protojson/proto_json.h), so
+// `hyperfedctl X --json` and GET /api/v1/X give the same JSON for the same
+// reply. Everything here is a pure function of its arguments, so tests feed
+// it messages directly.
 
 #include <grpcpp/support/status.h>
 
@@ -29,48 +32,6 @@ std::string TerminalSafe(absl::string_view s);
 // The same for text of several lines: each line made TerminalSafe, the line
 // breaks ('\n') kept.
 std::string TerminalSafeLines(absl::string_view s);
-
-// `s` as a JSON string literal, quotes included. Bytes that are not valid
-// UTF-8 become U+FFFD so the output always parses; control characters (C0,
-// DEL, C1) are \u escapes, so printing JSON to a terminal is safe too.
-std::string JsonQuote(std::string_view s);
-
-// A JSON number for `v`; NaN and infinities (which JSON lacks) become null.
-std::string JsonNumber(double v);
-
-// Writes one JSON value, compact, on one line. Commas are the writer's job:
-// call Key before each member of an object.
-class JsonWriter {
- public:
-  JsonWriter& BeginObject();
-  JsonWriter& EndObject();
-  JsonWriter& BeginArray();
-  JsonWriter& EndArray();
-  JsonWriter& Key(std::string_view key);
-  JsonWriter& String(std::string_view v);
-  JsonWriter& Int(int64_t v);
-  JsonWriter& Double(double v);
-  JsonWriter& Bool(bool v);
-  JsonWriter& Null();
-
-  // Key and value in one call.
-  JsonWriter& Field(std::string_view key, std::string_view v) { return Key(key).String(v); }
-  JsonWriter& Field(std::string_view key, const char* v) { return Key(key).String(v); }
-  JsonWriter& Field(std::string_view key, const std::string& v) { return Key(key).String(v); }
-  JsonWriter& Field(std::string_view key, int64_t v) { return Key(key).Int(v); }
-  JsonWriter& Field(std::string_view key, int v) { return Key(key).Int(v); }
-  JsonWriter& Field(std::string_view key, double v) { return Key(key).Double(v); }
-  JsonWriter& Field(std::string_view key, bool v) { return Key(key).Bool(v); }
-
-  const std::string& str() const { return out_; }
-
- private:
-  void BeforeValue();
-
-  std::string out_;
-  std::vector<bool> first_;  // per open container: nothing written in it yet
-  bool after_key_ = false;
-};
 
 // A plain text table: a header row, then rows, columns two spaces apart.
 // Right-aligned columns are for numbers.
@@ -108,21 +69,23 @@ std::string TopologyDot(const v1::TopologyReply& r);
 std::string TopologyJson(const v1::TopologyReply& r);
 
 std::string JobsText(const v1::JobsReply& r);
-std::string JobsJson(const std::string& site, const v1::JobsReply& r);
+std::string JobsJson(const v1::JobsReply& r);
 
 std::string MigrationsText(const v1::MigrationsReply& r);
 std::string MigrationsJson(const v1::MigrationsReply& r);
 
 // `sites`: label -> site, for the transfers ("label N" when unknown).
 std::string RoundsText(const v1::RoundsReply& r, const std::map<int, std::string>& sites);
-std::string RoundsJson(const v1::RoundsReply& r, const std::map<int, std::string>& sites);
+std::string RoundsJson(const v1::RoundsReply& r);
 
 // Balance. `sites` maps labels to site ids for the table (missing: "-").
 // The event's message lines, as they arrive.
 std::string BalanceEventText(const v1::RoundEvent& e);
 // The final event's before/after table and figures.
 std::string BalanceResultText(const v1::RoundEvent& e, const std::map<int, std::string>& sites);
-// One JSON line for an event; a final event carries the table.
+// One JSON line for an event: the event as encoded, and in a final one the
+// before/after table with each site's name (not part of RoundEvent, and not
+// served by the web API).
 std::string BalanceEventJson(const v1::RoundEvent& e, const std::map<int, std::string>& sites);
 
 // Waits: the answering site's hourly job waits and placement record.
@@ -133,6 +96,12 @@ std::string WaitsJson(const v1::WaitsReply& r);
 
 std::string SubmitText(const v1::SubmitReply& r);
 std::string SubmitJson(const v1::SubmitReply& r);
+
+std::string ExplainJson(const v1::ExplainJobReply& r);
+// Drain and force-release answer nothing or little: the JSON says what was
+// asked too.
+std::string DrainJson(const std::string& site, bool drained);
+std::string ForceReleaseJson(const std::string& migration_id, const v1::ForceReleaseReply& r);
 
 // Health: one row per service name ("" is the server as a whole); status is
 // SERVING, NOT_SERVING, UNKNOWN or SERVICE_UNKNOWN.

@@ -1,11 +1,9 @@
 #include "daemon/server/web.h"
 
 #include <arpa/inet.h>
-#include <google/protobuf/util/json_util.h>
 #include <httplib.h>
 
 #include <functional>
-#include <nlohmann/json.hpp>
 #include <set>
 
 #include "absl/status/status.h"
@@ -15,6 +13,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
 #include "config/config.h"
+#include "daemon/protojson/proto_json.h"
 #include "daemon/server/auth.h"
 #include "daemon/server/web_assets.h"
 #include "hyperfed/v1/hyperfed.grpc.pb.h"
@@ -65,10 +64,10 @@ int HttpStatus(grpc::StatusCode c) {
 
 void Error(httplib::Response& res, grpc::StatusCode code, const std::string& message) {
   res.status = HttpStatus(code);
-  // Invalid UTF-8 (a message may quote a peer's bytes) is replaced, not thrown.
-  const nlohmann::json body = {{"code", absl::StatusCodeToString(static_cast<absl::StatusCode>(code))},
-                               {"error", message}};
-  res.set_content(body.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace) + "\n", "application/json");
+  // Dump replaces invalid UTF-8 (a message may quote a peer's bytes).
+  const protojson::Json body = {{"code", absl::StatusCodeToString(static_cast<absl::StatusCode>(code))},
+                                {"error", message}};
+  res.set_content(protojson::Dump(body) + "\n", "application/json");
 }
 
 // The query parameters a call takes; any other is an error, as an unknown
@@ -113,7 +112,7 @@ grpc::Status NoParams(const httplib::Request&, Req*) {
 }
 
 // GET /api/v1/<name>: `decode` builds the request from the query, `method`
-// makes the Admin call; the reply goes back in protobuf's JSON mapping.
+// makes the Admin call; the reply goes back as protojson::Encode writes it.
 template <typename Req, typename Reply>
 void AddCall(httplib::Server* http, std::shared_ptr<v1::Admin::Stub> stub, Gate gate, const std::string& name,
              std::set<std::string> params, Decode<Req> decode, Method<Req, Reply> method) {
@@ -133,13 +132,8 @@ void AddCall(httplib::Server* http, std::shared_ptr<v1::Admin::Stub> stub, Gate 
     Reply reply;
     st = (stub.get()->*method)(&ctx, request, &reply);
     if (!st.ok()) return Error(res, st.error_code(), st.error_message());
-    google::protobuf::util::JsonPrintOptions o;
-    o.always_print_primitive_fields = true;
-    o.preserve_proto_field_names = true;
-    std::string json;
-    if (!google::protobuf::util::MessageToJsonString(reply, &json, o).ok())
-      return Error(res, grpc::StatusCode::INTERNAL, "cannot encode the answer as JSON");
-    res.set_content(json + "\n", "application/json");
+    // The encoder hyperfedctl --json prints with: the same reply, the same JSON.
+    res.set_content(protojson::Encode(reply), "application/json");
   });
 }
 

@@ -3,12 +3,14 @@
 // The web view and its JSON API (docs/operations.md, "Web view"), on the
 // metrics port.
 //
-// The API is the Admin service in protobuf's JSON mapping: each
-// GET /api/v1/<call> makes that Admin call over an in-process channel to
-// this daemon's own gRPC server, carrying the bearer token the browser sent.
+// The API is the Admin service as JSON: each GET /api/v1/<call> makes that
+// Admin call over an in-process channel to this daemon's own gRPC server,
+// carrying the bearer token the browser sent, and answers the reply as
+// protojson::Encode writes it, the encoder hyperfedctl --json prints with.
 // So who may call, which arguments are valid and what comes back are the
-// Admin service's own, exactly what hyperfedctl gets; this file only maps
-// query parameters to requests and gRPC codes to HTTP statuses. The page
+// Admin service's own, exactly what hyperfedctl gets, in the same JSON; this
+// file only maps query parameters to requests and gRPC codes to HTTP
+// statuses. The page
 // (daemon/server/web/) is compiled into the binary and loads nothing from
 // anywhere else.
 //

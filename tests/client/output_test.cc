@@ -29,59 +29,6 @@ TEST(JsonTest, TheCheckerRejectsBadJsonAndFailedAsserts) {
   EXPECT_EQ(*CheckJsonLines("{\"a\": 1}\n", "assert docs[0]['a'] == 1"), "");
 }
 
-TEST(JsonTest, QuoteEscapesWhatJsonRequires) {
-  EXPECT_EQ(JsonQuote("plain"), "\"plain\"");
-  EXPECT_EQ(JsonQuote("a\"b\\c"), "\"a\\\"b\\\\c\"");
-  EXPECT_EQ(JsonQuote("l1\nl2\r\t\b\f"), "\"l1\\nl2\\r\\t\\b\\f\"");
-  EXPECT_EQ(JsonQuote(std::string("\x01\x1f", 2)), "\"\\u0001\\u001f\"");
-  EXPECT_EQ(JsonQuote(std::string("nul\0x", 5)), "\"nul\\u0000x\"");
-  EXPECT_EQ(JsonQuote("\xc3\xa9\xe2\x82\xac\xf0\x9f\x98\x80"), "\"\xc3\xa9\xe2\x82\xac\xf0\x9f\x98\x80\"");
-  // Not UTF-8: a stray continuation byte, a truncated sequence, an overlong
-  // encoding, a surrogate.
-  EXPECT_EQ(JsonQuote("\x80"), "\"\\ufffd\"");
-  EXPECT_EQ(JsonQuote("\xe2\x82"), "\"\\ufffd\\ufffd\"");
-  EXPECT_EQ(JsonQuote("\xc0\xaf"), "\"\\ufffd\\ufffd\"");
-  EXPECT_EQ(JsonQuote("\xed\xa0\x80"), "\"\\ufffd\\ufffd\\ufffd\"");
-}
-
-TEST(JsonTest, NumbersRoundTripAndNonFiniteIsNull) {
-  EXPECT_EQ(JsonNumber(0.1), "0.1");
-  EXPECT_EQ(JsonNumber(2), "2");
-  EXPECT_EQ(JsonNumber(-1.5), "-1.5");
-  EXPECT_EQ(JsonNumber(std::nan("")), "null");
-  EXPECT_EQ(JsonNumber(1.0 / 0.0), "null");
-}
-
-TEST(JsonTest, WriterPlacesCommas) {
-  JsonWriter w;
-  w.BeginObject()
-      .Field("a", 1)
-      .Key("b")
-      .BeginArray()
-      .Int(1)
-      .String("x")
-      .BeginObject()
-      .EndObject()
-      .BeginArray()
-      .EndArray()
-      .EndArray()
-      .Field("c", true)
-      .Key("d")
-      .Null()
-      .EndObject();
-  EXPECT_EQ(w.str(), R"({"a":1,"b":[1,"x",{},[]],"c":true,"d":null})");
-}
-
-TEST(JsonTest, NastyStringsParse) {
-  JsonWriter w;
-  w.BeginObject().Field(kNasty, kNasty).Field("n", std::nan("")).Field("big", 1e300).EndObject();
-  EXPECT_JSON(w.str(),
-              "d = docs[0]\n"
-              "v = d['a\"b\\\\c\\nd\\te\\x01 \\u00e9 \\u20ac\\ufffdz']\n"
-              "assert v == 'a\"b\\\\c\\nd\\te\\x01 \\u00e9 \\u20ac\\ufffdz', repr(v)\n"
-              "assert d['n'] is None and d['big'] == 1e300\n");
-}
-
 TEST(TableTest, ColumnsAlignAndNumbersGoRight) {
   Table t({"NAME", "N"}, {false, true});
   t.AddRow({"a", "1"});
@@ -258,13 +205,17 @@ TEST(JobsOutputTest, TextAndJson) {
   EXPECT_NE(t.find("2024-05-01 12:00:00Z"), std::string::npos) << t;
   EXPECT_NE(t.find("2 jobs"), std::string::npos) << t;
   EXPECT_EQ(JobsText(v1::JobsReply()), "no jobs\n");
-  EXPECT_JSON(JobsJson("site-a", SampleJobs()),
+  // The reply as the web API gives it: the job's spec under "spec", every
+  // field there, a spec that was not set at its zero values.
+  EXPECT_JSON(JobsJson(SampleJobs()),
               "d = docs[0]\n"
-              "assert d['site'] == 'site-a' and len(d['jobs']) == 2\n"
+              "assert list(d) == ['jobs'] and len(d['jobs']) == 2\n"
               "j = d['jobs'][0]\n"
-              "assert j['id'] == '17' and j['key'] == 'site-a-00000000000000ff' and j['cores'] == 2\n"
+              "assert j['id'] == '17' and j['site'] == 'site-a' and j['spec']['key'] == 'site-a-00000000000000ff'\n"
+              "assert j['spec']['cores'] == 2 and j['spec']['name'].startswith('a\"b\\\\c\\n'), j\n"
               "assert j['queued_at_ms'] == 1714564800000 and j['pinned'] is False\n"
-              "assert j['time_limit_s'] == 7200 and d['jobs'][1]['time_limit_s'] == 0\n"
+              "assert j['spec']['time_limit_s'] == 7200 and d['jobs'][1]['spec']['time_limit_s'] == 0\n"
+              "assert d['jobs'][1]['spec']['env'] == {} and d['jobs'][1]['spec']['key'] == ''\n"
               "assert d['jobs'][1]['pinned'] is True and d['jobs'][1]['state'] == 'running'\n");
 }
 
@@ -370,13 +321,16 @@ TEST(RoundsOutputTest, TextAndJsonNameTheSitesOfEachTransfer) {
   EXPECT_NE(text.find("site-b->site-a 12"), std::string::npos) << text;
   EXPECT_NE(text.find("r-6 (dry run)"), std::string::npos) << text;
   EXPECT_NE(text.find("ended early"), std::string::npos) << text;  // done, not ok
-  EXPECT_JSON(RoundsJson(r, {{0, "site-a"}}),
+  // The reply as the web API gives it: transfers by label (status --json
+  // names them).
+  EXPECT_JSON(RoundsJson(r),
               "d = docs[0]\n"
               "assert d['site'] == 'site-a' and len(d['rounds']) == 2\n"
               "x = d['rounds'][0]\n"
               "assert x['round_id'] == 'r-7' and x['moved'] == 12 and x['ok'] is True, x\n"
-              "assert x['transfers'] == [{'step': 1, 'from': 1, 'to': 0, 'from_site': 'label 1', "
-              "'to_site': 'site-a', 'count': 12}], x\n"
+              "assert x['transfers'] == [{'step': 1, 'from': 1, 'to': 0, 'count': 12}], x\n"
+              "assert x['started_ms'] == 1714564800000 and x['finished_ms'] == 0, x\n"
+              "assert x['before'] == [] and x['after'] == [] and x['mode_name'] == '', x\n"
               "assert x['events'] == ['round r-7 finished'] and d['rounds'][1]['dry_run'] is True\n");
 }
 
@@ -474,6 +428,18 @@ TEST(SubmitAndHealthOutputTest, TextAndJson) {
               "assert h['services'][0] == {'service': '', 'status': 'SERVING'}\n");
 }
 
+// DrainReply is empty and ForceReleaseReply has the warning only: their JSON
+// says what was asked too, as documented (docs/hyperfedctl.md, "JSON").
+TEST(DrainAndForceReleaseOutputTest, JsonSaysWhatWasAsked) {
+  v1::ForceReleaseReply f;
+  f.set_warning(kNasty);
+  EXPECT_JSON(DrainJson("site-b", true) + DrainJson("site-c", false) + ForceReleaseJson("m-1", f),
+              "assert docs[0] == {'site': 'site-b', 'drained': True}, docs[0]\n"
+              "assert docs[1] == {'site': 'site-c', 'drained': False}, docs[1]\n"
+              "assert docs[2]['migration_id'] == 'm-1' and docs[2]['warning'].startswith('a\"b\\\\c\\n'), docs[2]\n"
+              "assert list(docs[2]) == ['migration_id', 'warning']\n");
+}
+
 TEST(TopologyOutputTest, BalancingSubcubeAndTreesAreShown) {
   v1::TopologyReply r;
   r.set_dimension(4);
@@ -567,11 +533,16 @@ TEST(TerminalSafeTest, EveryRenderingOfRemoteTextIsEscaped) {
   job->mutable_spec()->set_name(kHostile);
   job->mutable_spec()->set_key(kHostile);
   EXPECT_FALSE(HasControl(JobsText(j), true));
-  EXPECT_FALSE(HasControl(JobsJson("s", j), true));
+  EXPECT_FALSE(HasControl(JobsJson(j), true));
 
   v1::MigrationsReply m;
   m.add_migrations()->set_peer(kHostile);
   EXPECT_FALSE(HasControl(MigrationsText(m), true));
+  EXPECT_FALSE(HasControl(MigrationsJson(m), true));
+
+  v1::ExplainJobReply x;
+  x.set_explanation(kHostile);
+  EXPECT_FALSE(HasControl(ExplainJson(x), true));
 
   v1::WaitsReply w;
   w.set_site(kHostile);

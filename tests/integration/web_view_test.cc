@@ -69,7 +69,7 @@ TEST(WebViewTest, ApiAnswersWhatTheAdminServiceAnswersToTheSameCallers) {
   ASSERT_TRUE(r);
   EXPECT_EQ(r->status, 401) << r->body;
 
-  // Status: the rows Admin.Status gives, in protobuf's JSON mapping.
+  // Status: the rows Admin.Status gives, as JSON (daemon/protojson).
   r = Get(f, 1, "/api/v1/status", f.Token());
   ASSERT_TRUE(r);
   ASSERT_EQ(r->status, 200) << r->body;
@@ -98,7 +98,8 @@ TEST(WebViewTest, ApiAnswersWhatTheAdminServiceAnswersToTheSameCallers) {
   EXPECT_EQ(round["round_id"], b.round.round_id());
   EXPECT_TRUE(round["done"].get<bool>());
   EXPECT_TRUE(round["ok"].get<bool>());
-  EXPECT_EQ(round["moved"], std::to_string(b.round.moved()));  // int64 is a string in JSON
+  EXPECT_TRUE(round["moved"].is_number_integer()) << r->body;  // int64 is a JSON number
+  EXPECT_EQ(round["moved"], b.round.moved());
   ASSERT_EQ(round["transfers"].size(), static_cast<size_t>(b.round.transfers_size()));
   for (int i = 0; i < b.round.transfers_size(); ++i) {
     EXPECT_EQ(round["transfers"][i]["from"], b.round.transfers(i).from());
@@ -114,6 +115,8 @@ TEST(WebViewTest, ApiAnswersWhatTheAdminServiceAnswersToTheSameCallers) {
   EXPECT_EQ(listed["site"], "site-0");
   EXPECT_EQ(listed["rounds"][0]["round_id"], b.round.round_id());
   EXPECT_EQ(listed["rounds"][0]["moved"], b.round.moved());
+  // The same record, the same JSON: hyperfedctl --json prints what the API answers.
+  EXPECT_EQ(listed, rounds) << ctl.text << "\nthe API:\n" << rounds.dump();
 
   // Bad requests change nothing and say why; unknown paths are 404.
   r = Get(f, 1, "/api/v1/rounds?limit=many", f.Token());
@@ -312,14 +315,14 @@ TEST(WebViewTest, BrowserShowsWaitsAndWhereArrivingJobsWent) {
   ASSERT_EQ(r->status, 200) << r->body;
   nlohmann::json waits = Json(r);
   EXPECT_EQ(waits["site"], "site-0");
-  EXPECT_EQ(waits["started"], "2");
+  EXPECT_EQ(waits["started"], 2);
   EXPECT_EQ(waits["hours"].size(), 6u);
   EXPECT_EQ(waits["placement"]["to"][0]["site"], "site-1");
-  EXPECT_EQ(waits["placement"]["to"][0]["jobs"], "1");
+  EXPECT_EQ(waits["placement"]["to"][0]["jobs"], 1);
   v1::WaitsReply admin;
   auto ctx = f.Context();
   ASSERT_TRUE(f.Admin(0)->Waits(ctx.get(), v1::WaitsRequest(), &admin).ok());
-  EXPECT_EQ(std::to_string(admin.p95_ms()), waits["p95_ms"]);
+  EXPECT_EQ(admin.p95_ms(), waits["p95_ms"]);
   EXPECT_GT(admin.p95_ms(), 2000);
   EXPECT_EQ(admin.placement().kept(), 1);
   Out ctl = Shell(absl::StrCat(HyperfedctlPath(), " --endpoint ", f.Endpoint(0), " --server-name site-0 --ca ",

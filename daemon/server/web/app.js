@@ -1,5 +1,6 @@
-// The hyperfed web view: reads /api/v1/* (the Admin service in protobuf's
-// JSON mapping, docs/operations.md "Web view") every REFRESH_MS and redraws.
+// The hyperfed web view: reads /api/v1/* (the Admin service's replies as
+// JSON, the same hyperfedctl --json prints; docs/operations.md "Web view")
+// every REFRESH_MS and redraws.
 // Everything shown comes from sites that may lie: it goes into the page as
 // text (textContent), never as HTML.
 'use strict';
@@ -37,7 +38,8 @@ async function api(path) {
   return body;
 }
 
-// int64 fields arrive as strings (protobuf's JSON mapping).
+// Integers, 64-bit ones too, arrive as JSON numbers; a field a site left out
+// (an older daemon) counts as 0.
 const num = (v) => Number(v || 0);
 
 function el(tag, attrs, ...children) {
