@@ -415,6 +415,22 @@ absl::StatusOr<std::unique_ptr<hyperfed::scheduler::SlurmAdapter>> BenchAdapter(
   return hyperfed::scheduler::SlurmAdapter::Open({.state_dir = work, .options = BenchSlurmOptions(c, work)});
 }
 
+// Times the adapter's calls of one move one by one (AdapterSteps and its
+// Grid Engine twin): each prints its rate; true when it handled all `jobs`.
+struct StepTimer {
+  int jobs;
+  double total = 0;  // seconds, every call so far
+  template <typename Call>
+  bool operator()(const char* what, Call&& call) {
+    const absl::Time t = absl::Now();
+    const int ok = call();
+    const double s = absl::ToDoubleSeconds(absl::Now() - t);
+    total += s;
+    std::printf("    %-26s %4d jobs in %6.2f s = %6.1f jobs/s\n", what, ok, s, ok / s);
+    return ok == jobs;
+  }
+};
+
 // The adapter calls a move of `jobs` jobs makes, timed one by one, at a
 // fresh source holding 2 x jobs and a fresh destination: what the round
 // below costs in Slurm's commands, without the daemons.
@@ -426,15 +442,8 @@ bool AdapterSteps(int jobs, int parallel, double plain_s, const std::string& wor
   auto from = BenchAdapter(**src, work);
   auto to = BenchAdapter(**dst, work);
   if (!from.ok() || !to.ok()) return false;
-  double total = 0;
-  auto step = [&](const char* what, auto&& call) {
-    const absl::Time t = absl::Now();
-    const int ok = call();
-    const double s = absl::ToDoubleSeconds(absl::Now() - t);
-    total += s;
-    std::printf("    %-26s %4d jobs in %6.2f s = %6.1f jobs/s\n", what, ok, s, ok / s);
-    return ok == jobs;
-  };
+  StepTimer step{jobs};
+  double& total = step.total;
   std::vector<std::string> ids;
   if (!step("ListJobs (source)", [&] {
         auto listed = (*from)->ListJobs();
@@ -690,15 +699,8 @@ bool GridEngineAdapterSteps(int jobs, double plain_s, const std::string& work) {
   auto from = open(**src, "steps-src");
   auto to = open(**dst, "steps-dst");
   if (!from.ok() || !to.ok()) return false;
-  double total = 0;
-  auto step = [&](const char* what, auto&& call) {
-    const absl::Time t = absl::Now();
-    const int ok = call();
-    const double s = absl::ToDoubleSeconds(absl::Now() - t);
-    total += s;
-    std::printf("    %-26s %4d jobs in %6.2f s = %6.1f jobs/s\n", what, ok, s, ok / s);
-    return ok == jobs;
-  };
+  StepTimer step{jobs};
+  double& total = step.total;
   auto count = [](const auto& results) {
     return static_cast<int>(std::count_if(results.begin(), results.end(), [](const auto& r) { return r.ok(); }));
   };

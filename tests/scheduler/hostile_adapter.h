@@ -17,6 +17,9 @@
 // for a script's directives, a job that runs where, as whom and with what
 // the site says.
 
+#include <pwd.h>
+#include <unistd.h>
+
 #include <functional>
 #include <map>
 #include <memory>
@@ -26,11 +29,23 @@
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "absl/strings/str_cat.h"
 #include "daemon/scheduler/adapter.h"
+#include "daemon/scheduler/subprocess.h"
 #include "gtest/gtest.h"
 #include "tests/scheduler/temp_dir.h"
 
 namespace hyperfed::scheduler::testing {
+
+// Makes a local user (useradd, uid from UID_MIN up) unless one exists; ""
+// when done, else why not.
+inline std::string EnsureUser(const std::string& user) {
+  if (getpwnam(user.c_str()) != nullptr) return "";
+  if (geteuid() != 0) return "creating users (useradd) needs root";
+  auto r = RunCommand({.argv = {"useradd", "-M", "-s", "/bin/sh", user}});
+  if (!r.ok()) return r.status().ToString();
+  return r->exit_code == 0 ? "" : absl::StrCat("useradd ", user, ": ", r->err);
+}
 
 // A job as the scheduler itself shows it.
 struct HostJob {

@@ -27,16 +27,6 @@ GTEST_ALLOW_UNINSTANTIATED_PARAMETERIZED_TEST(HostileAdapterTest);
 
 namespace {
 
-// Makes a local user (useradd, uid from UID_MIN up) unless one exists; ""
-// when done, else why not.
-std::string EnsureUser(const std::string& user) {
-  if (getpwnam(user.c_str()) != nullptr) return "";
-  if (geteuid() != 0) return "creating users (useradd) needs root";
-  auto r = RunCommand({.argv = {"useradd", "-M", "-s", "/bin/sh", user}});
-  if (!r.ok()) return r.status().ToString();
-  return r->exit_code == 0 ? "" : absl::StrCat("useradd ", user, ": ", r->err);
-}
-
 // Every file named `name` under `dir`, at any depth.
 std::vector<std::string> FilesNamed(const std::string& dir, const std::string& name) {
   std::vector<std::string> out;

@@ -41,16 +41,6 @@ void WriteExecutable(const std::string& path, const std::string& body) {
   chmod(path.c_str(), 0755);
 }
 
-// Makes a local user (useradd, uid from UID_MIN up) unless one exists; ""
-// when done, else why not.
-std::string EnsureUser(const std::string& user) {
-  if (getpwnam(user.c_str()) != nullptr) return "";
-  if (geteuid() != 0) return "creating users (useradd) needs root";
-  auto r = RunCommand({.argv = {"useradd", "-M", "-s", "/bin/sh", user}});
-  if (!r.ok()) return r.status().ToString();
-  return r->exit_code == 0 ? "" : absl::StrCat("useradd ", user, ": ", r->err);
-}
-
 // ---- Without Slurm: CheckSpec, the mark, the #SBATCH filter ----
 
 class HostileSlurmSpec : public ::testing::Test {
