@@ -9,7 +9,6 @@
 #include <atomic>
 #include <memory>
 #include <string>
-#include <thread>
 
 #include "absl/status/statusor.h"
 #include "config/config.h"

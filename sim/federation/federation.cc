@@ -222,9 +222,9 @@ void Federation::Build() {
     e.endpoint = absl::StrCat("sim-", label, ":7100");
     roster.push_back(e);
   }
-  // Checked by the caller (hyperfed-sim federation's --algorithm).
   balancer_.algorithm = balance::FindRoundMode(o_.algorithm);
-  if (!balancer_.algorithm) balancer_.algorithm = balance::FindRoundMode(balance::kDefaultRoundMode);
+  // The caller checks --algorithm; a mode it let through is a bug here.
+  if (!balancer_.algorithm) World::Fatal(std::string(balance::CheckRoundMode(o_.algorithm).message()));
   balancer_.interval = absl::ZeroDuration();  // the operator starts rounds
   balancer_.job_choice = o_.job_choice;
   balancer_.hysteresis = absl::ZeroDuration();
