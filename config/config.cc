@@ -544,7 +544,37 @@ const RosterEntry* Roster::FindLabel(int label) const {
   return nullptr;
 }
 
-absl::StatusOr<Config> ParseConfig(const std::string& yaml_text, const std::string& path) {
+namespace {
+
+// Has the adapter named by scheduler.adapter read scheduler.options
+// (c->scheduler.parsed); an error names the file, the line and the key: the
+// option an adapter's OptionError names, else scheduler.adapter.
+absl::Status ResolveAdapter(const Parser& parser, const scheduler::AdapterRegistry& adapters, Config* c) {
+  const std::string where = DisplayPath(c->path);
+  auto parsed = adapters.ParseOptions(c->scheduler.adapter, c->scheduler.options);
+  if (parsed.ok()) {
+    c->scheduler.parsed = *std::move(parsed);
+    return absl::OkStatus();
+  }
+  const absl::Status& st = parsed.status();
+  if (absl::IsNotFound(st)) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(where, ":", parser.LineOf("scheduler.adapter"), ": scheduler.adapter: ", st.message()));
+  }
+  const std::string option = scheduler::OptionOf(st);
+  if (auto it = c->scheduler.option_lines.find(option); !option.empty() && it != c->scheduler.option_lines.end()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(where, ":", it->second, ": scheduler.options.", option, ": ", st.message()));
+  }
+  // A missing option: the section names it.
+  return absl::InvalidArgumentError(
+      absl::StrCat(where, ":", parser.LineOf("scheduler.options"), ": scheduler.options: ", st.message()));
+}
+
+}  // namespace
+
+absl::StatusOr<Config> ParseConfig(const std::string& yaml_text, const std::string& path,
+                                   const scheduler::AdapterRegistry* adapters) {
   Config c;
   c.path = path;
   Parser parser(path);
@@ -572,10 +602,13 @@ absl::StatusOr<Config> ParseConfig(const std::string& yaml_text, const std::stri
     errors.emplace_back(line, absl::StrCat(DisplayPath(path), ":", line, ": ", issue.key, ": ", issue.message));
   }
   if (!errors.empty()) return JoinErrors(std::move(errors));
+  if (adapters != nullptr) {
+    if (auto st = ResolveAdapter(parser, *adapters, &c); !st.ok()) return st;
+  }
   return c;
 }
 
-absl::StatusOr<Config> LoadConfig(const std::string& path) {
+absl::StatusOr<Config> LoadConfig(const std::string& path, const scheduler::AdapterRegistry* adapters) {
   std::error_code ec;
   fs::file_status st = fs::status(path, ec);
   if (ec || !fs::exists(st)) {
@@ -600,7 +633,7 @@ absl::StatusOr<Config> LoadConfig(const std::string& path) {
   if (in.bad()) {
     return absl::InternalError(absl::StrCat(path, ": error reading config file"));
   }
-  return ParseConfig(text.str(), path);
+  return ParseConfig(text.str(), path, adapters);
 }
 
 absl::Status Validate(const Config& c) {

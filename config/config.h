@@ -19,6 +19,7 @@
 #include "daemon/balance/modes.h"
 #include "daemon/common/log.h"
 #include "daemon/common/trusted_path.h"
+#include "daemon/scheduler/registry.h"
 
 namespace hyperfed::config {
 
@@ -154,6 +155,10 @@ struct SchedulerConfig {
   std::string adapter = "sim";                 // registry name
   std::map<std::string, std::string> options;  // adapter options, as strings
   std::map<std::string, int> option_lines;     // the line of each option, for errors
+  // The options as the adapter read them (its factory's ParseOptions), set
+  // by LoadConfig given the adapters; empty for a config made in code (the
+  // registry then parses `options` when it makes the adapter).
+  scheduler::AdapterOptions parsed;
 };
 
 struct SecurityConfig {
@@ -198,11 +203,16 @@ struct Config {
 };
 
 // Reads and validates `path`. Relative paths inside the file (certificates,
-// token file, state_dir) are taken relative to the file's folder.
-absl::StatusOr<Config> LoadConfig(const std::string& path);
+// token file, state_dir) are taken relative to the file's folder. Given the
+// scheduler adapters this binary holds, it also resolves scheduler.adapter
+// and has the adapter read its options (scheduler.parsed): an unknown
+// adapter or a bad option is an error naming the file and line. Without
+// them (tools and tests that read only the file) those two are not checked.
+absl::StatusOr<Config> LoadConfig(const std::string& path, const scheduler::AdapterRegistry* adapters = nullptr);
 
 // Parses YAML text as if read from `path` (for tests).
-absl::StatusOr<Config> ParseConfig(const std::string& yaml_text, const std::string& path);
+absl::StatusOr<Config> ParseConfig(const std::string& yaml_text, const std::string& path,
+                                   const scheduler::AdapterRegistry* adapters = nullptr);
 
 // Checks cross-field rules; the messages name keys but no line.
 absl::Status Validate(const Config& c);

@@ -8,6 +8,7 @@
 #include <csignal>
 #include <cstring>
 #include <iostream>
+#include <memory>
 #include <string>
 
 #include "CLI/CLI.hpp"
@@ -68,19 +69,20 @@ int main(int argc, char** argv) {
     return 0;
   }
   if (config_path.empty()) return Usage("--config FILE is required");
-  auto config = hyperfed::config::LoadConfig(config_path);
+  // The scheduler adapters this binary holds, one line each (a new adapter:
+  // its own files under daemon/scheduler/ and one line here).
+  namespace sched = hyperfed::scheduler;
+  sched::AdapterRegistry adapters;
+  (void)adapters.Register(std::make_unique<sched::SimAdapterFactory>());
+  (void)adapters.Register(std::make_unique<sched::ExecAdapterFactory>());
+  (void)adapters.Register(std::make_unique<sched::SlurmAdapterFactory>());
+  (void)adapters.Register(std::make_unique<sched::GridEngineAdapterFactory>());
+  auto config = hyperfed::config::LoadConfig(config_path, &adapters);
   if (!config.ok()) {
     std::cerr << "hyperfedd: " << config.status().message() << "\n";
     return 2;
   }
-  // The scheduler adapters this binary holds, one line each (a new adapter:
-  // its own files under daemon/scheduler/ and one line here).
-  hyperfed::scheduler::AdapterRegistry adapters;
-  hyperfed::scheduler::RegisterSimAdapter(&adapters);
-  hyperfed::scheduler::RegisterExecAdapter(&adapters);
-  hyperfed::scheduler::RegisterSlurmAdapter(&adapters);
-  hyperfed::scheduler::RegisterGridEngineAdapter(&adapters);
-  if (auto st = hyperfed::server::CheckRuntime(*config, adapters); !st.ok()) {
+  if (auto st = hyperfed::server::CheckRuntime(*config); !st.ok()) {
     std::cerr << "hyperfedd: " << st.message() << "\n";
     return 2;
   }

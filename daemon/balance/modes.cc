@@ -153,6 +153,17 @@ absl::Status CheckRoundMode(std::string_view name) {
       absl::StrCat("unknown round mode \"", std::string(name), "\"; known: ", absl::StrJoin(RoundModeNames(), ", ")));
 }
 
+int RoundDepth(const RoundShape& shape) {
+  int depth = shape.dimension;
+  if (shape.faults.empty()) return depth;
+  auto topo = Topology::Hypercube(shape.dimension, shape.faults);
+  if (!topo.ok()) return depth;
+  auto subcubes = SelectBalancingSubcubes(*topo);
+  if (!subcubes.ok()) return depth;
+  for (const BalancingSubcube& bs : *subcubes) depth = std::max(depth, bs.tree_depth + bs.dim);
+  return depth;
+}
+
 absl::StatusOr<std::vector<std::vector<NodeId>>> RoundComponents(const Topology& topo) {
   std::vector<std::vector<NodeId>> out;
   if (topo.alive_mask().empty()) {

@@ -67,6 +67,13 @@ std::vector<std::string> RoundModeNames();
 absl::Status CheckRoundMode(std::string_view name);
 inline constexpr std::string_view kDefaultRoundMode = "exact";
 
+// The sequential depth a round on `shape` is sized by: the dimension n, or
+// more where faults make an MCWA balancing subcube's tree depth T plus its
+// dimension k deeper than n (a tree that detours around failed positions).
+// A gather takes at most 3 x this many sequential steps, and a gathering
+// mode's moves at most as many phases.
+int RoundDepth(const RoundShape& shape);
+
 // The live members of each component of `topo` (ascending labels): the
 // whole live cube without faults, else one per MCWA balancing subcube.
 absl::StatusOr<std::vector<std::vector<NodeId>>> RoundComponents(const Topology& topo);

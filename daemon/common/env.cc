@@ -1,5 +1,6 @@
 #include "daemon/common/env.h"
 
+#include <random>
 #include <thread>
 
 namespace hyperfed {
@@ -35,6 +36,19 @@ bool RealEnv::WaitUntil(std::unique_lock<std::mutex>& l, std::condition_variable
     return true;
   }
   return cv.wait_until(l, absl::ToChronoTime(deadline), pred);
+}
+
+uint64_t Env::Random() const {
+  thread_local std::mt19937_64 rng(std::random_device{}());
+  return rng();
+}
+
+uint64_t FakeEnv::Random() const {
+  // splitmix64: every number of the sequence once, well mixed.
+  uint64_t z = random_state_.fetch_add(0x9e3779b97f4a7c15ull) + 0x9e3779b97f4a7c15ull;
+  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+  z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+  return z ^ (z >> 31);
 }
 
 RealEnv* RealEnv::Get() {

@@ -7,9 +7,10 @@
 
 #include <atomic>
 #include <condition_variable>
+#include <cstdint>
 #include <functional>
-#include <mutex>
 #include <memory>
+#include <mutex>
 #include <set>
 
 #include "absl/time/clock.h"
@@ -59,6 +60,11 @@ class Env {
   // simulation runs them as its own deterministic tasks. Default: an OS
   // thread.
   virtual std::unique_ptr<EnvThread> StartThread(std::function<void()> fn) const;
+
+  // A random 64-bit number (a submitted job's key). Default: seeded once
+  // per thread from the kernel's randomness; a FakeEnv counts through a
+  // fixed sequence and a simulation draws from its seed, so runs repeat.
+  virtual uint64_t Random() const;
 };
 
 class RealEnv : public Env {
@@ -84,6 +90,7 @@ class FakeEnv : public Env {
   // How many threads wait on this env now (for tests that advance time only
   // once the threads they drive have reached their waits).
   int waiters() const;
+  uint64_t Random() const override;
 
  private:
   struct Waiter {
@@ -93,6 +100,7 @@ class FakeEnv : public Env {
   void WakeAll();
 
   std::atomic<int64_t> now_ns_;
+  mutable std::atomic<uint64_t> random_state_{0};
   // Lock order: reg_mu_ before any waiter's mutex. A waiter never holds its
   // own mutex while it takes reg_mu_.
   mutable std::mutex reg_mu_;

@@ -85,7 +85,7 @@ absl::StatusOr<std::string> Coordinator::Begin(bool dry_run, const std::string& 
     // The dry run is the round: the same planning code on the same table,
     // each site's row asked of it now as a round's start asks it, not the
     // row of its last heartbeat.
-    AskCurrentRows(*roster, ComputeRoundTimeouts(settings, dimension).step, peers, &view);
+    AskCurrentRows(*roster, ComputeRoundTimeouts(settings, shape).step, peers, &view);
     auto plan = balance::PlanRound(*mode, shape, view.before);
     if (!plan.ok()) return plan.status();
     {
@@ -116,12 +116,14 @@ absl::StatusOr<std::string> Coordinator::Begin(bool dry_run, const std::string& 
   // permitting) than any an earlier coordinator started.
   spec.epoch =
       std::max({participant_->highest_epoch() + 1, membership_->HighestEpoch() + 1, absl::ToUnixMillis(view.started)});
-  const RoundTimeouts timeouts = ComputeRoundTimeouts(settings, dimension);
+  const RoundTimeouts timeouts = ComputeRoundTimeouts(settings, shape);
   spec.deadline = view.started + timeouts.round;
   view.id = spec.round_id = MakeRoundId(self_, view.started, ++seq_);
   view.events.push_back(absl::StrCat("round ", view.id, " (", reason, "): ", name, " over ", view.before.size(),
                                      " live sites of the ", shape.dimension, "-cube, faults ", Labels(faults)));
   running_ = Running{spec, live, {}, {}, false, {}, false, roster, timeouts, view.started};
+  running_->result.before = view.before;
+  running_->result.share_error_before = view.share_error_before;
   history_->Add(view);
   if (!executor_->Submit([this, spec] { Coordinate(spec); })) {
     running_.reset();
@@ -383,6 +385,7 @@ absl::Status Coordinator::TakeReportLocked(const RoundReport& report) {
   const bool only_counted =
       report.from_journal && std::find(unanswered.begin(), unanswered.end(), report.site) != unanswered.end();
   const config::RosterEntry* e = roster.FindSite(report.site);
+  running_->result.Add(report, e ? e->label : -1, !only_counted);
   std::vector<std::string> sends;
   for (const auto& t : report.transfers) {
     const config::RosterEntry* to = roster.FindLabel(t.to);
@@ -403,22 +406,7 @@ absl::Status Coordinator::TakeReportLocked(const RoundReport& report) {
                                                                " or they moved within the hysteresis time)")
                                                 : ""));
     }
-    // The table was read from heartbeats when the round started; a site's
-    // report carries the load and capacity it really balanced with (one
-    // rebuilt from a journal knows neither, nor one whose part never began).
-    if (e && !report.from_journal && !report.not_begun)
-      for (balance::LoadRow& row : r.before)
-        if (row.label == e->label) {
-          row.load = report.load_before;
-          row.capacity = report.capacity;
-        }
-    if (!only_counted) r.reported.push_back(report.site);
-    r.messages += report.messages;
-    r.steps = std::max(r.steps, report.steps);
-    for (const auto& t : report.transfers) {
-      r.transfers.push_back(t);
-      r.moved += t.count;
-    }
+    running_->result.RecordIn(&r);
   });
   // The last report ends the round here, on the reporter's thread: waking
   // Coordinate's thread to do it would add a thread switch to every round's
@@ -437,46 +425,79 @@ void Coordinator::FinishLocked(const std::string& why) {
   running_.reset();
   const bool ok = why.empty() && !run.any_failed && run.accepted.size() == run.live.size();
   absl::Time finished = env_->Now();
+  run.result.Finish();
+  const RoundResult& result = run.result;
   std::string summary;
   history_->Update(run.spec.round_id, [&](RoundView& r) {
     if (!why.empty()) r.events.push_back(why);
-    std::map<int, balance::LoadRow> after;
-    for (const auto& row : r.before) after[row.label] = row;
-    for (const auto& t : r.transfers) {
-      // Only rows of the round's table: a report naming another label adds
-      // no row.
-      auto from = after.find(t.from), to = after.find(t.to);
-      if (from == after.end() || to == after.end()) continue;
-      from->second.load -= t.count;
-      to->second.load += t.count;
-    }
-    r.after.clear();
-    for (const auto& [label, row] : after) r.after.push_back(row);
-    r.share_error_before = ShareError(r.before);
-    r.share_error_after = ShareError(r.after);
+    result.RecordIn(&r);
     r.ok = ok;
     r.done = true;
     r.finished = finished;
     const balance::RoundMode* mode = balance::FindRoundMode(r.spec.mode);
-    const std::string paper =
-        mode ? mode->PaperSteps(balance::RoundShape{r.spec.dimension, {r.spec.faults.begin(), r.spec.faults.end()}})
-             : "";
-    r.events.push_back(absl::StrCat("round ", r.id, ok ? " finished" : " ended early", ": moved ", r.moved,
-                                    " jobs; max share error ", absl::StrFormat("%.2f", r.share_error_before), " -> ",
-                                    absl::StrFormat("%.2f", r.share_error_after), "; ", r.messages, " round messages, ",
-                                    r.steps, " steps", paper.empty() ? "" : absl::StrCat(" (", paper, ")")));
+    const std::string paper = mode ? mode->PaperSteps(r.spec.shape()) : "";
+    r.events.push_back(absl::StrCat("round ", r.id, ok ? " finished" : " ended early", ": moved ", result.moved,
+                                    " jobs; max share error ", absl::StrFormat("%.2f", result.share_error_before),
+                                    " -> ", absl::StrFormat("%.2f", result.share_error_after), "; ", result.messages,
+                                    " round messages, ", result.steps, " steps",
+                                    paper.empty() ? "" : absl::StrCat(" (", paper, ")")));
     summary = r.events.back();
-    const double secs = absl::ToDoubleSeconds(r.finished - r.started);
-    ++counters_.rounds;
-    if (!ok) ++counters_.rounds_failed;
-    counters_.rounds_failed_in_a_row = ok ? 0 : counters_.rounds_failed_in_a_row + 1;
-    counters_.last_round_seconds = secs;
-    counters_.round_seconds_sum += secs;
-    counters_.last_share_error_before = r.share_error_before;
-    counters_.last_share_error_after = r.share_error_after;
   });
+  const double secs = absl::ToDoubleSeconds(finished - run.started);
+  ++counters_.rounds;
+  if (!ok) ++counters_.rounds_failed;
+  counters_.rounds_failed_in_a_row = ok ? 0 : counters_.rounds_failed_in_a_row + 1;
+  counters_.last_round_seconds = secs;
+  counters_.round_seconds_sum += secs;
+  counters_.last_share_error_before = result.share_error_before;
+  counters_.last_share_error_after = result.share_error_after;
   (ok ? LogInfo : LogError)(summary);
   cv_.notify_all();
+}
+
+void RoundResult::Add(const RoundReport& report, int label, bool counted) {
+  // The table was read from heartbeats when the round started; a site's
+  // report carries the load and capacity it really balanced with.
+  if (label >= 0 && !report.from_journal && !report.not_begun)
+    for (balance::LoadRow& row : before)
+      if (row.label == label) {
+        row.load = report.load_before;
+        row.capacity = report.capacity;
+      }
+  if (counted) reported.push_back(report.site);
+  messages += report.messages;
+  steps = std::max(steps, report.steps);
+  for (const auto& t : report.transfers) {
+    transfers.push_back(t);
+    moved += t.count;
+  }
+}
+
+void RoundResult::Finish() {
+  std::map<int, balance::LoadRow> rows;
+  for (const auto& row : before) rows[row.label] = row;
+  for (const auto& t : transfers) {
+    auto from = rows.find(t.from), to = rows.find(t.to);
+    if (from == rows.end() || to == rows.end()) continue;
+    from->second.load -= t.count;
+    to->second.load += t.count;
+  }
+  after.clear();
+  for (const auto& [label, row] : rows) after.push_back(row);
+  share_error_before = ShareError(before);
+  share_error_after = ShareError(after);
+}
+
+void RoundResult::RecordIn(RoundView* view) const {
+  view->before = before;
+  view->after = after;
+  view->transfers = transfers;
+  view->moved = moved;
+  view->reported = reported;
+  view->messages = messages;
+  view->steps = steps;
+  view->share_error_before = share_error_before;
+  view->share_error_after = share_error_after;
 }
 
 std::string Coordinator::running() const {

@@ -41,6 +41,32 @@ struct SiteCounters {
   int64_t jobs_moved_out = 0;
 };
 
+// What a round did, built by the coordinator as the reports come in (the
+// history only records it): the table it balanced with (each reporting
+// site's row as that site really balanced), the transfers, the table after
+// them and the share error before and after.
+struct RoundResult {
+  balance::LoadTable before, after;
+  std::vector<balance::Transfer> transfers;
+  int64_t moved = 0;
+  std::vector<std::string> reported;  // the sites whose reports it took, in order
+  int64_t messages = 0;
+  int steps = 0;
+  double share_error_before = 0, share_error_after = 0;
+
+  // Takes `report`, from the site with row `label` (-1: none). A report
+  // rebuilt from a journal, or from a site whose part never began, knows
+  // neither the load nor the capacity it balanced with: its row stays as
+  // the heartbeats gave it. `counted` false: its transfers count, but it is
+  // no site that reported its part.
+  void Add(const RoundReport& report, int label, bool counted);
+  // The table after the transfers (rows of the round's table only: a
+  // transfer naming another label changes none) and both share errors.
+  void Finish();
+  // Copies the result into the operator's view of the round.
+  void RecordIn(RoundView* view) const;
+};
+
 class Coordinator {
  public:
   // `refresh_self` updates this site's own row in `membership` first.
@@ -88,6 +114,7 @@ class Coordinator {
     std::map<std::string, std::string> left;
     std::set<std::string> told;
     std::set<std::string> missed;
+    RoundResult result;
   };
   // A dry run's rows: each live peer's as it is now (PeerClient::CurrentLoads),
   // checked as a round checks rows; a peer that does not answer keeps its

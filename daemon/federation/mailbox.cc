@@ -48,10 +48,15 @@ absl::Status Mailbox::ExpectedLocked(const ExchangeMessage& m) const {
         return absl::PermissionDeniedError(absl::StrCat("label ", m.from_label, " is no cube neighbour of label ",
                                                         self_label_, ": it sends no ", MessageKindName(m.kind)));
       break;
-    case MessageKind::kPhaseDone:
+    case MessageKind::kPhaseDone: {
       if (m.rows.size() != 1 || m.rows[0].label != m.from_label)
         return absl::InvalidArgumentError("a phase-done notice carries one row, the sender's");
+      const int depth = m.round_id == fence_round_ ? std::max(fence_depth_, dimension_) : dimension_;
+      if (m.phase < 1 || m.phase > 3 * depth + 1)
+        return absl::InvalidArgumentError(
+            absl::StrCat("phase ", m.phase, " outside 1..", 3 * depth + 1, " of round ", m.round_id, " here"));
       break;
+    }
   }
   if (m.rows.size() > (size_t{1} << dimension_))
     return absl::InvalidArgumentError(absl::StrCat(m.rows.size(), " rows for a ", dimension_, "-cube"));
@@ -73,9 +78,10 @@ absl::Status Mailbox::ExpectedLocked(const ExchangeMessage& m) const {
   return absl::OkStatus();
 }
 
-void Mailbox::Open(const std::string& round_id, int64_t epoch) {
+void Mailbox::Open(const std::string& round_id, int64_t epoch, int depth) {
   std::lock_guard<std::mutex> l(mu_);
   if (fence_round_ != round_id) left_.clear();
+  fence_depth_ = depth;
   if (closed_round_ != round_id) closed_round_.clear();
   fence_round_ = round_id;
   fence_epoch_ = std::max(fence_epoch_, epoch);

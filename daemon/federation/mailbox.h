@@ -36,8 +36,12 @@ class Mailbox {
   static constexpr int kMaxEarlyRounds = 2;
 
   // The site starts `round_id` at `epoch`: drops every message of an older
-  // round and ends the waits of the round it replaces.
-  void Open(const std::string& round_id, int64_t epoch);
+  // round and ends the waits of the round it replaces. `depth` is the
+  // round's balance::RoundDepth (0: the dimension): its PHASE_DONE notices
+  // are of phases 1 .. 3 x depth + 1; those of a round not yet opened here,
+  // 1 .. 3n + 1 (a sender's phases follow the gather, which this site
+  // takes part in, so a deeper round is open here by then).
+  void Open(const std::string& round_id, int64_t epoch, int depth = 0);
   // The round ended at this site: drops its messages, and refuses later
   // ones (FailedPrecondition), also those a caller waits on now.
   void Close(const std::string& round_id);
@@ -89,6 +93,7 @@ class Mailbox {
   // The last round opened here: older rounds are fenced off.
   std::string fence_round_;                                       // guarded by mu_
   int64_t fence_epoch_ = 0;                                       // guarded by mu_
+  int fence_depth_ = 0;                                           // guarded by mu_; of fence_round_
   std::map<std::string, int64_t> epoch_of_;                       // guarded by mu_; rounds with messages here
   std::map<Key, Entry> inbox_;                                    // guarded by mu_
   std::set<Key> taken_;                                           // guarded by mu_; every message stored

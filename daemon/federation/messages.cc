@@ -91,13 +91,14 @@ const char* MessageKindName(MessageKind k) {
   return "?";
 }
 
-RoundTimeouts ComputeRoundTimeouts(const config::BalancerConfig& b, int dimension) {
+RoundTimeouts ComputeRoundTimeouts(const config::BalancerConfig& b, const balance::RoundShape& shape) {
   RoundTimeouts t;
   t.step = b.step_timeout;
-  // The longest round: a gather of at most 3n sequential steps (T up, k
-  // across, T down, T + k <= n) and at most 3n transfer phases, each a
-  // step's wait, plus the start and the report.
-  t.round = b.step_timeout * (6 * dimension + 4);
+  // The longest round: a gather of at most 3D sequential steps (T up, k
+  // across, T down; D = balance::RoundDepth, n unless faults make T + k
+  // deeper) and at most 3D transfer phases, each a step's wait, plus the
+  // start and the report.
+  t.round = b.step_timeout * (6 * balance::RoundDepth(shape) + 4);
   t.report = b.step_timeout;
   return t;
 }

@@ -14,6 +14,7 @@
 #include "absl/time/time.h"
 #include "config/config.h"
 #include "daemon/balance/exact.h"
+#include "daemon/balance/modes.h"
 #include "daemon/balance/plan.h"
 
 namespace hyperfed::federation {
@@ -36,6 +37,7 @@ struct ExchangeMessage {
   int phase = 0;      // kPhaseDone: the plan phase (>= 1)
   int from_label = 0;
   balance::LoadTable rows;
+  int64_t moved = 0;  // kPhaseDone: the jobs the sender's transfer of that phase moved
 };
 
 // A round's id names the site that started it: "<site>-<unix ms>-<n>".
@@ -60,6 +62,8 @@ struct RoundSpec {
   // The version of the roster the coordinator planned with: a site on
   // another version does not take part (docs/design.md §6.9).
   int64_t roster_version = 0;
+
+  balance::RoundShape shape() const { return {dimension, {faults.begin(), faults.end()}}; }
 };
 
 struct RoundReport {
@@ -126,6 +130,6 @@ struct RoundTimeouts {
   // A wait for a message from a peer up to `behind` sequential steps behind.
   absl::Duration Wait(int behind) const { return step * (1 + behind); }
 };
-RoundTimeouts ComputeRoundTimeouts(const config::BalancerConfig& b, int dimension);
+RoundTimeouts ComputeRoundTimeouts(const config::BalancerConfig& b, const balance::RoundShape& shape);
 
 }  // namespace hyperfed::federation

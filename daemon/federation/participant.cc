@@ -96,7 +96,7 @@ bool Participant::OnStartRound(const RoundSpec& spec, std::string* why_not) {
   current_ = spec;
   // Opening the round fences off the older one: its waits end now.
   mailbox_.SetPosition(roster->FindSite(live_->self())->label, roster->Dimension());
-  mailbox_.Open(spec.round_id, spec.epoch);
+  mailbox_.Open(spec.round_id, spec.epoch, balance::RoundDepth(spec.shape()));
   ++parts_running_;
   cv_.notify_all();  // a replaced part that has not begun ends
   if (!executor_->Submit([this, spec, roster] { RunPart(spec, roster); })) {
@@ -116,7 +116,7 @@ void Participant::RunPart(const RoundSpec& spec, std::shared_ptr<const config::R
     const config::RosterEntry* e = roster->FindLabel(label);
     return e ? e->id : std::string();
   };
-  ctx.timeouts = ComputeRoundTimeouts(live_->balancer(), spec.dimension);
+  ctx.timeouts = ComputeRoundTimeouts(live_->balancer(), spec.shape());
   bool replaced, stopped;
   {
     // A replaced part may still be unwinding (a move in flight): one part

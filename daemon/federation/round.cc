@@ -352,7 +352,8 @@ class Runner {
         ExchangeMessage m;
         m.kind = MessageKind::kPhaseDone;
         m.phase = s;
-        m.rows = {{ctx_.self_label, moved[i], 0}};
+        m.moved = moved[i];
+        m.rows = {{ctx_.self_label, 0, 0}};  // names the sender
         if (auto d = Call(out[i].to, std::move(m)); !d.ok()) {
           if (first_error.ok())
             first_error = absl::UnavailableError(

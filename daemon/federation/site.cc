@@ -1,7 +1,6 @@
 #include "daemon/federation/site.h"
 
 #include <algorithm>
-#include <random>
 #include <utility>
 
 #include "absl/strings/str_cat.h"
@@ -471,7 +470,7 @@ void Site::PartDone(const RoundSpec& spec, const RoundReport& report) {
   // Sent once: a report lost on the way is asked for by the coordinator
   // once this site's heartbeats say it is done with the round
   // (Coordinator::SilentLocked), so the next round's part never waits here.
-  const RoundTimeouts t = ComputeRoundTimeouts(live_->balancer(), spec.dimension);
+  const RoundTimeouts t = ComputeRoundTimeouts(live_->balancer(), spec.shape());
   const absl::Status st = peers_->ReportRound(spec.coordinator, report, t.step);
   if (st.ok() || absl::IsAlreadyExists(st)) return;
   LogError(absl::StrCat("could not report round ", spec.round_id, ": ", st.message()));
@@ -499,8 +498,6 @@ std::optional<RoundView> Site::LastRound() const { return history_.Last(); }
 // ------------------------------------------------------------------ jobs
 
 SubmitResult Site::Submit(const SubmitOrder& order) {
-  static std::mutex mu;
-  static std::mt19937_64 rng(std::random_device{}());
   SubmitResult out;
   for (int i = 0; i < order.count && out.status.ok(); ++i) {
     scheduler::JobSpec spec;
@@ -509,10 +506,7 @@ SubmitResult Site::Submit(const SubmitOrder& order) {
     spec.duration_ms = order.duration_ms;
     spec.time_limit_s = order.time_limit_s;
     spec.script = absl::StrCat("#!/bin/sh\nsleep ", order.duration_ms / 1000.0, "\n");
-    {
-      std::lock_guard<std::mutex> l(mu);
-      spec.key = absl::StrFormat("%s-%016x", config_.site.id, rng());
-    }
+    spec.key = absl::StrFormat("%s-%016x", config_.site.id, env_->Random());
     if (auto st = adapter_->CheckSpec(spec); !st.ok()) {
       out.status = st;
       break;

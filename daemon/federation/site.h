@@ -156,6 +156,17 @@ class Site {
   LiveConfig* live() { return live_; }
   std::string Coordinator() const { return membership_.Coordinator(); }
   bool IsCoordinator() const { return Coordinator() == config_.site.id; }
+  // The site that decides an operator's roster edit: the coordinator, which
+  // compares versions for the whole federation, so that two operators'
+  // edits through two sites cannot both be taken; "" when that is this
+  // site (or none is known). An edit made here is handed to it (with this
+  // site's certificate: the operators' signature, not the caller, is the
+  // authority), and a roster read here first takes its signed roster when
+  // newer.
+  std::string RosterDecider() const {
+    const std::string c = Coordinator();
+    return c == config_.site.id ? "" : c;
+  }
   // Whether this site takes part in or coordinates a round now.
   bool InRound() const { return !participant_.current_round().empty() || !coordinator_.running().empty(); }
   SiteCounters counters() const { return coordinator_.counters(); }

@@ -169,7 +169,11 @@ absl::StatusOr<std::string> JobSpecToJson(const JobSpec& s) {
 absl::StatusOr<std::unique_ptr<ExecAdapter>> ExecAdapter::Create(const AdapterContext& ctx) {
   auto o = ParseExecOptions(ctx.options);
   if (!o.ok()) return o.status();
-  return std::unique_ptr<ExecAdapter>(new ExecAdapter(*std::move(o)));
+  return Create(*std::move(o));
+}
+
+absl::StatusOr<std::unique_ptr<ExecAdapter>> ExecAdapter::Create(ExecOptions options) {
+  return std::unique_ptr<ExecAdapter>(new ExecAdapter(std::move(options)));
 }
 
 absl::StatusOr<CommandOutput> ExecAdapter::Run(const std::string& op, const std::vector<std::string>& args,
@@ -422,17 +426,15 @@ absl::Status ExecAdapter::CheckSpec(const JobSpec& spec) const {
   return JobSpecToJson(spec).status();
 }
 
-void RegisterExecAdapter(AdapterRegistry* registry) {
-  registry
-      ->Register(
-          kExecAdapterName,
-          [](const AdapterContext& ctx) -> absl::StatusOr<std::unique_ptr<SchedulerAdapter>> {
-            auto a = ExecAdapter::Create(ctx);
-            if (!a.ok()) return a.status();
-            return std::unique_ptr<SchedulerAdapter>(*std::move(a));
-          },
-          [](const std::map<std::string, std::string>& o) { return ParseExecOptions(o).status(); })
-      .IgnoreError();  // Already registered: the first registration stays.
+absl::StatusOr<ExecOptions> ExecAdapterFactory::Parse(const std::map<std::string, std::string>& options) const {
+  return ParseExecOptions(options);
+}
+
+absl::StatusOr<std::unique_ptr<SchedulerAdapter>> ExecAdapterFactory::Make(const ExecOptions& options,
+                                                                           const AdapterContext&) const {
+  auto a = ExecAdapter::Create(options);
+  if (!a.ok()) return a.status();
+  return std::unique_ptr<SchedulerAdapter>(*std::move(a));
 }
 
 }  // namespace hyperfed::scheduler

@@ -88,6 +88,8 @@ struct CommandOutput {
 class ExecAdapter : public SchedulerAdapter {
  public:
   // Parses the options; runs nothing.
+  static absl::StatusOr<std::unique_ptr<ExecAdapter>> Create(ExecOptions options);
+  // The same with ctx.options parsed first (ParseExecOptions).
   static absl::StatusOr<std::unique_ptr<ExecAdapter>> Create(const AdapterContext& ctx);
 
   std::string Name() const override { return kExecAdapterName; }
@@ -127,6 +129,15 @@ class ExecAdapter : public SchedulerAdapter {
   absl::Mutex mu_;  // held while a command runs
 };
 
-void RegisterExecAdapter(AdapterRegistry* registry);
+// "exec" in the registry: ExecOptions, ExecAdapter::Create.
+class ExecAdapterFactory final : public TypedAdapterFactory<ExecOptions> {
+ public:
+  std::string Name() const override { return kExecAdapterName; }
+
+ protected:
+  absl::StatusOr<ExecOptions> Parse(const std::map<std::string, std::string>& options) const override;
+  absl::StatusOr<std::unique_ptr<SchedulerAdapter>> Make(const ExecOptions& options,
+                                                         const AdapterContext& ctx) const override;
+};
 
 }  // namespace hyperfed::scheduler

@@ -396,55 +396,16 @@ std::string FilterQsubDirectives(const std::string& script) {
   return out;
 }
 
-absl::StatusOr<GridEngineOptions> ParseGridEngineOptions(const std::map<std::string, std::string>& options) {
-  static const std::set<std::string> kCommon = {"bin_dir",    "timeout",        "users",      "run_as",     "users_map",
-                                                "uid_min",    "run_as_account", "uid_max",    "deny_users", "mark_key",
-                                                "pin_marker", "workdir_policy", "submit_dir", "speed"};
-  GridEngineOptions o;
-  std::map<std::string, std::string> common;
-  for (const auto& [name, value] : options) {
-    if (name == "sge_root") {
-      o.sge_root = value;
-    } else if (name == "sge_cell") {
-      o.sge_cell = value;
-    } else if (name == "qmaster_port" || name == "execd_port") {
-      if (!value.empty() && !AllDigits(value))
-        return OptionError(name, absl::StrCat("scheduler option \"", name, "\": want a port, got \"", value, "\""));
-      (name == "qmaster_port" ? o.qmaster_port : o.execd_port) = value;
-    } else if (name == "queue") {
-      o.queue = value;
-    } else if (name == "pe") {
-      o.pe = value;
-    } else if (name == "script_dir") {
-      o.script_dir = value;
-    } else if (kCommon.contains(name)) {
-      common[name] = value;
-    } else {
-      return OptionError(
-          name, absl::StrCat(
-                    "scheduler option \"", name,
-                    "\" is unknown to the gridengine adapter (known: bin_dir, deny_users, execd_port, mark_key, pe, "
-                    "pin_marker, qmaster_port, queue, run_as, run_as_account, script_dir, sge_cell, sge_root, speed, "
-                    "submit_dir, timeout, uid_max, uid_min, users, users_map, workdir_policy)"));
-    }
-  }
-  if (o.sge_root.empty()) return OptionError("sge_root", "scheduler option \"sge_root\": required (SGE_ROOT)");
-  if (o.queue.empty() || o.pe.empty())
-    return OptionError("queue", "scheduler options \"queue\" and \"pe\" may not be empty");
-  std::string deny = common["deny_users"];
-  for (const char* u : kGridEngineDeniedUsers) absl::StrAppend(&deny, deny.empty() ? "" : ",", u);
-  common["deny_users"] = deny;
-  auto c = ParseSlurmOptions(common);
-  if (!c.ok()) return c.status();
-  o.common = *std::move(c);
-  return o;
-}
-
 absl::StatusOr<std::unique_ptr<GridEngineAdapter>> GridEngineAdapter::Open(const AdapterContext& ctx) {
   auto o = ParseGridEngineOptions(ctx.options);
   if (!o.ok()) return o.status();
-  if (auto st = CheckRunAsOptions(o->common); !st.ok()) return st;
-  std::string key_path = o->common.mark_key;
+  return Open(*std::move(o), ctx);
+}
+
+absl::StatusOr<std::unique_ptr<GridEngineAdapter>> GridEngineAdapter::Open(GridEngineOptions options,
+                                                                           const AdapterContext& ctx) {
+  if (auto st = CheckRunAsOptions(options.common); !st.ok()) return st;
+  std::string key_path = options.common.mark_key;
   if (key_path.empty() && !ctx.state_dir.empty()) key_path = ctx.state_dir + "/mark.key";
   if (key_path.empty()) {
     return OptionError(
@@ -456,22 +417,22 @@ absl::StatusOr<std::unique_ptr<GridEngineAdapter>> GridEngineAdapter::Open(const
   // Debian's /usr/bin/q* are shell wrappers that work out SGE_ARCH for
   // every call (a quarter second here); the programs are in
   // /usr/lib/gridengine.
-  if (o->common.bin_dir.empty() && access(absl::StrCat(kDebianGridEngineBin, "/qsub").c_str(), X_OK) == 0)
-    o->common.bin_dir = kDebianGridEngineBin;
-  if (o->script_dir.empty()) {
+  if (options.common.bin_dir.empty() && access(absl::StrCat(kDebianGridEngineBin, "/qsub").c_str(), X_OK) == 0)
+    options.common.bin_dir = kDebianGridEngineBin;
+  if (options.script_dir.empty()) {
     // The qmaster's spool, from the cell's bootstrap file.
-    std::ifstream in(absl::StrCat(o->sge_root, "/", o->sge_cell, "/common/bootstrap"));
+    std::ifstream in(absl::StrCat(options.sge_root, "/", options.sge_cell, "/common/bootstrap"));
     std::string line;
     while (std::getline(in, line)) {
       std::vector<std::string> w = absl::StrSplit(line, absl::ByAnyChar(" \t"), absl::SkipEmpty());
-      if (w.size() == 2 && w[0] == "qmaster_spool_dir") o->script_dir = w[1] + "/job_scripts";
+      if (w.size() == 2 && w[0] == "qmaster_spool_dir") options.script_dir = w[1] + "/job_scripts";
     }
   }
   // The cluster's name (scripts/gridengine-cluster writes it; Grid Engine's
   // installer too), else the cell's.
-  std::string cluster = o->sge_cell;
+  std::string cluster = options.sge_cell;
   {
-    std::ifstream in(absl::StrCat(o->sge_root, "/", o->sge_cell, "/common/cluster_name"));
+    std::ifstream in(absl::StrCat(options.sge_root, "/", options.sge_cell, "/common/cluster_name"));
     std::string line;
     if (std::getline(in, line) && !absl::StripAsciiWhitespace(line).empty())
       cluster = std::string(absl::StripAsciiWhitespace(line));
@@ -481,7 +442,7 @@ absl::StatusOr<std::unique_ptr<GridEngineAdapter>> GridEngineAdapter::Open(const
   // One ledger per cluster (SGE_ROOT, cell, qmaster port): job ids and
   // migration tags repeat between clusters, and a record of another
   // cluster's job must never answer a tag here (it would stop a submit).
-  std::string cluster_id = absl::StrCat(o->sge_root, "/", o->sge_cell, ":", o->qmaster_port);
+  std::string cluster_id = absl::StrCat(options.sge_root, "/", options.sge_cell, ":", options.qmaster_port);
   for (char& ch : cluster_id)
     if (!absl::ascii_isalnum(static_cast<unsigned char>(ch)) && ch != '-' && ch != '.') ch = '_';
   dir += "/gridengine-jobs";
@@ -492,7 +453,7 @@ absl::StatusOr<std::unique_ptr<GridEngineAdapter>> GridEngineAdapter::Open(const
   std::filesystem::create_directories(dir, ec);
   if (ec) return absl::UnavailableError(absl::StrCat("gridengine: cannot create ", dir, ": ", ec.message()));
   chmod(dir.c_str(), 0700);
-  return std::unique_ptr<GridEngineAdapter>(new GridEngineAdapter(*std::move(o), *std::move(key), dir, cluster));
+  return std::unique_ptr<GridEngineAdapter>(new GridEngineAdapter(std::move(options), *std::move(key), dir, cluster));
 }
 
 absl::StatusOr<CommandResult> GridEngineAdapter::RunRaw(std::vector<std::string> argv, std::string stdin_text,
@@ -1197,15 +1158,16 @@ absl::Status GridEngineAdapter::SetPinned(const std::string& id, bool pinned) {
   return Run({"qalter", "-ac", absl::StrCat(kGridEngineContextVar, "=", context), id}).status();
 }
 
-void RegisterGridEngineAdapter(AdapterRegistry* registry) {
-  (void)registry->Register(
-      kGridEngineAdapterName,
-      [](const AdapterContext& ctx) -> absl::StatusOr<std::unique_ptr<SchedulerAdapter>> {
-        auto a = GridEngineAdapter::Open(ctx);
-        if (!a.ok()) return a.status();
-        return std::unique_ptr<SchedulerAdapter>(*std::move(a));
-      },
-      [](const std::map<std::string, std::string>& o) { return ParseGridEngineOptions(o).status(); });
+absl::StatusOr<GridEngineOptions> GridEngineAdapterFactory::Parse(
+    const std::map<std::string, std::string>& options) const {
+  return ParseGridEngineOptions(options);
+}
+
+absl::StatusOr<std::unique_ptr<SchedulerAdapter>> GridEngineAdapterFactory::Make(const GridEngineOptions& options,
+                                                                                 const AdapterContext& ctx) const {
+  auto a = GridEngineAdapter::Open(options, ctx);
+  if (!a.ok()) return a.status();
+  return std::unique_ptr<SchedulerAdapter>(*std::move(a));
 }
 
 }  // namespace hyperfed::scheduler

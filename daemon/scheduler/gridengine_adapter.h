@@ -64,23 +64,7 @@
 //   Pending's start_ms is 0 and ArrivalStarts is Unimplemented (the site
 //   publishes no start profile; other sites send it jobs by count alone).
 //
-// Options (the config's scheduler.options, all strings):
-//   sge_root, sge_cell   the cluster (SGE_ROOT; SGE_CELL, default "default")
-//   qmaster_port, execd_port  SGE_QMASTER_PORT, SGE_EXECD_PORT ("" = Grid
-//                        Engine's own lookup)
-//   queue                the cluster queue hyperfed manages and submits to
-//                        (default all.q); its queue instances are the
-//                        capacity
-//   pe                   the parallel environment for jobs of several cores
-//                        (default smp)
-//   script_dir           where the qmaster keeps job scripts (default:
-//                        <qmaster_spool_dir of the cell's bootstrap>/job_scripts)
-//   bin_dir              folder of the commands (default /usr/lib/gridengine
-//                        when it holds qsub: Debian's /usr/bin/q* wrappers
-//                        cost a quarter second per call; else the fixed PATH)
-//   and the slurm adapter's timeout, users, run_as, users_map,
-//   run_as_account, uid_min, uid_max, deny_users, mark_key, pin_marker,
-//   workdir_policy, submit_dir, speed.
+// Options: gridengine_options.h.
 //
 // Thread-safety: every method may be called from any thread; calls are
 // serialized on one mutex. Within SubmitMany, the qsubs run on up to
@@ -99,6 +83,7 @@
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
 #include "daemon/scheduler/adapter.h"
+#include "daemon/scheduler/gridengine_options.h"
 #include "daemon/scheduler/mark.h"
 #include "daemon/scheduler/registry.h"
 #include "daemon/scheduler/slurm_adapter.h"
@@ -122,8 +107,6 @@ inline constexpr size_t kGridEngineParallelCommands = 8;
 // (E2BIG) would look like a qmaster that does not answer, retried for ever.
 // Grid Engine itself takes 127 KiB.
 inline constexpr size_t kGridEngineMaxContext = size_t{64} << 10;
-// Accounts no moved job runs as, added to the slurm adapter's list.
-inline constexpr const char* kGridEngineDeniedUsers[] = {"sgeadmin"};
 
 // Every line whose first non-blank characters are "#$" becomes
 // "# hyperfed removed: <line>"; other lines are untouched.
@@ -157,21 +140,12 @@ struct GridEngineJobFacts {
   std::string fixed_pin;  // what a spec cannot carry ("" = nothing)
 };
 
-struct GridEngineOptions {
-  std::string sge_root, sge_cell = "default", qmaster_port, execd_port;
-  std::string queue = "all.q";
-  std::string pe = "smp";
-  std::string script_dir;
-  // bin_dir, timeout, users, run as, mark_key, pin_marker, workdir_policy,
-  // submit_dir, speed: the slurm adapter's, parsed by ParseSlurmOptions.
-  SlurmOptions common;
-};
-absl::StatusOr<GridEngineOptions> ParseGridEngineOptions(const std::map<std::string, std::string>& options);
-
 class GridEngineAdapter : public SchedulerAdapter {
  public:
   // Parses the options and reads the cell's bootstrap for the script
   // folder; runs no command.
+  static absl::StatusOr<std::unique_ptr<GridEngineAdapter>> Open(GridEngineOptions options, const AdapterContext& ctx);
+  // The same with ctx.options parsed first (ParseGridEngineOptions).
   static absl::StatusOr<std::unique_ptr<GridEngineAdapter>> Open(const AdapterContext& ctx);
 
   std::string Name() const override { return kGridEngineAdapterName; }
@@ -266,7 +240,15 @@ class GridEngineAdapter : public SchedulerAdapter {
   std::map<std::string, Ledgered> ledger_ ABSL_GUARDED_BY(mu_);  // by job id
 };
 
-// Registers "gridengine" (GridEngineAdapter::Open) in `registry`.
-void RegisterGridEngineAdapter(AdapterRegistry* registry);
+// "gridengine" in the registry: GridEngineOptions, GridEngineAdapter::Open.
+class GridEngineAdapterFactory final : public TypedAdapterFactory<GridEngineOptions> {
+ public:
+  std::string Name() const override { return kGridEngineAdapterName; }
+
+ protected:
+  absl::StatusOr<GridEngineOptions> Parse(const std::map<std::string, std::string>& options) const override;
+  absl::StatusOr<std::unique_ptr<SchedulerAdapter>> Make(const GridEngineOptions& options,
+                                                         const AdapterContext& ctx) const override;
+};
 
 }  // namespace hyperfed::scheduler

@@ -23,53 +23,51 @@ std::string OptionOf(const absl::Status& st) {
   return name ? std::string(*name) : std::string();
 }
 
-absl::Status AdapterRegistry::Register(std::string name, AdapterFactory factory, OptionsCheck check) {
+absl::Status AdapterRegistry::Register(std::unique_ptr<AdapterFactory> factory) {
+  if (factory == nullptr) return absl::InvalidArgumentError("scheduler adapter: null factory");
+  std::string name = factory->Name();
   if (name.empty()) return absl::InvalidArgumentError("scheduler adapter name is empty");
-  if (!factory) {
-    return absl::InvalidArgumentError(absl::StrCat("scheduler adapter \"", name, "\": null factory"));
-  }
   absl::MutexLock l(&mu_);
   if (factories_.contains(name)) {
     return absl::AlreadyExistsError(absl::StrCat("scheduler adapter \"", name, "\" is already registered"));
   }
-  factories_.emplace(std::move(name), Entry{std::move(factory), std::move(check)});
+  factories_.emplace(std::move(name), std::move(factory));
   return absl::OkStatus();
 }
 
-absl::StatusOr<std::unique_ptr<SchedulerAdapter>> AdapterRegistry::Create(const std::string& name,
-                                                                          const AdapterContext& ctx) const {
-  AdapterFactory factory;
-  {
-    absl::MutexLock l(&mu_);
-    auto it = factories_.find(name);
-    if (it == factories_.end()) return UnknownLocked(name);
-    factory = it->second.factory;
-  }
-  // Outside the lock: a factory may open files or run commands.
-  auto adapter = factory(ctx);
-  if (adapter.ok() && *adapter == nullptr) {
-    return absl::InternalError(absl::StrCat("scheduler adapter \"", name, "\": factory returned no adapter"));
-  }
-  return adapter;
-}
-
-absl::Status AdapterRegistry::UnknownLocked(const std::string& name) const {
+absl::StatusOr<const AdapterFactory*> AdapterRegistry::Find(const std::string& name) const {
+  absl::MutexLock l(&mu_);
+  if (auto it = factories_.find(name); it != factories_.end()) return it->second.get();
   std::vector<std::string> known;
-  for (const auto& [n, e] : factories_) known.push_back(n);
+  for (const auto& [n, f] : factories_) known.push_back(n);
   return absl::NotFoundError(absl::StrCat("unknown scheduler adapter \"", name,
                                           "\"; known: ", known.empty() ? "(none)" : absl::StrJoin(known, ", ")));
 }
 
-absl::Status AdapterRegistry::CheckOptions(const std::string& name,
-                                           const std::map<std::string, std::string>& options) const {
-  OptionsCheck check;
-  {
-    absl::MutexLock l(&mu_);
-    auto it = factories_.find(name);
-    if (it == factories_.end()) return UnknownLocked(name);
-    check = it->second.check;
+absl::StatusOr<AdapterOptions> AdapterRegistry::ParseOptions(const std::string& name,
+                                                             const std::map<std::string, std::string>& options) const {
+  auto factory = Find(name);
+  if (!factory.ok()) return factory.status();
+  return (*factory)->ParseOptions(options);
+}
+
+absl::StatusOr<std::unique_ptr<SchedulerAdapter>> AdapterRegistry::Create(const std::string& name,
+                                                                          const AdapterOptions& options,
+                                                                          const AdapterContext& ctx) const {
+  auto factory = Find(name);
+  if (!factory.ok()) return factory.status();
+  // Outside the lock: a factory may open files or run commands.
+  AdapterOptions parsed = options;
+  if (!parsed.has_value()) {
+    auto p = (*factory)->ParseOptions(ctx.options);
+    if (!p.ok()) return p.status();
+    parsed = *std::move(p);
   }
-  return check ? check(options) : absl::OkStatus();
+  auto adapter = (*factory)->Create(parsed, ctx);
+  if (adapter.ok() && *adapter == nullptr) {
+    return absl::InternalError(absl::StrCat("scheduler adapter \"", name, "\": factory returned no adapter"));
+  }
+  return adapter;
 }
 
 bool AdapterRegistry::Has(const std::string& name) const {
@@ -80,7 +78,7 @@ bool AdapterRegistry::Has(const std::string& name) const {
 std::vector<std::string> AdapterRegistry::Names() const {
   absl::MutexLock l(&mu_);
   std::vector<std::string> names;
-  for (const auto& [n, e] : factories_) names.push_back(n);
+  for (const auto& [n, f] : factories_) names.push_back(n);
   return names;
 }
 

@@ -1,14 +1,15 @@
 #pragma once
 
 // A registry of scheduler adapter factories keyed by name ("sim", "slurm",
-// "exec"). main() registers each adapter explicitly (no static initialisers,
+// "exec", "gridengine"). main() registers each adapter explicitly (no static initialisers,
 // so what a binary contains is visible in one place) and the daemon resolves
-// the config's `scheduler.adapter` here at startup: an unknown name is an
-// error at config load, not deep in a call.
+// the config's `scheduler.adapter` and parses its options here when it loads
+// the config (config::LoadConfig): an unknown name or a bad option is an
+// error naming the file and line, not deep in a call.
 //
 // Thread-safety: every method may be called from any thread.
 
-#include <functional>
+#include <any>
 #include <map>
 #include <memory>
 #include <string>
@@ -16,6 +17,7 @@
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "absl/strings/str_cat.h"
 #include "absl/strings/string_view.h"
 #include "absl/synchronization/mutex.h"
 #include "daemon/common/env.h"
@@ -35,49 +37,97 @@ std::string OptionOf(const absl::Status& st);
 // What a factory gets to build an adapter.
 struct AdapterContext {
   std::string state_dir;                       // the daemon's state folder
-  std::map<std::string, std::string> options;  // the config's scheduler.options
+  std::map<std::string, std::string> options;  // the config's scheduler.options, as written
   const Env* clock = nullptr;                  // not owned; null = the real clock
 };
 
-// Builds an adapter, or says why not (bad options: InvalidArgument naming the
-// option; unusable state: the underlying error).
-using AdapterFactory = std::function<absl::StatusOr<std::unique_ptr<SchedulerAdapter>>(const AdapterContext&)>;
+// An adapter's options in the typed form its factory's ParseOptions made
+// (SlurmOptions, SimOptions, ...). The config holds them once loaded
+// (config::SchedulerConfig::parsed), so nothing parses an option's text
+// after load.
+using AdapterOptions = std::any;
 
-// Checks an adapter's options the way its factory does, touching nothing
-// (no file, no command): `hyperfedd --check` runs it. An error names the
-// option to blame as the factory's does: `scheduler option "NAME": ...`.
-using OptionsCheck = std::function<absl::Status(const std::map<std::string, std::string>& options)>;
+// One scheduler adapter as the registry knows it: its name in the config
+// (`scheduler.adapter`), how its options are read, how it is made. A new
+// adapter is its own files under daemon/scheduler/ (its options parser
+// beside it) and one registration line in main (docs/design.md, §11).
+class AdapterFactory {
+ public:
+  virtual ~AdapterFactory() = default;
+
+  // The value of scheduler.adapter that selects this adapter.
+  virtual std::string Name() const = 0;
+
+  // scheduler.options in the adapter's typed form, or an OptionError naming
+  // the option (the config names its file and line). Runs no command and
+  // opens nothing but files an option names: `hyperfedd --check` calls it.
+  virtual absl::StatusOr<AdapterOptions> ParseOptions(const std::map<std::string, std::string>& options) const = 0;
+
+  // Builds the adapter from what ParseOptions made (unusable state: the
+  // underlying error).
+  virtual absl::StatusOr<std::unique_ptr<SchedulerAdapter>> Create(const AdapterOptions& options,
+                                                                   const AdapterContext& ctx) const = 0;
+};
+
+// The usual shape of a factory: `Options` is the adapter's options struct;
+// a subclass says how to parse it and how to make the adapter from it.
+template <typename Options>
+class TypedAdapterFactory : public AdapterFactory {
+ public:
+  absl::StatusOr<AdapterOptions> ParseOptions(const std::map<std::string, std::string>& options) const final {
+    auto typed = Parse(options);
+    if (!typed.ok()) return typed.status();
+    return AdapterOptions(*std::move(typed));
+  }
+
+  absl::StatusOr<std::unique_ptr<SchedulerAdapter>> Create(const AdapterOptions& options,
+                                                           const AdapterContext& ctx) const final {
+    const Options* typed = std::any_cast<Options>(&options);
+    if (typed == nullptr) {
+      return absl::InternalError(absl::StrCat("scheduler adapter \"", Name(), "\": options parsed by another adapter"));
+    }
+    return Make(*typed, ctx);
+  }
+
+ protected:
+  virtual absl::StatusOr<Options> Parse(const std::map<std::string, std::string>& options) const = 0;
+  virtual absl::StatusOr<std::unique_ptr<SchedulerAdapter>> Make(const Options& options,
+                                                                 const AdapterContext& ctx) const = 0;
+};
 
 class AdapterRegistry {
  public:
-  // InvalidArgument for an empty name or a null factory; AlreadyExists when
+  // InvalidArgument for a null factory or an empty name; AlreadyExists when
   // the name is taken (the first registration stays).
-  // `check` may be null: such an adapter's options are checked only when it
-  // is made.
-  absl::Status Register(std::string name, AdapterFactory factory, OptionsCheck check = nullptr);
+  absl::Status Register(std::unique_ptr<AdapterFactory> factory);
 
-  // NotFound, naming the known adapters, for an unregistered name; otherwise
-  // whatever the factory returns.
-  absl::StatusOr<std::unique_ptr<SchedulerAdapter>> Create(const std::string& name, const AdapterContext& ctx) const;
+  // NotFound, naming the known adapters, for an unregistered name;
+  // otherwise what the adapter's ParseOptions says.
+  absl::StatusOr<AdapterOptions> ParseOptions(const std::string& name,
+                                              const std::map<std::string, std::string>& options) const;
+
+  // NotFound as ParseOptions for an unregistered name; otherwise whatever
+  // the factory returns. `options` are what ParseOptions made (a loaded
+  // config's scheduler.parsed); when empty (a config made in code), the
+  // adapter parses ctx.options first.
+  absl::StatusOr<std::unique_ptr<SchedulerAdapter>> Create(const std::string& name, const AdapterOptions& options,
+                                                           const AdapterContext& ctx) const;
+  absl::StatusOr<std::unique_ptr<SchedulerAdapter>> Create(const std::string& name, const AdapterContext& ctx) const {
+    return Create(name, AdapterOptions(), ctx);
+  }
 
   bool Has(const std::string& name) const;
-
-  // NotFound as Create for an unregistered name; otherwise what the
-  // adapter's OptionsCheck says (OK when it has none).
-  absl::Status CheckOptions(const std::string& name, const std::map<std::string, std::string>& options) const;
 
   // The registered names, sorted.
   std::vector<std::string> Names() const;
 
  private:
-  absl::Status UnknownLocked(const std::string& name) const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // The factory registered as `name`, or NotFound naming the known ones.
+  // Factories are never removed, so the pointer outlives the lock.
+  absl::StatusOr<const AdapterFactory*> Find(const std::string& name) const;
 
   mutable absl::Mutex mu_;
-  struct Entry {
-    AdapterFactory factory;
-    OptionsCheck check;
-  };
-  std::map<std::string, Entry> factories_;  // guarded by mu_
+  std::map<std::string, std::unique_ptr<AdapterFactory>> factories_;  // guarded by mu_
 };
 
 }  // namespace hyperfed::scheduler

@@ -181,6 +181,10 @@ constexpr char kJobColumns[] =
 absl::StatusOr<std::unique_ptr<SimAdapter>> SimAdapter::Open(const AdapterContext& ctx) {
   auto options = ParseSimOptions(ctx.options);
   if (!options.ok()) return options.status();
+  return Open(*options, ctx);
+}
+
+absl::StatusOr<std::unique_ptr<SimAdapter>> SimAdapter::Open(const SimOptions& options, const AdapterContext& ctx) {
   if (ctx.state_dir.empty()) return absl::InvalidArgumentError("sim scheduler: state_dir is empty");
   std::error_code ec;
   std::filesystem::create_directories(ctx.state_dir, ec);
@@ -200,7 +204,7 @@ absl::StatusOr<std::unique_ptr<SimAdapter>> SimAdapter::Open(const AdapterContex
     sqlite3_close(db);
     return s;
   }
-  std::unique_ptr<SimAdapter> a(new SimAdapter(*std::move(options), ctx.clock ? ctx.clock : RealEnv::Get(), db));
+  std::unique_ptr<SimAdapter> a(new SimAdapter(options, ctx.clock ? ctx.clock : RealEnv::Get(), db));
   if (auto s = a->InitSchema(); !s.ok()) {
     return absl::Status(s.code(), absl::StrCat(s.message(), " (", path, ")"));
   }
@@ -1039,17 +1043,15 @@ absl::StatusOr<int64_t> SimAdapter::CountDone() {
   return stats->done;
 }
 
-void RegisterSimAdapter(AdapterRegistry* registry) {
-  registry
-      ->Register(
-          kSimAdapterName,
-          [](const AdapterContext& ctx) -> absl::StatusOr<std::unique_ptr<SchedulerAdapter>> {
-            auto a = SimAdapter::Open(ctx);
-            if (!a.ok()) return a.status();
-            return std::unique_ptr<SchedulerAdapter>(*std::move(a));
-          },
-          [](const std::map<std::string, std::string>& o) { return ParseSimOptions(o).status(); })
-      .IgnoreError();  // Already registered: the first registration stays.
+absl::StatusOr<SimOptions> SimAdapterFactory::Parse(const std::map<std::string, std::string>& options) const {
+  return ParseSimOptions(options);
+}
+
+absl::StatusOr<std::unique_ptr<SchedulerAdapter>> SimAdapterFactory::Make(const SimOptions& options,
+                                                                          const AdapterContext& ctx) const {
+  auto a = SimAdapter::Open(options, ctx);
+  if (!a.ok()) return a.status();
+  return std::unique_ptr<SchedulerAdapter>(*std::move(a));
 }
 
 }  // namespace hyperfed::scheduler

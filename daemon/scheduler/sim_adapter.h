@@ -91,6 +91,8 @@ class SimAdapter : public SchedulerAdapter {
  public:
   // Parses the options, creates state_dir if missing and opens (or creates)
   // the queue. Bad options are rejected before anything is touched on disk.
+  static absl::StatusOr<std::unique_ptr<SimAdapter>> Open(const SimOptions& options, const AdapterContext& ctx);
+  // The same with ctx.options parsed first (ParseSimOptions).
   static absl::StatusOr<std::unique_ptr<SimAdapter>> Open(const AdapterContext& ctx);
   ~SimAdapter() override;
 
@@ -268,8 +270,15 @@ class SimAdapter : public SchedulerAdapter {
   QueueCache queue_cache_ ABSL_GUARDED_BY(mu_);
 };
 
-// Registers "sim" (SimAdapter::Open) in `registry`. Called once from main;
-// if "sim" is already registered the first registration stays.
-void RegisterSimAdapter(AdapterRegistry* registry);
+// "sim" in the registry: SimOptions, SimAdapter::Open.
+class SimAdapterFactory final : public TypedAdapterFactory<SimOptions> {
+ public:
+  std::string Name() const override { return kSimAdapterName; }
+
+ protected:
+  absl::StatusOr<SimOptions> Parse(const std::map<std::string, std::string>& options) const override;
+  absl::StatusOr<std::unique_ptr<SchedulerAdapter>> Make(const SimOptions& options,
+                                                         const AdapterContext& ctx) const override;
+};
 
 }  // namespace hyperfed::scheduler

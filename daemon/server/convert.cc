@@ -1,6 +1,10 @@
 #include "daemon/server/convert.h"
 
 #include <algorithm>
+#include <string>
+#include <vector>
+
+#include "absl/strings/str_join.h"
 
 namespace hyperfed::server {
 
@@ -190,6 +194,7 @@ void ToProto(const federation::ExchangeMessage& in, v1::ExchangeRequest* out) {
   out->set_kind(static_cast<v1::ExchangeRequest::Kind>(static_cast<int>(in.kind)));
   out->set_dimension(in.dimension);
   out->set_phase(in.phase);
+  out->set_moved(in.moved);
   out->set_from_label(in.from_label);
   ToProto(in.rows, out->mutable_rows());
 }
@@ -201,6 +206,7 @@ federation::ExchangeMessage FromProto(const v1::ExchangeRequest& in) {
   m.kind = static_cast<federation::MessageKind>(in.kind());
   m.dimension = in.dimension();
   m.phase = in.phase();
+  m.moved = in.moved();
   m.from_label = in.from_label();
   m.rows = FromProto(in.rows());
   return m;
@@ -244,6 +250,57 @@ void ToProto(const federation::PeerInfo& in, v1::SiteStatus* out) {
   out->set_state(PeerState(in));
   out->set_load(in.load);
   out->set_capacity(in.capacity);
+}
+
+void ToStatusProto(const federation::PeerInfo& in, absl::Time now, const std::string& self_last_round,
+                   const std::string& self_protocol, v1::SiteStatus* out) {
+  ToProto(in, out);
+  out->set_load_per_capacity(in.capacity > 0 ? static_cast<double>(in.load) / in.capacity : 0);
+  out->set_last_round(in.self && !self_last_round.empty() ? self_last_round : in.last_round);
+  out->set_age_ms(in.last_seen == absl::InfinitePast() ? -1 : absl::ToInt64Milliseconds(now - in.last_seen));
+  out->set_roster_version(in.roster_version);
+  out->set_protocol(in.self ? self_protocol : in.protocol);
+}
+
+void ToProto(const balance::BalancingSubcube& in, v1::BalancingSubcube* out) {
+  out->set_dim(in.dim);
+  out->set_base(in.base);
+  out->set_mask(in.mask);
+  out->set_tree_depth(in.tree_depth);
+  for (size_t u = 0; u < in.parent.size(); ++u) {
+    if (in.parent[u] < 0) continue;
+    v1::TreeEdge* e = out->add_edges();
+    e->set_child(static_cast<int>(u));
+    e->set_parent(in.parent[u]);
+  }
+}
+
+void ToProto(const migration::MigrationRecord& in, v1::Migration* out) {
+  out->set_id(in.id);
+  out->set_direction(migration::DirectionName(in.direction));
+  out->set_peer(in.peer);
+  out->set_state(migration::MigrationStateName(in.state));
+  out->set_jobs(static_cast<int64_t>(in.jobs.size()));
+  out->set_round_id(in.round_id);
+  out->set_updated_ms(absl::ToUnixMillis(in.updated));
+  for (const auto& j : in.jobs) out->add_job_keys(j.key);
+}
+
+void ToRoundEvent(const v1::Round& in, int from, v1::RoundEvent* out) {
+  out->set_round_id(in.round_id());
+  std::vector<std::string> lines(in.events().begin() + std::clamp(from, 0, in.events_size()), in.events().end());
+  out->set_message(absl::StrJoin(lines, "\n"));
+  if (!in.done()) return;
+  out->set_final(true);
+  *out->mutable_transfers() = in.transfers();
+  *out->mutable_before() = in.before();
+  *out->mutable_after() = in.after();
+  out->set_max_share_error_before(in.max_share_error_before());
+  out->set_max_share_error_after(in.max_share_error_after());
+  out->set_moved(in.moved());
+  out->set_messages(in.messages());
+  out->set_steps(in.steps());
+  out->set_ok(in.ok());
 }
 
 void ToProto(const federation::HeartbeatInfo& in, v1::HeartbeatRequest* out) {

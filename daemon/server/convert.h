@@ -8,8 +8,10 @@
 
 #include "absl/status/status.h"
 #include "daemon/balance/exact.h"
+#include "daemon/balance/mcwa.h"
 #include "daemon/federation/round.h"
 #include "daemon/federation/round_history.h"
+#include "daemon/migration/journal.h"
 #include "daemon/migration/transport.h"
 #include "daemon/scheduler/adapter.h"
 #include "hyperfed/v1/hyperfed.pb.h"
@@ -52,6 +54,19 @@ void ToProto(const federation::HeartbeatInfo& in, v1::HeartbeatRequest* out);
 // "down", "drained" or "up" (PeerState).
 void ToProto(const federation::PeerInfo& in, v1::SiteStatus* out);
 std::string PeerState(const federation::PeerInfo& p);
+// The same with what Status adds: load per capacity, the last round, the
+// heartbeat's age at `now` (-1: none yet), the roster version and the
+// protocol; this site's own row takes `self_last_round` ("" = the peer
+// view's) and `self_protocol`.
+void ToStatusProto(const federation::PeerInfo& in, absl::Time now, const std::string& self_last_round,
+                   const std::string& self_protocol, v1::SiteStatus* out);
+// A balancing subcube of the next round (Topology): its tree as edges.
+void ToProto(const balance::BalancingSubcube& in, v1::BalancingSubcube* out);
+// A migration of this site's journal (Admin.Migrations).
+void ToProto(const migration::MigrationRecord& in, v1::Migration* out);
+// The event of a round's record from its `from`-th event on; the final
+// event also carries the round's outcome (Admin.Balance's stream).
+void ToRoundEvent(const v1::Round& in, int from, v1::RoundEvent* out);
 // A round this site coordinated, as Admin.Rounds and Peer.Rounds answer it.
 void ToProto(const federation::RoundView& in, v1::Round* out);
 federation::HeartbeatInfo FromProto(const v1::HeartbeatRequest& in);

@@ -26,9 +26,6 @@
 #include "absl/strings/strip.h"
 #include "config/settings.h"
 #include "daemon/common/log.h"
-#include "daemon/scheduler/exec_adapter.h"
-#include "daemon/scheduler/sim_adapter.h"
-#include "daemon/scheduler/slurm_adapter.h"
 #include "daemon/server/protocol.h"
 #include "daemon/server/web.h"
 
@@ -127,14 +124,15 @@ absl::StatusOr<int> LockStateDir(const std::string& dir) {
   return fd;
 }
 
-// An adapter's error in an option (scheduler::OptionError) names that
-// option's file and line; any other error the file.
-absl::Status BlameOption(const config::Config& c, const absl::Status& st) {
-  const std::string name = scheduler::OptionOf(st);
-  if (auto it = c.scheduler.option_lines.find(name); !name.empty() && it != c.scheduler.option_lines.end())
-    return absl::InvalidArgumentError(
-        absl::StrCat(c.path, ":", it->second, ": scheduler.options.", name, ": ", st.message()));
-  return absl::InvalidArgumentError(absl::StrCat(c.path, ": scheduler.options: ", st.message()));
+// A reload's refusal: "FILE[:LINE]: KEY: why" as at start, saying that
+// nothing changed.
+absl::Status NotReloaded(const std::string& path, const absl::Status& st) {
+  const std::string m(st.message());
+  const size_t at = absl::StartsWith(m, path) ? m.find(": ", path.size()) : std::string::npos;
+  return absl::Status(st.code(),
+                      at == std::string::npos
+                          ? absl::StrCat(path, ": not reloaded, nothing changed: ", m)
+                          : absl::StrCat(m.substr(0, at), ": not reloaded, nothing changed: ", m.substr(at + 2)));
 }
 
 // Linking gRPC's reflection library registers its plugin with every
@@ -163,11 +161,7 @@ absl::StatusOr<std::string> ReadToken(const std::string& path) {
 
 }  // namespace
 
-absl::Status CheckRuntime(const config::Config& c, const scheduler::AdapterRegistry& adapters) {
-  if (!adapters.Has(c.scheduler.adapter))
-    return absl::InvalidArgumentError(
-        absl::StrCat(c.path, ": scheduler.adapter: unknown adapter '", c.scheduler.adapter, "'"));
-  if (auto st = adapters.CheckOptions(c.scheduler.adapter, c.scheduler.options); !st.ok()) return BlameOption(c, st);
+absl::Status CheckRuntime(const config::Config& c) {
   if (auto st = CheckStateDir(c.state_dir); !st.ok()) return st;
   if (auto tls = ReadTlsFiles(c.security); !tls.ok()) return tls.status();
   if (auto t = ReadToken(c.security.admin_token_file); !t.ok()) return t.status();
@@ -327,8 +321,8 @@ void Daemon::JoinLoop() {
 }
 
 absl::StatusOr<std::string> Daemon::Reload(const std::string& path) {
-  auto next = config::LoadConfig(path);
-  if (!next.ok()) return next.status();
+  auto next = config::LoadConfig(path, adapters_);
+  if (!next.ok()) return NotReloaded(path, next.status());
   const config::Config& n = *next;
   const config::Config& o = config_;
   // What a running daemon cannot change: each needs a restart.
@@ -375,16 +369,7 @@ absl::StatusOr<std::string> Daemon::Reload(const std::string& path) {
     if (std::string why = unsettled(); !why.empty())
       return absl::UnavailableError(absl::StrCat(path, ": not reloaded, nothing changed: scheduler.options change ",
                                                  "only between migrations, and ", why, "; send SIGHUP again later"));
-    if (auto st = CheckRuntime(n, *adapters_); !st.ok()) {
-      // "FILE[:LINE]: KEY: why" as at start, saying that nothing changed.
-      const std::string m(st.message());
-      const size_t at = absl::StartsWith(m, path) ? m.find(": ", path.size()) : std::string::npos;
-      return absl::Status(st.code(), at == std::string::npos
-                                         ? absl::StrCat(path, ": not reloaded, nothing changed: ", m)
-                                         : absl::StrCat(m.substr(0, at), ": not reloaded, nothing changed: ",
-                                                        m.substr(at + 2)));
-    }
-    auto made = adapters_->Create(n.scheduler.adapter,
+    auto made = adapters_->Create(n.scheduler.adapter, n.scheduler.parsed,
                                   scheduler::AdapterContext{n.state_dir, n.scheduler.options, RealEnv::Get()});
     if (!made.ok())
       return absl::InvalidArgumentError(

@@ -30,13 +30,13 @@ namespace hyperfed::server {
 // The most gRPC's transports may hold for this server's calls.
 inline constexpr size_t kServerMemoryBytes = size_t{32} << 20;
 
-// What `hyperfedd --check` verifies beyond the config file itself, and
-// start-up before anything else: the adapter name is registered and its
-// options are good (an error names the option's file and line), state_dir
-// is or can be made a folder for this account alone, the TLS files and token
-// are readable. What only starting finds: a journal that cannot be opened, a
-// port in use, a state_dir another hyperfedd holds.
-absl::Status CheckRuntime(const config::Config& c, const scheduler::AdapterRegistry& adapters);
+// What `hyperfedd --check` verifies beyond the config file itself (which
+// config::LoadConfig checks, the adapter and its options included), and
+// start-up before anything else: state_dir is or can be made a folder for
+// this account alone, the TLS files and token are readable, the roster
+// opens. What only starting finds: a journal that cannot be opened, a port
+// in use, a state_dir another hyperfedd holds.
+absl::Status CheckRuntime(const config::Config& c);
 
 class Daemon {
  public:

@@ -99,6 +99,8 @@ absl::Status PeerHandlers::Exchange(const std::string& caller, const v1::Exchang
   if (req.round_id().empty() || req.round_id().size() > kMaxIdLength) return Invalid("round_id: 1..200 characters");
   const int n = roster->Dimension();
   if (!EpochOk(req.epoch())) return Invalid("epoch must be > 0 and at most a day ahead of this site's clock");
+  if (req.kind() != v1::ExchangeRequest::PHASE_DONE && req.moved() != 0)
+    return Invalid("only PHASE_DONE carries moved");
   switch (req.kind()) {
     case v1::ExchangeRequest::UP:
     case v1::ExchangeRequest::DOWN:
@@ -112,12 +114,14 @@ absl::Status PeerHandlers::Exchange(const std::string& caller, const v1::Exchang
       break;
     case v1::ExchangeRequest::PHASE_DONE:
       // mcwa's plan has 2T + k phases (McwaPlanOn: T the tree depth, k the
-      // subcube's dimension; docs/design.md §6.5). 3n + 1 bounds it while
-      // T + k <= n; a tree that detours around faults can be deeper
-      // (docs/design.md, "Checked against the code").
-      if (req.phase() < 1 || req.phase() > 3 * n + 1)
+      // subcube's dimension; docs/design.md §6.5). A tree that detours
+      // around faults can be deeper than n (balance::RoundDepth), at most
+      // one level per position: 3 x 2^n + 1 bounds every plan. (The mailbox
+      // bounds what any one round may hold.)
+      if (req.phase() < 1 || req.phase() > 3 * (int64_t{1} << n) + 1)
         return Invalid(absl::StrCat("phase ", req.phase(), " out of range"));
       if (req.dimension() != 0) return Invalid("PHASE_DONE carries no dimension");
+      if (req.moved() < 0) return Invalid("moved must be >= 0");
       break;
     default:
       return Invalid("kind must be UP, EXCHANGE, DOWN, BARRIER or PHASE_DONE");

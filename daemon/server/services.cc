@@ -53,25 +53,6 @@ std::vector<std::string> PeerUris(grpc::ServerContext* ctx) {
   return out;
 }
 
-// The event of a round's record from its `from`-th event on; the final
-// event also carries the round's outcome.
-void FillEvent(const v1::Round& r, int from, v1::RoundEvent* e) {
-  e->set_round_id(r.round_id());
-  std::vector<std::string> lines(r.events().begin() + std::clamp(from, 0, r.events_size()), r.events().end());
-  e->set_message(absl::StrJoin(lines, "\n"));
-  if (!r.done()) return;
-  e->set_final(true);
-  *e->mutable_transfers() = r.transfers();
-  *e->mutable_before() = r.before();
-  *e->mutable_after() = r.after();
-  e->set_max_share_error_before(r.max_share_error_before());
-  e->set_max_share_error_after(r.max_share_error_after());
-  e->set_moved(r.moved());
-  e->set_messages(r.messages());
-  e->set_steps(r.steps());
-  e->set_ok(r.ok());
-}
-
 // Another site's jobs, queue and scheduler are its own operator's: an
 // operator's credential never leaves the site it was given to, so this site
 // does not act there (docs/security.md, "Operators' credentials").
@@ -264,15 +245,8 @@ grpc::Status AdminService::Status(grpc::ServerContext* ctx, const v1::StatusRequ
     reply->set_last_round_mode(last->mode);
   }
   const absl::Time now = absl::Now();
-  for (const federation::PeerInfo& p : view) {
-    v1::SiteStatus* s = reply->add_sites();
-    ToProto(p, s);
-    s->set_load_per_capacity(p.capacity > 0 ? static_cast<double>(p.load) / p.capacity : 0);
-    s->set_last_round(p.self && last ? last->id : p.last_round);
-    s->set_age_ms(p.last_seen == absl::InfinitePast() ? -1 : absl::ToInt64Milliseconds(now - p.last_seen));
-    s->set_roster_version(p.roster_version);
-    s->set_protocol(p.self ? ProtocolVersion() : p.protocol);
-  }
+  for (const federation::PeerInfo& p : view)
+    ToStatusProto(p, now, last ? last->id : "", ProtocolVersion(), reply->add_sites());
   return grpc::Status::OK;
 }
 
@@ -286,19 +260,7 @@ grpc::Status AdminService::Topology(grpc::ServerContext* ctx, const v1::Topology
   const federation::NextRound next = d_.site->Next();
   for (int f : next.faults) reply->add_fault_labels(f);
   reply->set_mode(next.mode);
-  for (const balance::BalancingSubcube& bs : next.subcubes) {
-    v1::BalancingSubcube* b = reply->add_subcubes();
-    b->set_dim(bs.dim);
-    b->set_base(bs.base);
-    b->set_mask(bs.mask);
-    b->set_tree_depth(bs.tree_depth);
-    for (size_t u = 0; u < bs.parent.size(); ++u) {
-      if (bs.parent[u] < 0) continue;
-      v1::TreeEdge* e = b->add_edges();
-      e->set_child(static_cast<int>(u));
-      e->set_parent(bs.parent[u]);
-    }
-  }
+  for (const balance::BalancingSubcube& bs : next.subcubes) ToProto(bs, reply->add_subcubes());
   return grpc::Status::OK;
 }
 
@@ -317,17 +279,7 @@ grpc::Status AdminService::Migrations(grpc::ServerContext* ctx, const v1::Migrat
   if (req->limit() < 0 || req->limit() > 100000) return Invalid("limit must be 0..100000");
   auto list = d_.migrator->List(req->limit() == 0 ? 50 : req->limit());
   if (!list.ok()) return ToGrpc(list.status());
-  for (const migration::MigrationRecord& r : *list) {
-    v1::Migration* m = reply->add_migrations();
-    m->set_id(r.id);
-    m->set_direction(migration::DirectionName(r.direction));
-    m->set_peer(r.peer);
-    m->set_state(migration::MigrationStateName(r.state));
-    m->set_jobs(static_cast<int64_t>(r.jobs.size()));
-    m->set_round_id(r.round_id);
-    m->set_updated_ms(absl::ToUnixMillis(r.updated));
-    for (const auto& j : r.jobs) m->add_job_keys(j.key);
-  }
+  for (const migration::MigrationRecord& r : *list) ToProto(r, reply->add_migrations());
   return grpc::Status::OK;
 }
 
@@ -347,7 +299,7 @@ grpc::Status AdminService::Balance(grpc::ServerContext* ctx, const v1::BalanceRe
       v1::Round round;
       ToProto(*r, &round);
       v1::RoundEvent e;
-      FillEvent(round, seen, &e);
+      ToRoundEvent(round, seen, &e);
       seen = round.events_size();
       writer->Write(e);
       if (r->done || !req->wait()) break;
@@ -384,7 +336,7 @@ grpc::Status AdminService::FollowRemoteRound(grpc::ServerContext* ctx, const v1:
       const v1::Round& r = got->rounds(0);
       if (r.events_size() > seen || r.done()) {
         v1::RoundEvent e;
-        FillEvent(r, seen, &e);
+        ToRoundEvent(r, seen, &e);
         seen = r.events_size();
         writer->Write(e);
         if (r.done() || !req.wait()) return grpc::Status::OK;
@@ -501,12 +453,11 @@ grpc::Status AdminService::Rounds(grpc::ServerContext* ctx, const v1::RoundsRequ
 grpc::Status AdminService::GetRoster(grpc::ServerContext* ctx, const v1::AdminGetRosterRequest* req,
                                      v1::AdminGetRosterReply* reply) {
   if (auto st = CheckAdmin(ctx); !st.ok()) return st;
-  // The roster an operator edits is the coordinator's (SetRoster compares
-  // versions there): this site first takes the coordinator's signed roster
-  // if it is newer (Peer.GetRoster, with this site's certificate; the
-  // operators' signature is checked as for any roster a peer sends), then
-  // answers its own.
-  if (const std::string coord = d_.site->Coordinator(); IsOther(coord) && d_.roster)
+  // The roster an operator edits is the decider's (Site::RosterDecider):
+  // this site first takes its signed roster if it is newer (Peer.GetRoster;
+  // the operators' signature is checked as for any roster a peer sends),
+  // then answers its own.
+  if (const std::string coord = d_.site->RosterDecider(); !coord.empty() && d_.roster)
     if (const config::RosterEntry* e = d_.live->roster()->FindSite(coord))
       if (auto took = d_.peers->FetchRoster({coord, e->endpoint}); !took.ok())
         LogWarning(absl::StrCat("roster from the coordinator ", coord, " not read: ", took.status().message()));
@@ -520,11 +471,8 @@ grpc::Status AdminService::SetRoster(grpc::ServerContext* ctx, const v1::SetRost
                                      v1::SetRosterReply* reply) {
   if (auto st = CheckAdmin(ctx); !st.ok()) return st;
   if (!d_.roster) return grpc::Status(grpc::StatusCode::FAILED_PRECONDITION, "this site takes no signed roster");
-  // The coordinator compares versions for the whole federation, so that two
-  // operators' changes through two sites cannot both be taken; this site
-  // hands the signed roster to it with its own certificate (the signature,
-  // not the caller, is the authority: Peer.ProposeRoster).
-  if (const std::string coord = d_.site->Coordinator(); IsOther(coord)) {
+  // Decided where Site::RosterDecider says (Peer.ProposeRoster there).
+  if (const std::string coord = d_.site->RosterDecider(); !coord.empty()) {
     auto version = d_.peers->ProposeRoster(coord, req->roster(), req->expected_version(), kPeerAskTimeout);
     if (!version.ok()) return ToGrpc(version.status());
     reply->set_version(*version);

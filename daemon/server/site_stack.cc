@@ -72,7 +72,7 @@ absl::StatusOr<SiteStack> OpenSiteStack(const config::Config& config, const sche
                                         federation::LiveConfig* live, federation::PeerClient* peers,
                                         migration::PeerTransport* transport, const Env* env) {
   SiteStack s;
-  auto adapter = adapters.Create(config.scheduler.adapter,
+  auto adapter = adapters.Create(config.scheduler.adapter, config.scheduler.parsed,
                                  scheduler::AdapterContext{config.state_dir, config.scheduler.options, env});
   if (!adapter.ok()) return adapter.status();
   s.adapter = std::make_unique<scheduler::SwappableAdapter>(*std::move(adapter));

@@ -116,7 +116,7 @@ struct Return {
 class Federation {
  public:
   explicit Federation(const FederationOptions& o) : o_(o), world_(o.seed, kStart), net_(&world_) {
-    scheduler::RegisterSimAdapter(&adapters_);
+    (void)adapters_.Register(std::make_unique<scheduler::SimAdapterFactory>());
   }
 
   SeedResult Run(const std::function<void(const SeedResult&)>& stopped);
@@ -611,7 +611,7 @@ void Federation::CheckRound(const federation::RoundView& v, const Watch& w, Roun
   SimSite* c = Find(w.coordinator);
   const SimEnv* cenv = w.coordinator_inc->env.get();
   const absl::Time finished = cenv->ToWorld(v.finished);
-  const federation::RoundTimeouts t = federation::ComputeRoundTimeouts(balancer_, v.spec.dimension);
+  const federation::RoundTimeouts t = federation::ComputeRoundTimeouts(balancer_, v.spec.shape());
   // Every round ends within its deadline...
   const absl::Time give_up = cenv->ToWorld(v.spec.deadline + t.report) + balancer_.heartbeat_interval;
   if (finished > give_up)
@@ -700,7 +700,7 @@ void Federation::CheckRound(const federation::RoundView& v, const Watch& w, Roun
   // when every site that started it reported.
   const balance::RoundMode* mode = balance::FindRoundMode(v.spec.mode);
   if (mode && v.ok) {
-    balance::RoundShape shape{v.spec.dimension, {v.spec.faults.begin(), v.spec.faults.end()}};
+    balance::RoundShape shape = v.spec.shape();
     auto plan = balance::PlanRound(*mode, shape, v.before);
     if (!plan.ok()) {
       Violation(absl::StrCat("round ", v.id, ": its table does not plan: ", plan.status().message()));
@@ -901,7 +901,7 @@ RoundStats Federation::DoRound(int number, bool clean) {
       st.end = view->ok ? "finished" : "ended early: " + view->events.back();
       break;
     }
-    const federation::RoundTimeouts t = federation::ComputeRoundTimeouts(balancer_, view->spec.dimension);
+    const federation::RoundTimeouts t = federation::ComputeRoundTimeouts(balancer_, view->spec.shape());
     if (world_.now() > c->inc->env->ToWorld(view->spec.deadline + t.report) + absl::Seconds(30)) {
       Violation(absl::StrCat("round ", st.id, " never ended"));
       break;

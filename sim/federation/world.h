@@ -160,6 +160,8 @@ class SimEnv : public Env {
     world_->Wait(l, absl::InfiniteFuture(), pred);
   }
   std::unique_ptr<EnvThread> StartThread(std::function<void()> fn) const override;
+  // From the world's seed.
+  uint64_t Random() const override { return world_->Random(); }
   int node() const { return node_; }
   // The earliest world time at which this clock reads `local`.
   absl::Time ToWorld(absl::Time local) const;

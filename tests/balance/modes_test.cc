@@ -59,5 +59,23 @@ TEST(RoundModesTest, ARowForAFaultIsRefused) {
   EXPECT_EQ(plan.status().code(), absl::StatusCode::kInvalidArgument);
 }
 
+// A tree that detours around scattered faults makes the round deeper than
+// the cube: for n = 5 and these 15 faults the balancing subcube has k = 2
+// and T = 9 (docs/design.md, "Checked against the code"), and the round's
+// bounds are sized by T + k = 11, not by n = 5.
+TEST(RoundDepthTest, IsTheDimensionUnlessATreeAroundFaultsIsDeeper) {
+  EXPECT_EQ(RoundDepth({5, {}}), 5);
+  EXPECT_EQ(RoundDepth({3, {7}}), 3);
+  const RoundShape deep{5, {0, 1, 3, 6, 7, 9, 12, 15, 16, 21, 22, 24, 26, 29, 31}};
+  auto topo = Topology::Hypercube(deep.dimension, deep.faults);
+  ASSERT_TRUE(topo.ok());
+  auto subcubes = SelectBalancingSubcubes(*topo);
+  ASSERT_TRUE(subcubes.ok());
+  int deepest = 0;
+  for (const BalancingSubcube& bs : *subcubes) deepest = std::max(deepest, bs.tree_depth + bs.dim);
+  EXPECT_GT(deepest, deep.dimension);
+  EXPECT_EQ(RoundDepth(deep), deepest);
+}
+
 }  // namespace
 }  // namespace hyperfed::balance

@@ -11,6 +11,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_replace.h"
+#include "daemon/scheduler/sim_adapter.h"
 #include "gtest/gtest.h"
 #include "tests/config/test_files.h"
 
@@ -759,6 +760,35 @@ TEST_F(ConfigTest, LoadConfigReportsLinesOfTheFile) {
   WriteFile(Path(), absl::StrReplaceAll(kFull, {{"\"127.0.0.1:7002\"", "\"localhost\""}}));
   EXPECT_TRUE(
       ErrorContains(LoadConfig(Path()), Path() + ":4: roster[1].endpoint: expected host:port, got \"localhost\""));
+}
+
+// Given the adapters, loading resolves scheduler.adapter and has the
+// adapter read its options: the config holds them typed, and an unknown
+// adapter or a bad option is an error naming the file, line and key.
+TEST_F(ConfigTest, LoadConfigWithTheAdaptersResolvesTheAdapterAndItsOptions) {
+  scheduler::AdapterRegistry adapters;
+  ASSERT_TRUE(adapters.Register(std::make_unique<scheduler::SimAdapterFactory>()).ok());
+  auto with = [&](const std::string& scheduler) {
+    WriteFile(Path(), absl::StrCat(kMinimal, scheduler));
+    return LoadConfig(Path(), &adapters);
+  };
+  auto good = with("scheduler:\n  adapter: sim\n  options:\n    slots: \"3\"\n");
+  ASSERT_TRUE(good.ok()) << good.status();
+  const auto* typed = std::any_cast<scheduler::SimOptions>(&good->scheduler.parsed);
+  ASSERT_NE(typed, nullptr);
+  EXPECT_EQ(typed->cores, 3);
+  EXPECT_TRUE(ErrorContains(with("scheduler:\n  adapter: sim\n  options:\n    slots: many\n"),
+                            Path() + ":9: scheduler.options.slots: "));
+  EXPECT_TRUE(ErrorContains(with("scheduler:\n  adapter: slurn\n"),
+                            Path() + ":7: scheduler.adapter: unknown scheduler adapter \"slurn\"; known: sim"));
+  // Without them, neither is checked (tools that read only the file).
+  auto unchecked = [&](const std::string& scheduler) {
+    WriteFile(Path(), absl::StrCat(kMinimal, scheduler));
+    return LoadConfig(Path());
+  };
+  auto loose = unchecked("scheduler:\n  adapter: slurn\n");
+  ASSERT_TRUE(loose.ok()) << loose.status();
+  EXPECT_FALSE(loose->scheduler.parsed.has_value());
 }
 
 TEST(ConfigValidateTest, NamesKeysWithoutLines) {

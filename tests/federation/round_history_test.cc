@@ -47,11 +47,16 @@ TEST(RoundHistoryTest, WaitEndsOnANewEventWithoutTimePassing) {
 TEST(RoundTimeoutsTest, OneRuleFromTheConfig) {
   config::BalancerConfig b;
   b.step_timeout = absl::Seconds(10);
-  RoundTimeouts t = ComputeRoundTimeouts(b, 3);
+  RoundTimeouts t = ComputeRoundTimeouts(b, {3, {}});
   EXPECT_EQ(t.step, absl::Seconds(10));
   EXPECT_EQ(t.Wait(0), absl::Seconds(10));
   EXPECT_EQ(t.Wait(3), absl::Seconds(40));
   EXPECT_EQ(t.round, absl::Seconds(10 * (6 * 3 + 4)));
+  // A round whose MCWA tree detours around faults deeper than the cube gets
+  // the time that depth needs (balance::RoundDepth).
+  const balance::RoundShape deep{5, {0, 1, 3, 6, 7, 9, 12, 15, 16, 21, 22, 24, 26, 29, 31}};
+  ASSERT_GT(balance::RoundDepth(deep), 5);
+  EXPECT_EQ(ComputeRoundTimeouts(b, deep).round, absl::Seconds(10 * (6 * balance::RoundDepth(deep) + 4)));
   EXPECT_EQ(t.report, absl::Seconds(10));
 }
 

@@ -335,6 +335,31 @@ TEST(MailboxTest, ANewerRoundFencesOffTheOlderOne) {
   EXPECT_EQ(*got, (balance::LoadTable{{2, 1, 1}}));
 }
 
+// A PHASE_DONE's phase is bounded by the round's depth once it is open
+// here (a tree around faults can make it deeper than the cube), by the cube
+// before.
+TEST(MailboxTest, PhaseDoneNoticesAreBoundedByTheOpenRoundsDepth) {
+  FakeEnv env;
+  Mailbox box(&env, 0, 3);
+  auto deliver = [&](const std::string& round, int phase, int from) {
+    return box.Deliver({round, 5, MessageKind::kPhaseDone, 0, phase, from, {{from, 0, 0}}}, absl::ZeroDuration())
+        .status()
+        .code();
+  };
+  // Not open here: phases 1 .. 3n + 1 = 10.
+  EXPECT_EQ(deliver("early", 10, 1), absl::StatusCode::kOk);
+  EXPECT_EQ(deliver("early", 11, 1), absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(deliver("early", 0, 1), absl::StatusCode::kInvalidArgument);
+  // Open with depth 6: phases 1 .. 19.
+  box.Open("deep", 5, 6);
+  EXPECT_EQ(deliver("deep", 19, 2), absl::StatusCode::kOk);
+  EXPECT_EQ(deliver("deep", 20, 2), absl::StatusCode::kInvalidArgument);
+  // A depth below the cube's counts as the cube's.
+  box.Open("flat", 6, 1);
+  EXPECT_EQ(deliver("flat", 10, 4), absl::StatusCode::kOk);
+  EXPECT_EQ(deliver("flat", 11, 4), absl::StatusCode::kInvalidArgument);
+}
+
 TEST(MailboxTest, TakesOnlyWhatTheRoundExpectsOnceEach) {
   FakeEnv env;
   Mailbox box(&env, 0, 3);  // neighbours 1, 2, 4

@@ -17,6 +17,7 @@
 #include <thread>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
 #include "gtest/gtest.h"
 #include "tests/migration/fake_adapter.h"
@@ -500,6 +501,27 @@ TEST_F(SiteTest, StartRunsTheRecoveryLoopEveryRecoveryInterval) {
   env_.Advance(3 * kRecoveryInterval);
   EXPECT_EQ(movers_[0]->recovered.load(), 2);
   EXPECT_EQ(movers_[1]->recovered.load(), 0) << "site 1 was never started";
+}
+
+// A submitted job's key takes its randomness from the site's Env: a site
+// with a FakeEnv whose sequence starts again makes the same keys, and no two
+// jobs share one.
+TEST_F(SiteTest, SubmittedKeysTakeTheirRandomnessFromTheEnv) {
+  Make(1);
+  auto keys = [&] {
+    SubmitResult r = sites_[0]->Submit(SubmitOrder{.count = 3});
+    EXPECT_TRUE(r.status.ok()) << r.status;
+    std::vector<std::string> out;
+    for (const SubmittedJob& j : r.jobs) out.push_back(j.key);
+    return out;
+  };
+  const std::vector<std::string> first = keys();
+  ASSERT_EQ(first.size(), 3u);
+  EXPECT_EQ(std::set<std::string>(first.begin(), first.end()).size(), 3u);
+  FakeEnv again;
+  std::vector<uint64_t> expected;
+  for (int i = 0; i < 3; ++i) expected.push_back(again.Random());
+  for (int i = 0; i < 3; ++i) EXPECT_EQ(first[i], absl::StrFormat("%s-%016x", Id(0), expected[i]));
 }
 
 TEST_F(SiteTest, OnlyTheCoordinatorThisSiteRecognisesStartsARound) {

@@ -97,13 +97,16 @@ TEST_F(BadInputTest, LabelOutsideTheCubeIsInvalid) {
 
   // Dimensions outside the cube, phases outside a plan, and an unknown kind
   // are refused too.
+  // A job count only on PHASE_DONE, and never below 0.
   struct Bad {
     v1::ExchangeRequest::Kind kind;
     int dimension, phase;
+    int64_t moved = 0;
   };
   for (Bad b : {Bad{v1::ExchangeRequest::EXCHANGE, 2, 0}, Bad{v1::ExchangeRequest::BARRIER, -1, 0},
                 Bad{v1::ExchangeRequest::UP, 1, 0}, Bad{v1::ExchangeRequest::EXCHANGE, 0, 3},
                 Bad{v1::ExchangeRequest::PHASE_DONE, 0, 0}, Bad{v1::ExchangeRequest::PHASE_DONE, 0, 500},
+                Bad{v1::ExchangeRequest::PHASE_DONE, 0, 1, -1}, Bad{v1::ExchangeRequest::EXCHANGE, 0, 0, 3},
                 Bad{v1::ExchangeRequest::KIND_UNSPECIFIED, 0, 0}}) {
     v1::ExchangeRequest bad;
     bad.set_round_id("r1");
@@ -111,12 +114,14 @@ TEST_F(BadInputTest, LabelOutsideTheCubeIsInvalid) {
     bad.set_kind(b.kind);
     bad.set_dimension(b.dimension);
     bad.set_phase(b.phase);
+    bad.set_moved(b.moved);
     bad.set_from_label(1);
     v1::ExchangeReply br;
     auto c = Ctx();
     grpc::Status s2 = PeerAs(*fed_, 0, "site-1")->Exchange(c.get(), bad, &br);
     EXPECT_EQ(s2.error_code(), grpc::StatusCode::INVALID_ARGUMENT)
-        << "kind " << b.kind << " dimension " << b.dimension << " phase " << b.phase << ": " << s2.error_message();
+        << "kind " << b.kind << " dimension " << b.dimension << " phase " << b.phase << " moved " << b.moved << ": "
+        << s2.error_message();
   }
 
   v1::StartRoundRequest start;

@@ -198,7 +198,7 @@ TEST(ExecAdapterOptionsTest, CommandGetsTheOperationAppendedAndPerOperationComma
 
 TEST(ExecAdapterOptionsTest, RegisteredUnderExec) {
   AdapterRegistry r;
-  RegisterExecAdapter(&r);
+  ASSERT_TRUE(r.Register(std::make_unique<ExecAdapterFactory>()).ok());
   EXPECT_TRUE(r.Has("exec"));
   auto a = r.Create("exec", {.options = {{"command", "true"}}});
   ASSERT_TRUE(a.ok()) << a.status();

@@ -71,10 +71,10 @@ TEST(ReloadTest, EachSettingReloadsAtOnceOrIsRefusedByItsTableRow) {
   TempDir dir;
   const std::string path = dir / "a.yaml", state = dir / "state";
   WriteFile(path, SiteYaml(state));
-  auto c = config::LoadConfig(path);
-  ASSERT_TRUE(c.ok()) << c.status();
   scheduler::AdapterRegistry adapters;
-  scheduler::RegisterSimAdapter(&adapters);
+  ASSERT_TRUE(adapters.Register(std::make_unique<scheduler::SimAdapterFactory>()).ok());
+  auto c = config::LoadConfig(path, &adapters);
+  ASSERT_TRUE(c.ok()) << c.status();
   auto d = Daemon::Create(*c, &adapters);
   ASSERT_TRUE(d.ok()) << d.status();
   int tried = 0;
