@@ -41,7 +41,7 @@ const char kUsage[] =
     "  hyperfed-sim replay TRACE.swf [--sites 96,108,48,144,64,8,8] [--origin proportional|uniform|hot[:SITE]]\n"
     "                   [--load L] [--interval S] [--hysteresis S] [--policies P,...|all] [--seed S]\n"
     "                   [--estimates trace|exact|factor:F|model] [--heartbeat S] [--margin S]\n"
-    "                   [--publish-on-end] [--spare] [--fit-fixed S] [--records FILE]\n"
+    "                   [--publish-on-end] [--records FILE]\n"
     "                   [--jobs N] [--json]\n"
     "  hyperfed-sim federation [--sites N] [--seeds A..B] [--faults none|crash|network|all] [--rounds R]\n"
     "                   [--algorithm A] [--job-choice newest|gain] [--latency-ms MS] [--heartbeat-ms MS]\n"
@@ -198,9 +198,6 @@ int Replay(std::map<std::string, std::string> f, const std::vector<std::string>&
   if (f.count("margin") && (!absl::SimpleAtoi(f["margin"], &ro.margin) || ro.margin < 1))
     return UsageError(absl::StrCat("bad --margin '", f["margin"], "': expected seconds >= 1"));
   ro.publish_on_end = f.count("publish-on-end") > 0;
-  ro.spare = f.count("spare") > 0;
-  if (f.count("fit-fixed") && (!absl::SimpleAtoi(f["fit-fixed"], &ro.fit_fixed) || ro.fit_fixed < 0))
-    return UsageError(absl::StrCat("bad --fit-fixed '", f["fit-fixed"], "': expected seconds >= 0"));
   ro.keep_records = f.count("records") > 0;
   if (f.count("interval") && (!absl::SimpleAtoi(f["interval"], &ro.interval) || ro.interval < 1))
     return UsageError(absl::StrCat("bad --interval '", f["interval"], "': expected seconds >= 1"));
@@ -396,8 +393,8 @@ int main(int argc, char** argv) {
   CLI::App* replay = Command(&app, "replay", "replay an SWF trace under every balancing policy",
                              {{"sites", "LIST"}, {"origin", "O"}, {"load", "L"}, {"interval", "S"},
                               {"hysteresis", "S"}, {"policies", "P"}, {"seed", "S"}, {"jobs", "N"},
-                              {"estimates", "E"}, {"heartbeat", "S"}, {"margin", "S"}, {"records", "FILE"}, {"fit-fixed", "S"}},
-                             {"json", "publish-on-end", "spare"}, "TRACE", &p);
+                              {"estimates", "E"}, {"heartbeat", "S"}, {"margin", "S"}, {"records", "FILE"}},
+                             {"json", "publish-on-end"}, "TRACE", &p);
   CLI::App* federation = Command(
       &app, "federation", "every site's own daemon code under simulated time, network and faults",
       {{"sites", "N"}, {"seeds", "A..B"}, {"faults", "PROFILE"}, {"rounds", "R"}, {"algorithm", "A"},

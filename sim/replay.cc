@@ -325,7 +325,6 @@ class Replayer {
           rule.alpha = o.fit_alpha;
           rule.exponent = o.fit_exponent;
           rule.home_first = o.fit_home_first;
-          rule.fixed = o.fit_fixed;
           rule.home_widest = site.cores;
         }
         placers_.push_back(bal::Placer(o.margin, rule));
@@ -478,23 +477,8 @@ class Replayer {
     if (published_[s] == sites_[s].version) return;
     published_[s] = sites_[s].version;
     const bal::StartProfile p = bal::ProfileFromForecast(Forecast(s, t));
-    const int64_t reserve = ReservedAbove(s);
     for (size_t o = 0; o < sites_.size(); ++o)
-      if (static_cast<int>(o) != s) {
-        placers_[o].Publish(s, t, p);
-        if (o_.spare) placers_[o].Reserve(s, reserve);
-      }
-  }
-  // spare: the width of the widest other site when site s's queue holds a
-  // job wider than it (a job only s can run), else 0.
-  int64_t ReservedAbove(int s) const {
-    if (!o_.spare) return 0;
-    int64_t other = 0;
-    for (size_t o = 0; o < sites_.size(); ++o)
-      if (static_cast<int>(o) != s) other = std::max(other, sites_[o].cores);
-    for (int j : sites_[s].queue)
-      if (w_.jobs[j].cores > other) return other;
-    return 0;
+      if (static_cast<int>(o) != s) placers_[o].Publish(s, t, p);
   }
 
   std::vector<bal::RunningJob> RunningOf(const Site& s) const {
@@ -549,8 +533,7 @@ class Replayer {
   int PlaceAtArrival(int j, int64_t t) {
     const int origin = w_.origin[j];
     if (o_.heartbeat == 0) Publish(t);
-    int64_t home = StartIfAppended(origin, j, t);
-    if (w_.jobs[j].cores <= ReservedAbove(origin)) home = bal::kNeverStarts;  // spare: leave if it can
+    const int64_t home = StartIfAppended(origin, j, t);
     const bal::Placement p = placers_[origin].Place(
         t, {.cores = w_.jobs[j].cores,
             .limit = w_.jobs[j].limit,
@@ -576,12 +559,10 @@ class Replayer {
       Site& site = sites_[s];
       if (site.queue.empty()) continue;
       const bal::EasyForecast f = Forecast(s, t);
-      const int64_t reserve = ReservedAbove(s);
       std::vector<std::pair<size_t, int>> go;  // (queue index, peer)
       for (size_t k = 0; k < site.queue.size(); ++k) {
         const int j = site.queue[k];
-        int64_t wait = f.starts[k] == bal::kNeverStarts ? bal::kNeverStarts : f.starts[k] - t;
-        if (w_.jobs[j].cores <= reserve) wait = bal::kNeverStarts;  // spare: leave if it can
+        const int64_t wait = f.starts[k] == bal::kNeverStarts ? bal::kNeverStarts : f.starts[k] - t;
         if (wait < o_.margin) continue;
         const bal::Placement p = placers_[s].Place(
             t, {.cores = w_.jobs[j].cores, .limit = w_.jobs[j].limit, .wait_here = wait, .queued = true});

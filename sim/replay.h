@@ -132,10 +132,6 @@ struct ReplayOptions {
   // moment one of its jobs ends, and every site places its waiting jobs again
   // at once, as a sibling copy reacts; other changes wait for the heartbeat.
   bool publish_on_end = false;
-  // arrival (issue 29, an experiment): a site whose queue holds a job no
-  // other site is wide enough for keeps its cores for such jobs: a job that
-  // fits elsewhere is not placed there and leaves it (balance::Placer::Reserve).
-  bool spare = false;
   int64_t margin = 60;        // arrival: a job moves only to start at least this much sooner
   bool keep_records = false;  // fill PolicyResult::records
   // fit policies: balance::FitRule's alpha, exponent and home_first (tried
@@ -145,7 +141,6 @@ struct ReplayOptions {
   double fit_alpha = 2;
   double fit_exponent = 8;
   bool fit_home_first = true;
-  int64_t fit_fixed = 0;  // balance::FitRule::fixed (seconds)
 };
 
 // What happened to one job.

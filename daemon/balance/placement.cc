@@ -82,9 +82,8 @@ void Placer::Landed(int peer, int64_t placed_at, int64_t at) {
 }
 
 int64_t Placer::Slack(int64_t limit) const {
-  if ((fit_.alpha <= 0 && fit_.fixed <= 0) || limit <= 0) return 0;
-  const double s = static_cast<double>(fit_.fixed) +
-                   std::max(fit_.alpha, 0.0) * std::pow(accuracy_.ratio(), fit_.exponent) * static_cast<double>(limit);
+  if (fit_.alpha <= 0 || limit <= 0) return 0;
+  const double s = fit_.alpha * std::pow(accuracy_.ratio(), fit_.exponent) * static_cast<double>(limit);
   // Beyond a year the slack admits every site that starts the job at all.
   return static_cast<int64_t>(std::min(s, 3.2e7));
 }
@@ -99,7 +98,6 @@ Placement Placer::Decide(int64_t now, const ArrivingJob& job) const {
   Placement best;
   int64_t best_wait = kNeverStarts;
   for (const auto& [label, f] : peers_) {  // ascending labels: ties to the lower
-    if (Reserved(label, job.cores)) continue;
     const int64_t wait = f.WaitFor(now, job.cores, job.limit);
     if (wait < best_wait) {
       best_wait = wait;
@@ -132,7 +130,6 @@ Placement Placer::DecideFit(int64_t now, const ArrivingJob& job, int64_t slack) 
   std::vector<Candidate> waits;  // the peers that can start it
   int64_t earliest = job.wait_here;
   for (const auto& [label, f] : peers_) {
-    if (Reserved(label, job.cores)) continue;
     const int64_t wait = f.WaitFor(now, job.cores, job.limit);
     if (wait == kNeverStarts) continue;
     waits.push_back({label, wait, f.widest()});

@@ -124,11 +124,6 @@ struct FitRule {
   double exponent = 1;      // slack uses accuracy^exponent
   // Stay also at arrival when home is among the near-ties (fewer moves).
   bool home_first = false;
-  // A slack in the caller's time unit added to the one above, whatever the
-  // limits' accuracy (issue 29, an experiment: best fit among sites that
-  // start the job within this much of the first even when the limits are
-  // far above the run times). 0: none.
-  int64_t fixed = 0;
 };
 
 struct Placement {
@@ -150,10 +145,6 @@ class Placer {
   // The peer is down, drained or gone: no job is placed there until it
   // publishes again.
   void Forget(int peer) { peers_.erase(peer); }
-  // The peer keeps its cores for jobs wider than `above` (its queue holds a
-  // job no narrower site can run): a job of at most `above` cores is not
-  // placed there. 0: it takes any job that fits.
-  void Reserve(int peer, int64_t above) { reserved_[peer] = above; }
   const PeerForecast* Find(int peer) const;
 
   // Decides for one job at `now` (Placement::peer -1: stay). When a peer is
@@ -182,11 +173,6 @@ class Placer {
   FitRule fit_;
   LimitAccuracy accuracy_;
   std::map<int, PeerForecast> peers_;
-  std::map<int, int64_t> reserved_;  // Reserve
-  bool Reserved(int peer, int64_t cores) const {
-    auto it = reserved_.find(peer);
-    return it != reserved_.end() && cores <= it->second;
-  }
 };
 
 }  // namespace hyperfed::balance
