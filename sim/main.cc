@@ -6,6 +6,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
+#include <fstream>
 #include <iostream>
 #include <map>
 #include <string>
@@ -40,6 +41,7 @@ const char kUsage[] =
     "  hyperfed-sim replay TRACE.swf [--sites 96,108,48,144,64,8,8] [--origin proportional|uniform|hot[:SITE]]\n"
     "                   [--load L] [--interval S] [--hysteresis S] [--policies P,...|all] [--seed S]\n"
     "                   [--estimates trace|exact|factor:F|model] [--heartbeat S] [--margin S]\n"
+    "                   [--publish-on-end] [--records FILE]\n"
     "                   [--jobs N] [--json]\n"
     "  hyperfed-sim federation [--sites N] [--seeds A..B] [--faults none|crash|network|all] [--rounds R]\n"
     "                   [--algorithm A] [--job-choice newest|gain] [--latency-ms MS] [--heartbeat-ms MS]\n"
@@ -195,6 +197,8 @@ int Replay(std::map<std::string, std::string> f, const std::vector<std::string>&
     return UsageError(absl::StrCat("bad --heartbeat '", f["heartbeat"], "': expected seconds >= 0"));
   if (f.count("margin") && (!absl::SimpleAtoi(f["margin"], &ro.margin) || ro.margin < 1))
     return UsageError(absl::StrCat("bad --margin '", f["margin"], "': expected seconds >= 1"));
+  ro.publish_on_end = f.count("publish-on-end") > 0;
+  ro.keep_records = f.count("records") > 0;
   if (f.count("interval") && (!absl::SimpleAtoi(f["interval"], &ro.interval) || ro.interval < 1))
     return UsageError(absl::StrCat("bad --interval '", f["interval"], "': expected seconds >= 1"));
   if (f.count("hysteresis") && (!absl::SimpleAtoi(f["hysteresis"], &ro.hysteresis) || ro.hysteresis < 0))
@@ -233,6 +237,22 @@ int Replay(std::map<std::string, std::string> f, const std::vector<std::string>&
     run.results.push_back(std::move(*r));
   }
   if (StderrIsTerminal()) std::fprintf(stderr, "\r\033[K");
+  if (ro.keep_records) {
+    // One line a job and policy, for breakdowns by job class.
+    std::ofstream out(f["records"]);
+    out << "policy,job,submit,run,limit,cores,origin,site,start,moves\n";
+    for (const auto& r : run.results)
+      for (size_t j = 0; j < r.records.size(); ++j) {
+        const auto& job = w->jobs[j];
+        out << r.policy << "," << j << "," << job.submit << "," << job.run << "," << job.limit << "," << job.cores
+            << "," << w->origin[j] << "," << r.records[j].site << "," << r.records[j].start << ","
+            << r.records[j].moves << "\n";
+      }
+    if (!out) {
+      std::cerr << "hyperfed-sim: cannot write " << f["records"] << "\n";
+      return 1;
+    }
+  }
   std::cout << (f.count("json") ? hyperfed::sim::ReplayJson(*w, run) : hyperfed::sim::ReplayText(*w, run));
   return 0;
 }
@@ -373,8 +393,8 @@ int main(int argc, char** argv) {
   CLI::App* replay = Command(&app, "replay", "replay an SWF trace under every balancing policy",
                              {{"sites", "LIST"}, {"origin", "O"}, {"load", "L"}, {"interval", "S"},
                               {"hysteresis", "S"}, {"policies", "P"}, {"seed", "S"}, {"jobs", "N"},
-                              {"estimates", "E"}, {"heartbeat", "S"}, {"margin", "S"}},
-                             {"json"}, "TRACE", &p);
+                              {"estimates", "E"}, {"heartbeat", "S"}, {"margin", "S"}, {"records", "FILE"}},
+                             {"json", "publish-on-end"}, "TRACE", &p);
   CLI::App* federation = Command(
       &app, "federation", "every site's own daemon code under simulated time, network and faults",
       {{"sites", "N"}, {"seeds", "A..B"}, {"faults", "PROFILE"}, {"rounds", "R"}, {"algorithm", "A"},

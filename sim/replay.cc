@@ -350,6 +350,9 @@ class Replayer {
     const int64_t beat = std::max<int64_t>(o_.heartbeat, 1);
     auto beat_ceil = [&](int64_t t) { return t0 + (t - t0 + beat - 1) / beat * beat; };
     const bool beats = arrival_ && o_.heartbeat > 0;
+    const bool fresh = arrival_ && o_.heartbeat == 0;
+    const bool on_end = beats && requeue_ && o_.publish_on_end;
+    ended_at_.assign(sites_.size(), false);
     int64_t next_beat = kInf;
     while (true) {
       int64_t t = kInf;
@@ -367,6 +370,8 @@ class Replayer {
         if (pending_ > 0) return absl::InternalError("jobs left pending with nothing running");
         break;
       }
+      bool ended = false;
+      if (on_end) std::fill(ended_at_.begin(), ended_at_.end(), false);
       while (!ends_.empty() && ends_.top().first == t) {
         const int j = ends_.top().second;
         ends_.pop();
@@ -375,6 +380,21 @@ class Replayer {
         // The site sees what the job ran of its limit (FitRule's accuracy).
         if (arrival_) placers_[site_of_[j]].Finished(w_.jobs[j].run, w_.jobs[j].limit);
         Touch(site_of_[j]);
+        if (on_end) ended_at_[site_of_[j]] = true;
+        ended = true;
+      }
+      if (fresh && version_ != published_version_) {
+        // Always fresh: every change is published at once, and waiting
+        // jobs are placed again at every instant something changed.
+        Publish(t);
+        if (requeue_) RePlace(t);
+      }
+      if (on_end && ended) {
+        // Event-driven publication: the sites where a job ended speak now,
+        // and every site places its waiting jobs again on what it knows.
+        for (size_t s = 0; s < sites_.size(); ++s)
+          if (ended_at_[s]) PublishSite(static_cast<int>(s), t);
+        RePlace(t);
       }
       if (beats) {
         if (next_beat == kInf && version_ != published_version_) next_beat = beat_ceil(t);
@@ -448,14 +468,17 @@ class Replayer {
   // Every site whose queue changed since it last published tells the
   // others its profile as of t.
   void Publish(int64_t t) {
-    for (size_t s = 0; s < sites_.size(); ++s) {
-      if (published_[s] == sites_[s].version) continue;
-      published_[s] = sites_[s].version;
-      const bal::StartProfile p = bal::ProfileFromForecast(Forecast(static_cast<int>(s), t));
-      for (size_t o = 0; o < sites_.size(); ++o)
-        if (o != s) placers_[o].Publish(static_cast<int>(s), t, p);
-    }
+    for (size_t s = 0; s < sites_.size(); ++s) PublishSite(static_cast<int>(s), t);
     published_version_ = version_;
+  }
+  // Site s tells the others its profile as of t, if its queue changed since
+  // it last did.
+  void PublishSite(int s, int64_t t) {
+    if (published_[s] == sites_[s].version) return;
+    published_[s] = sites_[s].version;
+    const bal::StartProfile p = bal::ProfileFromForecast(Forecast(s, t));
+    for (size_t o = 0; o < sites_.size(); ++o)
+      if (static_cast<int>(o) != s) placers_[o].Publish(s, t, p);
   }
 
   std::vector<bal::RunningJob> RunningOf(const Site& s) const {
@@ -759,6 +782,7 @@ class Replayer {
   bool requeue_;
   std::vector<bal::Placer> placers_;  // arrival: each site's
   std::vector<uint64_t> published_;   // arrival: the version each site last published
+  std::vector<bool> ended_at_;        // publish_on_end: sites where a job ended at this instant
   uint64_t published_version_ = std::numeric_limits<uint64_t>::max();
   int64_t queue_entries_ = 0, queued_ = 0, peak_queued_ = 0;
   const bal::RoundMode* mode_;

@@ -124,7 +124,14 @@ absl::Status CheckReplayPolicy(std::string_view name);
 struct ReplayOptions {
   int64_t interval = 60;      // seconds between balancing rounds
   int64_t hysteresis = 600;   // a job moved less than this ago is chosen only for a gain of `margin`
-  int64_t heartbeat = 5;      // arrival: peers publish their start profiles this often (0: always fresh)
+  // arrival: peers publish their start profiles this often. 0: always
+  // fresh; arrival+queue then places waiting jobs again at every instant
+  // anything changed.
+  int64_t heartbeat = 5;
+  // arrival+queue (issue 29, an experiment): a site publishes its profile the
+  // moment one of its jobs ends, and every site places its waiting jobs again
+  // at once, as a sibling copy reacts; other changes wait for the heartbeat.
+  bool publish_on_end = false;
   int64_t margin = 60;        // arrival: a job moves only to start at least this much sooner
   bool keep_records = false;  // fill PolicyResult::records
   // fit policies: balance::FitRule's alpha, exponent and home_first (tried

@@ -314,6 +314,43 @@ TEST(ReplayTest, ArrivalBooksWhatItSentSinceThePeerSpoke) {
   EXPECT_EQ(r->jobs_moved, 1);
 }
 
+// Two 4-core sites, each running a job of 4 cores from 0; site 1's (A)
+// has a limit of 1000 but ends at 52. C (4 cores) arrives at site 0 at 6,
+// after both published busy until 1000: it stays (a tie). Heartbeats every
+// 5 s: site 1 publishes at 55 and C moves there and starts then. Published
+// the moment A ends (publish_on_end) or always fresh (heartbeat 0), C moves
+// and starts at 52.
+TEST(ReplayTest, WaitingJobsArePlacedAgainWhenAPeerPublishes) {
+  const std::string text = Line(1, 0, 52, 4, -1, 4, 1000) + Line(2, 0, 1000, 4, -1, 4, 1000) + Line(3, 6, 10, 4, -1, 4, 100);
+  Workload w = MakeOrDie(text, {4, 4}, {});
+  w.origin = {1, 0, 0};
+  ReplayOptions ro;
+  ro.keep_records = true;
+  ro.heartbeat = 5;
+  auto r = ReplayPolicy(w, "arrival+queue", ro);
+  ASSERT_TRUE(r.ok()) << r.status();
+  EXPECT_EQ(r->records[2].site, 1);
+  EXPECT_EQ(r->records[2].start, 55);
+  EXPECT_EQ(r->records[2].move_times, std::vector<int64_t>{55});
+  ro.publish_on_end = true;
+  r = ReplayPolicy(w, "arrival+queue", ro);
+  ASSERT_TRUE(r.ok()) << r.status();
+  EXPECT_EQ(r->records[2].site, 1);
+  EXPECT_EQ(r->records[2].start, 52);
+  EXPECT_EQ(r->records[2].move_times, std::vector<int64_t>{52});
+  ro.publish_on_end = false;
+  ro.heartbeat = 0;
+  r = ReplayPolicy(w, "arrival+queue", ro);
+  ASSERT_TRUE(r.ok()) << r.status();
+  EXPECT_EQ(r->records[2].site, 1);
+  EXPECT_EQ(r->records[2].start, 52);
+  // Without placing waiting jobs again, C waits at home for job 2.
+  r = ReplayPolicy(w, "arrival", ro);
+  ASSERT_TRUE(r.ok()) << r.status();
+  EXPECT_EQ(r->records[2].site, 0);
+  EXPECT_EQ(r->records[2].start, 1000);
+}
+
 TEST(EstimatesTest, ParsesItsNamesAndRefusesOthers) {
   EXPECT_EQ(ParseEstimates("trace")->kind, EstimateSpec::kTrace);
   EXPECT_EQ(ParseEstimates("exact")->kind, EstimateSpec::kExact);
