@@ -14,6 +14,39 @@
 ARG DEBIAN_BUILD_IMAGE=debian:12
 ARG DEBIAN_RUN_IMAGE=debian:12-slim
 
+# The runtime first: the libraries, the user, the folders and how the daemon
+# runs, without the binaries. The compose tests build only this stage
+# (`--target runtime`) and add binaries already built on a Debian 12 host
+# (deploy/Dockerfile.prebuilt), so that they do not compile hyperfed twice.
+FROM ${DEBIAN_RUN_IMAGE} AS runtime
+ENV DEBIAN_FRONTEND=noninteractive
+RUN apt-get update \
+ && apt-get install -y --no-install-recommends \
+      libgrpc++1.51 libprotobuf32 libabsl20220623 libyaml-cpp0.7 libsqlite3-0 libssl3 libcpp-httplib0.11 \
+      libspdlog1.10 libfmt9 \
+ && rm -rf /var/lib/apt/lists/* \
+ && groupadd --system --gid 10001 hyperfed \
+ && useradd --system --uid 10001 --gid hyperfed --home-dir /var/lib/hyperfed --no-create-home \
+      --shell /usr/sbin/nologin hyperfed \
+ && install -d -o hyperfed -g hyperfed -m 0700 /var/lib/hyperfed \
+ && install -d -m 0755 /etc/hyperfed /etc/hyperfed/certs
+
+USER hyperfed
+WORKDIR /var/lib/hyperfed
+VOLUME ["/var/lib/hyperfed"]
+# hyperfedctl inside the container asks the local daemon (and the health check
+# uses the same): gRPC on 7100, its certificate checked against the mounted CA
+# under the name localhost (scripts/gen-certs puts it in every site
+# certificate; set HYPERFED_SERVER_NAME to the site id if yours lacks it).
+ENV HYPERFED_ENDPOINT=127.0.0.1:7100 \
+    HYPERFED_CA=/etc/hyperfed/certs/ca.pem \
+    HYPERFED_SERVER_NAME=localhost
+EXPOSE 7100 9100
+HEALTHCHECK --interval=10s --timeout=5s --start-period=30s --retries=3 \
+  CMD ["hyperfedctl", "--timeout", "3s", "health"]
+ENTRYPOINT ["hyperfedd"]
+CMD ["--config", "/etc/hyperfed/hyperfed.yaml"]
+
 FROM ${DEBIAN_BUILD_IMAGE} AS build
 ENV DEBIAN_FRONTEND=noninteractive
 # GoogleTest only because CMakeLists.txt looks for it; no test is built here.
@@ -36,34 +69,8 @@ RUN cmake -S . -B build -DCMAKE_BUILD_TYPE=Release >/dev/null \
  && cmake --build build -j"$(nproc)" --target hyperfedd hyperfedctl \
  && strip build/hyperfedd build/hyperfedctl
 
-FROM ${DEBIAN_RUN_IMAGE}
-ENV DEBIAN_FRONTEND=noninteractive
-RUN apt-get update \
- && apt-get install -y --no-install-recommends \
-      libgrpc++1.51 libprotobuf32 libabsl20220623 libyaml-cpp0.7 libsqlite3-0 libssl3 libcpp-httplib0.11 \
-      libspdlog1.10 libfmt9 \
- && rm -rf /var/lib/apt/lists/* \
- && groupadd --system --gid 10001 hyperfed \
- && useradd --system --uid 10001 --gid hyperfed --home-dir /var/lib/hyperfed --no-create-home \
-      --shell /usr/sbin/nologin hyperfed \
- && install -d -o hyperfed -g hyperfed -m 0700 /var/lib/hyperfed \
- && install -d -m 0755 /etc/hyperfed /etc/hyperfed/certs
+# The image: the runtime with the binaries built above.
+FROM runtime
 COPY --from=build /src/build/hyperfedd /src/build/hyperfedctl /usr/local/bin/
 # Fails at once if a runtime library is missing, not at the first start.
 RUN hyperfedd --help >/dev/null && hyperfedctl --help >/dev/null
-
-USER hyperfed
-WORKDIR /var/lib/hyperfed
-VOLUME ["/var/lib/hyperfed"]
-# hyperfedctl inside the container asks the local daemon (and the health check
-# uses the same): gRPC on 7100, its certificate checked against the mounted CA
-# under the name localhost (scripts/gen-certs puts it in every site
-# certificate; set HYPERFED_SERVER_NAME to the site id if yours lacks it).
-ENV HYPERFED_ENDPOINT=127.0.0.1:7100 \
-    HYPERFED_CA=/etc/hyperfed/certs/ca.pem \
-    HYPERFED_SERVER_NAME=localhost
-EXPOSE 7100 9100
-HEALTHCHECK --interval=10s --timeout=5s --start-period=30s --retries=3 \
-  CMD ["hyperfedctl", "--timeout", "3s", "health"]
-ENTRYPOINT ["hyperfedd"]
-CMD ["--config", "/etc/hyperfed/hyperfed.yaml"]
