@@ -108,6 +108,34 @@ absl::StatusOr<RoundResult> RunRound(TestFederation& f, v1::Admin::Stub& admin, 
   return r;
 }
 
+absl::StatusOr<std::string> StartRound(TestFederation& f, int site, absl::Duration timeout) {
+  v1::BalanceRequest req;
+  req.set_wait(false);
+  auto ctx = f.Context(timeout);
+  auto reader = f.Admin(site)->Balance(ctx.get(), req);
+  std::string id;
+  v1::RoundEvent e;
+  while (reader->Read(&e))
+    if (id.empty()) id = e.round_id();
+  grpc::Status st = reader->Finish();
+  if (!st.ok()) return absl::InternalError(absl::StrCat("Balance: ", st.error_message()));
+  if (id.empty()) return absl::InternalError("Balance: no event named the round");
+  return id;
+}
+
+bool WaitRoundOver(TestFederation& f, int site, const std::string& id, absl::Duration timeout) {
+  for (const absl::Time end = absl::Now() + timeout; absl::Now() < end;
+       std::this_thread::sleep_for(std::chrono::milliseconds(200))) {
+    v1::RoundsReply r;
+    auto ctx = f.Context(absl::Seconds(5));
+    if (!f.Admin(site)->Rounds(ctx.get(), v1::RoundsRequest(), &r).ok()) continue;
+    bool running = false;
+    for (const v1::Round& round : r.rounds()) running |= round.round_id() == id && !round.done();
+    if (!running) return true;
+  }
+  return false;
+}
+
 Out Fetch(const std::string& url) {
   // "http://HOST:PORT/PATH", with cpp-httplib, as the web view test's calls.
   const size_t path = url.find('/', url.find("://") + 3);

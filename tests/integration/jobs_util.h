@@ -52,6 +52,15 @@ absl::StatusOr<RoundResult> RunRound(TestFederation& f, int site, bool dry_run =
 absl::StatusOr<RoundResult> RunRound(TestFederation& f, v1::Admin::Stub& admin, bool dry_run = false,
                                      absl::Duration timeout = absl::Seconds(120), const std::string& mode = "");
 
+// For tests in which a site dies in a round: asks `site` for an operator
+// round and returns its id once the round has begun (Balance with wait
+// false), without waiting for its end, which waits for the dead site.
+absl::StatusOr<std::string> StartRound(TestFederation& f, int site, absl::Duration timeout = absl::Seconds(30));
+// Waits until round `id` is over as `site` sees it (its coordinator's list,
+// Admin.Rounds): done, or no longer listed (lost with a coordinator that
+// died). False if it still runs after `timeout`.
+bool WaitRoundOver(TestFederation& f, int site, const std::string& id, absl::Duration timeout);
+
 // An HTTP GET of `url`: the body, or what went wrong (code != 0).
 Out Fetch(const std::string& url);
 // The samples of a page in Prometheus' text format: series (name and
