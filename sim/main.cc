@@ -16,6 +16,7 @@
 #include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
 #include "daemon/balance/modes.h"
@@ -343,17 +344,46 @@ int Federation(std::map<std::string, std::string> f) {
         static_cast<long long>(r.crashes), static_cast<long long>(r.restarts), static_cast<long long>(r.pauses),
         static_cast<long long>(r.partitions), static_cast<long long>(r.drains), static_cast<long long>(r.submitted),
         r.simulated_seconds, r.cpu_seconds, r.violations.size());
+    // What the membership costs and how fast it sees a crash (docs/design.md
+    // §10): a site's bytes are what it sent and received.
+    double site_round = 0, max_site_round = 0, site_heartbeat = 0, max_site_heartbeat = 0;
+    for (const auto& x : r.rounds) {
+      site_round += x.site_round_bytes / n;
+      max_site_round += static_cast<double>(x.max_site_round_bytes) / n;
+      site_heartbeat += x.site_heartbeat_bytes / n;
+      max_site_heartbeat += static_cast<double>(x.max_site_heartbeat_bytes) / n;
+    }
+    double known_mean = 0, known_max = 0;
+    for (double k : r.known_after) {
+      known_mean += k / static_cast<double>(r.known_after.size());
+      known_max = std::max(known_max, k);
+    }
+    const std::string known =
+        r.known_after.empty()
+            ? std::string("no crash known to every live site")
+            : absl::StrFormat("%zu crashes known to every live site after %.2f s (mean), %.2f s (most)",
+                              r.known_after.size(), known_mean, known_max);
+    std::printf(
+        "  membership: %.1f heartbeats a site a second; a site's bytes a round (sent and received, mean of "
+        "rounds): round messages %.1f KiB (most of any site %.1f KiB), heartbeats %.1f KiB (most %.1f KiB); %s, "
+        "%lld restarted first; %lld false downs (of %lld downs)\n",
+        r.HeartbeatsPerSiteSecond(), site_round / 1024, max_site_round / 1024, site_heartbeat / 1024,
+        max_site_heartbeat / 1024, known.c_str(), static_cast<long long>(r.crashes_unknown),
+        static_cast<long long>(r.false_downs), static_cast<long long>(r.downs));
     if (detail)
       for (const auto& x : r.rounds)
-        std::printf("  round %d %s: %s; %d live sites, %lld messages (nN = %d x %d = %d), %.1f KiB, largest %.1f "
-                    "KiB, %lld heartbeats (%.1f KiB); %.3f s simulated at %d ms a message (deadline %.0f s); share "
-                    "error %.2f -> %.2f, moved %lld\n",
-                    x.number, x.id.empty() ? "-" : x.id.c_str(), x.end.c_str(), x.live_sites,
-                    static_cast<long long>(x.messages), r.dimension, r.sites, r.dimension * r.sites,
-                    static_cast<double>(x.bytes) / 1024, static_cast<double>(x.largest) / 1024,
-                    static_cast<long long>(x.heartbeats), static_cast<double>(x.heartbeat_bytes) / 1024, x.seconds,
-                    latency_ms, x.deadline_seconds, x.share_error_before, x.share_error_after,
-                    static_cast<long long>(x.moved));
+        std::printf(
+            "  round %d %s: %s; %d live sites, %lld messages (nN = %d x %d = %d), %.1f KiB, largest %.1f "
+            "KiB, %lld heartbeats (%.1f KiB); per site %.1f KiB round messages (most %.1f KiB), %.1f KiB "
+            "heartbeats (most %.1f KiB); %.3f s simulated at %d ms a message (deadline %.0f s); share "
+            "error %.2f -> %.2f, moved %lld\n",
+            x.number, x.id.empty() ? "-" : x.id.c_str(), x.end.c_str(), x.live_sites,
+            static_cast<long long>(x.messages), r.dimension, r.sites, r.dimension * r.sites,
+            static_cast<double>(x.bytes) / 1024, static_cast<double>(x.largest) / 1024,
+            static_cast<long long>(x.heartbeats), static_cast<double>(x.heartbeat_bytes) / 1024,
+            x.site_round_bytes / 1024, static_cast<double>(x.max_site_round_bytes) / 1024,
+            x.site_heartbeat_bytes / 1024, static_cast<double>(x.max_site_heartbeat_bytes) / 1024, x.seconds,
+            latency_ms, x.deadline_seconds, x.share_error_before, x.share_error_after, static_cast<long long>(x.moved));
     for (const std::string& v : r.violations) std::printf("  VIOLATION %s\n", v.c_str());
     if (!r.violations.empty() || o.full_trace) {
       std::printf("  trace of seed %llu (%s; hash of every line %016llx):\n", static_cast<unsigned long long>(r.seed),

@@ -184,9 +184,12 @@ void Heartbeater::Tick(const HeartbeatInfo& self) {
   for (const PeerInfo& p : membership_->View()) {
     if (p.self) continue;
     auto it = was_up_.find(p.site);
-    if (it == was_up_.end() || it->second != p.up)
-      (p.up || it == was_up_.end() ? LogInfo : LogWarning)(  // a warning when an up peer goes down
+    const bool first = it == was_up_.end();
+    if (first || it->second != p.up) {
+      (p.up || first ? LogInfo : LogWarning)(  // a warning when an up peer goes down
           absl::StrCat("peer ", p.site, " (label ", p.label, ") is ", p.up ? "up" : "down"));
+      if (observer_) observer_(p, first);
+    }
     was_up_[p.site] = p.up;
   }
 }

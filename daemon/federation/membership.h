@@ -7,6 +7,7 @@
 //
 // Thread-safe.
 
+#include <functional>
 #include <map>
 #include <mutex>
 #include <optional>
@@ -140,11 +141,20 @@ class Heartbeater {
   void Tick(const HeartbeatInfo& self);
   static constexpr double kCallShare = 0.75;
 
+  // Told of each peer state a tick logs: a peer going up or down, or, at
+  // the first tick that looks at it (`first`), the state it starts in.
+  // Called on Tick's thread; set before the heartbeat loop starts. hyperfedd
+  // sets none; the federation simulation measures failure detection with it
+  // (docs/design.md §10).
+  using Observer = std::function<void(const PeerInfo& peer, bool first)>;
+  void SetObserver(Observer observer) { observer_ = std::move(observer); }
+
  private:
   const LiveConfig* live_;
   Membership* membership_;
   PeerClient* peers_;
   std::map<std::string, bool> was_up_;  // used by Tick's caller thread only
+  Observer observer_;
 };
 
 }  // namespace hyperfed::federation

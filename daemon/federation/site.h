@@ -171,6 +171,8 @@ class Site {
   bool InRound() const { return !participant_.current_round().empty() || !coordinator_.running().empty(); }
   SiteCounters counters() const { return coordinator_.counters(); }
   Membership& membership() { return membership_; }
+  // Its observer may be set before Start (Heartbeater::SetObserver).
+  Heartbeater& heartbeater() { return heartbeater_; }
   // The site's executor, for the fan-outs of the layers below (the batches
   // of a migration).
   Executor* executor() { return &executor_; }

@@ -55,6 +55,21 @@ double CpuSeconds() {
          static_cast<double>(u.ru_utime.tv_usec + u.ru_stime.tv_usec) / 1e6;
 }
 
+// Spells of a fault at a site, [from, to] in world time (to: the infinite
+// future while it lasts).
+using Spells = std::vector<std::pair<absl::Time, absl::Time>>;
+
+bool Meets(const Spells& spells, absl::Time from, absl::Time to) {
+  for (const auto& [a, b] : spells)
+    if (a <= to && b >= from) return true;
+  return false;
+}
+
+void EndSpell(Spells& spells, absl::Time at) {
+  for (auto& [a, b] : spells)
+    if (b == absl::InfiniteFuture()) b = at;
+}
+
 // One run of a site's daemon: never freed (a crash abandons it where it is).
 struct Incarnation {
   int node = -1;
@@ -65,6 +80,8 @@ struct Incarnation {
   std::unique_ptr<server::PeerHandlers> handlers;
   bool serving = false;  // its startup recovery is over and its loops run
   absl::Time serving_since = absl::InfiniteFuture();  // world time
+  // What its Heartbeater last said of each peer (Heartbeater::SetObserver).
+  std::map<std::string, bool> sees_up;
   scheduler::SimAdapter* scheduler() const {
     return dynamic_cast<scheduler::SimAdapter*>(stack.adapter->Current().get());
   }
@@ -81,6 +98,10 @@ struct SimSite {
   int incarnations = 0;
   Incarnation* inc = nullptr;  // running; nullptr while down
   Incarnation* last = nullptr;  // the latest, running or not (its journal and queue stay on disk)
+  // When it was down (from a crash until a new incarnation serves), paused
+  // or drained, world time (an open spell ends in the infinite future): the
+  // faults that explain a peer seeing it down.
+  Spells down_spells, pause_spells, drain_spells;
   const std::string& id() const { return config.site.id; }
 };
 
@@ -163,6 +184,18 @@ class Federation {
   // Partition k heals: its sites are back.
   void EndCut(size_t k);
 
+  // ---- what the membership costs and how it detects (SeedResult)
+  // A site's Heartbeater said how it sees peer `p` (Heartbeater::Observer).
+  void Observed(SimSite& seer, Incarnation* inc, const federation::PeerInfo& p, bool first);
+  // Whether a fault explains `seer` seeing `peer` down now: within a peer
+  // timeout and two heartbeats before, the peer was down, paused or
+  // drained, either was paused, or a cut lay between them.
+  bool Explained(const SimSite& seer, const std::string& peer);
+  // Ends the wait for each crash that every live site now sees (CrashSeen).
+  void CheckKnown();
+  // The number of sites whose loops run changes by `delta` now.
+  void CountServing(int delta);
+
   const FederationOptions o_;
   Profile profile_;
   World world_;
@@ -195,6 +228,15 @@ class Federation {
     bool healed = false;
   };
   std::vector<Cut> cuts_;
+  // Crashes not yet seen down by every serving site that was not paused
+  // since (SeedResult::known_after).
+  struct CrashSeen {
+    std::string site;
+    absl::Time at;
+  };
+  std::vector<CrashSeen> unknown_crashes_;
+  int serving_ = 0;  // sites whose loops run
+  absl::Time serving_changed_ = kStart;
   SeedResult r_;
 };
 
@@ -267,6 +309,10 @@ void Federation::Build() {
 }
 
 void Federation::Start(SimSite& s) {
+  const size_t unknown = unknown_crashes_.size();
+  std::erase_if(unknown_crashes_, [&](const CrashSeen& c) { return c.site == s.id(); });
+  r_.crashes_unknown += static_cast<int64_t>(unknown - unknown_crashes_.size());
+  EndSpell(s.drain_spells, world_.now());
   auto* inc = new Incarnation;
   inc->node = world_.AddNode(absl::StrCat(s.id(), "#", ++s.incarnations));
   inc->env = std::make_unique<SimEnv>(&world_, inc->node, s.offset, s.drift);
@@ -284,6 +330,9 @@ void Federation::Start(SimSite& s) {
   deps.adapter = inc->stack.adapter.get();
   deps.env = inc->env.get();
   inc->handlers = std::make_unique<server::PeerHandlers>(deps);
+  SimSite* seer = &s;
+  inc->stack.site->heartbeater().SetObserver(
+      [this, seer, inc](const federation::PeerInfo& p, bool first) { Observed(*seer, inc, p, first); });
   s.inc = s.last = inc;
   s.drained = false;  // an operator's drain does not outlive the daemon
   LogCapacity(s);
@@ -298,6 +347,8 @@ void Federation::Start(SimSite& s) {
     // Restarted when it serves again (its startup recovery may take long).
     inc->serving = true;
     inc->serving_since = world_.now();
+    EndSpell(site->down_spells, world_.now());
+    CountServing(1);
     if (watch_ && watch_->incarnation_at_start.count(site->id()) && site->incarnations > 1)
       watch_->crash_or_restart[site->id()] = world_.now();
     if (site->incarnations > 1) returns_.push_back({site->id(), inc, world_.now(), "restart"});
@@ -316,6 +367,11 @@ void Federation::Crash(SimSite& s, const std::string& why) {
   net_.Down(s.id());
   s.inc = nullptr;
   ++r_.crashes;
+  if (inc->serving) CountServing(-1);
+  if (s.down_spells.empty() || s.down_spells.back().second != absl::InfiniteFuture())
+    s.down_spells.push_back({world_.now(), absl::InfiniteFuture()});
+  unknown_crashes_.push_back({s.id(), world_.now()});
+  CheckKnown();  // a site that had not seen an earlier crash is gone
 }
 
 std::vector<SimSite*> Federation::UpSites() {
@@ -333,6 +389,11 @@ SimSite* Federation::Find(const std::string& id) {
 void Federation::SetDrained(SimSite& s, bool drained) {
   if (!s.inc || s.drained == drained) return;
   s.drained = drained;
+  if (drained) {
+    s.drain_spells.push_back({world_.now(), absl::InfiniteFuture()});
+  } else {
+    EndSpell(s.drain_spells, world_.now());
+  }
   s.inc->stack.site->SetDrained(drained);  // what Admin.Drain does
   world_.Trace(s.inc->node, drained ? "DRAIN" : "UNDRAIN");
   ++r_.drains;
@@ -398,6 +459,8 @@ void Federation::ScheduleFaults(absl::Time from, absl::Time until) {
         if (!faults_on_ || !s->inc) return;
         world_.Trace(s->inc->node, absl::StrCat("PAUSE ", absl::FormatDuration(d)));
         world_.Pause(s->inc->node, world_.now() + d);
+        s->pause_spells.push_back({world_.now(), world_.now() + d});
+        CheckKnown();  // a paused site is not waited for
         Disturbed(world_.now(), world_.now() + d);
         ++r_.pauses;
         if (watch_) watch_->disturbed = true;
@@ -562,6 +625,63 @@ void Federation::CheckReturns() {
                              " sites that served throughout up one peer timeout later (", absl::StrJoin(unseen, ", "),
                              ")"));
   }
+}
+
+// The membership's own transitions, as its Heartbeater logs them ("peer ...
+// is down"): the simulation keeps no rule of its own for when a peer is down.
+void Federation::Observed(SimSite& seer, Incarnation* inc, const federation::PeerInfo& p, bool first) {
+  inc->sees_up[p.site] = p.up;
+  if (p.up) return;
+  if (!first) {
+    ++r_.downs;
+    if (!Explained(seer, p.site)) {
+      ++r_.false_downs;
+      world_.Trace(inc->node, absl::StrCat("FALSE DOWN: ", p.site, " is seen down, and no fault explains it"));
+    }
+  }
+  CheckKnown();
+}
+
+bool Federation::Explained(const SimSite& seer, const std::string& peer) {
+  const SimSite* p = Find(peer);
+  if (!p) return true;  // not a site of the simulation's roster
+  const absl::Time to = world_.now();
+  const absl::Time from = to - balancer_.peer_timeout - 2 * balancer_.heartbeat_interval;
+  if (Meets(p->down_spells, from, to) || Meets(p->pause_spells, from, to) || Meets(p->drain_spells, from, to) ||
+      Meets(seer.pause_spells, from, to))
+    return true;
+  for (const Cut& c : cuts_) {
+    const auto& [a, b] = disturbances_[c.disturbance];
+    if (a > to || b < from) continue;
+    const bool seer_far = std::find(c.far.begin(), c.far.end(), seer.id()) != c.far.end();
+    const bool peer_far = std::find(c.far.begin(), c.far.end(), peer) != c.far.end();
+    if (seer_far != peer_far) return true;
+  }
+  return false;
+}
+
+// A crash is known everywhere once every site whose loops run, but for one
+// paused since (a stopped daemon learns nothing), says the crashed site is
+// down. Sites that crash meanwhile are not waited for; a site that restarts
+// is, from when it serves (its first tick says how it sees each peer).
+void Federation::CheckKnown() {
+  if (unknown_crashes_.empty()) return;
+  const std::vector<SimSite*> up = UpSites();
+  std::erase_if(unknown_crashes_, [&](const CrashSeen& c) {
+    for (SimSite* s : up) {
+      if (s->id() == c.site || !s->inc->serving || Meets(s->pause_spells, c.at, world_.now())) continue;
+      auto it = s->inc->sees_up.find(c.site);
+      if (it == s->inc->sees_up.end() || it->second) return false;
+    }
+    r_.known_after.push_back(absl::ToDoubleSeconds(world_.now() - c.at));
+    return true;
+  });
+}
+
+void Federation::CountServing(int delta) {
+  r_.serving_seconds += serving_ * absl::ToDoubleSeconds(world_.now() - serving_changed_);
+  serving_changed_ = world_.now();
+  serving_ += delta;
 }
 
 int64_t Federation::Committed(Incarnation* inc, const std::string& round_id) {
@@ -932,6 +1052,18 @@ RoundStats Federation::DoRound(int number, bool clean) {
   st.largest = n.largest;
   st.heartbeats = n.heartbeats;
   st.heartbeat_bytes = n.heartbeat_bytes;
+  // Per site: every site that sent or received in the round (a site down
+  // throughout did neither).
+  for (const auto& [site, t] : n.sites) {
+    st.site_round_bytes += static_cast<double>(t.round_bytes);
+    st.site_heartbeat_bytes += static_cast<double>(t.heartbeat_bytes);
+    st.max_site_round_bytes = std::max(st.max_site_round_bytes, t.round_bytes);
+    st.max_site_heartbeat_bytes = std::max(st.max_site_heartbeat_bytes, t.heartbeat_bytes);
+  }
+  if (!n.sites.empty()) {
+    st.site_round_bytes /= static_cast<double>(n.sites.size());
+    st.site_heartbeat_bytes /= static_cast<double>(n.sites.size());
+  }
   watch_.reset();
   return st;
 }
@@ -1006,6 +1138,8 @@ SeedResult Federation::Run(const std::function<void(const SeedResult&)>& stopped
   if (!why.empty()) Violation(absl::StrCat("the federation did not become quiet at the end: ", why));
   CheckParts();
   Census(/*final=*/true);
+  r_.crashes_unknown += static_cast<int64_t>(unknown_crashes_.size());  // none: the heal restarted every site
+  unknown_crashes_.clear();
   migration::SetCrashPointHook(nullptr);
   SetLogHook(nullptr);
   World::SetFatalHook(nullptr);
@@ -1019,6 +1153,8 @@ SeedResult Federation::Result(double cpu0) {
   r_.tasks = static_cast<int64_t>(world_.tasks_started());
   r_.simulated_seconds = absl::ToDoubleSeconds(world_.now() - kStart);
   r_.cpu_seconds = CpuSeconds() - cpu0;
+  CountServing(0);
+  r_.heartbeats_sent = net_.heartbeats_sent();
   return r_;
 }
 
@@ -1047,7 +1183,10 @@ std::string Encode(const SeedResult& r, bool full_trace) {
     absl::StrAppend(&out, "round\t", x.number, "\t", x.id, "\t", x.end, "\t", x.clean ? 1 : 0, "\t", x.live_sites, "\t",
                     x.moved, "\t", x.share_error_before, "\t", x.share_error_after, "\t", x.messages, "\t", x.bytes,
                     "\t", x.largest, "\t", x.heartbeats, "\t", x.heartbeat_bytes, "\t", x.seconds, "\t",
-                    x.deadline_seconds, "\n");
+                    x.deadline_seconds, "\t", x.site_round_bytes, "\t", x.site_heartbeat_bytes, "\t",
+                    x.max_site_round_bytes, "\t", x.max_site_heartbeat_bytes, "\n");
+  absl::StrAppend(&out, "membership\t", r.heartbeats_sent, "\t", r.serving_seconds, "\t", r.crashes_unknown, "\t",
+                  r.downs, "\t", r.false_downs, "\t", absl::StrJoin(r.known_after, ","), "\n");
   for (const std::string& v : r.violations) absl::StrAppend(&out, "violation\t", v, "\n");
   if (!r.violations.empty() || full_trace)
     for (const std::string& t : r.trace) absl::StrAppend(&out, "trace\t", t, "\n");
@@ -1082,7 +1221,19 @@ SeedResult Decode(const std::string& text) {
       Num(f[8], &x.share_error_after), Num(f[9], &x.messages), Num(f[10], &x.bytes), Num(f[11], &x.largest);
       Num(f[12], &x.heartbeats), Num(f[13], &x.heartbeat_bytes), Num(f[14], &x.seconds);
       Num(f[15], &x.deadline_seconds);
+      if (f.size() >= 20) {
+        Num(f[16], &x.site_round_bytes), Num(f[17], &x.site_heartbeat_bytes);
+        Num(f[18], &x.max_site_round_bytes), Num(f[19], &x.max_site_heartbeat_bytes);
+      }
       r.rounds.push_back(x);
+    } else if (f[0] == "membership" && f.size() >= 7) {
+      Num(f[1], &r.heartbeats_sent), Num(f[2], &r.serving_seconds), Num(f[3], &r.crashes_unknown);
+      Num(f[4], &r.downs), Num(f[5], &r.false_downs);
+      for (absl::string_view k : absl::StrSplit(f[6], ',', absl::SkipEmpty())) {
+        double v = 0;
+        Num(std::string(k), &v);
+        r.known_after.push_back(v);
+      }
     } else if (f[0] == "violation") {
       r.violations.push_back(std::string(line.substr(10)));
     } else if (f[0] == "trace") {

@@ -58,6 +58,11 @@ struct RoundStats {
   int64_t bytes = 0;     // their requests and replies
   int64_t largest = 0;   // the largest message
   int64_t heartbeats = 0, heartbeat_bytes = 0;
+  // Bytes a site sent and received in the round (SimNet::SiteTraffic),
+  // round messages and heartbeats apart: the mean over the sites up at its
+  // start, and the most of any site.
+  double site_round_bytes = 0, site_heartbeat_bytes = 0;
+  int64_t max_site_round_bytes = 0, max_site_heartbeat_bytes = 0;
   double seconds = 0;           // start to end, simulated
   double deadline_seconds = 0;  // start to deadline
 };
@@ -68,6 +73,15 @@ struct SeedResult {
   std::vector<RoundStats> rounds;
   int64_t jobs = 0;
   int64_t crashes = 0, restarts = 0, pauses = 0, partitions = 0, drains = 0, submitted = 0;
+  // What the membership (all-to-all heartbeats) costs and how it detects,
+  // as its Heartbeater reports peers going up and down (docs/design.md §10):
+  int64_t heartbeats_sent = 0;      // requests, over the whole run
+  double serving_seconds = 0;       // summed over sites: time their loops ran
+  std::vector<double> known_after;  // per crash: seconds until every live site had it down
+  int64_t crashes_unknown = 0;      // crashes not known everywhere before the restart (or the end)
+  int64_t downs = 0;                // a site's view taking a peer from up to down
+  int64_t false_downs = 0;          // ... with no fault to explain it
+  double HeartbeatsPerSiteSecond() const { return serving_seconds > 0 ? heartbeats_sent / serving_seconds : 0; }
   std::vector<std::string> violations;
   uint64_t trace_hash = 0;
   std::vector<std::string> trace;  // the last lines (all of them with trace_lines 0)

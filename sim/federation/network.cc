@@ -29,8 +29,13 @@ absl::Duration SimNet::Latency(const std::string& a, const std::string& b) {
   return d;
 }
 
-void SimNet::Count(bool heartbeat, size_t bytes, bool request) {
+void SimNet::Count(bool heartbeat, size_t bytes, bool request, const std::string& from, const std::string& to,
+                   bool arrived) {
   const auto n = static_cast<int64_t>(bytes);
+  SiteTraffic& site = stats_.sites[arrived ? to : from];
+  (heartbeat ? site.heartbeat_bytes : site.round_bytes) += n;
+  if (arrived) return;
+  heartbeats_sent_ += heartbeat && request;
   if (heartbeat) {
     stats_.heartbeats += request;
     stats_.heartbeat_bytes += n;

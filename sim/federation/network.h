@@ -18,6 +18,7 @@
 #include <mutex>
 #include <set>
 #include <string>
+#include <unordered_map>
 #include <utility>
 #include <vector>
 
@@ -43,6 +44,13 @@ class SimNet {
     double loss = 0;                                 // each message
     double duplicate = 0;                            // each request
   };
+  // What one site sent and received, requests and replies, in protobuf
+  // bytes: a message counts at its sender when sent and at its receiver when
+  // it arrives (a lost one at the sender only).
+  struct SiteTraffic {
+    int64_t round_bytes = 0;
+    int64_t heartbeat_bytes = 0;
+  };
   // Counts since the last Reset: round messages (every call but heartbeats)
   // and heartbeats, requests and replies, in protobuf bytes.
   struct Stats {
@@ -52,6 +60,7 @@ class SimNet {
     int64_t heartbeats = 0;
     int64_t heartbeat_bytes = 0;
     int64_t lost = 0;  // requests and replies lost, heartbeats apart
+    std::unordered_map<std::string, SiteTraffic> sites;
   };
 
   explicit SimNet(World* world) : world_(world) {}
@@ -71,6 +80,8 @@ class SimNet {
   void ClearSlow() { slow_.clear(); }
 
   Stats& stats() { return stats_; }
+  // Heartbeat requests sent since the world began (never reset).
+  int64_t heartbeats_sent() const { return heartbeats_sent_; }
   // When a message (heartbeats too) was last lost, world time.
   absl::Time last_loss() const { return last_loss_; }
   void ResetStats() { stats_ = Stats{}; }
@@ -114,7 +125,8 @@ class SimNet {
             const std::shared_ptr<Pending<Reply>>& p);
   absl::Duration Latency(const std::string& a, const std::string& b);
   bool Linked(const std::string& a, const std::string& b) const;
-  void Count(bool heartbeat, size_t bytes, bool request);
+  // A message from `from` to `to`, sent (`arrived` false) or arrived.
+  void Count(bool heartbeat, size_t bytes, bool request, const std::string& from, const std::string& to, bool arrived);
 
   World* const world_;
   Faults faults_;
@@ -122,6 +134,7 @@ class SimNet {
   std::map<std::string, int> group_;  // sites outside group 0
   std::map<std::string, absl::Duration> slow_;
   Stats stats_;
+  int64_t heartbeats_sent_ = 0;
   absl::Time last_loss_ = absl::InfinitePast();
 };
 
@@ -130,7 +143,8 @@ void SimNet::Send(const std::string& from, const std::string& to, const std::sha
                   absl::Status (server::PeerHandlers::*handle)(const std::string&, const Req&, Reply*),
                   const std::shared_ptr<Pending<Reply>>& p) {
   const int caller = world_->current_node();
-  Count(heartbeat, req->ByteSizeLong(), /*request=*/true);
+  const size_t req_bytes = req->ByteSizeLong();
+  Count(heartbeat, req_bytes, /*request=*/true, from, to, /*arrived=*/false);
   // The answer reaches the caller's incarnation (if it still runs) one
   // latency later, unless the link is cut or it is lost.
   auto answer = [this, p, caller, from, to, heartbeat](absl::Status st, Reply reply) {
@@ -140,27 +154,30 @@ void SimNet::Send(const std::string& from, const std::string& to, const std::sha
       last_loss_ = world_->now();
       return;
     }
-    world_->At(world_->now() + Latency(to, from), caller, [p, st = std::move(st), reply = std::move(reply)] {
-      std::lock_guard<std::mutex> l(p->group->mu);
-      if (p->done) return;  // a duplicate's answer, or after the deadline
-      p->done = true;
-      p->status = st;
-      p->reply = reply;
-      --p->group->left;
-      p->group->cv.notify_all();
-    });
+    world_->At(world_->now() + Latency(to, from), caller,
+               [this, p, from, to, heartbeat, st = std::move(st), reply = std::move(reply)] {
+                 if (st.ok()) Count(heartbeat, reply.ByteSizeLong(), /*request=*/false, to, from, /*arrived=*/true);
+                 std::lock_guard<std::mutex> l(p->group->mu);
+                 if (p->done) return;  // a duplicate's answer, or after the deadline
+                 p->done = true;
+                 p->status = st;
+                 p->reply = reply;
+                 --p->group->left;
+                 p->group->cv.notify_all();
+               });
   };
-  auto deliver = [this, from, to, req, heartbeat, handle, answer] {
+  auto deliver = [this, from, to, req, req_bytes, heartbeat, handle, answer] {
     auto it = up_.find(to);
     if (it == up_.end() || !world_->alive(it->second.node)) {
       answer(absl::UnavailableError(absl::StrCat("connection to ", to, " refused")), Reply{});
       return;
     }
+    Count(heartbeat, req_bytes, /*request=*/true, from, to, /*arrived=*/true);
     const Endpoint e = it->second;
-    auto run = [this, e, from, req, heartbeat, handle, answer] {
+    auto run = [this, e, from, to, req, heartbeat, handle, answer] {
       Reply reply;
       absl::Status st = (e.handlers->*handle)(from, *req, &reply);
-      if (st.ok()) Count(heartbeat, reply.ByteSizeLong(), /*request=*/false);
+      if (st.ok()) Count(heartbeat, reply.ByteSizeLong(), /*request=*/false, to, from, /*arrived=*/false);
       answer(std::move(st), std::move(reply));
     };
     if (heartbeat) {

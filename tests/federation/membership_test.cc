@@ -168,5 +168,37 @@ TEST(HeartbeaterTest, ATickCallsEveryPeerAtOnceWithinThreeQuartersOfAnInterval) 
   EXPECT_EQ(peers.calls[0].timeout, absl::Milliseconds(1500));
 }
 
+// The observer hears what a tick logs: each peer's state at the first tick,
+// then only its changes (the federation simulation counts downs with it,
+// docs/design.md §10).
+TEST(HeartbeaterTest, TheObserverHearsTheStartingStateThenEachChange) {
+  FakeEnv clock;
+  config::Config c = FiveSites();
+  LiveConfig live(c);
+  Membership membership(&live, &clock);
+  RecordingPeers peers;
+  Heartbeater heartbeater(&live, &membership, &peers);
+  std::vector<std::string> heard;
+  heartbeater.SetObserver([&](const PeerInfo& p, bool first) {
+    heard.push_back(p.site + (p.up ? " up" : " down") + (first ? " (first)" : ""));
+  });
+  membership.Seen(Hb(2));
+  heartbeater.Tick(Hb(1));
+  EXPECT_EQ(heard,
+            (std::vector<std::string>{"s0 down (first)", "s2 up (first)", "s3 down (first)", "s4 down (first)"}));
+  heard.clear();
+  membership.Seen(Hb(3));
+  heartbeater.Tick(Hb(1));
+  EXPECT_EQ(heard, (std::vector<std::string>{"s3 up"}));
+  heard.clear();
+  clock.Advance(absl::Seconds(4));  // past the 3 s peer timeout
+  membership.Seen(Hb(3));
+  heartbeater.Tick(Hb(1));
+  EXPECT_EQ(heard, (std::vector<std::string>{"s2 down"}));
+  heard.clear();
+  heartbeater.Tick(Hb(1));
+  EXPECT_TRUE(heard.empty()) << "no change, nothing heard";
+}
+
 }  // namespace
 }  // namespace hyperfed::federation

@@ -70,6 +70,9 @@ TEST_P(FederationSimTest, SeedsRunWithoutViolations) {
     }
   EXPECT_GT(finished, 0);
   EXPECT_GT(moved, 0);
+  // With no fault, no site ever sees a live peer down.
+  if (c.faults == "none")
+    for (const SeedResult& r : results) EXPECT_EQ(r.false_downs, 0) << "seed " << r.seed;
 }
 
 INSTANTIATE_TEST_SUITE_P(Profiles, FederationSimTest,
@@ -101,6 +104,44 @@ TEST(FederationSimTest, SeedsTheLongRunFoundStayFixed) {
     SCOPED_TRACE(f.what);
     ExpectNoViolations(o, Seeds(o, f.seed, f.seed, absl::StrCat("found", f.seed)));
   }
+}
+
+// What today's membership costs and how it detects (docs/design.md §10,
+// "What the membership costs"): every site heartbeats every other once an
+// interval, no fault-free seed sees a live peer down, and a crash is seen
+// by every live site within peer_timeout (5 heartbeats) and one tick (its
+// calls wait up to three quarters of an interval) after the crashed site's
+// last heartbeat, itself up to an interval before the crash.
+TEST(FederationSimTest, MembershipFiguresFollowFromTheHeartbeats) {
+  FederationOptions o;
+  o.sites = 16;
+  o.rounds = 2;
+  o.heartbeat = absl::Seconds(1);
+  const absl::Duration peer_timeout = 5 * o.heartbeat;
+  for (const SeedResult& r : Seeds(o, 1, 1, "membership-none")) {
+    EXPECT_EQ(r.false_downs, 0) << "seed " << r.seed;
+    EXPECT_EQ(r.downs, 0) << "seed " << r.seed;
+    // N - 1 heartbeats a site each interval, the first tick at the start
+    // (so over T seconds, up to T + 1 ticks).
+    EXPECT_GE(r.HeartbeatsPerSiteSecond(), 0.97 * (r.sites - 1)) << "seed " << r.seed;
+    EXPECT_LE(r.HeartbeatsPerSiteSecond(), (r.sites - 1) * (1 + 1 / r.simulated_seconds)) << "seed " << r.seed;
+    for (const RoundStats& x : r.rounds) {
+      EXPECT_GT(x.site_round_bytes, 0) << "round " << x.number;
+      EXPECT_GE(static_cast<double>(x.max_site_round_bytes), x.site_round_bytes) << "round " << x.number;
+    }
+  }
+  o.faults = "crash";
+  size_t known = 0;
+  for (const SeedResult& r : Seeds(o, 1, 3, "membership-crash")) {
+    EXPECT_TRUE(r.violations.empty()) << "seed " << r.seed << ": " << absl::StrJoin(r.violations, "; ");
+    EXPECT_EQ(static_cast<int64_t>(r.known_after.size()) + r.crashes_unknown, r.crashes) << "seed " << r.seed;
+    // (Sooner when the site was already seen down: crashed again in its
+    // startup recovery, before it heartbeats.)
+    for (double k : r.known_after)
+      EXPECT_LE(k, absl::ToDoubleSeconds(peer_timeout + 2 * o.heartbeat)) << "seed " << r.seed;
+    known += r.known_after.size();
+  }
+  EXPECT_GT(known, 0u) << "no crash was known everywhere before its restart";
 }
 
 TEST(FederationSimTest, ASeedIsItsRunEventForEvent) {
