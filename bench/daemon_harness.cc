@@ -23,7 +23,7 @@
 //     plain qsub with the same parallelism (kGridEngineParallelCommands, as
 //     the gridengine adapter submits).
 // Run: build/hyperfed_daemon_bench [--quick | --rounds [SITES] | --cpu [ROUNDS] | --throughput [RUNS] |
-//                                   --throughput-cpu [JOBS] |
+//                                   --throughput-cpu [JOBS] | --storage-limit [JOBS [writes]] |
 //                                   --soak [ROUNDS] | --slurm [JOBS [RUNS]] | --gridengine [JOBS [RUNS]]]
 // (figures in docs/benchmarks.md)
 
@@ -345,20 +345,19 @@ int CpuPerRound(int rounds) {
   return ok == rounds ? 0 : 1;
 }
 
-// Where a migration's CPU goes beside its storage limit's, in instructions
-// (callgrind counts them the same on a busy or an idle machine): the
-// --throughput round of `jobs` jobs with both sites under callgrind, their
-// counts zeroed after the submits and dumped after the round (the files
-// stay in the printed folder for callgrind_annotate), then the limit's
-// replay with its reads in this process, which callgrind counts when the
-// bench itself runs under it (`valgrind --tool=callgrind
-// --collect-atstart=no
-// --toggle-collect='hyperfed::bench::ReplayMigrationStorage*'
-// build/hyperfed_daemon_bench --throughput-cpu`).
+// Where a migration's CPU goes, in instructions (callgrind counts them the
+// same on a busy or an idle machine): the --throughput round of `jobs` jobs
+// with both sites under callgrind, their counts zeroed after the submits
+// and dumped after the round (the files stay in the printed folder, for
+// callgrind_annotate). The storage limit's count beside it:
+// `valgrind --tool=callgrind --collect-atstart=no
+// --toggle-collect='*TimedReplay*'
+// build/hyperfed_daemon_bench --storage-limit`.
 int ThroughputCpu(int jobs) {
   const std::string dir = absl::StrCat("/tmp/hyperfed-bench-callgrind-", getpid());
   std::filesystem::create_directories(dir);
   FederationOptions o{.sites = 2, .slots = {1, 1}, .step_timeout = "600s", .peer_timeout = "60s", .heartbeat = "2s"};
+  o.healthy_timeout = absl::Minutes(5);
   o.run_under.resize(2);
   for (int i : {0, 1})
     o.run_under[i] = {"valgrind", "--tool=callgrind", "--quiet",
@@ -373,8 +372,10 @@ int ThroughputCpu(int jobs) {
     (void)Submit(**f, i, 1, 3'600'000);
     WaitRunning(**f, i, 1, absl::Seconds(60));
   }
-  for (int done = 0; done < 2 * jobs; done += 10000) {
-    if (auto st = Submit(**f, 0, std::min(10000, 2 * jobs - done), 3'600'000); !st.ok()) {
+  // 200 at a time: each Submit call must end within its 60 s under
+  // callgrind.
+  for (int done = 0; done < 2 * jobs; done += 200) {
+    if (auto st = Submit(**f, 0, std::min(200, 2 * jobs - done), 3'600'000); !st.ok()) {
       std::printf("throughput-cpu: submit failed: %s\n", std::string(st.message()).c_str());
       return 1;
     }
@@ -394,7 +395,6 @@ int ThroughputCpu(int jobs) {
     std::printf("  site-%d (%s): %.1f M instructions = %.0f per job (%s/site-%d.1)\n", i,
                 i == 0 ? "source" : "destination", n / 1e6, static_cast<double>(n) / res->moved(), dir.c_str(), i);
   }
-  StorageLimit(jobs, true, true);
   return 0;
 }
 
@@ -931,6 +931,10 @@ int main(int argc, char** argv) {
   if (mode == "--soak") return Soak(argc > 2 ? std::atoi(argv[2]) : 2000);
   if (mode == "--cpu") return CpuPerRound(argc > 2 ? std::atoi(argv[2]) : 20);
   if (mode == "--throughput-cpu") return ThroughputCpu(argc > 2 ? std::atoi(argv[2]) : 10000);
+  if (mode == "--storage-limit") {  // [JOBS [writes]]: the limit alone, on tmpfs, with the reads unless "writes"
+    const bool reads = !(argc > 3 && std::string(argv[3]) == "writes");
+    return StorageLimit(argc > 2 ? std::atoi(argv[2]) : 10000, true, reads) > 0 ? 0 : 1;
+  }
   if (mode == "--rounds") {  // round latency only, at SITES (8) sites
     const double floor_ms = RpcFloor();
     const int sites = argc > 2 ? std::atoi(argv[2]) : 8;
