@@ -119,7 +119,7 @@ absl::StatusOr<std::unique_ptr<TestFederation>> TestFederation::Start(const Fede
   }
   for (int i = 0; i < o.sites; ++i)
     if (auto st = f->StartSite(i); !st.ok()) return st;
-  if (auto st = f->WaitHealthy(absl::Seconds(30)); !st.ok()) return st;
+  if (auto st = f->WaitHealthy(o.healthy_timeout); !st.ok()) return st;
   return f;
 }
 

@@ -58,6 +58,9 @@ struct FederationOptions {
   // valgrind for the benchmark's instruction counts; it must exec the daemon
   // in its own process, so that Pid(i) stays the daemon's.
   std::vector<std::vector<std::string>> run_under;
+  // How long Start waits for every site to be healthy (sites under
+  // valgrind on a loaded machine take longer).
+  absl::Duration healthy_timeout = absl::Seconds(30);
   // The scheduler adapter of every site. "sim" uses `slots`; any other
   // adapter gets adapter_options[i] as site i's scheduler.options.
   std::string adapter = "sim";
