@@ -165,20 +165,27 @@ double RpcFloor(int calls = 2000) {
 // The goal of issue 16 for a migration between two sim sites.
 constexpr double kMigrationGoalJobsPerSecond = 50'000;
 
+// The migration benchmarks' two sites: one running hour-long job at each
+// (waited for up to `running_wait`), then 2 x `jobs` pending at site 0,
+// submitted `chunk` at a time.
+absl::Status FillForMove(TestFederation& f, int jobs, int chunk, absl::Duration running_wait) {
+  for (int i = 0; i < 2; ++i) {
+    (void)Submit(f, i, 1, 3'600'000);
+    WaitRunning(f, i, 1, running_wait);
+  }
+  for (int done = 0; done < 2 * jobs; done += chunk)
+    if (absl::Status st = Submit(f, 0, std::min(chunk, 2 * jobs - done), 3'600'000); !st.ok()) return st;
+  return absl::OkStatus();
+}
+
 // Jobs per second of one round moving `jobs` of 2 x jobs pending jobs
 // between two sites (printed), or 0 when it failed (printed why).
 double Throughput(int jobs, bool tmpfs) {
   auto f = TestFederation::Start({.sites = 2, .slots = {1, 1}, .step_timeout = "60s", .tmpfs = tmpfs});
   if (!f.ok()) return 0;
-  for (int i = 0; i < 2; ++i) {
-    (void)Submit(**f, i, 1, 3'600'000);
-    WaitRunning(**f, i, 1, absl::Seconds(10));
-  }
-  for (int done = 0; done < 2 * jobs; done += 10000) {
-    if (auto st = Submit(**f, 0, std::min(10000, 2 * jobs - done), 3'600'000); !st.ok()) {
-      std::printf("  migration throughput: submit failed: %s\n", std::string(st.message()).c_str());
-      return 0;
-    }
+  if (auto st = FillForMove(**f, jobs, 10000, absl::Seconds(10)); !st.ok()) {
+    std::printf("  migration throughput: submit failed: %s\n", std::string(st.message()).c_str());
+    return 0;
   }
   const double cpu0[] = {CpuSeconds((*f)->Pid(0)), CpuSeconds((*f)->Pid(1))};
   const absl::Time t = absl::Now();
@@ -368,17 +375,11 @@ int ThroughputCpu(int jobs) {
                 std::string(f.status().message()).c_str());
     return 1;
   }
-  for (int i = 0; i < 2; ++i) {
-    (void)Submit(**f, i, 1, 3'600'000);
-    WaitRunning(**f, i, 1, absl::Seconds(60));
-  }
   // 200 at a time: each Submit call must end within its 60 s under
   // callgrind.
-  for (int done = 0; done < 2 * jobs; done += 200) {
-    if (auto st = Submit(**f, 0, std::min(200, 2 * jobs - done), 3'600'000); !st.ok()) {
-      std::printf("throughput-cpu: submit failed: %s\n", std::string(st.message()).c_str());
-      return 1;
-    }
+  if (auto st = FillForMove(**f, jobs, 200, absl::Seconds(60)); !st.ok()) {
+    std::printf("throughput-cpu: submit failed: %s\n", std::string(st.message()).c_str());
+    return 1;
   }
   for (int i : {0, 1}) ZeroInstructions(**f, i);
   const absl::Time t = absl::Now();

@@ -143,23 +143,13 @@ absl::Status MigrateReplayed(const StorageLimitOptions& o, Site& src, Site& dst,
   const int64_t n_batches = (o.jobs + o.max_batch - 1) / o.max_batch;
   auto seq = step("source journal: NextSequence", [&] { return out_journal.NextSequence(n_batches); });
   if (!seq.ok()) return seq.status();
-  std::vector<MigrationRecord> batches;
-  for (int64_t b = 0; b < n_batches; ++b) {
-    MigrationRecord r;
-    r.id = absl::StrCat(kSource, ":", *seq + b);
-    r.direction = Direction::kOut;
-    r.peer = kDestination;
-    r.state = MigrationState::kPreparing;
-    r.round_id = round_id;
-    r.created = r.updated = absl::Now();
-    for (int64_t i = b * o.max_batch; i < std::min<int64_t>(o.jobs, (b + 1) * o.max_batch); ++i) {
-      JournalJob j;
-      j.key = keys[i];
-      j.source_id = chosen[i];
-      r.jobs.push_back(std::move(j));
-    }
-    batches.push_back(std::move(r));
+  std::vector<JournalJob> moving(o.jobs);
+  for (int64_t i = 0; i < o.jobs; ++i) {
+    moving[i].key = keys[i];
+    moving[i].source_id = chosen[i];
   }
+  const std::vector<MigrationRecord> batches = migration::Migrator::OutBatches(
+      kSource, kDestination, round_id, *seq, o.max_batch, std::move(moving), absl::Now());
   if (auto s = step("source journal: PREPARING (every batch)", [&] { return out_journal.InsertAll(batches); });
       !s.ok()) {
     return s;
@@ -199,19 +189,14 @@ absl::Status MigrateReplayed(const StorageLimitOptions& o, Site& src, Site& dst,
       });
       if (!known.ok()) return known;
     }
-    MigrationRecord in;
-    in.id = r.id;
-    in.direction = Direction::kIn;
-    in.peer = kSource;
-    in.state = MigrationState::kPrepared;
-    in.round_id = round_id;
-    in.created = in.updated = absl::Now();
+    migration::TransferRequest req{.migration_id = r.id, .source_site = kSource, .round_id = round_id};
     std::vector<std::pair<JobSpec, std::string>> submit;
     for (size_t i = 0; i < jobs.size(); ++i) {
-      in.jobs.push_back(JournalJob{.key = jobs[i].key, .spec = jobs[i].spec});
+      req.jobs.push_back(jobs[i].spec);
       submit.emplace_back(jobs[i].spec, migration::Migrator::Tag(r.id, i));
       submit.back().first.source_site = kSource;
     }
+    const MigrationRecord in = migration::Migrator::InRecord(req, absl::Now());
     if (auto s = step("destination journal: IN PREPARED with specs", [&] { return in_journal.Insert(in); }); !s.ok())
       return s;
     std::vector<absl::StatusOr<std::string>> made =

@@ -171,6 +171,38 @@ std::string Migrator::Tag(const std::string& migration_id, size_t index) {
   return absl::StrCat("hyperfed:", migration_id, ":", index);
 }
 
+std::vector<MigrationRecord> Migrator::OutBatches(const std::string& self, const std::string& dest,
+                                                  const std::string& round_id, int64_t first_seq, int64_t max_batch,
+                                                  std::vector<JournalJob> jobs, absl::Time now) {
+  std::vector<MigrationRecord> batches;
+  const auto n = static_cast<int64_t>(jobs.size());
+  for (int64_t first = 0, b = 0; first < n; first += max_batch, ++b) {
+    MigrationRecord r;
+    r.id = absl::StrCat(self, ":", first_seq + b);
+    r.direction = Direction::kOut;
+    r.peer = dest;
+    r.state = MigrationState::kPreparing;
+    r.round_id = round_id;
+    r.created = r.updated = now;
+    for (int64_t i = first; i < std::min(n, first + max_batch); ++i) r.jobs.push_back(std::move(jobs[i]));
+    batches.push_back(std::move(r));
+  }
+  return batches;
+}
+
+MigrationRecord Migrator::InRecord(const TransferRequest& req, absl::Time now) {
+  MigrationRecord r;
+  r.id = req.migration_id;
+  r.direction = Direction::kIn;
+  r.peer = req.source_site;
+  r.state = MigrationState::kPrepared;
+  r.round_id = req.round_id;
+  r.created = r.updated = now;
+  r.jobs.reserve(req.jobs.size());
+  for (const scheduler::JobSpec& s : req.jobs) r.jobs.push_back(JournalJob{.key = s.key, .spec = s});
+  return r;
+}
+
 bool Migrator::TryAcquire(const std::string& key) {
   std::lock_guard<std::mutex> l(busy_mu_);
   return busy_.insert(key).second;
@@ -275,28 +307,20 @@ absl::StatusOr<std::vector<OutResult>> Migrator::MigrateOut(const std::string& d
     // journals every batch PREPARING: two writes for the whole call.
     absl::StatusOr<int64_t> seq = n_batches > 0 ? journal_->NextSequence(n_batches) : int64_t{0};
     if (!seq.ok()) return Annotate(seq.status(), "MigrateOut: journal");
-    absl::Time now = clock_->Now();
-    for (int64_t b = 0; b < n_batches; ++b) {
-      MigrationRecord r;
-      r.id = absl::StrCat(self_site_, ":", *seq + b);
-      r.direction = Direction::kOut;
-      r.peer = dest_site;
-      r.state = MigrationState::kPreparing;
-      r.round_id = round_id;
-      r.created = r.updated = now;
-      for (int64_t i = b * max_batch_; i < std::min(take, (b + 1) * max_batch_); ++i) {
-        Job& j = (*candidates)[i];
-        JournalJob jj;
-        // A job that has no federation key yet gets one on its first move.
-        jj.key = j.spec.key.empty() ? absl::StrCat(self_site_, ":", j.id) : std::move(j.spec.key);
-        jj.source_id = std::move(j.id);
-        r.jobs.push_back(std::move(jj));
-      }
-      // Busy before the record exists, so a concurrent Recover never
-      // takes our fresh PREPARING record for a crashed one.
-      TryAcquire(OutKey(r.id));  // a fresh id: always free
-      batches.push_back(std::move(r));
+    std::vector<JournalJob> jobs;
+    jobs.reserve(take);
+    for (int64_t i = 0; i < take; ++i) {
+      Job& j = (*candidates)[i];
+      JournalJob jj;
+      // A job that has no federation key yet gets one on its first move.
+      jj.key = j.spec.key.empty() ? absl::StrCat(self_site_, ":", j.id) : std::move(j.spec.key);
+      jj.source_id = std::move(j.id);
+      jobs.push_back(std::move(jj));
     }
+    batches = OutBatches(self_site_, dest_site, round_id, *seq, max_batch_, std::move(jobs), clock_->Now());
+    // Busy before the records exist, so a concurrent Recover never takes
+    // our fresh PREPARING records for crashed ones.
+    for (const MigrationRecord& r : batches) TryAcquire(OutKey(r.id));  // fresh ids: always free
     // Nothing is held yet: if this fails there is nothing to undo.
     if (absl::Status st = journal_->InsertAll(batches); !st.ok()) {
       for (const MigrationRecord& b : batches) ReleaseBusy(OutKey(b.id));
@@ -962,19 +986,7 @@ absl::StatusOr<TransferReply> Migrator::HandleTransfer(const TransferRequest& re
     if (admission_) {
       if (absl::Status a = admission_(req); !a.ok()) return Annotate(a, absl::StrCat("Transfer ", req.migration_id));
     }
-    r.id = req.migration_id;
-    r.direction = Direction::kIn;
-    r.peer = req.source_site;
-    r.state = MigrationState::kPrepared;
-    r.round_id = req.round_id;
-    r.created = r.updated = clock_->Now();
-    r.jobs.reserve(req.jobs.size());
-    for (const scheduler::JobSpec& s : req.jobs) {
-      JournalJob j;
-      j.key = s.key;
-      j.spec = s;
-      r.jobs.push_back(std::move(j));
-    }
+    r = InRecord(req, clock_->Now());
     if (absl::Status s = journal_->Insert(r); !s.ok()) return s;
     CrashPoint(kCrashInAfterPrepared);
   }

@@ -274,6 +274,14 @@ class Migrator {
 
   // The destination's tag for job `index` of `migration_id`.
   static std::string Tag(const std::string& migration_id, size_t index);
+  // The PREPARING records of a move of `jobs` (each its key and source id)
+  // from `self` to `dest`: batches of at most `max_batch`, numbered from
+  // `first_seq` (ids "<self>:<seq>"), in order.
+  static std::vector<MigrationRecord> OutBatches(const std::string& self, const std::string& dest,
+                                                 const std::string& round_id, int64_t first_seq, int64_t max_batch,
+                                                 std::vector<JournalJob> jobs, absl::Time now);
+  // The PREPARED record a destination journals for `req`, as it arrives.
+  static MigrationRecord InRecord(const TransferRequest& req, absl::Time now);
 
   // Called for a Transfer that starts a migration here (not for repeats of
   // one already journaled); a non-OK answer refuses it unchanged. The

@@ -1211,7 +1211,7 @@ SeedResult Decode(const std::string& text) {
       Num(f[6], &r.crashes), Num(f[7], &r.restarts), Num(f[8], &r.pauses), Num(f[9], &r.partitions);
       Num(f[10], &r.drains), Num(f[11], &r.submitted), Num(f[12], &r.trace_hash), Num(f[13], &r.cpu_seconds);
       Num(f[14], &r.simulated_seconds), Num(f[15], &r.steps), Num(f[16], &r.tasks);
-    } else if (f[0] == "round" && f.size() >= 16) {
+    } else if (f[0] == "round" && f.size() >= 20) {
       RoundStats x;
       Num(f[1], &x.number);
       x.id = f[2];
@@ -1221,10 +1221,8 @@ SeedResult Decode(const std::string& text) {
       Num(f[8], &x.share_error_after), Num(f[9], &x.messages), Num(f[10], &x.bytes), Num(f[11], &x.largest);
       Num(f[12], &x.heartbeats), Num(f[13], &x.heartbeat_bytes), Num(f[14], &x.seconds);
       Num(f[15], &x.deadline_seconds);
-      if (f.size() >= 20) {
-        Num(f[16], &x.site_round_bytes), Num(f[17], &x.site_heartbeat_bytes);
-        Num(f[18], &x.max_site_round_bytes), Num(f[19], &x.max_site_heartbeat_bytes);
-      }
+      Num(f[16], &x.site_round_bytes), Num(f[17], &x.site_heartbeat_bytes);
+      Num(f[18], &x.max_site_round_bytes), Num(f[19], &x.max_site_heartbeat_bytes);
       r.rounds.push_back(x);
     } else if (f[0] == "membership" && f.size() >= 7) {
       Num(f[1], &r.heartbeats_sent), Num(f[2], &r.serving_seconds), Num(f[3], &r.crashes_unknown);
