@@ -334,16 +334,16 @@ int Federation(std::map<std::string, std::string> f) {
     }
     const size_t n = std::max<size_t>(1, r.rounds.size());
     std::printf(
-        "seed %llu: %d sites of a %d-cube (%d positions), %zu rounds (%d finished), %.0f messages and %.1f KiB a round, "
-        "moved %lld jobs, longest round %.1f s simulated (deadline %.0f s); %lld crashes, %lld restarts, %lld "
+        "seed %llu: %d sites of a %d-cube (%d positions), %zu rounds (%d finished), %.0f messages and %.1f KiB a "
+        "round, moved %lld jobs, longest round %.1f s simulated (deadline %.0f s); %lld crashes, %lld restarts, %lld "
         "pauses, %lld partitions, %lld drains, %lld jobs submitted mid-round; %.1f s simulated in %.2f s CPU; %zu "
-        "violations\n",
+        "violations; trace hash %016llx\n",
         static_cast<unsigned long long>(r.seed), r.sites, r.dimension, r.positions, r.rounds.size(), finished,
         static_cast<double>(messages) / n, static_cast<double>(bytes) / n / 1024, static_cast<long long>(moved),
-        longest, longest_deadline,
-        static_cast<long long>(r.crashes), static_cast<long long>(r.restarts), static_cast<long long>(r.pauses),
-        static_cast<long long>(r.partitions), static_cast<long long>(r.drains), static_cast<long long>(r.submitted),
-        r.simulated_seconds, r.cpu_seconds, r.violations.size());
+        longest, longest_deadline, static_cast<long long>(r.crashes), static_cast<long long>(r.restarts),
+        static_cast<long long>(r.pauses), static_cast<long long>(r.partitions), static_cast<long long>(r.drains),
+        static_cast<long long>(r.submitted), r.simulated_seconds, r.cpu_seconds, r.violations.size(),
+        static_cast<unsigned long long>(r.trace_hash));
     // What the membership costs and how fast it sees a crash (docs/design.md
     // §10): a site's bytes are what it sent and received.
     double site_round = 0, max_site_round = 0, site_heartbeat = 0, max_site_heartbeat = 0;

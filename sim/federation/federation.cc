@@ -1054,15 +1054,18 @@ RoundStats Federation::DoRound(int number, bool clean) {
   st.heartbeat_bytes = n.heartbeat_bytes;
   // Per site: every site that sent or received in the round (a site down
   // throughout did neither).
-  for (const auto& [site, t] : n.sites) {
+  size_t active = 0;
+  for (const SimNet::SiteTraffic& t : n.sites) {
+    if (!t.active) continue;
+    ++active;
     st.site_round_bytes += static_cast<double>(t.round_bytes);
     st.site_heartbeat_bytes += static_cast<double>(t.heartbeat_bytes);
     st.max_site_round_bytes = std::max(st.max_site_round_bytes, t.round_bytes);
     st.max_site_heartbeat_bytes = std::max(st.max_site_heartbeat_bytes, t.heartbeat_bytes);
   }
-  if (!n.sites.empty()) {
-    st.site_round_bytes /= static_cast<double>(n.sites.size());
-    st.site_heartbeat_bytes /= static_cast<double>(n.sites.size());
+  if (active > 0) {
+    st.site_round_bytes /= static_cast<double>(active);
+    st.site_heartbeat_bytes /= static_cast<double>(active);
   }
   watch_.reset();
   return st;
@@ -1081,7 +1084,9 @@ SeedResult Federation::Run(const std::function<void(const SeedResult&)>& stopped
   profile_ = *profile;
   if (!o_.full_trace) world_.SetTraceLimit(o_.trace_lines);
   SetLogHook([this](LogLevel level, std::string_view msg) {
-    world_.Trace(world_.current_node(), absl::StrCat(std::string(LogLevelName(level)), " ", std::string(msg)));
+    std::string lv(LogLevelName(level));
+    lv += ' ';
+    world_.Trace(world_.current_node(), lv, msg);
   });
   // A crash point a site's task reaches may be where the seed crashes it.
   migration::SetCrashPointHook([this](std::string_view point) {

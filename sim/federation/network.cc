@@ -4,35 +4,33 @@
 
 namespace hyperfed::fedsim {
 
-void SimNet::SetGroup(const std::string& site, int group) {
-  if (group == 0) {
-    group_.erase(site);
-  } else {
-    group_[site] = group;
-  }
+int SimNet::Index(const std::string& site) {
+  auto [it, added] = index_.try_emplace(site, static_cast<int>(sites_.size()));
+  if (added) sites_.push_back(Site{site});
+  return it->second;
 }
 
-bool SimNet::Linked(const std::string& a, const std::string& b) const {
-  if (group_.empty()) return true;
-  auto ga = group_.find(a), gb = group_.find(b);
-  return (ga == group_.end() ? 0 : ga->second) == (gb == group_.end() ? 0 : gb->second);
+void SimNet::HealAll() {
+  for (Site& s : sites_) s.group = 0;
 }
 
-absl::Duration SimNet::Latency(const std::string& a, const std::string& b) {
+void SimNet::ClearSlow() {
+  for (Site& s : sites_) s.slow = absl::ZeroDuration();
+}
+
+absl::Duration SimNet::Latency(int a, int b) {
   absl::Duration d = faults_.latency;
   if (faults_.jitter > absl::ZeroDuration())
     d += absl::Nanoseconds(world_->UniformInt(0, absl::ToInt64Nanoseconds(faults_.jitter)));
-  if (!slow_.empty()) {
-    if (auto it = slow_.find(a); it != slow_.end()) d += it->second;
-    if (auto it = slow_.find(b); it != slow_.end()) d += it->second;
-  }
-  return d;
+  return d + sites_[a].slow + sites_[b].slow;
 }
 
-void SimNet::Count(bool heartbeat, size_t bytes, bool request, const std::string& from, const std::string& to,
-                   bool arrived) {
+void SimNet::Count(bool heartbeat, size_t bytes, bool request, int from, int to, bool arrived) {
   const auto n = static_cast<int64_t>(bytes);
-  SiteTraffic& site = stats_.sites[arrived ? to : from];
+  const size_t at = static_cast<size_t>(arrived ? to : from);
+  if (stats_.sites.size() <= at) stats_.sites.resize(sites_.size());
+  SiteTraffic& site = stats_.sites[at];
+  site.active = true;
   (heartbeat ? site.heartbeat_bytes : site.round_bytes) += n;
   if (arrived) return;
   heartbeats_sent_ += heartbeat && request;

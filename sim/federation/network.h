@@ -13,10 +13,9 @@
 
 #include <condition_variable>
 #include <cstdint>
-#include <map>
+#include <deque>
 #include <memory>
 #include <mutex>
-#include <set>
 #include <string>
 #include <unordered_map>
 #include <utility>
@@ -48,6 +47,7 @@ class SimNet {
   // bytes: a message counts at its sender when sent and at its receiver when
   // it arrives (a lost one at the sender only).
   struct SiteTraffic {
+    bool active = false;  // it sent or received a message (of any size)
     int64_t round_bytes = 0;
     int64_t heartbeat_bytes = 0;
   };
@@ -60,7 +60,9 @@ class SimNet {
     int64_t heartbeats = 0;
     int64_t heartbeat_bytes = 0;
     int64_t lost = 0;  // requests and replies lost, heartbeats apart
-    std::unordered_map<std::string, SiteTraffic> sites;
+    // By the network's index of a site (site_name); the sites that sent
+    // or received nothing are not `active`.
+    std::vector<SiteTraffic> sites;
   };
 
   explicit SimNet(World* world) : world_(world) {}
@@ -69,17 +71,19 @@ class SimNet {
   const Faults& faults() const { return faults_; }
 
   // The site's running incarnation takes calls; Down: it is not running.
-  void Up(const std::string& site, Endpoint e) { up_[site] = e; }
-  void Down(const std::string& site) { up_.erase(site); }
+  void Up(const std::string& site, Endpoint e) { sites_[Index(site)].up = e; }
+  void Down(const std::string& site) { sites_[Index(site)].up = Endpoint{}; }
   // Partitions: sites in different groups cannot reach each other (every
   // site is in group 0 unless put elsewhere).
-  void SetGroup(const std::string& site, int group);
-  void HealAll() { group_.clear(); }
+  void SetGroup(const std::string& site, int group) { sites_[Index(site)].group = group; }
+  void HealAll();
   // Every message to or from `site` takes `extra` longer.
-  void SetSlow(const std::string& site, absl::Duration extra) { slow_[site] = extra; }
-  void ClearSlow() { slow_.clear(); }
+  void SetSlow(const std::string& site, absl::Duration extra) { sites_[Index(site)].slow = extra; }
+  void ClearSlow();
 
   Stats& stats() { return stats_; }
+  // The site a Stats::sites index stands for.
+  const std::string& site_name(size_t index) const { return sites_[index].name; }
   // Heartbeat requests sent since the world began (never reset).
   int64_t heartbeats_sent() const { return heartbeats_sent_; }
   // When a message (heartbeats too) was last lost, world time.
@@ -104,97 +108,131 @@ class SimNet {
                                                                                            const Req&, Reply*));
 
  private:
-  // The calls a task waits for together.
-  struct Group {
+  // A site as the network knows it, by index (names are looked up once a
+  // call, not once a message).
+  struct Site {
+    std::string name;
+    Endpoint up;  // node -1: not running
+    int group = 0;
+    absl::Duration slow;
+  };
+  // The calls a task makes together (one CallEach): the request, shared by
+  // every call and its duplicates (one copy, its size taken once), and each
+  // call's answer. Every message in flight holds it.
+  template <class Req, class Reply>
+  struct Batch {
+    using Handler = absl::Status (server::PeerHandlers::*)(const std::string&, const Req&, Reply*);
+    Batch(const Req& r, int f, int c, bool hb, Handler h)
+        : req(r), bytes(req.ByteSizeLong()), from(f), caller(c), heartbeat(hb), handle(h) {}
+    const Req req;
+    const size_t bytes;
+    const int from;    // site index
+    const int caller;  // the calling task's node
+    const bool heartbeat;
+    const Handler handle;
+    struct Slot {
+      int to = -1;        // site index
+      bool done = false;  // guarded by mu, as status and reply
+      absl::Status status;
+      Reply reply;
+    };
+    std::vector<Slot> slots;
     std::mutex mu;
     std::condition_variable cv;
     size_t left = 0;  // guarded by mu: calls not yet answered
   };
-  template <class Reply>
-  struct Pending {
-    std::shared_ptr<Group> group;
-    bool done = false;  // guarded by group->mu, as the two below
-    absl::Status status;
-    Reply reply;
-  };
-  // Sends one call whose answer goes to `p`.
-  // (`req` is shared by every call of a CallEach: no copy per call.)
+  // Sends call `slot` of `b`.
   template <class Req, class Reply>
-  void Send(const std::string& from, const std::string& to, const std::shared_ptr<const Req>& req, bool heartbeat,
-            absl::Status (server::PeerHandlers::*handle)(const std::string&, const Req&, Reply*),
-            const std::shared_ptr<Pending<Reply>>& p);
-  absl::Duration Latency(const std::string& a, const std::string& b);
-  bool Linked(const std::string& a, const std::string& b) const;
+  void Send(const std::shared_ptr<Batch<Req, Reply>>& b, uint32_t slot);
+  // A request of call `slot` arrives at its destination.
+  template <class Req, class Reply>
+  void Deliver(const std::shared_ptr<Batch<Req, Reply>>& b, uint32_t slot);
+  // The destination answers call `slot` (`bytes`: the reply's size, when
+  // `st` is ok).
+  template <class Req, class Reply>
+  void Answer(const std::shared_ptr<Batch<Req, Reply>>& b, uint32_t slot, absl::Status st, Reply reply, size_t bytes);
+  int Index(const std::string& site);
+  absl::Duration Latency(int a, int b);
+  bool Linked(int a, int b) const { return sites_[a].group == sites_[b].group; }
   // A message from `from` to `to`, sent (`arrived` false) or arrived.
-  void Count(bool heartbeat, size_t bytes, bool request, const std::string& from, const std::string& to, bool arrived);
+  void Count(bool heartbeat, size_t bytes, bool request, int from, int to, bool arrived);
 
   World* const world_;
   Faults faults_;
-  std::map<std::string, Endpoint> up_;
-  std::map<std::string, int> group_;  // sites outside group 0
-  std::map<std::string, absl::Duration> slow_;
+  std::deque<Site> sites_;  // a deque: a name handed to a handler stays put
+  std::unordered_map<std::string, int> index_;
   Stats stats_;
   int64_t heartbeats_sent_ = 0;
   absl::Time last_loss_ = absl::InfinitePast();
 };
 
 template <class Req, class Reply>
-void SimNet::Send(const std::string& from, const std::string& to, const std::shared_ptr<const Req>& req, bool heartbeat,
-                  absl::Status (server::PeerHandlers::*handle)(const std::string&, const Req&, Reply*),
-                  const std::shared_ptr<Pending<Reply>>& p) {
-  const int caller = world_->current_node();
-  const size_t req_bytes = req->ByteSizeLong();
-  Count(heartbeat, req_bytes, /*request=*/true, from, to, /*arrived=*/false);
-  // The answer reaches the caller's incarnation (if it still runs) one
-  // latency later, unless the link is cut or it is lost.
-  auto answer = [this, p, caller, from, to, heartbeat](absl::Status st, Reply reply) {
-    if (!Linked(to, from)) return;
-    if (world_->Chance(faults_.loss)) {
-      stats_.lost += !heartbeat;
-      last_loss_ = world_->now();
-      return;
-    }
-    world_->At(world_->now() + Latency(to, from), caller,
-               [this, p, from, to, heartbeat, st = std::move(st), reply = std::move(reply)] {
-                 if (st.ok()) Count(heartbeat, reply.ByteSizeLong(), /*request=*/false, to, from, /*arrived=*/true);
-                 std::lock_guard<std::mutex> l(p->group->mu);
-                 if (p->done) return;  // a duplicate's answer, or after the deadline
-                 p->done = true;
-                 p->status = st;
-                 p->reply = reply;
-                 --p->group->left;
-                 p->group->cv.notify_all();
-               });
-  };
-  auto deliver = [this, from, to, req, req_bytes, heartbeat, handle, answer] {
-    auto it = up_.find(to);
-    if (it == up_.end() || !world_->alive(it->second.node)) {
-      answer(absl::UnavailableError(absl::StrCat("connection to ", to, " refused")), Reply{});
-      return;
-    }
-    Count(heartbeat, req_bytes, /*request=*/true, from, to, /*arrived=*/true);
-    const Endpoint e = it->second;
-    auto run = [this, e, from, to, req, heartbeat, handle, answer] {
-      Reply reply;
-      absl::Status st = (e.handlers->*handle)(from, *req, &reply);
-      if (st.ok()) Count(heartbeat, reply.ByteSizeLong(), /*request=*/false, to, from, /*arrived=*/false);
-      answer(std::move(st), std::move(reply));
-    };
-    if (heartbeat) {
-      run();
-    } else {
-      world_->Spawn(e.node, absl::StrCat(Req::descriptor()->name(), " from ", from), run);
-    }
-  };
+void SimNet::Send(const std::shared_ptr<Batch<Req, Reply>>& b, uint32_t slot) {
+  const int from = b->from, to = b->slots[slot].to;
+  Count(b->heartbeat, b->bytes, /*request=*/true, from, to, /*arrived=*/false);
   const bool lost = Linked(from, to) && world_->Chance(faults_.loss);
-  stats_.lost += lost && !heartbeat;
+  stats_.lost += lost && !b->heartbeat;
   if (lost) last_loss_ = world_->now();
   if (Linked(from, to) && !lost) {
-    const int dest_node = up_.count(to) ? up_[to].node : -1;
-    world_->At(world_->now() + Latency(from, to), dest_node, deliver);
-    if (!heartbeat && world_->Chance(faults_.duplicate))
-      world_->At(world_->now() + Latency(from, to) + Latency(from, to), dest_node, deliver);
+    // The incarnation running when it is sent takes it (none: refused).
+    const int dest_node = sites_[to].up.node;
+    world_->At(world_->now() + Latency(from, to), dest_node, [this, b, slot] { Deliver(b, slot); });
+    if (!b->heartbeat && world_->Chance(faults_.duplicate))
+      world_->At(world_->now() + Latency(from, to) + Latency(from, to), dest_node,
+                 [this, b, slot] { Deliver(b, slot); });
   }
+}
+
+template <class Req, class Reply>
+void SimNet::Deliver(const std::shared_ptr<Batch<Req, Reply>>& b, uint32_t slot) {
+  const int to = b->slots[slot].to;
+  const Endpoint e = sites_[to].up;
+  if (e.node < 0 || !world_->alive(e.node)) {
+    Answer(b, slot, absl::UnavailableError(absl::StrCat("connection to ", sites_[to].name, " refused")), Reply{}, 0);
+    return;
+  }
+  Count(b->heartbeat, b->bytes, /*request=*/true, b->from, to, /*arrived=*/true);
+  auto run = [this, e, b, slot] {
+    Reply reply;
+    absl::Status st = (e.handlers->*(b->handle))(sites_[b->from].name, b->req, &reply);
+    size_t bytes = 0;
+    if (st.ok()) {
+      bytes = reply.ByteSizeLong();
+      Count(b->heartbeat, bytes, /*request=*/false, b->slots[slot].to, b->from, /*arrived=*/false);
+    }
+    Answer(b, slot, std::move(st), std::move(reply), bytes);
+  };
+  if (b->heartbeat) {
+    run();
+  } else {
+    world_->Spawn(e.node, absl::StrCat(Req::descriptor()->name(), " from ", sites_[b->from].name), run);
+  }
+}
+
+template <class Req, class Reply>
+void SimNet::Answer(const std::shared_ptr<Batch<Req, Reply>>& b, uint32_t slot, absl::Status st, Reply reply,
+                    size_t bytes) {
+  // The answer reaches the caller's incarnation (if it still runs) one
+  // latency later, unless the link is cut or it is lost.
+  const int from = b->slots[slot].to, to = b->from;
+  if (!Linked(from, to)) return;
+  if (world_->Chance(faults_.loss)) {
+    stats_.lost += !b->heartbeat;
+    last_loss_ = world_->now();
+    return;
+  }
+  world_->At(world_->now() + Latency(from, to), b->caller,
+             [this, b, slot, bytes, st = std::move(st), reply = std::move(reply)]() mutable {
+               typename Batch<Req, Reply>::Slot& s = b->slots[slot];
+               if (st.ok()) Count(b->heartbeat, bytes, /*request=*/false, s.to, b->from, /*arrived=*/true);
+               std::lock_guard<std::mutex> l(b->mu);
+               if (s.done) return;  // a duplicate's answer, or after the deadline
+               s.done = true;
+               s.status = std::move(st);
+               s.reply = std::move(reply);
+               --b->left;
+               b->cv.notify_all();
+             });
 }
 
 template <class Req, class Reply>
@@ -212,33 +250,31 @@ std::vector<absl::StatusOr<Reply>> SimNet::CallEach(const std::string& from, con
                                                     bool heartbeat,
                                                     absl::Status (server::PeerHandlers::*handle)(const std::string&,
                                                                                                  const Req&, Reply*)) {
-  auto group = std::make_shared<Group>();
-  group->left = tos.size();
-  auto shared_req = std::make_shared<const Req>(req);
-  std::vector<std::shared_ptr<Pending<Reply>>> pending;
-  pending.reserve(tos.size());
-  for (const std::string& to : tos) {
-    pending.push_back(std::make_shared<Pending<Reply>>());
-    pending.back()->group = group;
-    Send(from, to, shared_req, heartbeat, handle, pending.back());
+  auto b = std::make_shared<Batch<Req, Reply>>(req, Index(from), world_->current_node(), heartbeat, handle);
+  b->slots.resize(tos.size());
+  b->left = tos.size();
+  for (size_t i = 0; i < tos.size(); ++i) {
+    b->slots[i].to = Index(tos[i]);
+    Send(b, static_cast<uint32_t>(i));
   }
-  std::unique_lock<std::mutex> l(group->mu);
-  env->WaitUntil(l, group->cv, env->Now() + timeout, [&] { return group->left == 0; });
+  std::unique_lock<std::mutex> l(b->mu);
+  env->WaitUntil(l, b->cv, env->Now() + timeout, [&] { return b->left == 0; });
   std::vector<absl::StatusOr<Reply>> out;
   out.reserve(tos.size());
   for (size_t i = 0; i < tos.size(); ++i) {
-    const Pending<Reply>& p = *pending[i];
-    if (!p.done) {
+    typename Batch<Req, Reply>::Slot& s = b->slots[i];
+    if (!s.done) {
       out.push_back(absl::DeadlineExceededError(
           absl::StrCat("no answer from ", tos[i], " within ", absl::FormatDuration(timeout))));
-    } else if (!p.status.ok()) {
-      out.push_back(p.status);
+    } else if (!s.status.ok()) {
+      out.push_back(s.status);
     } else {
-      out.push_back(p.reply);
+      out.push_back(std::move(s.reply));
     }
+    // A late answer still finds its slot (the messages in flight hold the
+    // batch) and drops it.
+    s.done = true;
   }
-  // A late answer still finds its Pending (the events hold it) and drops it.
-  for (auto& p : pending) p->done = true;
   return out;
 }
 

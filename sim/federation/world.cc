@@ -252,7 +252,8 @@ bool World::Run(absl::Time until, const std::function<bool()>& stop) {
       if (until != absl::InfiniteFuture()) now_ = std::max(now_, until);
       return false;
     }
-    Event e = events_.top();
+    // Moved out, not copied (a copy of its function may allocate).
+    Event e = std::move(const_cast<Event&>(events_.top()));
     events_.pop();
     now_ = std::max(now_, e.at);
     if (e.node >= 0 && !nodes_[e.node].alive) continue;
@@ -268,9 +269,18 @@ bool World::Run(absl::Time until, const std::function<bool()>& stop) {
   }
 }
 
-void World::Trace(int node, std::string_view what) {
-  std::string line = absl::StrFormat("%.6f %s %s", absl::ToDoubleSeconds(now_ - absl::UnixEpoch()) - 1.7e9,
-                                     node >= 0 ? nodes_[node].name : std::string("world"), what);
+void World::Trace(int node, std::string_view what) { Trace(node, what, {}); }
+
+void World::Trace(int node, std::string_view what, std::string_view more) {
+  // Many lines share an instant: its text is made once.
+  if (trace_time_at_ != now_) {
+    trace_time_ = absl::StrFormat("%.6f ", absl::ToDoubleSeconds(now_ - absl::UnixEpoch()) - 1.7e9);
+    trace_time_at_ = now_;
+  }
+  const std::string_view name = node >= 0 ? std::string_view(nodes_[node].name) : std::string_view("world");
+  std::string line;
+  line.reserve(trace_time_.size() + name.size() + 1 + what.size() + more.size());
+  line.append(trace_time_).append(name).append(" ").append(what).append(more);
   for (unsigned char c : line) trace_hash_ = (trace_hash_ ^ c) * 1099511628211ull;
   trace_hash_ = (trace_hash_ ^ '\n') * 1099511628211ull;
   trace_.push_back(std::move(line));

@@ -95,6 +95,8 @@ class World {
 
   // ---- The trace: one line per thing that happened, "<seconds> <node> <what>".
   void Trace(int node, std::string_view what);
+  // The same line with `what` and `more` joined (no string made for them).
+  void Trace(int node, std::string_view what, std::string_view more);
   const std::vector<std::string>& trace() const { return trace_; }
   // Keeps only the last `n` lines (0: all); a hash of every line stays.
   void SetTraceLimit(size_t n) { trace_limit_ = n; }
@@ -141,6 +143,8 @@ class World {
   int current_node_ = -1;
   uint64_t steps_ = 0, tasks_started_ = 0;
   std::vector<std::string> trace_;
+  absl::Time trace_time_at_ = absl::InfinitePast();  // trace_time_ is now_'s text
+  std::string trace_time_;
   size_t trace_limit_ = 0;
   uint64_t trace_hash_ = 1469598103934665603ull;  // FNV-1a
 };
