@@ -122,12 +122,13 @@ class SimNet {
   template <class Req, class Reply>
   struct Batch {
     using Handler = absl::Status (server::PeerHandlers::*)(const std::string&, const Req&, Reply*);
-    Batch(const Req& r, int f, int c, bool hb, Handler h)
-        : req(r), bytes(req.ByteSizeLong()), from(f), caller(c), heartbeat(hb), handle(h) {}
+    Batch(const Req& r, int f, int c, Task* t, bool hb, Handler h)
+        : req(r), bytes(req.ByteSizeLong()), from(f), caller(c), task(t), heartbeat(hb), handle(h) {}
     const Req req;
     const size_t bytes;
     const int from;    // site index
     const int caller;  // the calling task's node
+    Task* const task;  // the calling task, woken by the last answer
     const bool heartbeat;
     const Handler handle;
     struct Slot {
@@ -175,11 +176,15 @@ void SimNet::Send(const std::shared_ptr<Batch<Req, Reply>>& b, uint32_t slot) {
   if (lost) last_loss_ = world_->now();
   if (Linked(from, to) && !lost) {
     // The incarnation running when it is sent takes it (none: refused).
+    // Only a heartbeat runs the destination's code in the event (the world
+    // then looks at its waiters); another call starts a task there.
     const int dest_node = sites_[to].up.node;
-    world_->At(world_->now() + Latency(from, to), dest_node, [this, b, slot] { Deliver(b, slot); });
+    world_->At(
+        world_->now() + Latency(from, to), dest_node, [this, b, slot] { Deliver(b, slot); }, b->heartbeat);
     if (!b->heartbeat && world_->Chance(faults_.duplicate))
-      world_->At(world_->now() + Latency(from, to) + Latency(from, to), dest_node,
-                 [this, b, slot] { Deliver(b, slot); });
+      world_->At(
+          world_->now() + Latency(from, to) + Latency(from, to), dest_node, [this, b, slot] { Deliver(b, slot); },
+          /*look=*/false);
   }
 }
 
@@ -221,18 +226,26 @@ void SimNet::Answer(const std::shared_ptr<Batch<Req, Reply>>& b, uint32_t slot, 
     last_loss_ = world_->now();
     return;
   }
-  world_->At(world_->now() + Latency(from, to), b->caller,
-             [this, b, slot, bytes, st = std::move(st), reply = std::move(reply)]() mutable {
-               typename Batch<Req, Reply>::Slot& s = b->slots[slot];
-               if (st.ok()) Count(b->heartbeat, bytes, /*request=*/false, s.to, b->from, /*arrived=*/true);
-               std::lock_guard<std::mutex> l(b->mu);
-               if (s.done) return;  // a duplicate's answer, or after the deadline
-               s.done = true;
-               s.status = std::move(st);
-               s.reply = std::move(reply);
-               --b->left;
-               b->cv.notify_all();
-             });
+  // It changes only the batch: the world wakes its caller if this was the
+  // last answer, and looks at no other waiter.
+  world_->At(
+      world_->now() + Latency(from, to), b->caller,
+      [this, b, slot, bytes, st = std::move(st), reply = std::move(reply)]() mutable {
+        typename Batch<Req, Reply>::Slot& s = b->slots[slot];
+        if (st.ok()) Count(b->heartbeat, bytes, /*request=*/false, s.to, b->from, /*arrived=*/true);
+        {
+          std::lock_guard<std::mutex> l(b->mu);
+          if (s.done) return;  // a duplicate's answer, or after the deadline
+          s.done = true;
+          s.status = std::move(st);
+          s.reply = std::move(reply);
+          --b->left;
+          b->cv.notify_all();
+        }
+        // (Not done: the caller still waits in CallEach, so its task lives.)
+        world_->Notify(b->task, &b->mu);
+      },
+      /*look=*/false);
 }
 
 template <class Req, class Reply>
@@ -250,7 +263,8 @@ std::vector<absl::StatusOr<Reply>> SimNet::CallEach(const std::string& from, con
                                                     bool heartbeat,
                                                     absl::Status (server::PeerHandlers::*handle)(const std::string&,
                                                                                                  const Req&, Reply*)) {
-  auto b = std::make_shared<Batch<Req, Reply>>(req, Index(from), world_->current_node(), heartbeat, handle);
+  auto b = std::make_shared<Batch<Req, Reply>>(req, Index(from), world_->current_node(), world_->current_task(),
+                                               heartbeat, handle);
   b->slots.resize(tos.size());
   b->left = tos.size();
   for (size_t i = 0; i < tos.size(); ++i) {

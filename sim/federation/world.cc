@@ -122,8 +122,8 @@ void World::Spawn(int node, std::string name, std::function<void()> fn, std::sha
   ++tasks_started_;
 }
 
-void World::At(absl::Time t, int node, std::function<void()> fn) {
-  events_.push(Event{std::max(t, now_), ++seq_, node, std::move(fn)});
+void World::At(absl::Time t, int node, std::function<void()> fn, bool look) {
+  events_.push(Event{std::max(t, now_), ++seq_, node, look, std::move(fn)});
 }
 
 void World::RunTask(Task* t) {
@@ -188,9 +188,13 @@ bool World::Wait(std::unique_lock<std::mutex>& l, absl::Time deadline, const std
     waiting_[w.id] = &w;
     if (deadline != absl::InfiniteFuture()) {
       const uint64_t id = w.id;
-      At(deadline, t->node, [this, id] {
-        if (auto it = waiting_.find(id); it != waiting_.end()) Wake(it->second);
-      });
+      // (Only this waiter's deadline: no other waiter's condition changed.)
+      At(
+          deadline, t->node,
+          [this, id] {
+            if (auto it = waiting_.find(id); it != waiting_.end()) Wake(it->second);
+          },
+          /*look=*/false);
     }
     l.unlock();
     Park(t);
@@ -207,6 +211,18 @@ void World::Wake(Waiter* w) {
   waiting_.erase(w->id);
   t->waiter = nullptr;
   runnable_.push_back(t);
+}
+
+void World::Notify(Task* t, const std::mutex* mu) {
+  if (!t) return;
+  Waiter* w = t->waiter;
+  if (!w || w->mu != mu || !nodes_[t->node].alive) return;
+  if (!w->mu->try_lock())
+    Fatal(absl::StrCat("task ", t->name, " of ", nodes_[t->node].name,
+                       " waits on a lock another task holds while it waits"));
+  const bool ready = (*w->pred)();
+  w->mu->unlock();
+  if (ready) Wake(w);
 }
 
 void World::Poll(int node) {
@@ -258,14 +274,14 @@ bool World::Run(absl::Time until, const std::function<bool()>& stop) {
     now_ = std::max(now_, e.at);
     if (e.node >= 0 && !nodes_[e.node].alive) continue;
     if (e.node >= 0 && paused(e.node)) {
-      At(nodes_[e.node].paused_until, e.node, std::move(e.fn));
+      At(nodes_[e.node].paused_until, e.node, std::move(e.fn), e.look);
       continue;
     }
     ++steps_;
     current_node_ = e.node;
     e.fn();
     current_node_ = -1;
-    Poll(e.node);
+    if (e.look) Poll(e.node);
   }
 }
 

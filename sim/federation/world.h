@@ -75,7 +75,15 @@ class World {
   void Spawn(int node, std::string name, std::function<void()> fn, std::shared_ptr<bool> done = nullptr);
   // Runs `fn` at `t` (not before now) on the world's own stack, as a step of
   // `node` (dropped if the node has died by then). `fn` must not wait.
-  void At(absl::Time t, int node, std::function<void()> fn);
+  // After it the world looks at the node's waiters (as after a task's
+  // step), unless `look` is false: `fn` then runs none of the node's own
+  // code and wakes, through Notify, any waiter whose condition it changed.
+  void At(absl::Time t, int node, std::function<void()> fn, bool look = true);
+  // The running task (nullptr in an event), for Notify.
+  Task* current_task() const { return current_; }
+  // Wakes `t` if it waits on `mu` and its condition now holds (an event
+  // that changed what that waiter waits for). `t` must not have ended.
+  void Notify(Task* t, const std::mutex* mu);
   // The node of the running task or event (-1 between steps).
   int current_node() const { return current_node_; }
   bool InTask() const { return current_ != nullptr; }
@@ -120,6 +128,7 @@ class World {
     absl::Time at;
     uint64_t seq;
     int node;
+    bool look;
     std::function<void()> fn;
     bool operator>(const Event& o) const { return at != o.at ? at > o.at : seq > o.seq; }
   };
