@@ -224,6 +224,7 @@ class Federation {
   // are done.
   struct Cut {
     std::vector<std::string> far;
+    std::vector<std::string> far_sorted;  // for Explained's lookups
     size_t disturbance = 0;
     bool healed = false;
   };
@@ -507,7 +508,9 @@ void Federation::ScheduleFaults(absl::Time from, absl::Time until) {
         if (watch_) watch_->disturbed = true;
         for (const std::string& s : far) net_.SetGroup(s, 1);
         const size_t cut = cuts_.size();
-        cuts_.push_back({far, disturbances_.size()});
+        std::vector<std::string> sorted = far;
+        std::sort(sorted.begin(), sorted.end());
+        cuts_.push_back({far, std::move(sorted), disturbances_.size()});
         Disturbed(world_.now(), absl::InfiniteFuture());
         world_.At(world_.now() + d, operator_node_, [this, far, cut] {
           world_.Trace(-1, "PARTITION healed");
@@ -653,8 +656,8 @@ bool Federation::Explained(const SimSite& seer, const std::string& peer) {
   for (const Cut& c : cuts_) {
     const auto& [a, b] = disturbances_[c.disturbance];
     if (a > to || b < from) continue;
-    const bool seer_far = std::find(c.far.begin(), c.far.end(), seer.id()) != c.far.end();
-    const bool peer_far = std::find(c.far.begin(), c.far.end(), peer) != c.far.end();
+    const bool seer_far = std::binary_search(c.far_sorted.begin(), c.far_sorted.end(), seer.id());
+    const bool peer_far = std::binary_search(c.far_sorted.begin(), c.far_sorted.end(), peer);
     if (seer_far != peer_far) return true;
   }
   return false;
@@ -666,10 +669,11 @@ bool Federation::Explained(const SimSite& seer, const std::string& peer) {
 // is, from when it serves (its first tick says how it sees each peer).
 void Federation::CheckKnown() {
   if (unknown_crashes_.empty()) return;
-  const std::vector<SimSite*> up = UpSites();
+  // (Called at every down a site sees: no list of the up sites is made.)
   std::erase_if(unknown_crashes_, [&](const CrashSeen& c) {
-    for (SimSite* s : up) {
-      if (s->id() == c.site || !s->inc->serving || Meets(s->pause_spells, c.at, world_.now())) continue;
+    for (const auto& site : sites_) {
+      const SimSite* s = site.get();
+      if (!s->inc || s->id() == c.site || !s->inc->serving || Meets(s->pause_spells, c.at, world_.now())) continue;
       auto it = s->inc->sees_up.find(c.site);
       if (it == s->inc->sees_up.end() || it->second) return false;
     }

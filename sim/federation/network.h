@@ -106,6 +106,13 @@ class SimNet {
                                               const Env* env, const Req& req, absl::Duration timeout, bool heartbeat,
                                               absl::Status (server::PeerHandlers::*handle)(const std::string&,
                                                                                            const Req&, Reply*));
+  // The same, for a caller that reads no reply (heartbeats): a reply is
+  // counted and dropped where it is made, not carried to the caller.
+  template <class Req, class Reply>
+  std::vector<absl::Status> CallEachStatus(const std::string& from, const std::vector<std::string>& tos, const Env* env,
+                                           const Req& req, absl::Duration timeout, bool heartbeat,
+                                           absl::Status (server::PeerHandlers::*handle)(const std::string&, const Req&,
+                                                                                        Reply*));
 
  private:
   // A site as the network knows it, by index (names are looked up once a
@@ -122,14 +129,15 @@ class SimNet {
   template <class Req, class Reply>
   struct Batch {
     using Handler = absl::Status (server::PeerHandlers::*)(const std::string&, const Req&, Reply*);
-    Batch(const Req& r, int f, int c, Task* t, bool hb, Handler h)
-        : req(r), bytes(req.ByteSizeLong()), from(f), caller(c), task(t), heartbeat(hb), handle(h) {}
+    Batch(const Req& r, int f, int c, Task* t, bool hb, bool k, Handler h)
+        : req(r), bytes(req.ByteSizeLong()), from(f), caller(c), task(t), heartbeat(hb), keep(k), handle(h) {}
     const Req req;
     const size_t bytes;
     const int from;    // site index
     const int caller;  // the calling task's node
     Task* const task;  // the calling task, woken by the last answer
     const bool heartbeat;
+    const bool keep;  // the caller reads the replies
     const Handler handle;
     struct Slot {
       int to = -1;        // site index
@@ -142,6 +150,16 @@ class SimNet {
     std::condition_variable cv;
     size_t left = 0;  // guarded by mu: calls not yet answered
   };
+  // Sends each call of a batch and waits for the answers (or the
+  // deadline); then every slot is done.
+  template <class Req, class Reply>
+  std::shared_ptr<Batch<Req, Reply>> Each(const std::string& from, const std::vector<std::string>& tos, const Env* env,
+                                          const Req& req, absl::Duration timeout, bool heartbeat, bool keep,
+                                          absl::Status (server::PeerHandlers::*handle)(const std::string&, const Req&,
+                                                                                       Reply*));
+  static absl::Status NoAnswer(const std::string& to, absl::Duration timeout) {
+    return absl::DeadlineExceededError(absl::StrCat("no answer from ", to, " within ", absl::FormatDuration(timeout)));
+  }
   // Sends call `slot` of `b`.
   template <class Req, class Reply>
   void Send(const std::shared_ptr<Batch<Req, Reply>>& b, uint32_t slot);
@@ -228,6 +246,7 @@ void SimNet::Answer(const std::shared_ptr<Batch<Req, Reply>>& b, uint32_t slot, 
   }
   // It changes only the batch: the world wakes its caller if this was the
   // last answer, and looks at no other waiter.
+  if (!b->keep) reply = Reply{};
   world_->At(
       world_->now() + Latency(from, to), b->caller,
       [this, b, slot, bytes, st = std::move(st), reply = std::move(reply)]() mutable {
@@ -258,13 +277,12 @@ absl::StatusOr<Reply> SimNet::Call(const std::string& from, const std::string& t
 }
 
 template <class Req, class Reply>
-std::vector<absl::StatusOr<Reply>> SimNet::CallEach(const std::string& from, const std::vector<std::string>& tos,
-                                                    const Env* env, const Req& req, absl::Duration timeout,
-                                                    bool heartbeat,
-                                                    absl::Status (server::PeerHandlers::*handle)(const std::string&,
-                                                                                                 const Req&, Reply*)) {
+std::shared_ptr<SimNet::Batch<Req, Reply>> SimNet::Each(
+    const std::string& from, const std::vector<std::string>& tos, const Env* env, const Req& req,
+    absl::Duration timeout, bool heartbeat, bool keep,
+    absl::Status (server::PeerHandlers::*handle)(const std::string&, const Req&, Reply*)) {
   auto b = std::make_shared<Batch<Req, Reply>>(req, Index(from), world_->current_node(), world_->current_task(),
-                                               heartbeat, handle);
+                                               heartbeat, keep, handle);
   b->slots.resize(tos.size());
   b->left = tos.size();
   for (size_t i = 0; i < tos.size(); ++i) {
@@ -273,13 +291,22 @@ std::vector<absl::StatusOr<Reply>> SimNet::CallEach(const std::string& from, con
   }
   std::unique_lock<std::mutex> l(b->mu);
   env->WaitUntil(l, b->cv, env->Now() + timeout, [&] { return b->left == 0; });
+  return b;
+}
+
+template <class Req, class Reply>
+std::vector<absl::StatusOr<Reply>> SimNet::CallEach(const std::string& from, const std::vector<std::string>& tos,
+                                                    const Env* env, const Req& req, absl::Duration timeout,
+                                                    bool heartbeat,
+                                                    absl::Status (server::PeerHandlers::*handle)(const std::string&,
+                                                                                                 const Req&, Reply*)) {
+  auto b = Each(from, tos, env, req, timeout, heartbeat, /*keep=*/true, handle);
   std::vector<absl::StatusOr<Reply>> out;
   out.reserve(tos.size());
   for (size_t i = 0; i < tos.size(); ++i) {
     typename Batch<Req, Reply>::Slot& s = b->slots[i];
     if (!s.done) {
-      out.push_back(absl::DeadlineExceededError(
-          absl::StrCat("no answer from ", tos[i], " within ", absl::FormatDuration(timeout))));
+      out.push_back(NoAnswer(tos[i], timeout));
     } else if (!s.status.ok()) {
       out.push_back(s.status);
     } else {
@@ -287,6 +314,22 @@ std::vector<absl::StatusOr<Reply>> SimNet::CallEach(const std::string& from, con
     }
     // A late answer still finds its slot (the messages in flight hold the
     // batch) and drops it.
+    s.done = true;
+  }
+  return out;
+}
+
+template <class Req, class Reply>
+std::vector<absl::Status> SimNet::CallEachStatus(const std::string& from, const std::vector<std::string>& tos,
+                                                 const Env* env, const Req& req, absl::Duration timeout, bool heartbeat,
+                                                 absl::Status (server::PeerHandlers::*handle)(const std::string&,
+                                                                                              const Req&, Reply*)) {
+  auto b = Each(from, tos, env, req, timeout, heartbeat, /*keep=*/false, handle);
+  std::vector<absl::Status> out;
+  out.reserve(tos.size());
+  for (size_t i = 0; i < tos.size(); ++i) {
+    typename Batch<Req, Reply>::Slot& s = b->slots[i];
+    out.push_back(!s.done ? NoAnswer(tos[i], timeout) : s.status);
     s.done = true;
   }
   return out;

@@ -114,11 +114,7 @@ std::vector<absl::Status> SimPeers::Heartbeats(const std::vector<std::string>& s
   v1::HeartbeatRequest req;
   server::ToProto(info, &req);
   req.set_protocol(server::ProtocolVersion());
-  std::vector<absl::Status> out;
-  out.reserve(sites.size());
-  for (auto& reply : net_->CallEach(self_, sites, env_, req, timeout, true, &PeerHandlers::Heartbeat))
-    out.push_back(reply.status());
-  return out;
+  return net_->CallEachStatus(self_, sites, env_, req, timeout, true, &PeerHandlers::Heartbeat);
 }
 
 absl::StatusOr<migration::TransferReply> SimPeers::Transfer(const std::string& dest_site,
