@@ -21,6 +21,7 @@
 #include <utility>
 #include <vector>
 
+#include "absl/container/flat_hash_map.h"
 #include "absl/status/statusor.h"
 #include "absl/strings/str_cat.h"
 #include "absl/time/time.h"
@@ -170,6 +171,9 @@ class SimNet {
   // `st` is ok).
   template <class Req, class Reply>
   void Answer(const std::shared_ptr<Batch<Req, Reply>>& b, uint32_t slot, absl::Status st, Reply reply, size_t bytes);
+  // An answer (a reply when `reply` is given) reaches the caller.
+  template <class Req, class Reply>
+  void Arrive(Batch<Req, Reply>& b, uint32_t slot, size_t bytes, absl::Status st, Reply* reply);
   int Index(const std::string& site);
   absl::Duration Latency(int a, int b);
   bool Linked(int a, int b) const { return sites_[a].group == sites_[b].group; }
@@ -179,7 +183,7 @@ class SimNet {
   World* const world_;
   Faults faults_;
   std::deque<Site> sites_;  // a deque: a name handed to a handler stays put
-  std::unordered_map<std::string, int> index_;
+  absl::flat_hash_map<std::string, int> index_;
   Stats stats_;
   int64_t heartbeats_sent_ = 0;
   absl::Time last_loss_ = absl::InfinitePast();
@@ -245,26 +249,41 @@ void SimNet::Answer(const std::shared_ptr<Batch<Req, Reply>>& b, uint32_t slot, 
     return;
   }
   // It changes only the batch: the world wakes its caller if this was the
-  // last answer, and looks at no other waiter.
-  if (!b->keep) reply = Reply{};
-  world_->At(
-      world_->now() + Latency(from, to), b->caller,
-      [this, b, slot, bytes, st = std::move(st), reply = std::move(reply)]() mutable {
-        typename Batch<Req, Reply>::Slot& s = b->slots[slot];
-        if (st.ok()) Count(b->heartbeat, bytes, /*request=*/false, s.to, b->from, /*arrived=*/true);
-        {
-          std::lock_guard<std::mutex> l(b->mu);
-          if (s.done) return;  // a duplicate's answer, or after the deadline
-          s.done = true;
-          s.status = std::move(st);
-          s.reply = std::move(reply);
-          --b->left;
-          b->cv.notify_all();
-        }
-        // (Not done: the caller still waits in CallEach, so its task lives.)
-        world_->Notify(b->task, &b->mu);
-      },
-      /*look=*/false);
+  // last answer, and looks at no other waiter. A reply the caller will not
+  // read stays here.
+  const absl::Time at = world_->now() + Latency(from, to);
+  if (b->keep) {
+    world_->At(
+        at, b->caller,
+        [this, b, slot, bytes, st = std::move(st), reply = std::move(reply)]() mutable {
+          Arrive(*b, slot, bytes, std::move(st), &reply);
+        },
+        /*look=*/false);
+  } else {
+    world_->At(
+        at, b->caller,
+        [this, b, slot, bytes, st = std::move(st)]() mutable {
+          Arrive<Req, Reply>(*b, slot, bytes, std::move(st), nullptr);
+        },
+        /*look=*/false);
+  }
+}
+
+template <class Req, class Reply>
+void SimNet::Arrive(Batch<Req, Reply>& b, uint32_t slot, size_t bytes, absl::Status st, Reply* reply) {
+  typename Batch<Req, Reply>::Slot& s = b.slots[slot];
+  if (st.ok()) Count(b.heartbeat, bytes, /*request=*/false, s.to, b.from, /*arrived=*/true);
+  {
+    std::lock_guard<std::mutex> l(b.mu);
+    if (s.done) return;  // a duplicate's answer, or after the deadline
+    s.done = true;
+    s.status = std::move(st);
+    if (reply) s.reply = std::move(*reply);
+    --b.left;
+    b.cv.notify_all();
+  }
+  // (Not done: the caller still waits in CallEach, so its task lives.)
+  world_->Notify(b.task, &b.mu);
 }
 
 template <class Req, class Reply>

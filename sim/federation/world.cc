@@ -123,7 +123,16 @@ void World::Spawn(int node, std::string name, std::function<void()> fn, std::sha
 }
 
 void World::At(absl::Time t, int node, std::function<void()> fn, bool look) {
-  events_.push(Event{std::max(t, now_), ++seq_, node, look, std::move(fn)});
+  uint32_t slot;
+  if (free_actions_.empty()) {
+    slot = static_cast<uint32_t>(actions_.size());
+    actions_.emplace_back();
+  } else {
+    slot = free_actions_.back();
+    free_actions_.pop_back();
+  }
+  actions_[slot] = Action{node, look, std::move(fn)};
+  events_.push(Event{std::max(t, now_), ++seq_, slot});
 }
 
 void World::RunTask(Task* t) {
@@ -227,9 +236,10 @@ void World::Notify(Task* t, const std::mutex* mu) {
 
 void World::Poll(int node) {
   if (node < 0 || !nodes_[node].alive) return;
-  // A copy: waking changes the list.
-  const std::vector<Waiter*> ws = nodes_[node].waiters;
-  for (Waiter* w : ws) {
+  // A copy (waking changes the list), into a buffer that keeps its
+  // capacity: no allocation per look.
+  poll_.assign(nodes_[node].waiters.begin(), nodes_[node].waiters.end());
+  for (Waiter* w : poll_) {
     if (!w->mu->try_lock())
       Fatal(absl::StrCat("task ", w->task->name, " of ", nodes_[node].name,
                          " waits on a lock another task holds while it waits"));
@@ -268,10 +278,12 @@ bool World::Run(absl::Time until, const std::function<bool()>& stop) {
       if (until != absl::InfiniteFuture()) now_ = std::max(now_, until);
       return false;
     }
-    // Moved out, not copied (a copy of its function may allocate).
-    Event e = std::move(const_cast<Event&>(events_.top()));
+    const Event ev = events_.top();
     events_.pop();
-    now_ = std::max(now_, e.at);
+    // Moved out, not copied (a copy of its function may allocate).
+    Action e = std::move(actions_[ev.slot]);
+    free_actions_.push_back(ev.slot);
+    now_ = std::max(now_, ev.at);
     if (e.node >= 0 && !nodes_[e.node].alive) continue;
     if (e.node >= 0 && paused(e.node)) {
       At(nodes_[e.node].paused_until, e.node, std::move(e.fn), e.look);
