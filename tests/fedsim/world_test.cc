@@ -92,5 +92,44 @@ TEST(WorldTest, AWaitThatLosesTheRaceWaitsOnToItsDeadline) {
   EXPECT_GE(loser_returned, kStart + absl::Seconds(10)) << "a wait returned before its deadline with its predicate false";
 }
 
+// An event that runs none of a node's code says so (At's `look`): the world
+// then looks at no waiter after it, and the event wakes the one whose
+// condition it changed through Notify (as a reply's arrival wakes its
+// caller, sim/federation/network.h). An event that looks wakes every waiter
+// whose condition holds.
+TEST(WorldTest, AnEventThatDoesNotLookWakesOnlyTheTaskItNotifies) {
+  // When a task of `node` waiting (until 10 s) for a flag an event sets at
+  // 1 s returns.
+  auto woke = [](bool look, bool notify) {
+    World world(5, kStart);
+    const int node = world.AddNode("site");
+    SimEnv env(&world, node);
+    std::mutex mu;
+    std::condition_variable cv;
+    bool flag = false;
+    absl::Time returned = absl::InfinitePast();
+    Task* task = nullptr;
+    world.Spawn(node, "waiter", [&] {
+      task = world.current_task();
+      std::unique_lock<std::mutex> l(mu);
+      env.WaitFor(l, cv, absl::Seconds(10), [&] { return flag; });
+      returned = world.now();
+    });
+    world.At(
+        kStart + absl::Seconds(1), node,
+        [&] {
+          flag = true;
+          if (notify) world.Notify(task, &mu);
+        },
+        look);
+    world.Run(kStart + absl::Minutes(1), [&] { return returned != absl::InfinitePast(); });
+    return returned - kStart;
+  };
+  EXPECT_EQ(woke(/*look=*/true, /*notify=*/false), absl::Seconds(1));
+  EXPECT_EQ(woke(/*look=*/false, /*notify=*/true), absl::Seconds(1)) << "Notify did not wake the task";
+  EXPECT_EQ(woke(/*look=*/false, /*notify=*/false), absl::Seconds(10))
+      << "the world looked at the node's waiters after an event that does not look";
+}
+
 }  // namespace
 }  // namespace hyperfed::fedsim
