@@ -5,8 +5,9 @@
 // (its loops, its executor's workers, an RPC handler) is a task, a fiber
 // with its own stack (Boost.Context), and runs until it waits. Waiting goes
 // through a SimEnv, which parks the task; a parked task runs again when its
-// condition holds (looked at after every step of its node) or its deadline
-// comes. Time is simulated: it moves only when no task can run, to the next
+// condition holds (looked at after every step of its node that ran the
+// node's code; an event that ran none wakes the waiter it served through
+// Notify) or its deadline comes. Time is simulated: it moves only when no task can run, to the next
 // event. Which runnable task goes next is drawn from the seed, so a seed
 // fixes the interleaving, event for event.
 //
