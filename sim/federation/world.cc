@@ -226,8 +226,12 @@ void World::Notify(Task* t, const std::mutex* mu) {
   if (!t) return;
   Waiter* w = t->waiter;
   if (!w || w->mu != mu || !nodes_[t->node].alive) return;
+  WakeIfReady(w);
+}
+
+void World::WakeIfReady(Waiter* w) {
   if (!w->mu->try_lock())
-    Fatal(absl::StrCat("task ", t->name, " of ", nodes_[t->node].name,
+    Fatal(absl::StrCat("task ", w->task->name, " of ", nodes_[w->task->node].name,
                        " waits on a lock another task holds while it waits"));
   const bool ready = (*w->pred)();
   w->mu->unlock();
@@ -239,14 +243,7 @@ void World::Poll(int node) {
   // A copy (waking changes the list), into a buffer that keeps its
   // capacity: no allocation per look.
   poll_.assign(nodes_[node].waiters.begin(), nodes_[node].waiters.end());
-  for (Waiter* w : poll_) {
-    if (!w->mu->try_lock())
-      Fatal(absl::StrCat("task ", w->task->name, " of ", nodes_[node].name,
-                         " waits on a lock another task holds while it waits"));
-    const bool ready = (*w->pred)();
-    w->mu->unlock();
-    if (ready) Wake(w);
-  }
+  for (Waiter* w : poll_) WakeIfReady(w);
 }
 
 bool World::Run(absl::Time until, const std::function<bool()>& stop) {

@@ -144,6 +144,9 @@ class World {
   // Wakes the waiters of `node` whose condition now holds.
   void Poll(int node);
   void Wake(Waiter* w);
+  // Wakes `w` if its condition holds now (asked under its lock; a lock held
+  // by another task while it waits breaks the world's rule: Fatal).
+  void WakeIfReady(Waiter* w);
   void Park(Task* t);
 
   std::mt19937_64 rng_;
