@@ -10,6 +10,7 @@ void RoundHistory::Add(RoundView v) {
   q.push_back(std::move(v));
   if (q.size() > keep_) q.pop_front();
   cv_.notify_all();
+  done_cv_.notify_all();  // a round waited for may have been dropped
 }
 
 const RoundView* RoundHistory::FindLocked(const std::string& id) const {
@@ -25,6 +26,7 @@ bool RoundHistory::Update(const std::string& id, const std::function<void(RoundV
   if (!r) return false;
   fn(*r);
   cv_.notify_all();
+  if (r->done) done_cv_.notify_all();
   return true;
 }
 
@@ -65,10 +67,22 @@ std::optional<RoundView> RoundHistory::Wait(const std::string& id, size_t seen, 
   return *r;
 }
 
+std::optional<RoundView> RoundHistory::WaitDone(const std::string& id, absl::Time deadline) {
+  std::unique_lock<std::mutex> l(mu_);
+  env_->WaitUntil(l, done_cv_, deadline, [&] {
+    const RoundView* r = FindLocked(id);
+    return closed_ || !r || r->done;
+  });
+  const RoundView* r = FindLocked(id);
+  if (!r) return std::nullopt;
+  return *r;
+}
+
 void RoundHistory::Close() {
   std::lock_guard<std::mutex> l(mu_);
   closed_ = true;
   cv_.notify_all();
+  done_cv_.notify_all();
 }
 
 size_t RoundHistory::size() const {

@@ -56,6 +56,9 @@ class RoundHistory {
   // Waits until the round has more than `seen` events or is done, or until
   // `deadline` or Close(); nullopt if it is gone.
   std::optional<RoundView> Wait(const std::string& id, size_t seen, absl::Time deadline);
+  // Waits until the round is done, or until `deadline` or Close(); nullopt
+  // if it is gone. A change short of the end wakes no such waiter.
+  std::optional<RoundView> WaitDone(const std::string& id, absl::Time deadline);
   // Wakes every waiter for good (shutdown).
   void Close();
   size_t size() const;
@@ -66,7 +69,8 @@ class RoundHistory {
   const Env* env_;
   const size_t keep_;
   mutable std::mutex mu_;
-  std::condition_variable cv_;
+  std::condition_variable cv_;        // any change
+  std::condition_variable done_cv_;   // a round done or gone, or Close()
   std::deque<RoundView> live_, dry_;  // guarded by mu_; oldest first
   bool closed_ = false;               // guarded by mu_
 };

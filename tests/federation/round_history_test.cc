@@ -44,6 +44,34 @@ TEST(RoundHistoryTest, WaitEndsOnANewEventWithoutTimePassing) {
   EXPECT_EQ(v->events.size(), 1u);
 }
 
+// Admin.Balance with wait waits for the end between its progress writes: an
+// event short of the end does not end that wait, the end does (and a view
+// that was not done would be written as if it were).
+TEST(RoundHistoryTest, WaitDoneEndsOnlyWhenTheRoundIsDone) {
+  FakeEnv env;
+  RoundHistory h(&env);
+  h.Add(View("r", false, env.Now()));
+  std::thread t([&] {
+    while (env.waiters() == 0) std::this_thread::yield();
+    h.Update("r", [](RoundView& r) { r.events.push_back("a report"); });
+    // Time for a waiter woken by the event to take it (real time: the
+    // waiter's wake does not go through the fake clock).
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    h.Update("r", [](RoundView& r) { r.events.push_back("another"); });
+    h.Update("r", [](RoundView& r) {
+      r.events.push_back("finished");
+      r.done = true;
+    });
+  });
+  auto v = h.WaitDone("r", absl::InfiniteFuture());
+  t.join();
+  ASSERT_TRUE(v.has_value());
+  EXPECT_TRUE(v->done);
+  EXPECT_EQ(v->events.size(), 3u);
+  // A round that is gone, or a closed history, ends it too.
+  EXPECT_FALSE(h.WaitDone("gone", absl::InfiniteFuture()).has_value());
+}
+
 TEST(RoundTimeoutsTest, OneRuleFromTheConfig) {
   config::BalancerConfig b;
   b.step_timeout = absl::Seconds(10);
