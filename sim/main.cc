@@ -358,11 +358,18 @@ int Federation(std::map<std::string, std::string> f) {
       known_mean += k / static_cast<double>(r.known_after.size());
       known_max = std::max(known_max, k);
     }
-    const std::string known =
-        r.known_after.empty()
-            ? std::string("no crash known to every live site")
-            : absl::StrFormat("%zu crashes known to every live site after %.2f s (mean), %.2f s (most)",
-                              r.known_after.size(), known_mean, known_max);
+    double near_mean = 0, near_max = 0;
+    for (double k : r.neighbours_after) {
+      near_mean += k / static_cast<double>(r.neighbours_after.size());
+      near_max = std::max(near_max, k);
+    }
+    std::string known = r.known_after.empty()
+                            ? std::string("no crash known to every live site")
+                            : absl::StrFormat("%zu crashes known to every live site after %.2f s (mean), %.2f s (most)",
+                                              r.known_after.size(), known_mean, known_max);
+    if (!r.neighbours_after.empty())
+      absl::StrAppend(&known, absl::StrFormat(", to its live cube neighbours after %.2f s (mean), %.2f s (most)",
+                                              near_mean, near_max));
     std::printf(
         "  membership: %.1f heartbeats a site a second; a site's bytes a round (sent and received, mean of "
         "rounds): round messages %.1f KiB (most of any site %.1f KiB), heartbeats %.1f KiB (most %.1f KiB); %s, "

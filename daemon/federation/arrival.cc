@@ -12,15 +12,8 @@ namespace hyperfed::federation {
 
 namespace {
 constexpr char kPlacementPrefix[] = "placement:";
-// A peer's protocol from which it takes placed jobs ("MAJOR.MINOR").
-bool TakesPlacements(const std::string& protocol) {
-  const size_t dot = protocol.find('.');
-  int major = 0, minor = 0;
-  if (dot == std::string::npos || !absl::SimpleAtoi(protocol.substr(0, dot), &major) ||
-      !absl::SimpleAtoi(protocol.substr(dot + 1), &minor))
-    return false;
-  return major > 1 || (major == 1 && minor >= 4);
-}
+// A peer's protocol from which it takes placed jobs.
+bool TakesPlacements(const std::string& protocol) { return ProtocolAtLeast(protocol, 1, 4); }
 }  // namespace
 
 bool IsPlacementId(const std::string& round_id) { return absl::StartsWith(round_id, kPlacementPrefix); }

@@ -73,12 +73,22 @@ class PeerClient {
   // Returns the id of the round that will serve the request.
   virtual absl::StatusOr<std::string> RequestBalance(const std::string& site, const std::string& from,
                                                      const std::string& reason, absl::Duration timeout) = 0;
-  // This site's heartbeat to each of `sites`, all at once: one status per
-  // site, in order. Returns when every call has answered or waited
-  // `timeout`: a peer that does not answer, or answers slowly, delays no
-  // other (docs/design.md §9).
-  virtual std::vector<absl::Status> Heartbeats(const std::vector<std::string>& sites, const HeartbeatInfo& info,
-                                               absl::Duration timeout) = 0;
+  // This site's heartbeat (its probe, docs/design.md §6.11) to each of
+  // `sites`, all at once, each with its own gossip (`gossip[i]` for
+  // `sites[i]`; empty: none): one answer per site, in order. Returns when
+  // every call has answered or waited `timeout`: a peer that does not
+  // answer, or answers slowly, delays no other (docs/design.md §9).
+  virtual std::vector<absl::StatusOr<ProbeAck>> Heartbeats(const std::vector<std::string>& sites,
+                                                           const HeartbeatInfo& info, const std::vector<Gossip>& gossip,
+                                                           absl::Duration timeout) = 0;
+  // Asks each helper to probe a site for this one (Peer.ProbeFor), all at
+  // once: per (helper, site), whether the site answered the helper; an
+  // error when the helper itself did not answer. A site of protocol 1.7 or
+  // older answers UNIMPLEMENTED.
+  virtual std::vector<absl::StatusOr<bool>> ProbeFor(const std::vector<std::pair<std::string, std::string>>& asks,
+                                                     absl::Duration timeout) {
+    return std::vector<absl::StatusOr<bool>>(asks.size(), absl::UnimplementedError("ProbeFor"));
+  }
 };
 
 // Moves jobs to another site exactly once (the migration layer).

@@ -370,6 +370,11 @@ void Site::HeartbeatOnce() {
   }
   hb.round_id = participant_.current_round();
   hb.epoch = participant_.highest_epoch();
+  hb.incarnation = membership_.incarnation();
+  {
+    std::lock_guard<std::mutex> l(mu_);
+    last_heartbeat_ = hb;
+  }
   heartbeater_.Tick(hb);
 }
 
@@ -409,7 +414,24 @@ void Site::TimerOnce() {
 
 // ------------------------------------------------------------------ rounds
 
-bool Site::OnHeartbeat(const HeartbeatInfo& hb) { return membership_.Seen(hb); }
+bool Site::OnHeartbeat(const HeartbeatInfo& hb, const Gossip& gossip, ProbeAck* ack) {
+  return membership_.Seen(hb, gossip, ack);
+}
+
+absl::StatusOr<bool> Site::OnProbeFor(const std::string& site, absl::Duration timeout) {
+  HeartbeatInfo hb;
+  {
+    std::lock_guard<std::mutex> l(mu_);
+    // No heartbeat of its own yet (it has just started): it cannot probe,
+    // and saying "not answered" would confirm a suspicion on no evidence.
+    if (!last_heartbeat_) return absl::UnavailableError("this site has not sent its first heartbeat yet");
+    hb = *last_heartbeat_;
+  }
+  // Heard lately (its probes come every interval): no probe needed.
+  if (membership_.HeardRecently(site)) return true;
+  hb.incarnation = membership_.incarnation();
+  return heartbeater_.ProbeFor(site, hb, timeout);
+}
 
 bool Site::OnStartRound(const RoundSpec& spec, std::string* why_not) {
   if (!membership_.MayCoordinate(spec.coordinator)) {
@@ -420,15 +442,16 @@ bool Site::OnStartRound(const RoundSpec& spec, std::string* why_not) {
   // A coordinator is checked (issue 34, finding 7): a fault set that names a
   // site this site hears from itself would leave that site's jobs out of
   // the round on one site's word. Declined; the round ends without this
-  // site and nothing changes here (docs/design.md §6.3). "Hears from": a
-  // heartbeat within two heartbeat intervals (at most peer_timeout), the
-  // time in which a live peer is always heard. A peer silent longer may
+  // site and nothing changes here (docs/design.md §6.3). "Hears from": its
+  // probe or answer within Membership::HeardWithin (1.5 intervals, at most
+  // peer_timeout), the time in which a live neighbour is always heard, and
+  // before which no probe takes it down (§6.11). A peer silent longer may
   // well be down, and a coordinator that restarted or saw it go first
   // rightly names it (the federation simulation's crash profile: a decline
   // there leaves the round waiting out its step timeouts).
   if (!spec.faults.empty()) {
     const config::BalancerConfig b = live_->balancer();
-    const absl::Time heard_since = env_->Now() - std::min(b.peer_timeout, 2 * b.heartbeat_interval);
+    const absl::Time heard_since = env_->Now() - Membership::HeardWithin(b);
     for (const PeerInfo& p : membership_.View()) {
       if (p.self || !p.up || p.last_seen < heard_since ||
           std::find(spec.faults.begin(), spec.faults.end(), p.label) == spec.faults.end())

@@ -89,7 +89,12 @@ class Site {
   absl::StatusOr<SiteSnapshot> Snapshot(bool with_waits = false);
 
   // ---- Peer RPCs
-  bool OnHeartbeat(const HeartbeatInfo& hb);
+  // A peer's probe (Membership::Seen); `ack` gets the answer's news.
+  bool OnHeartbeat(const HeartbeatInfo& hb, const Gossip& gossip = {}, ProbeAck* ack = nullptr);
+  // A peer asks this site to probe `site` for it (Heartbeater::ProbeFor),
+  // with this site's last heartbeat (UNAVAILABLE before its first one):
+  // whether it answered.
+  absl::StatusOr<bool> OnProbeFor(const std::string& site, absl::Duration timeout);
   // Takes part in `spec` when its coordinator is the one this site
   // recognises (Membership::MayCoordinate), its fault set names no site
   // this site hears from (issue 34, finding 7) and the participant takes it
@@ -128,6 +133,10 @@ class Site {
   absl::StatusOr<std::string> Balance(bool dry_run, const std::string& reason, const std::string& mode = "");
   // Waits until the round has more than `seen` events or is done.
   std::optional<RoundView> WaitRound(const std::string& round_id, size_t seen, absl::Duration timeout);
+  // Waits until the round is done (RoundHistory::WaitDone).
+  std::optional<RoundView> WaitRoundDone(const std::string& round_id, absl::Duration timeout) {
+    return history_.WaitDone(round_id, env_->Now() + timeout);
+  }
   std::optional<RoundView> LastRound() const;
   // A round this site coordinated (RoundHistory::Find).
   std::optional<RoundView> FindRound(const std::string& round_id) const { return history_.Find(round_id); }
@@ -249,6 +258,7 @@ class Site {
   std::condition_variable cv_;
   bool stopping_ = false;    // guarded by mu_
   bool place_now_ = false;   // guarded by mu_
+  std::optional<HeartbeatInfo> last_heartbeat_;  // guarded by mu_: what the last tick sent
   std::unique_ptr<EnvThread> heartbeat_thread_, timer_thread_, placement_thread_, recovery_thread_;
 };
 

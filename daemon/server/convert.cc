@@ -240,6 +240,9 @@ federation::RoundSpec FromProto(const v1::StartRoundRequest& in) {
 std::string PeerState(const federation::PeerInfo& p) {
   if (p.self) return p.drained ? "self,drained" : "self";
   if (!p.up) return "down";
+  // Presumed alive (docs/design.md §6.11) but not heard from yet, first or
+  // second hand: not "up" to an operator or a test waiting for health.
+  if (p.last_seen == absl::InfinitePast() && p.row_at == absl::InfinitePast()) return "unheard";
   return p.drained ? "drained" : "up";
 }
 
@@ -257,7 +260,9 @@ void ToStatusProto(const federation::PeerInfo& in, absl::Time now, const std::st
   ToProto(in, out);
   out->set_load_per_capacity(in.capacity > 0 ? static_cast<double>(in.load) / in.capacity : 0);
   out->set_last_round(in.self && !self_last_round.empty() ? self_last_round : in.last_round);
-  out->set_age_ms(in.last_seen == absl::InfinitePast() ? -1 : absl::ToInt64Milliseconds(now - in.last_seen));
+  // How old its row is: said to this site, or relayed (docs/design.md §6.11).
+  const absl::Time said = std::max(in.row_at, in.self ? in.last_seen : absl::InfinitePast());
+  out->set_age_ms(said == absl::InfinitePast() ? -1 : absl::ToInt64Milliseconds(now - said));
   out->set_roster_version(in.roster_version);
   out->set_protocol(in.self ? self_protocol : in.protocol);
 }
@@ -320,6 +325,62 @@ void ToProto(const federation::HeartbeatInfo& in, v1::HeartbeatRequest* out) {
     f->set_cores(cores);
   }
   out->set_profile_age_ms(in.profile_age_ms);
+  out->set_incarnation(in.incarnation);
+}
+
+namespace {
+void ToProto(const federation::MemberNews& in, v1::MemberNews* out) {
+  out->set_label(in.label);
+  out->set_incarnation(in.incarnation);
+  out->set_state(static_cast<v1::Liveness>(static_cast<int>(in.state)));
+  out->set_by(in.by);
+}
+federation::MemberNews FromProto(const v1::MemberNews& in) {
+  federation::MemberNews n;
+  n.label = in.label();
+  n.incarnation = in.incarnation();
+  n.state = static_cast<federation::Liveness>(static_cast<int>(in.state()));
+  n.by = in.by();
+  return n;
+}
+}  // namespace
+
+void ToProto(const federation::Gossip& in, v1::HeartbeatRequest* out) {
+  for (const federation::MemberNews& n : in.news) ToProto(n, out->add_news());
+  out->set_digest(in.digest);
+  for (const federation::MemberNews& n : in.state) ToProto(n, out->add_state());
+  for (const federation::RelayedRow& r : in.rows) {
+    v1::RelayedRow* o = out->add_rows();
+    ToProto(r.info, o->mutable_row());
+    o->mutable_row()->set_protocol(r.info.protocol);  // the caller's own is set where it is sent
+    o->set_age_ms(r.age_ms);
+  }
+}
+
+federation::Gossip GossipFromProto(const v1::HeartbeatRequest& in) {
+  federation::Gossip g;
+  for (const v1::MemberNews& n : in.news()) g.news.push_back(FromProto(n));
+  g.digest = in.digest();
+  for (const v1::MemberNews& n : in.state()) g.state.push_back(FromProto(n));
+  for (const v1::RelayedRow& o : in.rows()) g.rows.push_back({.info = FromProto(o.row()), .age_ms = o.age_ms()});
+  return g;
+}
+
+void ToProto(const federation::ProbeAck& in, v1::HeartbeatReply* out) {
+  out->set_incarnation(in.incarnation);
+  for (const federation::MemberNews& n : in.news) ToProto(n, out->add_news());
+  out->set_digest(in.digest);
+  for (const federation::MemberNews& n : in.state) ToProto(n, out->add_state());
+}
+
+federation::ProbeAck ProbeAckFromProto(const v1::HeartbeatReply& in) {
+  federation::ProbeAck a;
+  a.protocol = in.protocol();
+  a.incarnation = in.incarnation();
+  for (const v1::MemberNews& n : in.news()) a.news.push_back(FromProto(n));
+  a.digest = in.digest();
+  for (const v1::MemberNews& n : in.state()) a.state.push_back(FromProto(n));
+  return a;
 }
 
 v1::LeftRoundRequest ToLeftRoundRequest(const std::string& self, const std::string& round_id,
@@ -350,6 +411,7 @@ federation::HeartbeatInfo FromProto(const v1::HeartbeatRequest& in) {
   h.protocol = in.protocol();
   for (const v1::FreeAt& f : in.free()) h.free.push_back({f.offset_ms(), f.cores()});
   h.profile_age_ms = in.profile_age_ms();
+  h.incarnation = in.incarnation();
   return h;
 }
 

@@ -49,6 +49,12 @@ federation::ExchangeMessage FromProto(const v1::ExchangeRequest& in);
 void ToProto(const federation::RoundSpec& in, v1::StartRoundRequest* out);
 federation::RoundSpec FromProto(const v1::StartRoundRequest& in);  // faults sorted
 void ToProto(const federation::HeartbeatInfo& in, v1::HeartbeatRequest* out);
+// A probe's gossip and answer (docs/design.md §6.11); the handler checks
+// what comes in (PeerHandlers::Heartbeat, CheckGossip).
+void ToProto(const federation::Gossip& in, v1::HeartbeatRequest* out);
+federation::Gossip GossipFromProto(const v1::HeartbeatRequest& in);
+void ToProto(const federation::ProbeAck& in, v1::HeartbeatReply* out);
+federation::ProbeAck ProbeAckFromProto(const v1::HeartbeatReply& in);
 // A site as the operator sees it (Status, Topology): id, label, endpoint,
 // load, capacity and its state in one word: "self" (with ",drained"),
 // "down", "drained" or "up" (PeerState).

@@ -131,6 +131,7 @@ absl::StatusOr<balance::LoadTable> GrpcPeers::Exchange(const std::string& site, 
   Conn* c = Get(site);
   if (!c) return Unknown(site);
   if (PartitionedFrom(site)) return Cut(site);
+  Reconnect({c}, ReconnectUntil(ExchangeCallTimeout(timeout)));
   v1::ExchangeRequest req;
   ToProto(m, &req);
   v1::ExchangeReply reply;
@@ -147,6 +148,7 @@ absl::StatusOr<balance::LoadTable> GrpcPeers::ExchangeUnless(const std::string& 
   Conn* c = Get(site);
   if (!c) return Unknown(site);
   if (PartitionedFrom(site)) return Cut(site);
+  Reconnect({c}, ReconnectUntil(ExchangeCallTimeout(timeout)));
   v1::ExchangeRequest req;
   ToProto(m, &req);
   v1::ExchangeReply reply;
@@ -174,8 +176,25 @@ absl::StatusOr<balance::LoadTable> GrpcPeers::ExchangeUnless(const std::string& 
   return FromProto(reply.rows());
 }
 
+void GrpcPeers::Reconnect(const std::vector<Conn*>& conns, absl::Time until) {
+  std::vector<Conn*> failing;
+  for (Conn* c : conns) {
+    if (!c || c->channel->GetState(/*try_to_connect=*/false) != GRPC_CHANNEL_TRANSIENT_FAILURE) continue;
+    grpc::experimental::ChannelResetConnectionBackoff(c->channel.get());
+    c->channel->GetState(/*try_to_connect=*/true);
+    failing.push_back(c);
+  }
+  // All dial at once; the wait is at most until `until` in all.
+  for (Conn* c : failing) c->channel->WaitForConnected(absl::ToChronoTime(until));
+}
+
+absl::Time GrpcPeers::ReconnectUntil(absl::Duration timeout) {
+  return absl::Now() + std::min(timeout / 2, kReconnectWait);
+}
+
 template <typename Reply, typename Start, typename Done>
-void GrpcPeers::CallEach(const std::vector<std::string>& sites, absl::Duration timeout, Start start, Done done) {
+void GrpcPeers::CallEach(const std::vector<std::string>& sites, absl::Duration timeout, bool reconnect, Start start,
+                         Done done) {
   struct Call {
     grpc::ClientContext ctx;
     Reply reply;
@@ -185,10 +204,16 @@ void GrpcPeers::CallEach(const std::vector<std::string>& sites, absl::Duration t
   std::vector<std::unique_ptr<Call>> calls(sites.size());
   grpc::CompletionQueue cq;
   size_t pending = 0;
+  std::vector<Conn*> conns(sites.size(), nullptr);
   for (size_t i = 0; i < sites.size(); ++i) {
-    Conn* c = Get(sites[i]);
-    if (!c || PartitionedFrom(sites[i])) {
-      done(i, c ? Cut(sites[i]) : Unknown(sites[i]), Reply());
+    conns[i] = Get(sites[i]);
+    if (conns[i] && PartitionedFrom(sites[i])) conns[i] = nullptr;
+  }
+  if (reconnect) Reconnect(conns, ReconnectUntil(timeout));
+  for (size_t i = 0; i < sites.size(); ++i) {
+    Conn* c = conns[i];
+    if (!c) {
+      done(i, Get(sites[i]) ? Cut(sites[i]) : Unknown(sites[i]), Reply());
       continue;
     }
     calls[i] = std::make_unique<Call>();
@@ -217,7 +242,7 @@ std::vector<federation::PeerClient::StartAnswer> GrpcPeers::StartRound(const std
   ToProto(spec, &req);
   std::vector<StartAnswer> out(sites.size());
   CallEach<v1::StartRoundReply>(
-      sites, timeout,
+      sites, timeout, /*reconnect=*/true,
       [&](size_t, v1::Peer::Stub* stub, grpc::ClientContext* ctx, grpc::CompletionQueue* cq) {
         return stub->AsyncStartRound(ctx, req, cq);
       },
@@ -240,7 +265,7 @@ std::vector<absl::StatusOr<balance::LoadRow>> GrpcPeers::CurrentLoads(const std:
   req.set_site(live_->self());
   std::vector<absl::StatusOr<balance::LoadRow>> out(sites.size(), absl::UnavailableError("no answer"));
   CallEach<v1::LoadRow>(
-      sites, timeout,
+      sites, timeout, /*reconnect=*/true,
       [&](size_t, v1::Peer::Stub* stub, grpc::ClientContext* ctx, grpc::CompletionQueue* cq) {
         return stub->AsyncCurrentLoad(ctx, req, cq);
       },
@@ -259,7 +284,7 @@ std::vector<absl::Status> GrpcPeers::LeftRound(const std::vector<std::string>& s
   const v1::LeftRoundRequest req = ToLeftRoundRequest(live_->self(), round_id, left);
   std::vector<absl::Status> out(sites.size(), absl::UnavailableError("no answer"));
   CallEach<v1::LeftRoundReply>(
-      sites, timeout,
+      sites, timeout, /*reconnect=*/true,
       [&](size_t, v1::Peer::Stub* stub, grpc::ClientContext* ctx, grpc::CompletionQueue* cq) {
         return stub->AsyncLeftRound(ctx, req, cq);
       },
@@ -272,6 +297,7 @@ absl::Status GrpcPeers::ReportRound(const std::string& site, const federation::R
   Conn* c = Get(site);
   if (!c) return Unknown(site);
   if (PartitionedFrom(site)) return Cut(site);
+  Reconnect({c}, ReconnectUntil(timeout));
   v1::RoundReport req;
   ToProto(report, &req);
   v1::ReportRoundReply reply;
@@ -284,6 +310,7 @@ absl::StatusOr<federation::RoundReport> GrpcPeers::GetReport(const std::string& 
   Conn* c = Get(site);
   if (!c) return Unknown(site);
   if (PartitionedFrom(site)) return Cut(site);
+  Reconnect({c}, ReconnectUntil(timeout));
   v1::GetReportRequest req;
   req.set_site(live_->self());
   req.set_round_id(round_id);
@@ -350,8 +377,10 @@ absl::StatusOr<int64_t> GrpcPeers::ProposeRoster(const std::string& site, const 
   return reply.version();
 }
 
-std::vector<absl::Status> GrpcPeers::Heartbeats(const std::vector<std::string>& sites,
-                                                const federation::HeartbeatInfo& info, absl::Duration timeout) {
+std::vector<absl::StatusOr<federation::ProbeAck>> GrpcPeers::Heartbeats(const std::vector<std::string>& sites,
+                                                                        const federation::HeartbeatInfo& info,
+                                                                        const std::vector<federation::Gossip>& gossip,
+                                                                        absl::Duration timeout) {
   const absl::Time began = absl::Now();
   v1::HeartbeatRequest common;
   ToProto(info, &common);
@@ -359,6 +388,7 @@ std::vector<absl::Status> GrpcPeers::Heartbeats(const std::vector<std::string>& 
   // This site's roster goes along to each peer whose last answer said it
   // lacks it (docs/operations.md, "Join and leave").
   std::vector<v1::HeartbeatRequest> reqs(sites.size(), common);
+  for (size_t i = 0; i < sites.size() && i < gossip.size(); ++i) ToProto(gossip[i], &reqs[i]);
   if (keeper_) {
     const std::string digest = keeper_->Digest();
     std::optional<v1::SignedRoster> mine;
@@ -374,19 +404,20 @@ std::vector<absl::Status> GrpcPeers::Heartbeats(const std::vector<std::string>& 
       if (mine) *reqs[i].mutable_roster() = *mine;
     }
   }
-  std::vector<absl::Status> out(sites.size(), absl::UnavailableError("no answer"));
+  std::vector<absl::StatusOr<federation::ProbeAck>> out(sites.size(), absl::UnavailableError("no answer"));
   std::vector<std::string> denied;
   CallEach<v1::HeartbeatReply>(
-      sites, timeout,
+      sites, timeout, /*reconnect=*/false,
       [&](size_t i, v1::Peer::Stub* stub, grpc::ClientContext* ctx, grpc::CompletionQueue* cq) {
         return stub->AsyncHeartbeat(ctx, reqs[i], cq);
       },
       [&](size_t i, const absl::Status& st, const v1::HeartbeatReply& reply) {
-        out[i] = st;
         if (!st.ok()) {
+          out[i] = st;
           if (st.code() == absl::StatusCode::kPermissionDenied) denied.push_back(sites[i]);
           return;
         }
+        out[i] = ProbeAckFromProto(reply);
         {
           std::lock_guard<std::mutex> l(mu_);
           peer_roster_[sites[i]] = {reply.roster_version(), reply.roster_digest()};
@@ -417,6 +448,39 @@ std::vector<absl::Status> GrpcPeers::Heartbeats(const std::vector<std::string>& 
   return out;
 }
 
+void GrpcPeers::HeardFrom(const std::string& site) {
+  Conn* c = Get(site);
+  if (c && c->channel->GetState(/*try_to_connect=*/false) == GRPC_CHANNEL_TRANSIENT_FAILURE)
+    grpc::experimental::ChannelResetConnectionBackoff(c->channel.get());
+}
+
+std::vector<absl::StatusOr<bool>> GrpcPeers::ProbeFor(const std::vector<std::pair<std::string, std::string>>& asks,
+                                                      absl::Duration timeout) {
+  std::vector<std::string> helpers;
+  for (const auto& [helper, target] : asks) helpers.push_back(helper);
+  std::vector<absl::StatusOr<bool>> out(asks.size(), absl::UnavailableError("no answer"));
+  // The helper waits a little less than this site does, so that its answer
+  // comes back in time.
+  const int64_t wait_ms = std::max<int64_t>(1, absl::ToInt64Milliseconds(timeout * 0.8));
+  CallEach<v1::ProbeForReply>(
+      helpers, timeout, /*reconnect=*/false,
+      [&](size_t i, v1::Peer::Stub* stub, grpc::ClientContext* ctx, grpc::CompletionQueue* cq) {
+        v1::ProbeForRequest req;
+        req.set_site(live_->self());
+        req.set_target(asks[i].second);
+        req.set_timeout_ms(wait_ms);
+        return stub->AsyncProbeFor(ctx, req, cq);
+      },
+      [&](size_t i, const absl::Status& st, const v1::ProbeForReply& reply) {
+        if (st.ok()) {
+          out[i] = reply.answered();
+        } else {
+          out[i] = st;
+        }
+      });
+  return out;
+}
+
 absl::StatusOr<v1::TransferRequest> EncodeTransfer(const migration::TransferRequest& req) {
   v1::TransferRequest p;
   ToProto(req, &p);
@@ -432,6 +496,7 @@ absl::StatusOr<migration::TransferReply> GrpcPeers::Transfer(const std::string& 
   Conn* c = Get(dest_site);
   if (!c) return Unknown(dest_site);
   if (PartitionedFrom(dest_site)) return Cut(dest_site);
+  Reconnect({c}, ReconnectUntil(kTransferTimeout));
   auto p = EncodeTransfer(req);
   if (!p.ok()) return p.status();
   v1::TransferReply reply;
@@ -445,6 +510,7 @@ absl::StatusOr<migration::AbortReply> GrpcPeers::Abort(const std::string& dest_s
   Conn* c = Get(dest_site);
   if (!c) return Unknown(dest_site);
   if (PartitionedFrom(dest_site)) return Cut(dest_site);
+  Reconnect({c}, ReconnectUntil(kTransferTimeout));
   v1::AbortRequest p;
   p.set_migration_id(migration_id);
   p.set_source_site(source_site);

@@ -40,6 +40,10 @@ namespace hyperfed::server {
 inline constexpr size_t kMaxMessageBytes = size_t{8} << 20;
 // How long a Transfer or Abort call may take.
 inline constexpr absl::Duration kTransferTimeout = absl::Seconds(60);
+// How long a round or migration call waits for a failing channel to a
+// site to connect again before it is made (GrpcPeers::Reconnect); at most
+// half the call's own timeout.
+inline constexpr absl::Duration kReconnectWait = absl::Seconds(1);
 // Keepalive on the connections to peers: a PING every kPeerKeepaliveMs,
 // and a connection whose PING goes unanswered for kPeerKeepaliveTimeoutMs
 // (or whose data goes unacknowledged as long: gRPC sets TCP_USER_TIMEOUT
@@ -108,8 +112,16 @@ class GrpcPeers : public federation::PeerClient, public migration::PeerTransport
   absl::StatusOr<std::string> RequestBalance(const std::string& site, const std::string& from,
                                              const std::string& reason, absl::Duration timeout) override;
   // On one completion queue, as StartRound.
-  std::vector<absl::Status> Heartbeats(const std::vector<std::string>& sites, const federation::HeartbeatInfo& info,
-                                       absl::Duration timeout) override;
+  std::vector<absl::StatusOr<federation::ProbeAck>> Heartbeats(const std::vector<std::string>& sites,
+                                                               const federation::HeartbeatInfo& info,
+                                                               const std::vector<federation::Gossip>& gossip,
+                                                               absl::Duration timeout) override;
+  // `site` was heard from (its probe came): a channel to it waiting out a
+  // connect backoff tries again now.
+  void HeardFrom(const std::string& site);
+  // On one completion queue, as StartRound.
+  std::vector<absl::StatusOr<bool>> ProbeFor(const std::vector<std::pair<std::string, std::string>>& asks,
+                                             absl::Duration timeout) override;
 
   // migration::PeerTransport
   absl::StatusOr<migration::TransferReply> Transfer(const std::string& dest_site,
@@ -137,13 +149,22 @@ class GrpcPeers : public federation::PeerClient, public migration::PeerTransport
     std::unique_ptr<v1::Peer::Stub> peer;
   };
   Conn* Get(const std::string& site);
+  // Round and migration calls go to sites a round counts live, which this
+  // site may not have called since they came back: only cube neighbours
+  // probe each other (docs/design.md §6.11). A channel still failing from
+  // before (gRPC fails a call on it at once, with the old error) is dialled
+  // again at once and given until `until` to connect. Probes do not wait:
+  // a down neighbour's channel always fails.
+  static void Reconnect(const std::vector<Conn*>& conns, absl::Time until);
+  static absl::Time ReconnectUntil(absl::Duration timeout);
   // One unary call to each of `sites` at once, each with a deadline
   // `timeout` from now; returns when every call has ended. `start(i, stub,
   // ctx, cq)` begins the call to site i and returns its reader; `done(i, status,
   // reply)` takes site i's answer, or the error of a site that is unknown
-  // or cut off (then with a default reply). Defined in peer_client.cc.
+  // or cut off (then with a default reply). With `reconnect`, failing
+  // channels are dialled first (Reconnect). Defined in peer_client.cc.
   template <typename Reply, typename Start, typename Done>
-  void CallEach(const std::vector<std::string>& sites, absl::Duration timeout, Start start, Done done);
+  void CallEach(const std::vector<std::string>& sites, absl::Duration timeout, bool reconnect, Start start, Done done);
   // A channel to `site` at `endpoint` (kept for the daemon's life: stubs
   // handed out stay valid).
   Conn* DialLocked(const std::string& site, const std::string& endpoint);

@@ -1,7 +1,10 @@
 #include "daemon/server/peer_handlers.h"
 
+#include <algorithm>
+
 #include "absl/strings/str_cat.h"
 #include "daemon/common/log.h"
+#include "daemon/federation/membership.h"
 #include "daemon/server/convert.h"
 #include "daemon/server/protocol.h"
 
@@ -206,8 +209,6 @@ absl::Status PeerHandlers::Heartbeat(const std::string& caller, const v1::Heartb
                                      v1::HeartbeatReply* reply) {
   if (auto st = CheckCaller(caller, req.site()); !st.ok()) return st;
   if (req.roster_digest().size() > 64) return Invalid("roster_digest over 64 bytes");
-  if (req.round_id().size() > kMaxIdLength || req.last_round().size() > kMaxIdLength)
-    return Invalid("round_id and last_round: at most 200 characters");
   if (auto st = CheckProtocol(req.protocol()); !st.ok()) {
     LogOnce(absl::StrCat("heartbeats of ", req.site(), " refused: ", st.message()));
     return st;
@@ -237,14 +238,74 @@ absl::Status PeerHandlers::Heartbeat(const std::string& caller, const v1::Heartb
     if (req.roster_version() != roster->version) return absl::OkStatus();
     return Invalid(absl::StrCat("site ", req.site(), " has label ", e->label, " in the roster, not ", req.label()));
   }
-  balance::StartProfile profile{.widest = req.widest()};
-  for (const v1::FreeAt& f : req.free()) profile.free.push_back({f.offset_ms(), f.cores()});
-  if (auto st = federation::CheckReportedRow(*roster, req.label(), req.load(), req.capacity(), profile); !st.ok())
+  if (auto st = CheckRowValues(*roster, req); !st.ok()) return st;
+  if (auto st = CheckGossip(*roster, req); !st.ok()) return st;
+  federation::ProbeAck ack;
+  d_.site->OnHeartbeat(FromProto(req), GossipFromProto(req), &ack);
+  ToProto(ack, reply);
+  return absl::OkStatus();
+}
+
+absl::Status PeerHandlers::CheckRowValues(const config::Roster& roster, const v1::HeartbeatRequest& row) const {
+  if (row.round_id().size() > kMaxIdLength || row.last_round().size() > kMaxIdLength)
+    return Invalid("round_id and last_round: at most 200 characters");
+  balance::StartProfile profile{.widest = row.widest()};
+  for (const v1::FreeAt& f : row.free()) profile.free.push_back({f.offset_ms(), f.cores()});
+  if (auto st = federation::CheckReportedRow(roster, row.label(), row.load(), row.capacity(), profile); !st.ok())
     return Invalid(std::string(st.message()));
-  if (req.epoch() != 0 && !EpochOk(req.epoch())) return Invalid("epoch must be >= 0 and at most a day ahead");
-  if (req.profile_age_ms() < 0 || req.profile_age_ms() > absl::ToInt64Milliseconds(absl::Hours(24)))
+  if (row.epoch() != 0 && !EpochOk(row.epoch())) return Invalid("epoch must be >= 0 and at most a day ahead");
+  if (row.profile_age_ms() < 0 || row.profile_age_ms() > absl::ToInt64Milliseconds(absl::Hours(24)))
     return Invalid("profile_age_ms must be between 0 and a day");
-  d_.site->OnHeartbeat(FromProto(req));
+  if (row.incarnation() != 0 && !EpochOk(row.incarnation()))
+    return Invalid("incarnation must be >= 0 and at most a day ahead");
+  return absl::OkStatus();
+}
+
+absl::Status PeerHandlers::CheckGossip(const config::Roster& roster, const v1::HeartbeatRequest& req) const {
+  // News: at most one item per roster site and the cap of one message;
+  // rows: at most 64, each checked as the site's own heartbeat is.
+  const int most_news = std::max<int>(federation::Membership::kMaxNews, roster.sites.size()) + 1;
+  if (req.news_size() > most_news) return Invalid(absl::StrCat("news: at most ", most_news, " items"));
+  if (req.state_size() > static_cast<int>(roster.sites.size()))
+    return Invalid(absl::StrCat("state: at most one record per roster site (", roster.sites.size(), ")"));
+  const federation::Gossip gossip = GossipFromProto(req);
+  for (const auto* items : {&gossip.news, &gossip.state})
+    for (const federation::MemberNews& n : *items)
+      if (auto st = federation::CheckNews(roster, n, env_->Now()); !st.ok()) return Invalid(std::string(st.message()));
+  if (req.rows_size() > 64) return Invalid("rows: at most 64");
+  for (const v1::RelayedRow& relayed : req.rows()) {
+    const v1::HeartbeatRequest& r = relayed.row();
+    const config::RosterEntry* e = roster.FindSite(r.site());
+    if (!e || e->label != r.label())
+      return Invalid(absl::StrCat("relayed row of '", r.site().substr(0, kMaxIdLength), "' at label ", r.label(),
+                                  ": no such roster site"));
+    // Its row only: what it passed on itself is not passed on again.
+    if (r.news_size() > 0 || r.rows_size() > 0 || r.state_size() > 0 || r.digest() != 0 || r.has_roster() ||
+        !r.roster_digest().empty())
+      return Invalid("relayed row: a row only (no news, rows, digest, state or roster)");
+    if (r.protocol().size() > 16) return Invalid("relayed row: protocol at most 16 characters");
+    if (auto st = CheckRowValues(roster, r); !st.ok()) return Invalid(absl::StrCat("relayed row: ", st.message()));
+    if (relayed.age_ms() < 0 || relayed.age_ms() > absl::ToInt64Milliseconds(absl::Hours(24)))
+      return Invalid("relayed row: age_ms must be between 0 and a day");
+  }
+  return absl::OkStatus();
+}
+
+absl::Status PeerHandlers::ProbeFor(const std::string& caller, const v1::ProbeForRequest& req,
+                                    v1::ProbeForReply* reply) {
+  if (auto st = CheckCaller(caller, req.site()); !st.ok()) return st;
+  const std::shared_ptr<const config::Roster> roster = d_.live->roster();
+  const config::RosterEntry* t = roster->FindSite(req.target());
+  if (!t) return Invalid(absl::StrCat("target '", req.target().substr(0, kMaxIdLength), "' is not in the roster"));
+  if (req.target() == req.site() || req.target() == d_.config->site.id)
+    return Invalid("target must be neither the caller nor this site");
+  const absl::Duration most = d_.live->balancer().heartbeat_interval;
+  if (req.timeout_ms() <= 0 || absl::Milliseconds(req.timeout_ms()) > most)
+    return Invalid(absl::StrCat("timeout_ms must be above 0 and at most the heartbeat interval (",
+                                absl::FormatDuration(most), ")"));
+  absl::StatusOr<bool> answered = d_.site->OnProbeFor(req.target(), absl::Milliseconds(req.timeout_ms()));
+  if (!answered.ok()) return answered.status();
+  reply->set_answered(*answered);
   return absl::OkStatus();
 }
 

@@ -63,6 +63,9 @@ class PeerHandlers {
   absl::Status Transfer(const std::string& caller, const v1::TransferRequest& req, v1::TransferReply* reply);
   absl::Status Abort(const std::string& caller, const v1::AbortRequest& req, v1::AbortReply* reply);
   absl::Status Heartbeat(const std::string& caller, const v1::HeartbeatRequest& req, v1::HeartbeatReply* reply);
+  // Probes `target` for the caller (Site::OnProbeFor): a roster site other
+  // than both, within at most a heartbeat interval.
+  absl::Status ProbeFor(const std::string& caller, const v1::ProbeForRequest& req, v1::ProbeForReply* reply);
   absl::Status GetRoster(const std::string& caller, const v1::GetRosterRequest& req, v1::SignedRoster* reply);
   // The rounds this site coordinated, for a roster site whose operator asks
   // (no job, no credential: what the round's sites saw anyway).
@@ -80,6 +83,11 @@ class PeerHandlers {
   // highest seen): one more than a day ahead of this site's clock is
   // refused, so that a wild epoch cannot fence this site off for good.
   bool EpochOk(int64_t epoch) const;
+  // A heartbeat's row values, its own or relayed: ids' lengths, load,
+  // capacity and profile (CheckReportedRow), epoch, incarnation, ages.
+  absl::Status CheckRowValues(const config::Roster& roster, const v1::HeartbeatRequest& row) const;
+  // A heartbeat's news and relayed rows (docs/design.md §6.11).
+  absl::Status CheckGossip(const config::Roster& roster, const v1::HeartbeatRequest& req) const;
   // A warning about a peer's call, logged the first time only.
   void LogOnce(const std::string& line);
 

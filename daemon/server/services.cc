@@ -33,6 +33,11 @@ constexpr absl::Duration kPeerAskTimeout = absl::Seconds(30);
 // answer.
 constexpr absl::Duration kFollowEvery = absl::Milliseconds(200);
 constexpr absl::Duration kFollowGiveUp = absl::Seconds(30);
+// Admin.Balance with wait writes a round's progress at most this often, and
+// its end at once: a round of a few milliseconds is then one write, not one
+// per event, and the coordinator's threads are not woken for each report
+// (docs/benchmarks.md, "Round latency").
+constexpr absl::Duration kProgressEvery = absl::Milliseconds(50);
 
 grpc::Status Invalid(const std::string& msg) { return grpc::Status(grpc::StatusCode::INVALID_ARGUMENT, msg); }
 
@@ -162,7 +167,17 @@ grpc::Status PeerService::Heartbeat(grpc::ServerContext* ctx, const v1::Heartbea
                                     v1::HeartbeatReply* reply) {
   std::string caller;
   if (auto st = Admit(ctx, req->site(), &caller); !st.ok()) return st;
-  return ToGrpc(handlers_.Heartbeat(caller, *req, reply));
+  grpc::Status st = ToGrpc(handlers_.Heartbeat(caller, *req, reply));
+  // Its probe came: this site's own channel to it connects again at once,
+  // not after a backoff left from before it listened (a restart).
+  if (st.ok() && d_.peers) d_.peers->HeardFrom(req->site());
+  return st;
+}
+
+grpc::Status PeerService::ProbeFor(grpc::ServerContext* ctx, const v1::ProbeForRequest* req, v1::ProbeForReply* reply) {
+  std::string caller;
+  if (auto st = Admit(ctx, req->site(), &caller); !st.ok()) return st;
+  return ToGrpc(handlers_.ProbeFor(caller, *req, reply));
 }
 
 grpc::Status PeerService::GetRoster(grpc::ServerContext* ctx, const v1::GetRosterRequest* req,
@@ -292,18 +307,22 @@ grpc::Status AdminService::Balance(grpc::ServerContext* ctx, const v1::BalanceRe
   auto id = d_.site->Balance(req->dry_run(), "operator", req->mode());
   if (!id.ok()) return ToGrpc(id.status());
   int seen = 0;
+  // Without wait the first event goes at once; with it, the round's end.
+  absl::Time quiet_until = req->wait() ? absl::Now() + kProgressEvery : absl::InfinitePast();
   while (!ctx->IsCancelled()) {
-    auto r = d_.site->WaitRound(*id, seen, absl::Seconds(1));
+    const absl::Duration quiet = quiet_until - absl::Now();
+    auto r = quiet > absl::ZeroDuration() ? d_.site->WaitRoundDone(*id, std::min(quiet, absl::Seconds(1)))
+                                          : d_.site->WaitRound(*id, seen, absl::Seconds(1));
     if (!r) return grpc::Status(grpc::StatusCode::NOT_FOUND, absl::StrCat("round ", *id, " is gone"));
-    if (static_cast<int>(r->events.size()) > seen || r->done) {
-      v1::Round round;
-      ToProto(*r, &round);
-      v1::RoundEvent e;
-      ToRoundEvent(round, seen, &e);
-      seen = round.events_size();
-      writer->Write(e);
-      if (r->done || !req->wait()) break;
-    }
+    if (!r->done && (static_cast<int>(r->events.size()) <= seen || absl::Now() < quiet_until)) continue;
+    v1::Round round;
+    ToProto(*r, &round);
+    v1::RoundEvent e;
+    ToRoundEvent(round, seen, &e);
+    seen = round.events_size();
+    writer->Write(e);
+    if (r->done || !req->wait()) break;
+    quiet_until = absl::Now() + kProgressEvery;
   }
   return grpc::Status::OK;
 }

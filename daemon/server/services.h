@@ -43,6 +43,7 @@ class PeerService final : public v1::Peer::Service {
   grpc::Status Transfer(grpc::ServerContext* ctx, const v1::TransferRequest* req, v1::TransferReply* reply) override;
   grpc::Status Abort(grpc::ServerContext* ctx, const v1::AbortRequest* req, v1::AbortReply* reply) override;
   grpc::Status Heartbeat(grpc::ServerContext* ctx, const v1::HeartbeatRequest* req, v1::HeartbeatReply* reply) override;
+  grpc::Status ProbeFor(grpc::ServerContext* ctx, const v1::ProbeForRequest* req, v1::ProbeForReply* reply) override;
   grpc::Status GetRoster(grpc::ServerContext* ctx, const v1::GetRosterRequest* req, v1::SignedRoster* reply) override;
   grpc::Status Rounds(grpc::ServerContext* ctx, const v1::PeerRoundsRequest* req, v1::RoundsReply* reply) override;
   grpc::Status ProposeRoster(grpc::ServerContext* ctx, const v1::ProposeRosterRequest* req,

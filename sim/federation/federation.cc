@@ -5,6 +5,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <bit>
 #include <cmath>
 #include <cstdio>
 #include <filesystem>
@@ -191,6 +192,9 @@ class Federation {
   // timeout and two heartbeats before, the peer was down, paused or
   // drained, either was paused, or a cut lay between them.
   bool Explained(const SimSite& seer, const std::string& peer);
+  // Within how long every live site knows a crash or sees a site back up
+  // (Membership::KnownEverywhereWithin, for this cube).
+  absl::Duration Known() const { return federation::Membership::KnownEverywhereWithin(dimension_, balancer_); }
   // Ends the wait for each crash that every live site now sees (CrashSeen).
   void CheckKnown();
   // The number of sites whose loops run changes by `delta` now.
@@ -234,6 +238,7 @@ class Federation {
   struct CrashSeen {
     std::string site;
     absl::Time at;
+    bool neighbours_know = false;  // every live cube neighbour has it down (SeedResult::neighbours_after)
   };
   std::vector<CrashSeen> unknown_crashes_;
   int serving_ = 0;  // sites whose loops run
@@ -579,22 +584,23 @@ void Federation::RunFor(absl::Duration d) {
   const absl::Time end = world_.now() + d;
   while (true) {
     absl::Time until = end;
-    for (const Return& r : returns_) until = std::min(until, r.at + balancer_.peer_timeout);
+    for (const Return& r : returns_) until = std::min(until, r.at + Known());
     world_.Run(std::max(until, world_.now()), [] { return false; });
     CheckReturns();
     if (world_.now() >= end) return;
   }
 }
 
-// A site back from an outage of any length takes part again within one
-// heartbeat timeout (peer_timeout) of its return: by then every site that
-// served throughout sees it up, so the next round a coordinator starts
-// includes it, and it sees them. Not checked across a pause or a cut, nor
-// for peers that crashed meanwhile. Lost messages are no excuse: a site
-// heartbeats each peer every interval, and one peer_timeout holds several,
-// all of which would have to be lost.
+// A site back from an outage of any length takes part again within the
+// membership's bound (Known(): peer_timeout and log2 N intervals) of its
+// return: by then every site that served throughout sees it up, so the
+// next round a coordinator starts includes it, and it sees them. Not
+// checked across a pause or a cut, nor for peers that crashed meanwhile.
+// Lost messages are no excuse: its neighbours probe it every interval and
+// news goes out on three intervals' probes, all of which would have to be
+// lost.
 void Federation::CheckReturns() {
-  const absl::Duration timeout = balancer_.peer_timeout;
+  const absl::Duration timeout = Known();
   for (auto it = returns_.begin(); it != returns_.end();) {
     const Return r = *it;
     const absl::Time check = r.at + timeout;
@@ -648,8 +654,11 @@ void Federation::Observed(SimSite& seer, Incarnation* inc, const federation::Pee
 bool Federation::Explained(const SimSite& seer, const std::string& peer) {
   const SimSite* p = Find(peer);
   if (!p) return true;  // not a site of the simulation's roster
+  // A failed position never started: down all along (its peers presumed it
+  // alive until their probes found it, docs/design.md §6.11).
+  if (p->incarnations == 0) return true;
   const absl::Time to = world_.now();
-  const absl::Time from = to - balancer_.peer_timeout - 2 * balancer_.heartbeat_interval;
+  const absl::Time from = to - Known() - 2 * balancer_.heartbeat_interval;
   if (Meets(p->down_spells, from, to) || Meets(p->pause_spells, from, to) || Meets(p->drain_spells, from, to) ||
       Meets(seer.pause_spells, from, to))
     return true;
@@ -670,13 +679,23 @@ bool Federation::Explained(const SimSite& seer, const std::string& peer) {
 void Federation::CheckKnown() {
   if (unknown_crashes_.empty()) return;
   // (Called at every down a site sees: no list of the up sites is made.)
-  std::erase_if(unknown_crashes_, [&](const CrashSeen& c) {
+  std::erase_if(unknown_crashes_, [&](CrashSeen& c) {
+    const SimSite* crashed = Find(c.site);
+    bool all = true, neighbours = true;
     for (const auto& site : sites_) {
       const SimSite* s = site.get();
       if (!s->inc || s->id() == c.site || !s->inc->serving || Meets(s->pause_spells, c.at, world_.now())) continue;
       auto it = s->inc->sees_up.find(c.site);
-      if (it == s->inc->sees_up.end() || it->second) return false;
+      if (it != s->inc->sees_up.end() && !it->second) continue;
+      all = false;
+      // A cube neighbour: its label one bit from the crashed site's.
+      if (crashed && std::has_single_bit(static_cast<unsigned>(s->label ^ crashed->label))) neighbours = false;
     }
+    if (neighbours && !c.neighbours_know) {
+      c.neighbours_know = true;
+      r_.neighbours_after.push_back(absl::ToDoubleSeconds(world_.now() - c.at));
+    }
+    if (!all) return false;
     r_.known_after.push_back(absl::ToDoubleSeconds(world_.now() - c.at));
     return true;
   });
@@ -761,21 +780,21 @@ void Federation::CheckRound(const federation::RoundView& v, const Watch& w, Roun
     absl::Time others = absl::InfinitePast();
     for (const auto& [site, when] : w.part_ended)
       if (!w.crash_or_restart.count(site)) others = std::max(others, when);
-    const absl::Time bound = std::max(last_fault + balancer_.peer_timeout + 2 * balancer_.heartbeat_interval,
-                                      others + balancer_.heartbeat_interval);
+    const absl::Time bound =
+        std::max(last_fault + Known() + 2 * balancer_.heartbeat_interval, others + balancer_.heartbeat_interval);
     if (finished > bound)
-      Violation(absl::StrCat("round ", v.id, " ended ", absl::FormatDuration(finished - last_fault),
-                             " after the last crash or restart of a site it waited for and ",
-                             absl::FormatDuration(finished - others), " after the other sites' parts ended (bound: ",
-                             "peer_timeout + 2 heartbeats, and one heartbeat)"));
+      Violation(absl::StrCat(
+          "round ", v.id, " ended ", absl::FormatDuration(finished - last_fault),
+          " after the last crash or restart of a site it waited for and ", absl::FormatDuration(finished - others),
+          " after the other sites' parts ended (bound: ", "the membership's bound + 2 heartbeats, and one heartbeat)"));
   }
   // A site back from an outage one peer timeout before the round began,
   // and not down, paused or cut off since, is in it (CheckReturns).
   const absl::Time began = cenv->ToWorld(v.started);
   for (const auto& [site, r] : back_) {
     auto at_start = w.incarnation_at_start.find(site);
-    if (r.at + balancer_.peer_timeout > began || at_start == w.incarnation_at_start.end() ||
-        at_start->second != r.inc || w.coordinator_inc->serving_since > r.at || DisturbedDuring(r.at, began))
+    if (r.at + Known() > began || at_start == w.incarnation_at_start.end() || at_start->second != r.inc ||
+        w.coordinator_inc->serving_since > r.at || DisturbedDuring(r.at, began))
       continue;
     if (!started_at.count(site))
       Violation(absl::StrFormat("round %s began %.3f s after %s was back (%s) and left it out", v.id,
@@ -811,10 +830,13 @@ void Federation::CheckRound(const federation::RoundView& v, const Watch& w, Roun
     const config::RosterEntry* e = c->config.roster.FindLabel(row.label);
     if (!e || !reported.count(e->id)) continue;
     // A site that crashed or restarted in the round answers from its
-    // journal, which knows no capacity: its row stays the heartbeat's, sent
-    // up to a heartbeat (and a latency) before the round began.
+    // journal, which knows no capacity: its row stays the coordinator's
+    // view's, its own probe's or relayed (Membership::RowAgeBound before
+    // the round began, and a latency).
     absl::Time from = cenv->ToWorld(v.started);
-    if (w.crash_or_restart.count(e->id)) from -= balancer_.heartbeat_interval + absl::Seconds(1);
+    if (w.crash_or_restart.count(e->id))
+      from -= federation::Membership::RowAgeBound(static_cast<int>(sites_.size()), dimension_, balancer_) +
+              absl::Seconds(1);
     const std::set<double> had = CapacitiesDuring(e->id, from, finished);
     if (!had.count(row.capacity))
       Violation(absl::StrCat("round ", v.id, " shows capacity ", row.capacity, " for ", e->id,
@@ -963,7 +985,7 @@ RoundStats Federation::DoRound(int number, bool clean) {
   // Asked again, as an operator would, while the sites still take a dead
   // coordinator for theirs (up to a peer timeout and a few heartbeats).
   auto answer = std::make_shared<std::optional<absl::StatusOr<std::string>>>();
-  const absl::Time ask_until = world_.now() + balancer_.peer_timeout + 3 * balancer_.heartbeat_interval;
+  const absl::Time ask_until = world_.now() + Known() + 3 * balancer_.heartbeat_interval;
   while (true) {
     answer->reset();
     Incarnation* inc = asked->inc;
@@ -1171,7 +1193,7 @@ SeedResult Federation::Result(double cpu0) {
 
 std::vector<std::string> FaultProfiles() { return {"none", "crash", "network", "all"}; }
 
-absl::Duration HeartbeatFor(int sites) { return std::max(absl::Seconds(1), absl::Seconds(sites) / 200); }
+absl::Duration HeartbeatFor(int sites) { return absl::Seconds(1); }
 
 SeedResult RunFederation(const FederationOptions& options,
                          const std::function<void(const SeedResult&)>& stopped) {
@@ -1195,7 +1217,8 @@ std::string Encode(const SeedResult& r, bool full_trace) {
                     x.deadline_seconds, "\t", x.site_round_bytes, "\t", x.site_heartbeat_bytes, "\t",
                     x.max_site_round_bytes, "\t", x.max_site_heartbeat_bytes, "\n");
   absl::StrAppend(&out, "membership\t", r.heartbeats_sent, "\t", r.serving_seconds, "\t", r.crashes_unknown, "\t",
-                  r.downs, "\t", r.false_downs, "\t", absl::StrJoin(r.known_after, ","), "\n");
+                  r.downs, "\t", r.false_downs, "\t", absl::StrJoin(r.known_after, ","), "\t",
+                  absl::StrJoin(r.neighbours_after, ","), "\n");
   for (const std::string& v : r.violations) absl::StrAppend(&out, "violation\t", v, "\n");
   if (!r.violations.empty() || full_trace)
     for (const std::string& t : r.trace) absl::StrAppend(&out, "trace\t", t, "\n");
@@ -1233,14 +1256,15 @@ SeedResult Decode(const std::string& text) {
       Num(f[16], &x.site_round_bytes), Num(f[17], &x.site_heartbeat_bytes);
       Num(f[18], &x.max_site_round_bytes), Num(f[19], &x.max_site_heartbeat_bytes);
       r.rounds.push_back(x);
-    } else if (f[0] == "membership" && f.size() >= 7) {
+    } else if (f[0] == "membership" && f.size() >= 8) {
       Num(f[1], &r.heartbeats_sent), Num(f[2], &r.serving_seconds), Num(f[3], &r.crashes_unknown);
       Num(f[4], &r.downs), Num(f[5], &r.false_downs);
-      for (absl::string_view k : absl::StrSplit(f[6], ',', absl::SkipEmpty())) {
-        double v = 0;
-        Num(std::string(k), &v);
-        r.known_after.push_back(v);
-      }
+      for (auto [field, out] : {std::pair{6, &r.known_after}, std::pair{7, &r.neighbours_after}})
+        for (absl::string_view k : absl::StrSplit(f[field], ',', absl::SkipEmpty())) {
+          double v = 0;
+          Num(std::string(k), &v);
+          out->push_back(v);
+        }
     } else if (f[0] == "violation") {
       r.violations.push_back(std::string(line.substr(10)));
     } else if (f[0] == "trace") {

@@ -41,9 +41,9 @@ struct FederationOptions {
 // The fault profiles and what each draws (docs/design.md §10).
 std::vector<std::string> FaultProfiles();
 
-// The heartbeat interval the simulation gives N sites unless told: 1 s, and
-// N / 200 s beyond 200 sites, so that a site sends at most 200 heartbeats a
-// second (docs/operations.md, "Large federations").
+// The heartbeat interval the simulation gives N sites unless told: 1 s,
+// the default, at any size since the probes go along the cube
+// (docs/operations.md, "Large federations").
 absl::Duration HeartbeatFor(int sites);
 
 struct RoundStats {
@@ -78,6 +78,7 @@ struct SeedResult {
   int64_t heartbeats_sent = 0;      // requests, over the whole run
   double serving_seconds = 0;       // summed over sites: time their loops ran
   std::vector<double> known_after;  // per crash: seconds until every live site had it down
+  std::vector<double> neighbours_after;  // per crash: ... every live cube neighbour of it
   int64_t crashes_unknown = 0;      // crashes not known everywhere before the restart (or the end)
   int64_t downs = 0;                // a site's view taking a peer from up to down
   int64_t false_downs = 0;          // ... with no fault to explain it

@@ -114,6 +114,14 @@ class SimNet {
                                            const Req& req, absl::Duration timeout, bool heartbeat,
                                            absl::Status (server::PeerHandlers::*handle)(const std::string&, const Req&,
                                                                                         Reply*));
+  // As CallEach, with a request of its own to each of `tos` (`reqs[i]` to
+  // `tos[i]`: a probe's gossip is its receiver's). `inline_handler` false:
+  // a heartbeat-counted call whose handler waits runs in a task (ProbeFor).
+  template <class Req, class Reply>
+  std::vector<absl::StatusOr<Reply>> CallEachOwn(
+      const std::string& from, const std::vector<std::string>& tos, const Env* env, const std::vector<Req>& reqs,
+      absl::Duration timeout, bool heartbeat,
+      absl::Status (server::PeerHandlers::*handle)(const std::string&, const Req&, Reply*), bool inline_handler = true);
 
  private:
   // A site as the network knows it, by index (names are looked up once a
@@ -130,16 +138,32 @@ class SimNet {
   template <class Req, class Reply>
   struct Batch {
     using Handler = absl::Status (server::PeerHandlers::*)(const std::string&, const Req&, Reply*);
-    Batch(const Req& r, int f, int c, Task* t, bool hb, bool k, Handler h)
-        : req(r), bytes(req.ByteSizeLong()), from(f), caller(c), task(t), heartbeat(hb), keep(k), handle(h) {}
+    Batch(const Req& r, int f, int c, Task* t, bool hb, bool k, Handler h, bool inl)
+        : req(r),
+          bytes(req.ByteSizeLong()),
+          from(f),
+          caller(c),
+          task(t),
+          heartbeat(hb),
+          keep(k),
+          handle(h),
+          inline_handler(hb && inl) {}
     const Req req;
     const size_t bytes;
+    // A request of its own to each call (CallEachOwn), else `req` to all.
+    std::vector<Req> own;
+    std::vector<size_t> own_bytes;
+    const Req& Request(uint32_t slot) const { return own.empty() ? req : own[slot]; }
+    size_t Bytes(uint32_t slot) const { return own.empty() ? bytes : own_bytes[slot]; }
     const int from;    // site index
     const int caller;  // the calling task's node
     Task* const task;  // the calling task, woken by the last answer
     const bool heartbeat;
     const bool keep;  // the caller reads the replies
     const Handler handle;
+    // The handler runs in the delivering event (heartbeats: it must not
+    // wait), else in a task of the destination (ProbeFor, which waits).
+    const bool inline_handler;
     struct Slot {
       int to = -1;        // site index
       bool done = false;  // guarded by mu, as status and reply
@@ -157,7 +181,12 @@ class SimNet {
   std::shared_ptr<Batch<Req, Reply>> Each(const std::string& from, const std::vector<std::string>& tos, const Env* env,
                                           const Req& req, absl::Duration timeout, bool heartbeat, bool keep,
                                           absl::Status (server::PeerHandlers::*handle)(const std::string&, const Req&,
-                                                                                       Reply*));
+                                                                                       Reply*),
+                                          const std::vector<Req>* own = nullptr, bool inline_handler = true);
+  // A batch's answers, as CallEach returns them.
+  template <class Req, class Reply>
+  static std::vector<absl::StatusOr<Reply>> Replies(Batch<Req, Reply>& b, const std::vector<std::string>& tos,
+                                                    absl::Duration timeout);
   static absl::Status NoAnswer(const std::string& to, absl::Duration timeout) {
     return absl::DeadlineExceededError(absl::StrCat("no answer from ", to, " within ", absl::FormatDuration(timeout)));
   }
@@ -192,7 +221,7 @@ class SimNet {
 template <class Req, class Reply>
 void SimNet::Send(const std::shared_ptr<Batch<Req, Reply>>& b, uint32_t slot) {
   const int from = b->from, to = b->slots[slot].to;
-  Count(b->heartbeat, b->bytes, /*request=*/true, from, to, /*arrived=*/false);
+  Count(b->heartbeat, b->Bytes(slot), /*request=*/true, from, to, /*arrived=*/false);
   const bool lost = Linked(from, to) && world_->Chance(faults_.loss);
   stats_.lost += lost && !b->heartbeat;
   if (lost) last_loss_ = world_->now();
@@ -202,7 +231,7 @@ void SimNet::Send(const std::shared_ptr<Batch<Req, Reply>>& b, uint32_t slot) {
     // then looks at its waiters); another call starts a task there.
     const int dest_node = sites_[to].up.node;
     world_->At(
-        world_->now() + Latency(from, to), dest_node, [this, b, slot] { Deliver(b, slot); }, b->heartbeat);
+        world_->now() + Latency(from, to), dest_node, [this, b, slot] { Deliver(b, slot); }, b->inline_handler);
     if (!b->heartbeat && world_->Chance(faults_.duplicate))
       world_->At(
           world_->now() + Latency(from, to) + Latency(from, to), dest_node, [this, b, slot] { Deliver(b, slot); },
@@ -218,10 +247,10 @@ void SimNet::Deliver(const std::shared_ptr<Batch<Req, Reply>>& b, uint32_t slot)
     Answer(b, slot, absl::UnavailableError(absl::StrCat("connection to ", sites_[to].name, " refused")), Reply{}, 0);
     return;
   }
-  Count(b->heartbeat, b->bytes, /*request=*/true, b->from, to, /*arrived=*/true);
+  Count(b->heartbeat, b->Bytes(slot), /*request=*/true, b->from, to, /*arrived=*/true);
   auto run = [this, e, b, slot] {
     Reply reply;
-    absl::Status st = (e.handlers->*(b->handle))(sites_[b->from].name, b->req, &reply);
+    absl::Status st = (e.handlers->*(b->handle))(sites_[b->from].name, b->Request(slot), &reply);
     size_t bytes = 0;
     if (st.ok()) {
       bytes = reply.ByteSizeLong();
@@ -229,7 +258,7 @@ void SimNet::Deliver(const std::shared_ptr<Batch<Req, Reply>>& b, uint32_t slot)
     }
     Answer(b, slot, std::move(st), std::move(reply), bytes);
   };
-  if (b->heartbeat) {
+  if (b->inline_handler) {
     run();
   } else {
     world_->Spawn(e.node, absl::StrCat(Req::descriptor()->name(), " from ", sites_[b->from].name), run);
@@ -299,9 +328,14 @@ template <class Req, class Reply>
 std::shared_ptr<SimNet::Batch<Req, Reply>> SimNet::Each(
     const std::string& from, const std::vector<std::string>& tos, const Env* env, const Req& req,
     absl::Duration timeout, bool heartbeat, bool keep,
-    absl::Status (server::PeerHandlers::*handle)(const std::string&, const Req&, Reply*)) {
+    absl::Status (server::PeerHandlers::*handle)(const std::string&, const Req&, Reply*), const std::vector<Req>* own,
+    bool inline_handler) {
   auto b = std::make_shared<Batch<Req, Reply>>(req, Index(from), world_->current_node(), world_->current_task(),
-                                               heartbeat, keep, handle);
+                                               heartbeat, keep, handle, inline_handler);
+  if (own) {
+    b->own = *own;
+    for (const Req& r : b->own) b->own_bytes.push_back(r.ByteSizeLong());
+  }
   b->slots.resize(tos.size());
   b->left = tos.size();
   for (size_t i = 0; i < tos.size(); ++i) {
@@ -320,10 +354,16 @@ std::vector<absl::StatusOr<Reply>> SimNet::CallEach(const std::string& from, con
                                                     absl::Status (server::PeerHandlers::*handle)(const std::string&,
                                                                                                  const Req&, Reply*)) {
   auto b = Each(from, tos, env, req, timeout, heartbeat, /*keep=*/true, handle);
+  return Replies(*b, tos, timeout);
+}
+
+template <class Req, class Reply>
+std::vector<absl::StatusOr<Reply>> SimNet::Replies(Batch<Req, Reply>& b, const std::vector<std::string>& tos,
+                                                   absl::Duration timeout) {
   std::vector<absl::StatusOr<Reply>> out;
   out.reserve(tos.size());
   for (size_t i = 0; i < tos.size(); ++i) {
-    typename Batch<Req, Reply>::Slot& s = b->slots[i];
+    typename Batch<Req, Reply>::Slot& s = b.slots[i];
     if (!s.done) {
       out.push_back(NoAnswer(tos[i], timeout));
     } else if (!s.status.ok()) {
@@ -336,6 +376,15 @@ std::vector<absl::StatusOr<Reply>> SimNet::CallEach(const std::string& from, con
     s.done = true;
   }
   return out;
+}
+
+template <class Req, class Reply>
+std::vector<absl::StatusOr<Reply>> SimNet::CallEachOwn(
+    const std::string& from, const std::vector<std::string>& tos, const Env* env, const std::vector<Req>& reqs,
+    absl::Duration timeout, bool heartbeat,
+    absl::Status (server::PeerHandlers::*handle)(const std::string&, const Req&, Reply*), bool inline_handler) {
+  auto b = Each(from, tos, env, Req{}, timeout, heartbeat, /*keep=*/true, handle, &reqs, inline_handler);
+  return Replies(*b, tos, timeout);
 }
 
 template <class Req, class Reply>

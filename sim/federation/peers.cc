@@ -108,13 +108,55 @@ absl::StatusOr<std::string> SimPeers::RequestBalance(const std::string& site, co
   return reply->round_id();
 }
 
-std::vector<absl::Status> SimPeers::Heartbeats(const std::vector<std::string>& sites,
-                                               const federation::HeartbeatInfo& info, absl::Duration timeout) {
-  // At every site at once, as GrpcPeers does, from this task.
-  v1::HeartbeatRequest req;
-  server::ToProto(info, &req);
-  req.set_protocol(server::ProtocolVersion());
-  return net_->CallEachStatus(self_, sites, env_, req, timeout, true, &PeerHandlers::Heartbeat);
+std::vector<absl::StatusOr<federation::ProbeAck>> SimPeers::Heartbeats(const std::vector<std::string>& sites,
+                                                                       const federation::HeartbeatInfo& info,
+                                                                       const std::vector<federation::Gossip>& gossip,
+                                                                       absl::Duration timeout) {
+  // At every site at once, as GrpcPeers does, from this task; each with
+  // its own gossip.
+  v1::HeartbeatRequest common;
+  server::ToProto(info, &common);
+  common.set_protocol(server::ProtocolVersion());
+  std::vector<v1::HeartbeatRequest> reqs(sites.size(), common);
+  for (size_t i = 0; i < sites.size() && i < gossip.size(); ++i) server::ToProto(gossip[i], &reqs[i]);
+  std::vector<absl::StatusOr<federation::ProbeAck>> out;
+  out.reserve(sites.size());
+  for (auto& reply : net_->CallEachOwn(self_, sites, env_, reqs, timeout, true, &PeerHandlers::Heartbeat)) {
+    if (reply.ok()) {
+      federation::ProbeAck ack = server::ProbeAckFromProto(*reply);
+      ack.protocol = server::ProtocolVersion();
+      out.push_back(std::move(ack));
+    } else {
+      out.push_back(reply.status());
+    }
+  }
+  return out;
+}
+
+std::vector<absl::StatusOr<bool>> SimPeers::ProbeFor(const std::vector<std::pair<std::string, std::string>>& asks,
+                                                     absl::Duration timeout) {
+  std::vector<std::string> helpers;
+  std::vector<v1::ProbeForRequest> reqs;
+  for (const auto& [helper, target] : asks) {
+    helpers.push_back(helper);
+    v1::ProbeForRequest req;
+    req.set_site(self_);
+    req.set_target(target);
+    req.set_timeout_ms(std::max<int64_t>(1, absl::ToInt64Milliseconds(timeout * 0.8)));
+    reqs.push_back(std::move(req));
+  }
+  // The helper's handler waits for its own probe: a task, not inline. Its
+  // bytes count as membership's (`heartbeat`) all the same.
+  std::vector<absl::StatusOr<bool>> out;
+  for (auto& reply : net_->CallEachOwn(self_, helpers, env_, reqs, timeout, true, &PeerHandlers::ProbeFor,
+                                       /*inline_handler=*/false)) {
+    if (reply.ok()) {
+      out.push_back(reply->answered());
+    } else {
+      out.push_back(reply.status());
+    }
+  }
+  return out;
 }
 
 absl::StatusOr<migration::TransferReply> SimPeers::Transfer(const std::string& dest_site,

@@ -33,8 +33,12 @@ class SimPeers : public federation::PeerClient, public migration::PeerTransport 
                                       const std::map<int, std::string>& left, absl::Duration timeout) override;
   absl::StatusOr<std::string> RequestBalance(const std::string& site, const std::string& from,
                                              const std::string& reason, absl::Duration timeout) override;
-  std::vector<absl::Status> Heartbeats(const std::vector<std::string>& sites, const federation::HeartbeatInfo& info,
-                                       absl::Duration timeout) override;
+  std::vector<absl::StatusOr<federation::ProbeAck>> Heartbeats(const std::vector<std::string>& sites,
+                                                               const federation::HeartbeatInfo& info,
+                                                               const std::vector<federation::Gossip>& gossip,
+                                                               absl::Duration timeout) override;
+  std::vector<absl::StatusOr<bool>> ProbeFor(const std::vector<std::pair<std::string, std::string>>& asks,
+                                             absl::Duration timeout) override;
 
   absl::StatusOr<migration::TransferReply> Transfer(const std::string& dest_site,
                                                     const migration::TransferRequest& req) override;

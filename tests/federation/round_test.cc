@@ -43,9 +43,9 @@ class InProcessPeers : public PeerClient {
                                              absl::Duration) override {
     return absl::UnimplementedError("not used");
   }
-  std::vector<absl::Status> Heartbeats(const std::vector<std::string>& sites, const HeartbeatInfo&,
-                                       absl::Duration) override {
-    return std::vector<absl::Status>(sites.size(), absl::UnimplementedError("not used"));
+  std::vector<absl::StatusOr<ProbeAck>> Heartbeats(const std::vector<std::string>& sites, const HeartbeatInfo&,
+                                                   const std::vector<Gossip>&, absl::Duration) override {
+    return std::vector<absl::StatusOr<ProbeAck>>(sites.size(), absl::UnimplementedError("not used"));
   }
 
  private:

@@ -10,6 +10,8 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
+#include "config/config.h"
+#include "daemon/federation/membership.h"
 #include "gtest/gtest.h"
 #include "sim/federation/federation.h"
 
@@ -106,25 +108,28 @@ TEST(FederationSimTest, SeedsTheLongRunFoundStayFixed) {
   }
 }
 
-// What today's membership costs and how it detects (docs/design.md §10,
-// "What the membership costs"): every site heartbeats every other once an
-// interval, no fault-free seed sees a live peer down, and a crash is seen
-// by every live site within peer_timeout (5 heartbeats) and one tick (its
-// calls wait up to three quarters of an interval) after the crashed site's
-// last heartbeat, itself up to an interval before the crash.
-TEST(FederationSimTest, MembershipFiguresFollowFromTheHeartbeats) {
+// What the membership costs and how it detects (docs/design.md §6.11,
+// §10): every site probes its log2 N cube neighbours once an interval, no
+// fault-free seed sees a live peer down, a crash is known to the crashed
+// site's live neighbours within about two intervals (a probe, the indirect
+// probes, a helper's confirmation; at most the next tick and the
+// suspicion's timeout) and to every live site within the membership's
+// bound (peer_timeout and an interval a hop across the cube).
+TEST(FederationSimTest, MembershipFiguresFollowFromTheProbes) {
   FederationOptions o;
   o.sites = 16;
   o.rounds = 2;
   o.heartbeat = absl::Seconds(1);
-  const absl::Duration peer_timeout = 5 * o.heartbeat;
+  config::BalancerConfig b;
+  b.heartbeat_interval = o.heartbeat;
+  b.peer_timeout = 5 * o.heartbeat;
   for (const SeedResult& r : Seeds(o, 1, 1, "membership-none")) {
     EXPECT_EQ(r.false_downs, 0) << "seed " << r.seed;
     EXPECT_EQ(r.downs, 0) << "seed " << r.seed;
-    // N - 1 heartbeats a site each interval, the first tick at the start
-    // (so over T seconds, up to T + 1 ticks).
-    EXPECT_GE(r.HeartbeatsPerSiteSecond(), 0.97 * (r.sites - 1)) << "seed " << r.seed;
-    EXPECT_LE(r.HeartbeatsPerSiteSecond(), (r.sites - 1) * (1 + 1 / r.simulated_seconds)) << "seed " << r.seed;
+    // log2 N probes a site each interval, the first tick at the start (so
+    // over T seconds, up to T + 1 ticks): 4 at 16 sites, not N - 1.
+    EXPECT_GE(r.HeartbeatsPerSiteSecond(), 0.97 * r.dimension) << "seed " << r.seed;
+    EXPECT_LE(r.HeartbeatsPerSiteSecond(), r.dimension * (1 + 1 / r.simulated_seconds)) << "seed " << r.seed;
     for (const RoundStats& x : r.rounds) {
       EXPECT_GT(x.site_round_bytes, 0) << "round " << x.number;
       EXPECT_GE(static_cast<double>(x.max_site_round_bytes), x.site_round_bytes) << "round " << x.number;
@@ -136,9 +141,18 @@ TEST(FederationSimTest, MembershipFiguresFollowFromTheHeartbeats) {
     EXPECT_TRUE(r.violations.empty()) << "seed " << r.seed << ": " << absl::StrJoin(r.violations, "; ");
     EXPECT_EQ(static_cast<int64_t>(r.known_after.size()) + r.crashes_unknown, r.crashes) << "seed " << r.seed;
     // (Sooner when the site was already seen down: crashed again in its
-    // startup recovery, before it heartbeats.)
+    // startup recovery, before it probes.)
     for (double k : r.known_after)
-      EXPECT_LE(k, absl::ToDoubleSeconds(peer_timeout + 2 * o.heartbeat)) << "seed " << r.seed;
+      EXPECT_LE(k, absl::ToDoubleSeconds(federation::Membership::KnownEverywhereWithin(r.dimension, b)))
+          << "seed " << r.seed;
+    double mean = 0;
+    for (double k : r.neighbours_after) {
+      EXPECT_LE(k, absl::ToDoubleSeconds(o.heartbeat * (1 + federation::Heartbeater::kCallShare) +
+                                         federation::Membership::SuspicionTimeout(b)))
+          << "seed " << r.seed;
+      mean += k / static_cast<double>(r.neighbours_after.size());
+    }
+    EXPECT_LE(mean, 3.0) << "seed " << r.seed << ": most crashes are confirmed by a helper within two intervals";
     known += r.known_after.size();
   }
   EXPECT_GT(known, 0u) << "no crash was known everywhere before its restart";

@@ -63,7 +63,12 @@ std::string ReadFile(const std::string& p) {
   return ss.str();
 }
 
-std::string HyperfeddPath() { return HYPERFEDD_PATH; }
+// HYPERFED_HYPERFEDD names another daemon binary (the benchmark compares two
+// builds with one harness, run alternately: docs/benchmarks.md).
+std::string HyperfeddPath() {
+  const char* other = std::getenv("HYPERFED_HYPERFEDD");
+  return other && *other ? other : HYPERFEDD_PATH;
+}
 std::string HyperfedctlPath() { return HYPERFEDCTL_PATH; }
 std::string SourceDir() { return HYPERFED_SOURCE_DIR; }
 

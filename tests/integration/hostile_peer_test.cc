@@ -295,13 +295,13 @@ v1::StartRoundRequest StartFromSite0(const std::string& id) {
 
 TEST_F(HostilePeerTest, Issue34_ACoordinatorsFaultSetNamingASiteTheParticipantHearsIsDeclined) {
   v1::StartRoundRequest req = StartFromSite0("site-0-hostile-faults");
-  req.add_fault_labels(2);  // site-2, which site-1 hears every heartbeat
+  req.add_fault_labels(3);  // site-3, site-1's cube neighbour: site-1 hears it every interval
   v1::StartRoundReply reply;
   auto ctx = Ctx();
   grpc::Status st = PeerAs(*fed_, 1, "site-0")->StartRound(ctx.get(), req, &reply);
   ASSERT_TRUE(st.ok()) << st.error_message();
   EXPECT_FALSE(reply.accepted());
-  EXPECT_NE(reply.why_not().find("names site-2 (label 2) as down, but this site hears from it"), std::string::npos)
+  EXPECT_NE(reply.why_not().find("names site-3 (label 3) as down, but this site hears from it"), std::string::npos)
       << reply.why_not();
   auto r = RunRound(*fed_, 0);
   ASSERT_TRUE(r.ok()) << r.status();

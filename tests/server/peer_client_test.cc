@@ -104,10 +104,10 @@ TEST(GrpcPeersTest, OneTicksHeartbeatsGoToEveryPeerAtOnceAndAMutePeerHoldsUpNone
   hb.site = "site-0";
   hb.label = 0;
   const std::vector<std::string> to = {"site-1", "site-2", "site-3", "site-4"};
-  const std::vector<absl::Status> got = grpc_peers.Heartbeats(to, hb, absl::Seconds(5));
+  const std::vector<absl::StatusOr<federation::ProbeAck>> got = grpc_peers.Heartbeats(to, hb, {}, absl::Seconds(5));
   ASSERT_EQ(got.size(), to.size());
   EXPECT_FALSE(got[0].ok()) << "the mute peer never answers";
-  for (size_t i = 1; i < got.size(); ++i) EXPECT_TRUE(got[i].ok()) << to[i] << ": " << got[i];
+  for (size_t i = 1; i < got.size(); ++i) EXPECT_TRUE(got[i].ok()) << to[i] << ": " << got[i].status();
   {
     std::lock_guard<std::mutex> l(gate.mu);
     EXPECT_EQ(gate.arrived, kAnswering);

@@ -41,9 +41,11 @@ class NoPeers : public federation::PeerClient {
                                              absl::Duration) override {
     return absl::UnavailableError("no peers");
   }
-  std::vector<absl::Status> Heartbeats(const std::vector<std::string>& sites, const federation::HeartbeatInfo&,
-                                       absl::Duration) override {
-    return std::vector<absl::Status>(sites.size(), absl::UnavailableError("no peers"));
+  std::vector<absl::StatusOr<federation::ProbeAck>> Heartbeats(const std::vector<std::string>& sites,
+                                                               const federation::HeartbeatInfo&,
+                                                               const std::vector<federation::Gossip>&,
+                                                               absl::Duration) override {
+    return std::vector<absl::StatusOr<federation::ProbeAck>>(sites.size(), absl::UnavailableError("no peers"));
   }
 };
 
@@ -145,6 +147,125 @@ TEST_F(PeerHandlersTest, AHeartbeatWithAnOverlongRoundIdIsInvalidAndChangesNothi
   hb.set_last_round(std::string(201, 'r'));
   EXPECT_EQ(handlers_->Heartbeat("site-1", hb, &reply).code(), absl::StatusCode::kInvalidArgument);
   EXPECT_EQ(LastSeen("site-1"), absl::InfinitePast());
+}
+
+// docs/security.md, "Membership": a heartbeat's news and relayed rows are
+// checked as its own row is; one bad item refuses the heartbeat whole.
+TEST_F(PeerHandlersTest, GossipOutOfBoundsIsRefusedAndChangesNothing) {
+  const int64_t now_ms = absl::ToUnixMillis(env_.Now());
+  std::vector<std::pair<std::string, std::function<void(v1::HeartbeatRequest*)>>> bad = {
+      {"news of a label no site has", [](v1::HeartbeatRequest* hb) { hb->add_news()->set_label(9); }},
+      {"news with no state",
+       [](v1::HeartbeatRequest* hb) {
+         auto* n = hb->add_news();
+         n->set_label(2);
+       }},
+      {"news a year ahead",
+       [&](v1::HeartbeatRequest* hb) {
+         auto* n = hb->add_news();
+         n->set_label(2);
+         n->set_state(v1::DOWN);
+         n->set_incarnation(now_ms + absl::ToInt64Milliseconds(absl::Hours(24 * 365)));
+       }},
+      {"news by a label no site has",
+       [](v1::HeartbeatRequest* hb) {
+         auto* n = hb->add_news();
+         n->set_label(2);
+         n->set_state(v1::SUSPECT);
+         n->set_by(77);
+       }},
+      {"a relayed row under another site's label",
+       [](v1::HeartbeatRequest* hb) {
+         auto* r = hb->add_rows()->mutable_row();
+         r->set_site("site-2");
+         r->set_label(3);
+       }},
+      {"a relayed row with a negative load",
+       [](v1::HeartbeatRequest* hb) {
+         auto* r = hb->add_rows()->mutable_row();
+         r->set_site("site-2");
+         r->set_label(2);
+         r->set_load(-1);
+       }},
+      {"a relayed row a year old",
+       [](v1::HeartbeatRequest* hb) {
+         auto* r = hb->add_rows();
+         r->mutable_row()->set_site("site-2");
+         r->mutable_row()->set_label(2);
+         r->set_age_ms(absl::ToInt64Milliseconds(absl::Hours(24 * 365)));
+       }},
+      {"a relayed row that carries news of its own",
+       [](v1::HeartbeatRequest* hb) {
+         auto* r = hb->add_rows()->mutable_row();
+         r->set_site("site-2");
+         r->set_label(2);
+         auto* n = r->add_news();
+         n->set_label(3);
+         n->set_state(v1::DOWN);
+       }},
+      {"65 relayed rows",
+       [](v1::HeartbeatRequest* hb) {
+         for (int i = 0; i < 65; ++i) {
+           auto* r = hb->add_rows()->mutable_row();
+           r->set_site("site-2");
+           r->set_label(2);
+         }
+       }},
+      {"an incarnation a year ahead",
+       [&](v1::HeartbeatRequest* hb) {
+         hb->set_incarnation(now_ms + absl::ToInt64Milliseconds(absl::Hours(24 * 365)));
+       }},
+  };
+  for (const auto& [what, spoil] : bad) {
+    v1::HeartbeatRequest hb = Beat("site-1", 1);
+    spoil(&hb);
+    v1::HeartbeatReply reply;
+    EXPECT_EQ(handlers_->Heartbeat("site-1", hb, &reply).code(), absl::StatusCode::kInvalidArgument) << what;
+    EXPECT_EQ(LastSeen("site-1"), absl::InfinitePast()) << what;
+    EXPECT_TRUE(site_->membership().Find("site-2")->up) << what;
+  }
+  // Well formed, they are taken: site-2 is down on site-1's word (not heard
+  // here), site-3's row comes relayed.
+  v1::HeartbeatRequest hb = Beat("site-1", 1);
+  hb.set_incarnation(now_ms);
+  auto* n = hb.add_news();
+  n->set_label(2);
+  n->set_state(v1::DOWN);
+  n->set_by(1);
+  auto* r = hb.add_rows()->mutable_row();
+  r->set_site("site-3");
+  r->set_label(3);
+  r->set_load(42);
+  r->set_capacity(2);
+  v1::HeartbeatReply reply;
+  ASSERT_TRUE(handlers_->Heartbeat("site-1", hb, &reply).ok());
+  EXPECT_FALSE(site_->membership().Find("site-2")->up);
+  EXPECT_EQ(site_->membership().Find("site-3")->load, 42);
+  EXPECT_EQ(reply.incarnation(), site_->membership().incarnation()) << "the answer says this site's";
+}
+
+TEST_F(PeerHandlersTest, ProbeForIsCheckedAndAnswersWhetherTheTargetAnswered) {
+  v1::ProbeForRequest req;
+  req.set_site("site-1");
+  req.set_target("site-2");
+  req.set_timeout_ms(300);
+  v1::ProbeForReply reply;
+  EXPECT_EQ(handlers_->ProbeFor("site-2", req, &reply).code(), absl::StatusCode::kPermissionDenied);
+  for (const std::string t : {"site-1", "site-0", "site-9"}) {
+    v1::ProbeForRequest other = req;
+    other.set_target(t);
+    EXPECT_EQ(handlers_->ProbeFor("site-1", other, &reply).code(), absl::StatusCode::kInvalidArgument) << t;
+  }
+  for (int64_t ms : {0, -5, 2000}) {  // the interval is 1 s
+    v1::ProbeForRequest other = req;
+    other.set_timeout_ms(ms);
+    EXPECT_EQ(handlers_->ProbeFor("site-1", other, &reply).code(), absl::StatusCode::kInvalidArgument) << ms;
+  }
+  // Well formed: this site (no peers reachable here) says the target did not
+  // answer.
+  site_->HeartbeatOnce();
+  ASSERT_TRUE(handlers_->ProbeFor("site-1", req, &reply).ok());
+  EXPECT_FALSE(reply.answered());
 }
 
 TEST_F(PeerHandlersTest, GetReportChecksItsCallerAndRoundId) {
