@@ -89,8 +89,11 @@ TEST(ApportionTest, MulDivFloorIsExactBeyond128BitProducts) {
 }
 
 TEST(ApportionTest, HugeWeightsAndTotalsStayExact) {
-  // Weights near 2^62 and a total near 2^62: T P needs more than 128 bits.
-  std::vector<double> p{1e300, 1e11, 1e300, 1};
+  // Weights of 2^62 and a total near 2^62: past the eighth site T P needs
+  // more than 127 bits.
+  std::vector<double> p(12, 1e300);
+  p[3] = 1e11;
+  p[9] = 1;
   const Load total = (int64_t{1} << 62) + 12345;
   auto q = Apportion(total, p);
   EXPECT_EQ(std::accumulate(q.begin(), q.end(), Load{0}), total);
