@@ -172,14 +172,17 @@ int64_t LivePositions::LiveIn(NodeId v, int k) const {
 }
 
 NodeId LivePositions::StandIn(NodeId v, int k) const {
-  if (LiveIn(v, k) == 0) return -1;
-  // Down the subcube's halves, keeping v's bit where that half has a live site.
-  NodeId cur = v & ~((NodeId{1} << k) - 1);
-  for (int j = k - 1; j >= 0; --j) {
-    const NodeId same = cur | (v & (NodeId{1} << j));
-    cur = LiveIn(same, j) > 0 ? same : (same ^ (NodeId{1} << j));
-  }
-  return cur;
+  if (alive(v)) return v;
+  const int64_t live = LiveIn(v, k);
+  if (live == 0) return -1;
+  // The dead positions of the subcube are dealt out to its live sites in
+  // turn: the r-th dead position to the (r mod live)-th live site.
+  const NodeId base = v & ~((NodeId{1} << k) - 1);
+  const int64_t dead_rank = (v - base) - (count_[v] - count_[base]);
+  const int64_t want = count_[base] + dead_rank % live + 1;
+  // The first u whose count_[u + 1] reaches `want` is that live site.
+  auto it = std::lower_bound(count_.begin() + base + 1, count_.begin() + base + (NodeId{1} << k) + 1, want);
+  return static_cast<NodeId>(it - count_.begin()) - 1;
 }
 
 std::vector<NodeId> LivePositions::ServedBy(NodeId self, int k) const {

@@ -33,9 +33,9 @@
 //     sites: the one whose run starts later looks up its start.
 //
 // Faults: a position with no live site contributes nothing. Its part in the
-// exchange is played by a stand-in, the live site of the same subcube
-// nearest to it (LivePositions::StandIn), which holds the same subcube totals
-// and the same residuals. The library knows nothing of messages: a caller
+// exchange is played by a stand-in, a live site of the same subcube
+// (LivePositions::StandIn), which holds the same subcube totals and the same
+// residuals. The library knows nothing of messages: a caller
 // (the federation round, or the drivers below) carries them.
 
 #include <cstdint>
@@ -150,8 +150,10 @@ class LivePositions {
   bool alive(NodeId v) const { return count_[v + 1] > count_[v]; }
   // Live sites in the k-subcube holding v.
   int64_t LiveIn(NodeId v, int k) const;
-  // The live site of v's k-subcube nearest to v (the smallest v XOR u),
-  // v itself if alive; -1 if the subcube has none.
+  // The live site of v's k-subcube that answers for v: v itself if alive;
+  // else the dead positions of the subcube are dealt out to its live sites
+  // in label order, in turn, so that none stands in for more than
+  // ceil(dead / live) of them; -1 if the subcube has no live site.
   NodeId StandIn(NodeId v, int k) const;
   // Who sends `self` the totals (or answers for) the partner's k-subcube
   // in dimension k: the partner, its stand-in, or -1 (nobody: empty).

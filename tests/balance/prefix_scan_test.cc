@@ -56,14 +56,15 @@ TEST(PrefixScanTest, RefusesTotalsNoSubcubeCanHave) {
   EXPECT_TRUE(ScanStep(&s, Combine(SiteTotals(1, 0), SiteTotals(2, 3))).ok());
 }
 
-TEST(PrefixScanTest, StandInIsTheNearestLiveSiteOfTheSubcube) {
+TEST(PrefixScanTest, StandInsShareTheDeadPositionsOfTheSubcube) {
   // 3-cube, 1, 4, 5 and 6 dead.
   std::vector<bool> alive{true, false, true, true, false, false, false, true};
   LivePositions live(3, alive);
   EXPECT_EQ(live.StandIn(4, 2), 7);  // 4-7: only 7
   EXPECT_EQ(live.StandIn(1, 0), -1);
-  EXPECT_EQ(live.StandIn(1, 1), 0);  // 0 ^ 1 = 1 beats 3 ^ 1 = 2
-  EXPECT_EQ(live.StandIn(5, 3), 7);  // 7 ^ 5 = 2 beats 0, 2, 3
+  EXPECT_EQ(live.StandIn(1, 1), 0);  // 0-3: the first dead position to the first live site
+  EXPECT_EQ(live.StandIn(5, 3), 3);  // 5 is the third dead position of 0-7, 3 the third live site
+  EXPECT_EQ(live.StandIn(2, 1), 2);  // a live site stands for itself
   EXPECT_EQ(live.SourceFor(3, 2), 7);
   EXPECT_EQ(live.SourceFor(2, 0), 3);
   EXPECT_EQ(live.SourceFor(0, 0), -1);  // 1 is dead and alone in its 0-subcube
@@ -74,6 +75,28 @@ TEST(PrefixScanTest, StandInIsTheNearestLiveSiteOfTheSubcube) {
       if (!alive[u]) continue;
       for (NodeId v : live.ServedBy(u, k)) EXPECT_EQ(live.SourceFor(v, k), u) << u << " " << v << " " << k;
     }
+}
+
+TEST(PrefixScanTest, NoStandInServesMoreThanItsShare) {
+  // Rosters 0..N-1 and random faults: in dimension k a site sends to its
+  // partner and to at most ceil(dead / live) others, counted in its own
+  // k-subcube. (In a 5-cube of 19 sites, in the last dimension, the
+  // nearest live site by XOR would send to 8 sites, 2 more than that.)
+  std::mt19937_64 rng(5);
+  for (int trial = 0; trial < 60; ++trial) {
+    const int dims = trial < 20 ? 5 : 6;
+    std::vector<bool> alive(size_t{1} << dims);
+    const size_t n = trial == 0 ? 19 : 1 + rng() % alive.size();
+    for (size_t v = 0; v < alive.size(); ++v) alive[v] = trial % 2 ? rng() % 3 == 0 : v < n;
+    LivePositions live(dims, alive);
+    for (int k = 0; k < dims; ++k)
+      for (NodeId u = 0; u < static_cast<NodeId>(alive.size()); ++u) {
+        if (!alive[u]) continue;
+        const int64_t in = live.LiveIn(u, k), dead = (int64_t{1} << k) - in;
+        EXPECT_LE(static_cast<int64_t>(live.ServedBy(u, k).size()), 1 + (dead + in - 1) / in)
+            << "trial " << trial << " site " << u << " dimension " << k;
+      }
+  }
 }
 
 // PlanDirectTransfers' example: node 0 has 6 over, 1 and 3 lack 3 each; the
