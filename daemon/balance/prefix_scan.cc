@@ -206,7 +206,7 @@ absl::StatusOr<ScanPlan> PlanByPrefixScan(int dims, const std::vector<bool>& ali
   std::vector<NodeId> sites;
   for (NodeId v = 0; v < static_cast<NodeId>(size); ++v)
     if (live.alive(v)) sites.push_back(v);
-  std::vector<int64_t> scan_sent(size, 0), lookup_sent(size, 0);
+  std::vector<int64_t> scan_sent(size, 0), lookup_sent(size, 0), forwarded(size, 0), partnered(size, 0);
   ScanPlan plan;
   plan.quotas.assign(size, 0);
   if (sites.empty()) return plan;
@@ -253,6 +253,7 @@ absl::StatusOr<ScanPlan> PlanByPrefixScan(int dims, const std::vector<bool>& ali
         const NodeId next = live.StandIn(at ^ (NodeId{1} << step.next_level), step.next_level);
         if (next < 0) return absl::InternalError("a lookup was sent to an empty subcube");
         ++lookup_sent[at];
+        ++forwarded[at];
         ++plan.cost.forwards_total;
         at = next, level = step.next_level, position = step.position;
       }
@@ -270,7 +271,9 @@ absl::StatusOr<ScanPlan> PlanByPrefixScan(int dims, const std::vector<bool>& ali
   // 4. Every site's transfers; a receiver must derive the same as its senders.
   std::set<std::tuple<NodeId, NodeId, Load>> outgoing, incoming;
   for (NodeId v : sites) {
-    for (const Transfer& t : MatchedTransfers(view[v], partners[v])) {
+    const std::vector<Transfer> mine = MatchedTransfers(view[v], partners[v]);
+    partnered[v] = static_cast<int64_t>(mine.size());
+    for (const Transfer& t : mine) {
       if (t.from == v) {
         plan.transfers.push_back(t);
         outgoing.insert({t.from, t.to, t.count});
@@ -291,6 +294,8 @@ absl::StatusOr<ScanPlan> PlanByPrefixScan(int dims, const std::vector<bool>& ali
     plan.cost.bytes_max =
         std::max(plan.cost.bytes_max, scan_sent[v] * kScanMessageBytes + lookup_sent[v] * kLookupMessageBytes);
     plan.cost.messages_total += messages;
+    plan.cost.forwards_max = std::max(plan.cost.forwards_max, forwarded[v]);
+    plan.cost.partners_max = std::max(plan.cost.partners_max, partnered[v]);
   }
   return plan;
 }

@@ -178,6 +178,8 @@ struct ScanRoundCost {
   int64_t messages_total = 0;
   int64_t lookups_total = 0;   // one per matched run
   int64_t forwards_total = 0;  // lookup hops past the first
+  int64_t forwards_max = 0;    // forwards sent by one site (a relay for others)
+  int64_t partners_max = 0;    // transfer partners of one site
 };
 // Payload sizes used for the byte counts: ScanTotals (44) and a lookup or an
 // answer (label, level, position, run: 32), each with a 24-byte header
