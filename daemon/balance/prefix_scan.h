@@ -113,7 +113,7 @@ struct MatchRun {
 // What a site derives alone after the scan.
 struct MatchView {
   NodeId label = 0;
-  Load quota = 0;
+  Load quota = 0;  // the round's: ScanQuota, or the load itself when no site has weight (nothing moves)
   std::vector<Load> residual;          // [k], k = 0..n: load - quota of its k-subcube
   std::vector<Load> sibling_residual;  // [k], k < n: of the sibling k-subcube
   std::vector<MatchRun> runs;          // by level
