@@ -105,9 +105,9 @@ DirectPlan PlanDirectTransfers(const LoadTable& table, const PairCost& cost) {
     caps[i] = table[i].capacity;
     loads[i] = table[i].load;
   }
-  double cap_sum = 0;
-  for (double c : caps) cap_sum += c;
-  if (!(cap_sum > 0)) {
+  bool any_weight = false;
+  for (double c : caps) any_weight = any_weight || CapacityWeight(c) > 0;
+  if (!any_weight) {
     plan.quotas = loads;  // every site drained: nothing to balance
     return plan;
   }

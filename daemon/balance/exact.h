@@ -15,7 +15,9 @@
 //     a butterfly all-gather riding on the dimension exchange: n steps, n*N
 //     messages, the largest carrying N/2 rows.
 //  2. Quotas: every node runs Apportion() on the same rows, so every node
-//     derives the same integer quotas, each within one task of T*p_i/P.
+//     derives the same integer quotas, each within one task of T*w_i/W
+//     (quota.h). prefix_scan.h derives the same quotas and transfers from
+//     O(log N) messages of O(1) numbers instead of the table.
 //  3. Matching: every node derives the same transfers from surplus sites
 //     (load > quota) straight to deficit sites (load < quota): near first.
 //     With no cost table, "near" is the smallest subcube holding both sites:

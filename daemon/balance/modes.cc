@@ -7,6 +7,7 @@
 #include "absl/strings/str_join.h"
 #include "daemon/balance/dem.h"
 #include "daemon/balance/mcwa.h"
+#include "daemon/balance/quota.h"
 
 namespace hyperfed::balance {
 namespace {
@@ -37,9 +38,10 @@ std::string CwaSteps(const RoundShape& s) {
   return absl::StrCat("nam's MCWA: 3 log N + T = ", 3 * n + t);
 }
 
+// A capacity whose weight is 0 counts as none (quota.h, CapacityWeight).
 bool AnyCapacity(const LoadTable& t) {
   for (const LoadRow& r : t)
-    if (r.capacity > 0) return true;
+    if (CapacityWeight(r.capacity) > 0) return true;
   return false;
 }
 
