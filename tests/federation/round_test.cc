@@ -528,10 +528,10 @@ TEST(MailboxTest, LookupsAreAnsweredOnlyWhenTheyFitAndOnceEach) {
   EXPECT_EQ(lookup(1, {0, 0, 3, false}, 0, 0).status().code(), absl::StatusCode::kFailedPrecondition);
 }
 
-// A lookup for a unit the other half holds is sent on: site 1's level-1
-// list is its own 3 units then site 0's... here site 3 (label 3) asks
-// site 1 (its stand-in partner across dimension 1) for unit 3 of the lower
-// 1-subcube's list, which site 0 holds.
+// A lookup for a unit the other half holds says where to ask next: site 3
+// asks site 1 (its partner across dimension 1) for unit 3 of the lower
+// 1-subcube's list, which holds only site 0's units: site 1 sends it on to
+// site 0, level 0.
 TEST(MailboxTest, ALookupForTheOtherHalfSaysWhereToAskNext) {
   FakeEnv env;
   const std::vector<balance::MatchView> views = Views(2, {12, 0, 0, 0}, {1, 1, 1, 1});
@@ -547,6 +547,7 @@ TEST(MailboxTest, ALookupForTheOtherHalfSaysWhereToAskNext) {
   EXPECT_FALSE(a->found);
   EXPECT_EQ(a->next_label, 0);
   EXPECT_EQ(a->next_level, 0);
+  EXPECT_EQ(a->position, 6) << "site 0's units 0..2 go to site 1 at level 0: unit 3 at level 1 is its own unit 6";
   EXPECT_EQ(box.AwaitPartners(
                    "r", [](const auto&) { return true; }, env.Now())
                 .size(),
