@@ -16,6 +16,7 @@
 #include "daemon/balance/mcwa.h"
 #include "daemon/balance/quota.h"
 #include "daemon/balance/topology.h"
+#include "daemon/federation/coordinator.h"
 #include "gtest/gtest.h"
 
 namespace hyperfed::federation {
@@ -552,6 +553,39 @@ TEST(MailboxTest, ALookupForTheOtherHalfSaysWhereToAskNext) {
                    "r", [](const auto&) { return true; }, env.Now())
                 .size(),
             0u);
+}
+
+// The code chooses the scan, not an operator: mode exact, 64 live sites or
+// more, every live one of protocol 1.9 or newer (not heard yet: this
+// build's), and one MCWA component.
+TEST(UsePrefixScanTest, ExactAtSixtyFourLiveSitesAllOfProtocolOneNine) {
+  auto peers = [](int n, int up) {
+    std::vector<PeerInfo> v(n);
+    for (int i = 0; i < n; ++i) {
+      v[i].site = Site(i);
+      v[i].label = i;
+      v[i].up = i < up;
+      v[i].protocol = "1.9";
+    }
+    return v;
+  };
+  const balance::RoundShape full{7, {}};
+  EXPECT_TRUE(UsePrefixScan("exact", peers(64, 64), full));
+  EXPECT_FALSE(UsePrefixScan("mcwa", peers(64, 64), full));
+  EXPECT_FALSE(UsePrefixScan("exact", peers(64, 63), full)) << "63 live sites gather";
+  std::vector<PeerInfo> mixed = peers(100, 100);
+  mixed[70].protocol = "1.8";
+  EXPECT_FALSE(UsePrefixScan("exact", mixed, full)) << "a 1.8 site would gather";
+  mixed[70].up = false;
+  EXPECT_TRUE(UsePrefixScan("exact", mixed, full)) << "a down 1.8 site takes no part";
+  mixed[70].up = true;
+  mixed[70].protocol = "";
+  EXPECT_TRUE(UsePrefixScan("exact", mixed, full)) << "not heard yet: this build's";
+  mixed[70].protocol = "1.10";
+  EXPECT_TRUE(UsePrefixScan("exact", mixed, full));
+  // 2-cube faults 1 and 2 split the rest in two components: each balances apart.
+  EXPECT_FALSE(UsePrefixScan("exact", peers(64, 64), balance::RoundShape{2, {1, 2}}));
+  EXPECT_TRUE(UsePrefixScan("exact", peers(64, 64), balance::RoundShape{7, {3, 100}}));
 }
 
 }  // namespace
