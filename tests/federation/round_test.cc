@@ -40,8 +40,12 @@ class InProcessPeers : public PeerClient {
                                       absl::Duration timeout) override {
     auto it = boxes_.find(Label(site));
     if (it == boxes_.end()) return absl::UnavailableError("no such site");
-    return it->second->Lookup(m, timeout);
+    auto a = it->second->Lookup(m, timeout);
+    if (a.ok() && lie_) lie_(&*a);
+    return a;
   }
+  // Changes every answer to a lookup (a lying callee).
+  std::function<void(LookupAnswer*)> lie_;
   std::vector<StartAnswer> StartRound(const std::vector<std::string>& sites, const RoundSpec&,
                                       absl::Duration) override {
     return std::vector<StartAnswer>(sites.size(), {false, "not used"});
@@ -82,7 +86,8 @@ struct Outcome {
 // Runs the parts of every live site; `absent` sites never start.
 Outcome RunAll(int n, const std::vector<int>& faults, const std::vector<balance::Load>& loads,
                const std::vector<double>& caps, const std::string& algorithm, const std::vector<int>& absent = {},
-               absl::Duration step_timeout = absl::Seconds(5), bool prefix_scan = false) {
+               absl::Duration step_timeout = absl::Seconds(5), bool prefix_scan = false,
+               std::function<void(LookupAnswer*)> lie = nullptr) {
   // Real time: the parts wait for each other with real timeouts.
   const Env* env = RealEnv::Get();
   std::map<int, std::unique_ptr<Mailbox>> boxes;
@@ -95,6 +100,7 @@ Outcome RunAll(int n, const std::vector<int>& faults, const std::vector<balance:
     raw[u] = boxes[u].get();
   }
   InProcessPeers peers(raw);
+  peers.lie_ = std::move(lie);
   std::map<int, RecordingMover> movers;
   RoundSpec spec{"r1", 1, env->Now() + absl::Minutes(1), Site(0), faults, n, algorithm};
   spec.prefix_scan = prefix_scan;
@@ -553,6 +559,35 @@ TEST(MailboxTest, ALookupForTheOtherHalfSaysWhereToAskNext) {
                    "r", [](const auto&) { return true; }, env.Now())
                 .size(),
             0u);
+}
+
+// An answer to a lookup that does not answer what was asked (a run that
+// does not hold the unit, a next hop outside the sibling subcube) ends the
+// requester's part before it moves anything.
+TEST(RoundTest, ALyingAnswerToALookupEndsThePartBeforeAnyMove) {
+  const std::vector<balance::Load> w{12, 0, 0, 0};
+  const std::vector<double> p{1, 1, 1, 1};
+  const std::vector<std::function<void(LookupAnswer*)>> lies{
+      [](LookupAnswer* a) {
+        a->run.begin += 100;
+        a->run.end += 100;
+      },
+      [](LookupAnswer* a) {
+        a->found = false;
+        a->next_label = 1;  // in no sibling subcube of a run of site 0's
+        a->next_level = 0;
+      },
+  };
+  for (size_t i = 0; i < lies.size(); ++i) {
+    Outcome o = RunAll(2, {}, w, p, "exact", {}, absl::Milliseconds(300), /*prefix_scan=*/true, lies[i]);
+    EXPECT_EQ(o.final_loads, w) << "lie " << i << ": nothing moves";
+    for (const auto& [u, r] : o.reports) {
+      EXPECT_FALSE(r.ok) << "lie " << i << " " << Site(u);
+      EXPECT_EQ(r.moved_out, 0);
+    }
+    const char* why = i == 0 ? "answered a lookup with a run that does not hold" : "sent a lookup where it cannot go";
+    EXPECT_NE(o.reports[0].error.find(why), std::string::npos) << o.reports[0].error;
+  }
 }
 
 // The code chooses the scan, not an operator: mode exact, 64 live sites or
