@@ -295,13 +295,13 @@ absl::StatusOr<LookupAnswer> Mailbox::Lookup(const ExchangeMessage& m, absl::Dur
   return a;
 }
 
-std::vector<Mailbox::Partner> Mailbox::AwaitPartners(const std::string& round_id,
-                                                     const std::function<bool(const std::vector<Partner>&)>& done,
-                                                     absl::Time deadline) {
+absl::StatusOr<std::vector<Mailbox::Partner>> Mailbox::AwaitPartners(
+    const std::string& round_id, const std::function<bool(const std::vector<Partner>&)>& done, absl::Time deadline) {
   std::unique_lock<std::mutex> l(mu_);
   env_->WaitUntil(l, cv_, deadline,
                   [&] { return fence_round_ != round_id || (scan_round_ == round_id && done(partners_)); });
-  if (scan_round_ != round_id) return {};
+  if (fence_round_ != round_id || scan_round_ != round_id)
+    return absl::AbortedError("the round was replaced by a newer one");
   return partners_;
 }
 

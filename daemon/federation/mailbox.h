@@ -108,9 +108,10 @@ class Mailbox {
   // FailedPrecondition for an older round.
   absl::StatusOr<LookupAnswer> Lookup(const ExchangeMessage& m, absl::Duration timeout);
   // Runner side: the partners recorded so far, once `done` says they are
-  // enough, or at `deadline` (or when a newer round is opened).
-  std::vector<Partner> AwaitPartners(const std::string& round_id,
-                                     const std::function<bool(const std::vector<Partner>&)>& done, absl::Time deadline);
+  // enough, or at `deadline`; Aborted once a newer round is opened.
+  absl::StatusOr<std::vector<Partner>> AwaitPartners(const std::string& round_id,
+                                                     const std::function<bool(const std::vector<Partner>&)>& done,
+                                                     absl::Time deadline);
 
  private:
   using Key = std::tuple<std::string, int, int, int, int>;  // round, kind, dimension, phase, from

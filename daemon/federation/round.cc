@@ -477,8 +477,9 @@ class Runner {
     }
     auto merged = [&](const std::vector<Mailbox::Partner>& recorded) { return MergePartners(found, recorded); };
     auto covered = [&](const std::vector<Mailbox::Partner>& recorded) { return Covers(view, merged(recorded)); };
-    const std::vector<Mailbox::Partner> partners =
-        merged(ctx_.mailbox->AwaitPartners(spec_.round_id, covered, By(n + 1)));
+    auto recorded = ctx_.mailbox->AwaitPartners(spec_.round_id, covered, By(n + 1));
+    if (!recorded.ok()) return recorded.status();
+    const std::vector<Mailbox::Partner> partners = merged(*recorded);
     absl::Status first_error;
     if (!Covers(view, partners))
       first_error = absl::DeadlineExceededError("not every partner of this site's runs was found in time");

@@ -521,11 +521,12 @@ TEST(MailboxTest, LookupsAreAnsweredOnlyWhenTheyFitAndOnceEach) {
       << "it overlaps site 2's run";
   EXPECT_EQ(lookup(2, {1, 0, 3, false}, 1, 0).status().code(), absl::StatusCode::kAlreadyExists);
   ASSERT_TRUE(lookup(3, {1, 3, 6, false}, 1, 3).ok());
-  auto partners = box.AwaitPartners(
-      "r", [](const auto&) { return true; }, env.Now());
-  ASSERT_EQ(partners.size(), 2u);
-  EXPECT_EQ(partners[0].run.label, 2);
-  EXPECT_EQ(partners[1].run.label, 3);
+  auto all = [](const std::vector<Mailbox::Partner>&) { return true; };
+  auto partners = box.AwaitPartners("r", all, env.Now());
+  ASSERT_TRUE(partners.ok());
+  ASSERT_EQ(partners->size(), 2u);
+  EXPECT_EQ((*partners)[0].run.label, 2);
+  EXPECT_EQ((*partners)[1].run.label, 3);
   // The part ends here; lookups routed through it are still answered.
   box.Close("r");
   auto late = lookup(1, {0, 0, 3, false}, 0, 0);
@@ -533,6 +534,8 @@ TEST(MailboxTest, LookupsAreAnsweredOnlyWhenTheyFitAndOnceEach) {
   EXPECT_EQ(late->run, (balance::MatchRun{0, 0, 3, true}));
   box.Open("r2", 6);
   EXPECT_EQ(lookup(1, {0, 0, 3, false}, 0, 0).status().code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_EQ(box.AwaitPartners("r", all, env.Now()).status().code(), absl::StatusCode::kAborted)
+      << "a newer round ends the wait for partners";
 }
 
 // A lookup for a unit the other half holds says where to ask next: site 3
@@ -555,10 +558,10 @@ TEST(MailboxTest, ALookupForTheOtherHalfSaysWhereToAskNext) {
   EXPECT_EQ(a->next_label, 0);
   EXPECT_EQ(a->next_level, 0);
   EXPECT_EQ(a->position, 6) << "site 0's units 0..2 go to site 1 at level 0: unit 3 at level 1 is its own unit 6";
-  EXPECT_EQ(box.AwaitPartners(
-                   "r", [](const auto&) { return true; }, env.Now())
-                .size(),
-            0u);
+  auto all = [](const std::vector<Mailbox::Partner>&) { return true; };
+  auto partners = box.AwaitPartners("r", all, env.Now());
+  ASSERT_TRUE(partners.ok());
+  EXPECT_EQ(partners->size(), 0u);
 }
 
 // An answer to a lookup that does not answer what was asked (a run that
