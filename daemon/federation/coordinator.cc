@@ -6,6 +6,8 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
+#include "daemon/balance/mcwa.h"
+#include "daemon/balance/topology.h"
 #include "daemon/common/log.h"
 
 namespace hyperfed::federation {
@@ -39,6 +41,22 @@ Coordinator::Coordinator(const LiveConfig* live, const Env* env, Executor* execu
       history_(history),
       refresh_self_(std::move(refresh_self)) {}
 
+bool UsePrefixScan(const std::string& mode, const std::vector<PeerInfo>& peers, const balance::RoundShape& shape) {
+  if (mode != "exact") return false;
+  int live = 0;
+  for (const PeerInfo& p : peers) {
+    if (!p.up) continue;
+    ++live;
+    if (!p.protocol.empty() && !ProtocolAtLeast(p.protocol, 1, 9)) return false;
+  }
+  if (live < kPrefixScanMinSites) return false;
+  if (shape.faults.empty()) return true;
+  auto topo = balance::Topology::Hypercube(shape.dimension, shape.faults);
+  if (!topo.ok()) return false;
+  auto components = balance::SelectBalancingSubcubes(*topo);
+  return components.ok() && components->size() == 1;
+}
+
 absl::StatusOr<std::string> Coordinator::Begin(bool dry_run, const std::string& reason, const std::string& mode_name) {
   // One roster and one set of settings for the whole round.
   const config::BalancerConfig settings = live_->balancer();
@@ -71,7 +89,8 @@ absl::StatusOr<std::string> Coordinator::Begin(bool dry_run, const std::string& 
   view.spec.faults = faults;
   view.spec.dimension = shape.dimension;
   view.spec.mode = name;
-  view.mode = mode->Describe(shape);
+  view.spec.prefix_scan = UsePrefixScan(name, peers, shape);
+  view.mode = mode->Describe(shape) + (view.spec.prefix_scan ? ", by prefix sums" : "");
   view.started = env_->Now();
   view.dry_run = dry_run;
   std::vector<std::string> live;

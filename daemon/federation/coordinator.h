@@ -29,6 +29,16 @@
 
 namespace hyperfed::federation {
 
+// Whether a round runs mode exact by prefix sums instead of the gather
+// (docs/design.md §6.5): mode exact, at least kPrefixScanMinSites live
+// sites (below that the table is small and the gather has fewer steps),
+// every live site of protocol 1.9 or newer (a site whose protocol is not
+// heard yet counts as this build's, as Membership takes it), and the live
+// sites in one component of MCWA's topology (the gather balances each
+// component apart; the scan would balance them together, another plan).
+inline constexpr int kPrefixScanMinSites = 64;
+bool UsePrefixScan(const std::string& mode, const std::vector<PeerInfo>& peers, const balance::RoundShape& shape);
+
 // Counters for the metrics endpoint.
 struct SiteCounters {
   int64_t rounds = 0;

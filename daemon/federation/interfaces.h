@@ -39,6 +39,12 @@ class PeerClient {
     if (abandon()) return absl::CancelledError("abandoned before the call");
     return Exchange(site, m, timeout);
   }
+  // A kLookup of the exact round by prefix sums: the callee's answer
+  // (Mailbox::Lookup). A site of protocol 1.8 or older does not know it.
+  virtual absl::StatusOr<LookupAnswer> Lookup(const std::string& site, const ExchangeMessage& m,
+                                              absl::Duration timeout) {
+    return absl::UnimplementedError("Lookup");
+  }
   // Asks every site of `sites` at once to take part in `spec` and returns
   // once all have answered or timed out: one answer per site, in order.
   struct StartAnswer {

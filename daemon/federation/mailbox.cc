@@ -57,6 +57,16 @@ absl::Status Mailbox::ExpectedLocked(const ExchangeMessage& m) const {
             absl::StrCat("phase ", m.phase, " outside 1..", 3 * depth + 1, " of round ", m.round_id, " here"));
       break;
     }
+    case MessageKind::kScan:
+      // From a site of the partner's subcube across that dimension: the
+      // partner or its stand-in (balance::LivePositions::SourceFor).
+      if (m.dimension < 0 || m.dimension >= dimension_ || m.from_label < 0 || (diff >> m.dimension) != 1)
+        return absl::PermissionDeniedError(absl::StrCat("label ", m.from_label, " is not in the subcube across ",
+                                                        "dimension ", m.dimension, " of label ", self_label_));
+      if (!m.rows.empty()) return absl::InvalidArgumentError("a scan message carries no rows");
+      break;
+    case MessageKind::kLookup:
+      return absl::InvalidArgumentError("a lookup is answered, not delivered");
   }
   if (m.rows.size() > (size_t{1} << dimension_))
     return absl::InvalidArgumentError(absl::StrCat(m.rows.size(), " rows for a ", dimension_, "-cube"));
@@ -95,6 +105,11 @@ void Mailbox::Open(const std::string& round_id, int64_t epoch, int depth) {
   for (auto it = published_.begin(); it != published_.end();)
     it = std::get<0>(it->first) != round_id ? published_.erase(it) : std::next(it);
   for (auto it = epoch_of_.begin(); it != epoch_of_.end();) it = stale(it->first) ? epoch_of_.erase(it) : std::next(it);
+  if (scan_round_ != round_id) {
+    scan_round_.clear();
+    scan_.reset();
+    partners_.clear();
+  }
   ExpireLocked();
   cv_.notify_all();
 }
@@ -127,7 +142,7 @@ absl::StatusOr<balance::LoadTable> Mailbox::Deliver(const ExchangeMessage& m, ab
   const Key key{m.round_id, static_cast<int>(m.kind), m.dimension, m.phase, m.from_label};
   if (m.kind != MessageKind::kExchange && m.kind != MessageKind::kBarrier) {
     taken_.insert(key);
-    inbox_[key] = Entry{m.rows, env_->Now()};
+    inbox_[key] = Entry{m.rows, env_->Now(), m.totals};
     cv_.notify_all();
     return balance::LoadTable{};
   }
@@ -170,10 +185,10 @@ std::optional<std::string> Mailbox::WhyLeft(const std::string& round_id, int lab
   return it->second;
 }
 
-absl::StatusOr<balance::LoadTable> Mailbox::Await(const std::string& round_id, MessageKind kind, int dimension,
-                                                  int phase, int from_label, absl::Time deadline) {
+absl::StatusOr<Mailbox::Entry> Mailbox::AwaitEntry(const Key& key, absl::Time deadline) {
   std::unique_lock<std::mutex> l(mu_);
-  const Key key{round_id, static_cast<int>(kind), dimension, phase, from_label};
+  const std::string& round_id = std::get<0>(key);
+  const int from_label = std::get<4>(key);
   auto replaced = [&] { return fence_round_ != round_id; };
   auto left = [&] { return left_.count(from_label) > 0; };
   env_->WaitUntil(l, cv_, deadline, [&] { return inbox_.count(key) > 0 || replaced() || left(); });
@@ -182,9 +197,112 @@ absl::StatusOr<balance::LoadTable> Mailbox::Await(const std::string& round_id, M
   if (it == inbox_.end() && left())
     return absl::UnavailableError(absl::StrCat("it left the round (", left_.at(from_label), ")"));
   if (it == inbox_.end()) return absl::DeadlineExceededError("no message in time");
-  balance::LoadTable rows = std::move(it->second.rows);
+  Entry e = std::move(it->second);
   inbox_.erase(it);
-  return rows;
+  return e;
+}
+
+absl::StatusOr<balance::LoadTable> Mailbox::Await(const std::string& round_id, MessageKind kind, int dimension,
+                                                  int phase, int from_label, absl::Time deadline) {
+  auto e = AwaitEntry(Key{round_id, static_cast<int>(kind), dimension, phase, from_label}, deadline);
+  if (!e.ok()) return e.status();
+  return std::move(e->rows);
+}
+
+absl::StatusOr<balance::ScanTotals> Mailbox::AwaitTotals(const std::string& round_id, int dimension, int from_label,
+                                                         absl::Time deadline) {
+  auto e = AwaitEntry(Key{round_id, static_cast<int>(MessageKind::kScan), dimension, 0, from_label}, deadline);
+  if (!e.ok()) return e.status();
+  return e->totals;
+}
+
+void Mailbox::PublishScan(const std::string& round_id, ScanView view) {
+  std::lock_guard<std::mutex> l(mu_);
+  if (round_id != fence_round_) return;  // replaced meanwhile
+  if (scan_round_ != round_id) partners_.clear();
+  scan_round_ = round_id;
+  scan_ = std::move(view);
+  cv_.notify_all();
+}
+
+namespace {
+
+balance::Load Abs(balance::Load x) { return x < 0 ? -x : x; }
+
+}  // namespace
+
+absl::StatusOr<LookupAnswer> Mailbox::Lookup(const ExchangeMessage& m, absl::Duration timeout) {
+  std::unique_lock<std::mutex> l(mu_);
+  if (StaleLocked(m.round_id, m.epoch))
+    return absl::FailedPreconditionError(absl::StrCat("round ", m.round_id, " (epoch ", m.epoch,
+                                                      ") is older than round ", fence_round_, " (epoch ", fence_epoch_,
+                                                      "), the last this site took part in"));
+  const bool ready = env_->WaitFor(
+      l, cv_, timeout, [&] { return (scan_ && scan_round_ == m.round_id) || StaleLocked(m.round_id, m.epoch); });
+  if (StaleLocked(m.round_id, m.epoch))
+    return absl::FailedPreconditionError(absl::StrCat("round ", m.round_id, " was replaced by a newer round"));
+  if (!ready)
+    return absl::DeadlineExceededError(absl::StrCat("round ", m.round_id, ": this site's scan was not done in time"));
+  const balance::MatchView& view = scan_->view;
+  const int n = scan_->live.dims();
+  const balance::MatchRun& run = m.run;
+  const int diff = m.from_label ^ view.label;
+  // The requester's run is matched against the sibling of its run.level-
+  // subcube, which holds this site; it asks unit `position` of this site's
+  // level-subcube list, inside that sibling.
+  if (run.level < 0 || run.level >= n || m.from_label < 0 || (diff >> run.level) != 1)
+    return absl::InvalidArgumentError(absl::StrCat("label ", m.from_label, " has no run matched at level ", run.level,
+                                                   " against label ", view.label, "'s subcube"));
+  if (run.begin < 0 || run.begin >= run.end) return absl::InvalidArgumentError("a run is a non-empty [begin, end)");
+  if (m.level < 0 || m.level > run.level)
+    return absl::InvalidArgumentError(absl::StrCat("lookup level ", m.level, " outside 0..", run.level));
+  if (m.position < 0 || m.position >= Abs(view.residual[m.level]))
+    return absl::InvalidArgumentError(absl::StrCat("position ", m.position, " outside the ",
+                                                   Abs(view.residual[m.level]), " units of this site's ", m.level,
+                                                   "-subcube list"));
+  const balance::LocateStep step = balance::Locate(view, m.level, m.position);
+  LookupAnswer a;
+  if (!step.here) {
+    a.next_label = scan_->live.StandIn(view.label ^ (1 << step.next_level), step.next_level);
+    if (a.next_label < 0) return absl::InternalError("the lookup leads to an empty subcube");
+    a.next_level = step.next_level;
+    a.position = step.position;
+    return a;
+  }
+  const balance::MatchRun* found = nullptr;
+  for (const balance::MatchRun& r : view.runs)
+    if (r.level == run.level && r.sends != run.sends && r.begin <= run.begin && run.begin < r.end) found = &r;
+  if (!found)
+    return absl::InvalidArgumentError(absl::StrCat("unit ", run.begin, " at level ", run.level, " is not in a run of ",
+                                                   "label ", view.label, " matched against the requester's"));
+  for (const Partner& p : partners_) {
+    if (p.run.label == m.from_label && p.run.run.level == run.level)
+      return absl::AlreadyExistsError(
+          absl::StrCat("label ", m.from_label, " already looked up its run at level ", run.level));
+    // Honest partners' runs of one level never overlap each other.
+    if (p.run.run.level == run.level && p.run.run.sends == run.sends &&
+        std::max(p.run.run.begin, run.begin) < std::min(p.run.run.end, run.end))
+      return absl::InvalidArgumentError(
+          absl::StrCat("the run of label ", m.from_label, " overlaps label ", p.run.label, "'s"));
+  }
+  Partner p{{m.from_label, run}, {}};
+  if (!run.sends && !m.rows.empty()) p.profile = m.rows[0].profile;
+  partners_.push_back(std::move(p));
+  cv_.notify_all();
+  a.found = true;
+  a.run = *found;
+  if (found->sends == false) a.profile = scan_->profile;
+  return a;
+}
+
+absl::StatusOr<std::vector<Mailbox::Partner>> Mailbox::AwaitPartners(
+    const std::string& round_id, const std::function<bool(const std::vector<Partner>&)>& done, absl::Time deadline) {
+  std::unique_lock<std::mutex> l(mu_);
+  env_->WaitUntil(l, cv_, deadline,
+                  [&] { return fence_round_ != round_id || (scan_round_ == round_id && done(partners_)); });
+  if (fence_round_ != round_id || scan_round_ != round_id)
+    return absl::AbortedError("the round was replaced by a newer one");
+  return partners_;
 }
 
 }  // namespace hyperfed::federation

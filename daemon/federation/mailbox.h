@@ -4,16 +4,19 @@
 // (docs/design.md §6.4).
 
 #include <condition_variable>
+#include <functional>
 #include <map>
 #include <mutex>
 #include <optional>
 #include <set>
 #include <string>
 #include <tuple>
+#include <vector>
 
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
 #include "daemon/balance/exact.h"
+#include "daemon/balance/prefix_scan.h"
 #include "daemon/common/env.h"
 #include "daemon/federation/messages.h"
 
@@ -74,13 +77,50 @@ class Mailbox {
   // message has not come.
   absl::StatusOr<balance::LoadTable> Await(const std::string& round_id, MessageKind kind, int dimension, int phase,
                                            int from_label, absl::Time deadline);
+  // Runner side, the exact round by prefix sums: the totals `from_label`
+  // sent in dimension `dimension` (a kScan), as Await.
+  absl::StatusOr<balance::ScanTotals> AwaitTotals(const std::string& round_id, int dimension, int from_label,
+                                                  absl::Time deadline);
+
+  // What this site answers lookups with once its scan is done: its
+  // residuals and runs, the round's live positions (for the next hop) and
+  // its start profile. Kept until another round is opened, also after the
+  // part ends here: a site done with its own transfers still answers the
+  // lookups others route through it.
+  struct ScanView {
+    balance::MatchView view;
+    balance::LivePositions live{0, {}};
+    balance::StartProfile profile;
+  };
+  void PublishScan(const std::string& round_id, ScanView view);
+  // A partner that found one of this site's runs (it looked it up here).
+  struct Partner {
+    balance::PartnerRun run;
+    balance::StartProfile profile;  // when it receives
+  };
+  // Handler side: answers a kLookup (balance::Locate): found here (the
+  // requester's run is recorded as a partner's), or where to ask next.
+  // Waits up to `timeout` for this site's scan to be done. InvalidArgument,
+  // recording nothing, for a lookup this site cannot be asked: a
+  // requester outside the sibling of its run's subcube, a position beyond
+  // this site's list, a run that matches none of this site's or overlaps
+  // another partner's; AlreadyExists for a second lookup of one run;
+  // FailedPrecondition for an older round.
+  absl::StatusOr<LookupAnswer> Lookup(const ExchangeMessage& m, absl::Duration timeout);
+  // Runner side: the partners recorded so far, once `done` says they are
+  // enough, or at `deadline`; Aborted once a newer round is opened.
+  absl::StatusOr<std::vector<Partner>> AwaitPartners(const std::string& round_id,
+                                                     const std::function<bool(const std::vector<Partner>&)>& done,
+                                                     absl::Time deadline);
 
  private:
   using Key = std::tuple<std::string, int, int, int, int>;  // round, kind, dimension, phase, from
   struct Entry {
     balance::LoadTable rows;
     absl::Time at;
+    balance::ScanTotals totals;  // kScan
   };
+  absl::StatusOr<Entry> AwaitEntry(const Key& key, absl::Time deadline);
   bool StaleLocked(const std::string& round_id, int64_t epoch) const;
   void ExpireLocked();
   absl::Status ExpectedLocked(const ExchangeMessage& m) const;
@@ -100,6 +140,9 @@ class Mailbox {
   std::map<std::tuple<std::string, int, int>, Entry> published_;  // guarded by mu_; round, kind, dimension
   std::map<int, std::string> left_;                               // guarded by mu_; of fence_round_: label -> why
   std::string closed_round_;                                      // guarded by mu_; the part that ended here
+  std::string scan_round_;                                        // guarded by mu_; the round of scan_
+  std::optional<ScanView> scan_;                                  // guarded by mu_
+  std::vector<Partner> partners_;                                 // guarded by mu_; of scan_round_
 };
 
 }  // namespace hyperfed::federation

@@ -44,6 +44,7 @@ absl::Status CheckRoundStart(const RoundSpec& spec, absl::Time now) {
       return invalid("fault label ", f, " outside the ", spec.dimension, "-cube");
     if (!faults.insert(f).second) return invalid("fault label ", f, " listed twice");
   }
+  if (spec.prefix_scan && spec.mode != "exact") return invalid("only mode exact runs by prefix sums, not ", spec.mode);
   return absl::OkStatus();
 }
 
@@ -87,6 +88,10 @@ const char* MessageKindName(MessageKind k) {
       return "down";
     case MessageKind::kPhaseDone:
       return "phase-done";
+    case MessageKind::kScan:
+      return "scan";
+    case MessageKind::kLookup:
+      return "lookup";
   }
   return "?";
 }

@@ -16,6 +16,7 @@
 #include "daemon/balance/exact.h"
 #include "daemon/balance/modes.h"
 #include "daemon/balance/plan.h"
+#include "daemon/balance/prefix_scan.h"
 
 namespace hyperfed::federation {
 
@@ -26,6 +27,9 @@ enum class MessageKind {
   kDown = 3,       // the whole table to a tree child
   kBarrier = 4,    // pairwise modes: both sides' moves of a dimension are done
   kPhaseDone = 5,  // mcwa: the sender's transfer of a phase to the callee is done
+  // The exact round by prefix sums (protocol 1.9; docs/design.md §6.5):
+  kScan = 6,    // the sender's subcube totals in one dimension of the scan
+  kLookup = 7,  // who holds a position of the callee's subcube list; the reply says (LookupAnswer)
 };
 const char* MessageKindName(MessageKind k);
 
@@ -38,6 +42,26 @@ struct ExchangeMessage {
   int from_label = 0;
   balance::LoadTable rows;
   int64_t moved = 0;  // kPhaseDone: the jobs the sender's transfer of that phase moved
+  balance::ScanTotals totals;  // kScan: the sender's (or the subcube it stands in for) dimension-subcube totals
+  // kLookup: the requester's run, and the position asked for: unit
+  // `position` of the residual list of the callee's `level`-subcube
+  // (balance::Locate). `rows` holds the requester's row when it receives
+  // (its start profile, for the gain choice), else nothing.
+  balance::MatchRun run;
+  int level = 0;
+  int64_t position = 0;
+};
+
+// The callee's answer to a kLookup: it holds the position (found: its run,
+// and its start profile when it receives), or the requester asks
+// `next_label` for unit `position` of that site's `next_level`-subcube list.
+struct LookupAnswer {
+  bool found = false;
+  balance::MatchRun run;
+  balance::StartProfile profile;
+  int next_label = -1;
+  int next_level = 0;
+  int64_t position = 0;
 };
 
 // A round's id names the site that started it: "<site>-<unix ms>-<n>".
@@ -62,6 +86,9 @@ struct RoundSpec {
   // The version of the roster the coordinator planned with: a site on
   // another version does not take part (docs/design.md §6.9).
   int64_t roster_version = 0;
+  // mode exact only: run by prefix sums (RunScanned, protocol 1.9) instead
+  // of gathering the table. The coordinator chooses (UsePrefixScan).
+  bool prefix_scan = false;
 
   balance::RoundShape shape() const { return {dimension, {faults.begin(), faults.end()}}; }
 };

@@ -184,6 +184,10 @@ absl::StatusOr<balance::LoadTable> Participant::OnExchange(const ExchangeMessage
   return mailbox_.Deliver(m, SyncMailbox());
 }
 
+absl::StatusOr<LookupAnswer> Participant::OnLookup(const ExchangeMessage& m) {
+  return mailbox_.Lookup(m, SyncMailbox());
+}
+
 absl::Status Participant::AdmitTransfer(const std::string& source_site, const std::string& round_id, int64_t jobs) {
   return allowance_.Admit(round_id, source_site, jobs, live_->balancer().step_timeout);
 }

@@ -39,6 +39,8 @@ class Participant {
   // nothing changes). A repeated start of the current round is true.
   bool OnStartRound(const RoundSpec& spec, std::string* why_not);
   absl::StatusOr<balance::LoadTable> OnExchange(const ExchangeMessage& m);
+  // A kLookup of the exact round by prefix sums (Mailbox::Lookup).
+  absl::StatusOr<LookupAnswer> OnLookup(const ExchangeMessage& m);
   // The coordinator says the sites at these labels (label -> why) have left
   // `round_id`: this part's waits for them end (Mailbox::Left). A round
   // other than the one running here is ignored.

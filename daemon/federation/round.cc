@@ -7,6 +7,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "daemon/balance/mcwa.h"
+#include "daemon/balance/prefix_scan.h"
 #include "daemon/balance/topology.h"
 #include "daemon/migration/crash_point.h"
 
@@ -81,7 +82,12 @@ class Runner {
     if (!mode) {
       st = balance::CheckRoundMode(spec_.mode);
     } else {
-      st = mode->gathers() ? RunGathered(*mode, load, capacity) : RunPairwise(*mode, load, capacity);
+      if (!mode->gathers())
+        st = RunPairwise(*mode, load, capacity);
+      else if (spec_.prefix_scan && mode->name() == "exact")
+        st = RunScanned(load, capacity);
+      else
+        st = RunGathered(*mode, load, capacity);
     }
     report_.ok = st.ok();
     if (!st.ok()) report_.error = std::string(st.message());
@@ -119,6 +125,18 @@ class Runner {
       if (auto why = ctx_.mailbox->WhyLeft(spec_.round_id, label))
         return absl::UnavailableError(absl::StrCat("it left the round (", *why, ")"));
     return r;
+  }
+
+  // A kLookup to the site at `label`: its answer.
+  absl::StatusOr<LookupAnswer> Lookup(int label, ExchangeMessage m) {
+    auto timeout = CallTimeout();
+    if (!timeout.ok()) return timeout.status();
+    if (auto why = ctx_.mailbox->WhyLeft(spec_.round_id, label))
+      return absl::UnavailableError(absl::StrCat("it left the round (", *why, ")"));
+    m.round_id = spec_.round_id;
+    m.epoch = spec_.epoch;
+    m.from_label = ctx_.self_label;
+    return ctx_.peers->Lookup(SiteOf(label), m, *timeout);
   }
 
   absl::StatusOr<balance::LoadTable> Await(MessageKind kind, int dimension, int phase, int from, int behind) {
@@ -372,6 +390,158 @@ class Runner {
       }
     }
     return first_error;
+  }
+
+  // The exact mode by prefix sums (docs/algorithms.md, "exact by prefix
+  // sums"): the quotas and transfers RunGathered's exact derives from the
+  // table, from O(log N) messages of O(1) numbers per site. The scan (n
+  // steps: totals to the sites this one serves, from the one that serves
+  // it), the runs (no message), a lookup per run routed down the sibling
+  // subcube (at most level + 1 calls), then, once the partners found and
+  // those that found this site cover its runs, one step of moves.
+  absl::Status RunScanned(int64_t load, double capacity) {
+    const int n = spec_.dimension;
+    const int self = ctx_.self_label;
+    std::vector<bool> alive;
+    if (!spec_.faults.empty()) {
+      alive.assign(size_t{1} << n, true);
+      for (int f : spec_.faults) alive[f] = false;
+    }
+    const balance::LivePositions live(n, alive);
+    migration::CrashPoint("round_started");
+    if (!live.alive(self)) return absl::FailedPreconditionError("this site is in the round's fault set");
+    balance::ScanState scan = balance::StartScan(self, load, capacity);
+    for (int k = 0; k < n; ++k) {
+      for (balance::NodeId to : live.ServedBy(self, k)) {
+        ExchangeMessage m;
+        m.kind = MessageKind::kScan;
+        m.dimension = k;
+        m.totals = balance::ScanMessage(scan);
+        if (auto r = Call(to, std::move(m)); !r.ok())
+          return absl::UnavailableError(absl::StrCat("peer ", SiteOf(to), " (label ", to,
+                                                     ") failed at the scan in dimension ", k, ": ",
+                                                     r.status().message()));
+        ++report_.messages;
+      }
+      balance::ScanTotals theirs;  // empty when the partner's subcube has no live site
+      if (const balance::NodeId from = live.SourceFor(self, k); from >= 0) {
+        auto t = ctx_.mailbox->AwaitTotals(spec_.round_id, k, from, By(1));
+        if (!t.ok())
+          return absl::UnavailableError(absl::StrCat("peer ", SiteOf(from), " (label ", from,
+                                                     ") sent no totals in dimension ", k, ": ", t.status().message()));
+        theirs = *t;
+      }
+      if (auto st = balance::ScanStep(&scan, theirs); !st.ok()) return st;
+      Event(absl::StrCat("scanned dimension ", k, ", ", scan.block.live, " live sites so far"));
+      migration::CrashPoint("round_after_exchange");
+    }
+    const balance::MatchView view = balance::DeriveMatch(scan);
+    report_.quota = view.quota;
+    ctx_.mailbox->PublishScan(spec_.round_id, Mailbox::ScanView{view, live, own_profile_});
+
+    // Each run's first unit, looked up in the sibling subcube's list.
+    std::vector<Mailbox::Partner> found;
+    int hops_max = 0;
+    for (const balance::MatchRun& run : view.runs) {
+      int at = live.SourceFor(self, run.level);
+      if (at < 0) return absl::InternalError("a run is matched against an empty subcube");
+      ExchangeMessage m;
+      m.kind = MessageKind::kLookup;
+      m.run = run;
+      m.level = run.level;
+      m.position = run.begin;
+      if (!run.sends) m.rows = {{self, 0, 0, own_profile_}};
+      for (int hop = 1;; ++hop) {
+        auto a = Lookup(at, m);
+        if (!a.ok())
+          return absl::UnavailableError(
+              absl::StrCat("peer ", SiteOf(at), " (label ", at, ") did not answer a lookup: ", a.status().message()));
+        report_.messages += 2;
+        if (a->found) {
+          if (a->run.level != run.level || a->run.sends == run.sends || a->run.begin > run.begin ||
+              run.begin >= a->run.end || a->run.begin >= a->run.end)
+            return absl::InvalidArgumentError(
+                absl::StrCat("label ", at, " answered a lookup with a run that does not hold the unit asked for"));
+          found.push_back({{at, a->run}, a->profile});
+          hops_max = std::max(hops_max, hop);
+          break;
+        }
+        // The next site is in the same sibling subcube, one level lower.
+        if (a->next_level < 0 || a->next_level >= m.level || a->next_label < 0 || a->next_label >= (1 << n) ||
+            ((a->next_label ^ self) >> run.level) != 1 || !live.alive(a->next_label) || a->position < 0)
+          return absl::InvalidArgumentError(absl::StrCat("label ", at, " sent a lookup where it cannot go"));
+        at = a->next_label;
+        m.level = a->next_level;
+        m.position = a->position;
+      }
+    }
+    auto merged = [&](const std::vector<Mailbox::Partner>& recorded) { return MergePartners(found, recorded); };
+    auto covered = [&](const std::vector<Mailbox::Partner>& recorded) { return Covers(view, merged(recorded)); };
+    auto recorded = ctx_.mailbox->AwaitPartners(spec_.round_id, covered, By(n + 1));
+    if (!recorded.ok()) return recorded.status();
+    const std::vector<Mailbox::Partner> partners = merged(*recorded);
+    absl::Status first_error;
+    if (!Covers(view, partners))
+      first_error = absl::DeadlineExceededError("not every partner of this site's runs was found in time");
+
+    std::vector<balance::PartnerRun> runs;
+    std::map<int, balance::StartProfile> profile_of;
+    for (const Mailbox::Partner& p : partners) {
+      runs.push_back(p.run);
+      profile_of[p.run.label] = p.profile;
+    }
+    std::vector<balance::Transfer> out;
+    std::vector<balance::StartProfile> profiles;
+    for (const balance::Transfer& t : balance::MatchedTransfers(view, runs)) {
+      if (t.to == self) {
+        if (ctx_.allowance) ctx_.allowance->Expect(spec_.round_id, SiteOf(t.from), t.count);
+      } else {
+        out.push_back(t);
+        profiles.push_back(profile_of[t.to]);
+      }
+    }
+    // n scan steps, the longest lookup, one step of moves.
+    report_.steps = n + hops_max + 1;
+    if (out.empty()) {
+      Event(absl::StrCat("quota ", view.quota, ": nothing to send"));
+      return first_error;
+    }
+    if (ctx_.env->Now() >= spec_.deadline) return absl::DeadlineExceededError("past the round's deadline");
+    migration::CrashPoint("round_before_moves");
+    std::vector<int64_t> moved;
+    if (auto st = Move(out, profiles, "", &moved); !st.ok() && first_error.ok()) first_error = st;
+    return first_error;
+  }
+
+  // The partners this site found and those that found it, each (site,
+  // level) once; one whose run overlaps another site's at the same level is
+  // left out (honest runs never do).
+  static std::vector<Mailbox::Partner> MergePartners(const std::vector<Mailbox::Partner>& found,
+                                                     const std::vector<Mailbox::Partner>& recorded) {
+    std::vector<Mailbox::Partner> out;
+    auto add = [&](const Mailbox::Partner& p) {
+      for (const Mailbox::Partner& q : out) {
+        if (q.run.run.level != p.run.run.level) continue;
+        if (q.run.label == p.run.label) return;
+        if (std::max(q.run.run.begin, p.run.run.begin) < std::min(q.run.run.end, p.run.run.end)) return;
+      }
+      out.push_back(p);
+    };
+    for (const Mailbox::Partner& p : found) add(p);
+    for (const Mailbox::Partner& p : recorded) add(p);
+    return out;
+  }
+
+  // Whether the partners' runs cover every unit of the site's runs.
+  static bool Covers(const balance::MatchView& view, const std::vector<Mailbox::Partner>& partners) {
+    for (const balance::MatchRun& r : view.runs) {
+      balance::Load got = 0;
+      for (const Mailbox::Partner& p : partners)
+        if (p.run.run.level == r.level && p.run.run.sends != r.sends)
+          got += std::max<balance::Load>(0, std::min(r.end, p.run.run.end) - std::max(r.begin, p.run.run.begin));
+      if (got < r.end - r.begin) return false;
+    }
+    return true;
   }
 
   // A pairwise mode: in each dimension whose partner takes part, exchange

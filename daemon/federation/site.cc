@@ -465,6 +465,7 @@ bool Site::OnStartRound(const RoundSpec& spec, std::string* why_not) {
 }
 
 absl::StatusOr<balance::LoadTable> Site::OnExchange(const ExchangeMessage& m) { return participant_.OnExchange(m); }
+absl::StatusOr<LookupAnswer> Site::OnLookup(const ExchangeMessage& m) { return participant_.OnLookup(m); }
 
 absl::Status Site::OnReport(const RoundReport& report) { return coordinator_.OnReport(report); }
 

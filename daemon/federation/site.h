@@ -102,6 +102,8 @@ class Site {
   // nothing changes.
   bool OnStartRound(const RoundSpec& spec, std::string* why_not);
   absl::StatusOr<balance::LoadTable> OnExchange(const ExchangeMessage& m);
+  // A kLookup of the exact round by prefix sums (Mailbox::Lookup).
+  absl::StatusOr<LookupAnswer> OnLookup(const ExchangeMessage& m);
   absl::Status OnReport(const RoundReport& report);
   // The coordinator `from` asks for this site's report of a round
   // (Participant::ReportOf); PermissionDenied unless the round is one `from`

@@ -197,6 +197,69 @@ void ToProto(const federation::ExchangeMessage& in, v1::ExchangeRequest* out) {
   out->set_moved(in.moved);
   out->set_from_label(in.from_label);
   ToProto(in.rows, out->mutable_rows());
+  if (in.kind == federation::MessageKind::kScan) ToProto(in.totals, out->mutable_totals());
+  if (in.kind == federation::MessageKind::kLookup) {
+    ToProto(in.run, out->mutable_run());
+    out->set_level(in.level);
+    out->set_position(in.position);
+  }
+}
+
+void ToProto(const balance::ScanTotals& in, v1::ScanTotals* out) {
+  out->set_load(in.load);
+  const unsigned __int128 w = static_cast<unsigned __int128>(in.weight);
+  out->set_weight_high(static_cast<uint64_t>(w >> 64));
+  out->set_weight_low(static_cast<uint64_t>(w));
+  out->set_live(in.live);
+  out->set_min_weight(in.min_weight);
+  out->set_max_weight(in.max_weight);
+}
+
+balance::ScanTotals FromProto(const v1::ScanTotals& in) {
+  balance::ScanTotals t;
+  t.load = in.load();
+  t.weight = static_cast<__int128>((static_cast<unsigned __int128>(in.weight_high()) << 64) | in.weight_low());
+  t.live = in.live();
+  t.min_weight = in.min_weight();
+  t.max_weight = in.max_weight();
+  return t;
+}
+
+void ToProto(const balance::MatchRun& in, v1::MatchRun* out) {
+  out->set_level(in.level);
+  out->set_begin(in.begin);
+  out->set_end(in.end);
+  out->set_sends(in.sends);
+}
+
+balance::MatchRun FromProto(const v1::MatchRun& in) {
+  return balance::MatchRun{.level = in.level(), .begin = in.begin(), .end = in.end(), .sends = in.sends()};
+}
+
+void ToProto(const federation::LookupAnswer& in, int self_label, v1::LookupAnswer* out) {
+  out->set_found(in.found);
+  if (in.found) {
+    ToProto(in.run, out->mutable_run());
+    ToProto(balance::LoadRow{self_label, 0, 0, in.profile}, out->mutable_row());
+  } else {
+    out->set_next_label(in.next_label);
+    out->set_next_level(in.next_level);
+    out->set_position(in.position);
+  }
+}
+
+federation::LookupAnswer FromProto(const v1::LookupAnswer& in) {
+  federation::LookupAnswer a;
+  a.found = in.found();
+  if (a.found) {
+    a.run = FromProto(in.run());
+    a.profile = ProfileFromProto(in.row());
+  } else {
+    a.next_label = in.next_label();
+    a.next_level = in.next_level();
+    a.position = in.position();
+  }
+  return a;
 }
 
 federation::ExchangeMessage FromProto(const v1::ExchangeRequest& in) {
@@ -209,6 +272,10 @@ federation::ExchangeMessage FromProto(const v1::ExchangeRequest& in) {
   m.moved = in.moved();
   m.from_label = in.from_label();
   m.rows = FromProto(in.rows());
+  if (in.has_totals()) m.totals = FromProto(in.totals());
+  if (in.has_run()) m.run = FromProto(in.run());
+  m.level = in.level();
+  m.position = in.position();
   return m;
 }
 
@@ -221,6 +288,7 @@ void ToProto(const federation::RoundSpec& in, v1::StartRoundRequest* out) {
   out->set_epoch(in.epoch);
   out->set_deadline_unix_ms(absl::ToUnixMillis(in.deadline));
   out->set_roster_version(in.roster_version);
+  out->set_prefix_scan(in.prefix_scan);
 }
 
 federation::RoundSpec FromProto(const v1::StartRoundRequest& in) {
@@ -234,6 +302,7 @@ federation::RoundSpec FromProto(const v1::StartRoundRequest& in) {
   s.epoch = in.epoch();
   s.deadline = absl::FromUnixMillis(in.deadline_unix_ms());
   s.roster_version = in.roster_version();
+  s.prefix_scan = in.prefix_scan();
   return s;
 }
 

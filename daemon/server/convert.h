@@ -46,6 +46,15 @@ void ToProto(const federation::RoundReport& in, v1::RoundReport* out);
 federation::RoundReport FromProto(const v1::RoundReport& in);
 void ToProto(const federation::ExchangeMessage& in, v1::ExchangeRequest* out);
 federation::ExchangeMessage FromProto(const v1::ExchangeRequest& in);
+// The exact round by prefix sums (protocol 1.9): what a SCAN and a LOOKUP
+// carry; PeerHandlers::Exchange checks what comes in.
+void ToProto(const balance::ScanTotals& in, v1::ScanTotals* out);
+balance::ScanTotals FromProto(const v1::ScanTotals& in);
+void ToProto(const balance::MatchRun& in, v1::MatchRun* out);
+balance::MatchRun FromProto(const v1::MatchRun& in);
+// `self_label` names the answering site in the answer's row.
+void ToProto(const federation::LookupAnswer& in, int self_label, v1::LookupAnswer* out);
+federation::LookupAnswer FromProto(const v1::LookupAnswer& in);
 void ToProto(const federation::RoundSpec& in, v1::StartRoundRequest* out);
 federation::RoundSpec FromProto(const v1::StartRoundRequest& in);  // faults sorted
 void ToProto(const federation::HeartbeatInfo& in, v1::HeartbeatRequest* out);

@@ -140,6 +140,35 @@ absl::StatusOr<balance::LoadTable> GrpcPeers::Exchange(const std::string& site, 
   return FromProto(reply.rows());
 }
 
+absl::StatusOr<federation::LookupAnswer> GrpcPeers::Lookup(const std::string& site,
+                                                           const federation::ExchangeMessage& m,
+                                                           absl::Duration timeout) {
+  Conn* c = Get(site);
+  if (!c) return Unknown(site);
+  if (PartitionedFrom(site)) return Cut(site);
+  Reconnect({c}, ReconnectUntil(ExchangeCallTimeout(timeout)));
+  v1::ExchangeRequest req;
+  ToProto(m, &req);
+  v1::ExchangeReply reply;
+  auto ctx = ContextWithDeadline(ExchangeCallTimeout(timeout));
+  if (auto st = c->peer->Exchange(ctx.get(), req, &reply); !st.ok()) return FromGrpc(st);
+  return LookupAnswerFromReply(reply);
+}
+
+absl::StatusOr<federation::LookupAnswer> LookupAnswerFromReply(const v1::ExchangeReply& reply) {
+  if (!reply.has_lookup()) return absl::InvalidArgumentError("the reply to a lookup carries no answer");
+  const v1::LookupAnswer& a = reply.lookup();
+  if (a.found()) {
+    if (!a.has_run() || a.run().level() < 0 || a.run().begin() < 0 || a.run().begin() >= a.run().end())
+      return absl::InvalidArgumentError("a lookup's answer: the run found is not a non-empty [begin, end)");
+    if (auto st = balance::CheckStartProfile(ProfileFromProto(a.row()), config::kMaxReportedWaitMs); !st.ok())
+      return absl::InvalidArgumentError(absl::StrCat("a lookup's answer: ", st.message()));
+  } else if (a.next_label() < 0 || a.next_level() < 0 || a.position() < 0) {
+    return absl::InvalidArgumentError("a lookup's answer: a negative next hop");
+  }
+  return FromProto(a);
+}
+
 absl::StatusOr<balance::LoadTable> GrpcPeers::ExchangeUnless(const std::string& site,
                                                              const federation::ExchangeMessage& m,
                                                              absl::Duration timeout,

@@ -97,6 +97,8 @@ class GrpcPeers : public federation::PeerClient, public migration::PeerTransport
                                                     absl::Duration timeout,
                                                     const std::function<bool()>& abandon) override;
   static constexpr absl::Duration kAbandonPoll = absl::Milliseconds(100);
+  absl::StatusOr<federation::LookupAnswer> Lookup(const std::string& site, const federation::ExchangeMessage& m,
+                                                  absl::Duration timeout) override;
   // The calls go out together on one completion queue that this thread
   // polls: no thread per call (docs/benchmarks.md, "Round latency").
   std::vector<StartAnswer> StartRound(const std::vector<std::string>& sites, const federation::RoundSpec& spec,
@@ -186,5 +188,12 @@ class GrpcPeers : public federation::PeerClient, public migration::PeerTransport
 
 // A context with a deadline `timeout` from now.
 std::unique_ptr<grpc::ClientContext> ContextWithDeadline(absl::Duration timeout);
+
+// A LOOKUP's reply (protocol 1.9) as a round takes it: well formed (a
+// found run non-empty, the start profile as CheckReportedRow wants it, a
+// next hop of non-negative numbers) or InvalidArgument; the round checks
+// that it answers what it asked (Runner::RunScanned). GrpcPeers and the
+// simulator's peers both use it.
+absl::StatusOr<federation::LookupAnswer> LookupAnswerFromReply(const v1::ExchangeReply& reply);
 
 }  // namespace hyperfed::server

@@ -104,6 +104,11 @@ absl::Status PeerHandlers::Exchange(const std::string& caller, const v1::Exchang
   if (!EpochOk(req.epoch())) return Invalid("epoch must be > 0 and at most a day ahead of this site's clock");
   if (req.kind() != v1::ExchangeRequest::PHASE_DONE && req.moved() != 0)
     return Invalid("only PHASE_DONE carries moved");
+  if (req.kind() != v1::ExchangeRequest::SCAN && req.has_totals()) return Invalid("only SCAN carries totals");
+  if (req.kind() != v1::ExchangeRequest::LOOKUP && (req.has_run() || req.level() != 0 || req.position() != 0))
+    return Invalid("only LOOKUP carries a run, a level and a position");
+  // Units of a residual list: at most the federation's load.
+  const int64_t max_units = config::kMaxReportedLoad << std::min(n, 30);
   switch (req.kind()) {
     case v1::ExchangeRequest::UP:
     case v1::ExchangeRequest::DOWN:
@@ -126,10 +131,45 @@ absl::Status PeerHandlers::Exchange(const std::string& caller, const v1::Exchang
       if (req.dimension() != 0) return Invalid("PHASE_DONE carries no dimension");
       if (req.moved() < 0) return Invalid("moved must be >= 0");
       break;
+    case v1::ExchangeRequest::SCAN: {
+      if (req.dimension() < 0 || req.dimension() >= n)
+        return Invalid(absl::StrCat("dimension ", req.dimension(), " outside the ", n, "-cube"));
+      if (req.phase() != 0 || !req.rows().empty()) return Invalid("SCAN carries no phase and no rows");
+      if (!req.has_totals()) return Invalid("SCAN carries totals");
+      // Totals no subcube of that dimension can have (docs/security.md, "Numbers").
+      const balance::ScanTotals totals = FromProto(req.totals());
+      if (auto st = balance::CheckScanTotals(totals, req.dimension()); !st.ok())
+        return Invalid(absl::StrCat("totals: ", st.message()));
+      if (totals.load > static_cast<__int128>(config::kMaxReportedLoad) * totals.live)
+        return Invalid("totals: a load above what its sites may hold");
+      break;
+    }
+    case v1::ExchangeRequest::LOOKUP: {
+      if (req.dimension() != 0 || req.phase() != 0) return Invalid("LOOKUP carries no dimension or phase");
+      const v1::MatchRun& run = req.run();
+      if (!req.has_run() || run.level() < 0 || run.level() >= n)
+        return Invalid(absl::StrCat("LOOKUP: run level ", run.level(), " outside the ", n, "-cube"));
+      if (run.begin() < 0 || run.begin() >= run.end() || run.end() > max_units)
+        return Invalid("LOOKUP: a run is [begin, end), 0 <= begin < end <= the federation's load");
+      if (req.level() < 0 || req.level() > run.level())
+        return Invalid(absl::StrCat("LOOKUP: level ", req.level(), " outside 0..", run.level()));
+      if (req.position() < 0 || req.position() >= max_units) return Invalid("LOOKUP: position out of range");
+      if (req.rows().size() > 1 || (req.rows().size() == 1 && req.rows(0).label() != req.from_label()))
+        return Invalid("LOOKUP carries at most one row, the requester's");
+      break;
+    }
     default:
-      return Invalid("kind must be UP, EXCHANGE, DOWN, BARRIER or PHASE_DONE");
+      return Invalid("kind must be UP, EXCHANGE, DOWN, BARRIER, PHASE_DONE, SCAN or LOOKUP");
   }
   if (auto st = CheckRows(*roster, req.rows()); !st.ok()) return st;
+  if (req.kind() == v1::ExchangeRequest::LOOKUP) {
+    const config::RosterEntry* self = roster->FindSite(d_.live->self());
+    if (!self) return absl::FailedPreconditionError("this site is not in the roster");
+    auto answer = d_.site->OnLookup(FromProto(req));
+    if (!answer.ok()) return answer.status();
+    ToProto(*answer, self->label, reply->mutable_lookup());
+    return absl::OkStatus();
+  }
   auto rows = d_.site->OnExchange(FromProto(req));
   if (!rows.ok()) return rows.status();
   ToProto(*rows, reply->mutable_rows());

@@ -11,7 +11,7 @@
 
 namespace hyperfed::server {
 
-inline constexpr char kProtocolVersion[] = "1.8";
+inline constexpr char kProtocolVersion[] = "1.9";
 
 // This build's version: kProtocolVersion, unless the environment variable
 // HYPERFED_TEST_PROTOCOL says another (tests act as another build with it).

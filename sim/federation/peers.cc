@@ -17,6 +17,15 @@ absl::StatusOr<balance::LoadTable> SimPeers::Exchange(const std::string& site, c
   return server::FromProto(reply->rows());
 }
 
+absl::StatusOr<federation::LookupAnswer> SimPeers::Lookup(const std::string& site, const federation::ExchangeMessage& m,
+                                                          absl::Duration timeout) {
+  v1::ExchangeRequest req;
+  server::ToProto(m, &req);
+  auto reply = net_->Call(self_, site, env_, req, server::ExchangeCallTimeout(timeout), false, &PeerHandlers::Exchange);
+  if (!reply.ok()) return reply.status();
+  return server::LookupAnswerFromReply(*reply);
+}
+
 std::vector<federation::PeerClient::StartAnswer> SimPeers::StartRound(const std::vector<std::string>& sites,
                                                                       const federation::RoundSpec& spec,
                                                                       absl::Duration timeout) {

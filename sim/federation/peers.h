@@ -21,6 +21,8 @@ class SimPeers : public federation::PeerClient, public migration::PeerTransport 
 
   absl::StatusOr<balance::LoadTable> Exchange(const std::string& site, const federation::ExchangeMessage& m,
                                               absl::Duration timeout) override;
+  absl::StatusOr<federation::LookupAnswer> Lookup(const std::string& site, const federation::ExchangeMessage& m,
+                                                  absl::Duration timeout) override;
   std::vector<StartAnswer> StartRound(const std::vector<std::string>& sites, const federation::RoundSpec& spec,
                                       absl::Duration timeout) override;
   absl::Status ReportRound(const std::string& site, const federation::RoundReport& report,

@@ -6,13 +6,17 @@
 #include <future>
 #include <map>
 #include <random>
+#include <set>
 #include <thread>
+#include <tuple>
 
 #include "absl/strings/str_cat.h"
 #include "daemon/balance/dem.h"
 #include "daemon/balance/exact.h"
 #include "daemon/balance/mcwa.h"
+#include "daemon/balance/quota.h"
 #include "daemon/balance/topology.h"
+#include "daemon/federation/coordinator.h"
 #include "gtest/gtest.h"
 
 namespace hyperfed::federation {
@@ -32,6 +36,16 @@ class InProcessPeers : public PeerClient {
     if (it == boxes_.end()) return absl::UnavailableError("no such site");
     return it->second->Deliver(m, timeout);
   }
+  absl::StatusOr<LookupAnswer> Lookup(const std::string& site, const ExchangeMessage& m,
+                                      absl::Duration timeout) override {
+    auto it = boxes_.find(Label(site));
+    if (it == boxes_.end()) return absl::UnavailableError("no such site");
+    auto a = it->second->Lookup(m, timeout);
+    if (a.ok() && lie_) lie_(&*a);
+    return a;
+  }
+  // Changes every answer to a lookup (a lying callee).
+  std::function<void(LookupAnswer*)> lie_;
   std::vector<StartAnswer> StartRound(const std::vector<std::string>& sites, const RoundSpec&,
                                       absl::Duration) override {
     return std::vector<StartAnswer>(sites.size(), {false, "not used"});
@@ -72,7 +86,8 @@ struct Outcome {
 // Runs the parts of every live site; `absent` sites never start.
 Outcome RunAll(int n, const std::vector<int>& faults, const std::vector<balance::Load>& loads,
                const std::vector<double>& caps, const std::string& algorithm, const std::vector<int>& absent = {},
-               absl::Duration step_timeout = absl::Seconds(5)) {
+               absl::Duration step_timeout = absl::Seconds(5), bool prefix_scan = false,
+               std::function<void(LookupAnswer*)> lie = nullptr) {
   // Real time: the parts wait for each other with real timeouts.
   const Env* env = RealEnv::Get();
   std::map<int, std::unique_ptr<Mailbox>> boxes;
@@ -85,8 +100,10 @@ Outcome RunAll(int n, const std::vector<int>& faults, const std::vector<balance:
     raw[u] = boxes[u].get();
   }
   InProcessPeers peers(raw);
+  peers.lie_ = std::move(lie);
   std::map<int, RecordingMover> movers;
   RoundSpec spec{"r1", 1, env->Now() + absl::Minutes(1), Site(0), faults, n, algorithm};
+  spec.prefix_scan = prefix_scan;
   for (auto& [u, box] : boxes) box->Open(spec.round_id, spec.epoch);
   std::map<int, std::future<RoundReport>> parts;
   std::map<int, RoundContext> ctxs;
@@ -257,6 +274,62 @@ TEST(RoundTest, AMissingPeerEndsTheRoundAtThatStepAndNothingMoves) {
   EXPECT_FALSE(o.reports[0].ok);
 }
 
+// The exact round by prefix sums (RunScanned) and the gather (RunGathered)
+// on the same random tables, with and without faults (those whose live
+// sites MCWA's topology keeps in one component: the gather balances each
+// component apart, the scan all live sites together): the same quotas,
+// Apportion's over the live sites, and the same transfers, so the same jobs
+// moved, the minimum.
+TEST(RoundTest, ExactRoundByPrefixSumsIsTheGatheredRound) {
+  std::mt19937_64 rng(31);
+  int compared = 0, with_faults = 0;
+  for (int trial = 0; trial < 16; ++trial) {
+    const int n = 2 + trial % 4;
+    const int size = 1 << n;
+    std::vector<int> faults;
+    if (trial % 4 != 0)
+      for (int u = 0; u < size; ++u)
+        if (rng() % 4 == 0) faults.push_back(u);
+    std::vector<balance::NodeId> f(faults.begin(), faults.end());
+    auto topo = balance::Topology::Hypercube(n, f);
+    if (!topo.ok() || static_cast<int>(faults.size()) >= size - 1) continue;
+    if (!faults.empty()) {
+      auto components = balance::SelectBalancingSubcubes(*topo);
+      if (!components.ok() || components->size() != 1) continue;
+    }
+    auto [w, p] = RandomLoads(rng, size);
+    if (trial % 3 == 1) std::fill(p.begin(), p.end(), 2.0);  // equal capacities: the papers' rule by rank
+    if (trial % 5 == 2) p[rng() % size] = 0;                 // a drained site
+    std::vector<bool> alive(size, true);
+    for (int x : faults) {
+      alive[x] = false;
+      w[x] = 0;
+    }
+    balance::Load total = 0;
+    for (int u = 0; u < size; ++u) total += alive[u] ? w[u] : 0;
+    const std::vector<balance::Load> quotas = balance::Apportion(total, p, alive);
+    Outcome gathered = RunAll(n, faults, w, p, "exact");
+    Outcome scanned = RunAll(n, faults, w, p, "exact", {}, absl::Seconds(5), /*prefix_scan=*/true);
+    EXPECT_EQ(scanned.final_loads, gathered.final_loads) << "trial " << trial;
+    auto transfers = [](const RoundReport& r) {
+      std::set<std::tuple<int, int, int64_t>> out;
+      for (const balance::Transfer& t : r.transfers) out.insert({t.from, t.to, t.count});
+      return out;
+    };
+    for (const auto& [u, r] : scanned.reports) {
+      EXPECT_TRUE(r.ok) << "trial " << trial << " " << Site(u) << ": " << r.error;
+      EXPECT_EQ(r.quota, gathered.reports[u].quota) << "trial " << trial << " " << Site(u);
+      EXPECT_EQ(r.quota, quotas[u]) << "trial " << trial << " " << Site(u);
+      EXPECT_EQ(transfers(r), transfers(gathered.reports[u])) << "trial " << trial << " " << Site(u);
+      EXPECT_LE(r.steps, 2 * n + 2) << "n scan steps, at most n lookup calls, the moves";
+    }
+    ++compared;
+    if (!faults.empty()) ++with_faults;
+  }
+  EXPECT_GE(compared, 10);
+  EXPECT_GE(with_faults, 5);
+}
+
 TEST(MailboxTest, ExchangeWaitsForTheCalleeToReachTheStep) {
   FakeEnv env;
   Mailbox box(&env, 6, 3);  // label 4 is its partner across dimension 1
@@ -394,6 +467,163 @@ TEST(MailboxTest, TakesOnlyWhatTheRoundExpectsOnceEach) {
   // Opening one of them makes room again.
   box.Open("e1", 6);
   EXPECT_EQ(deliver({"e3", 8, MessageKind::kUp, 0, 0, 1, {{1, 1, 1}}}), absl::StatusCode::kOk);
+}
+
+// Every site's residuals and runs on a full n-cube, from the scan steps.
+std::vector<balance::MatchView> Views(int n, const std::vector<balance::Load>& w, const std::vector<double>& p) {
+  std::vector<balance::ScanState> s;
+  for (int u = 0; u < (1 << n); ++u) s.push_back(balance::StartScan(u, w[u], p[u]));
+  for (int k = 0; k < n; ++k) {
+    std::vector<balance::ScanTotals> sent;
+    for (const auto& x : s) sent.push_back(balance::ScanMessage(x));
+    for (int u = 0; u < (1 << n); ++u) EXPECT_TRUE(balance::ScanStep(&s[u], sent[u ^ (1 << k)]).ok());
+  }
+  std::vector<balance::MatchView> v;
+  for (const auto& x : s) v.push_back(balance::DeriveMatch(x));
+  return v;
+}
+
+// Site 0 of a 2-cube holds 12 jobs, the others none (quotas 3): its runs are
+// units [0, 3) at level 0 (to site 1) and [0, 6) at level 1 (to sites 2 and
+// 3, whose runs are [0, 3) and [3, 6)). A lookup is answered only when it
+// fits this site's runs and no other partner's, once per run; a refused one
+// records nothing. A part that has ended still answers; a newer round
+// fences the older one off.
+TEST(MailboxTest, LookupsAreAnsweredOnlyWhenTheyFitAndOnceEach) {
+  FakeEnv env;
+  const std::vector<balance::MatchView> views = Views(2, {12, 0, 0, 0}, {1, 1, 1, 1});
+  ASSERT_EQ(views[0].runs, (std::vector<balance::MatchRun>{{0, 0, 3, true}, {1, 0, 6, true}}));
+  ASSERT_EQ(views[3].runs, (std::vector<balance::MatchRun>{{1, 3, 6, false}}));
+  Mailbox box(&env, 0, 2);
+  box.Open("r", 5);
+  auto lookup = [&](int from, balance::MatchRun run, int level, int64_t position) {
+    ExchangeMessage m{"r", 5, MessageKind::kLookup, 0, 0, from, {}};
+    m.run = run;
+    m.level = level;
+    m.position = position;
+    return box.Lookup(m, absl::ZeroDuration());
+  };
+  EXPECT_EQ(lookup(2, {1, 0, 3, false}, 1, 0).status().code(), absl::StatusCode::kDeadlineExceeded)
+      << "its scan is not done";
+  box.PublishScan("r", {views[0], balance::LivePositions(2, {}), {}});
+  // Refused, recording nothing: a requester outside the sibling subcube, a
+  // unit beyond the list, a run of the same side, a level above the run's,
+  // a run that overlaps another partner's.
+  EXPECT_EQ(lookup(1, {1, 0, 3, false}, 1, 0).status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(lookup(3, {1, 3, 6, false}, 1, 6).status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(lookup(3, {1, 3, 6, true}, 1, 3).status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(lookup(1, {0, 0, 3, false}, 1, 0).status().code(), absl::StatusCode::kInvalidArgument);
+  auto first = lookup(2, {1, 0, 3, false}, 1, 0);
+  ASSERT_TRUE(first.ok()) << first.status();
+  EXPECT_TRUE(first->found);
+  EXPECT_EQ(first->run, (balance::MatchRun{1, 0, 6, true}));
+  EXPECT_EQ(lookup(3, {1, 2, 6, false}, 1, 2).status().code(), absl::StatusCode::kInvalidArgument)
+      << "it overlaps site 2's run";
+  EXPECT_EQ(lookup(2, {1, 0, 3, false}, 1, 0).status().code(), absl::StatusCode::kAlreadyExists);
+  ASSERT_TRUE(lookup(3, {1, 3, 6, false}, 1, 3).ok());
+  auto all = [](const std::vector<Mailbox::Partner>&) { return true; };
+  auto partners = box.AwaitPartners("r", all, env.Now());
+  ASSERT_TRUE(partners.ok());
+  ASSERT_EQ(partners->size(), 2u);
+  EXPECT_EQ((*partners)[0].run.label, 2);
+  EXPECT_EQ((*partners)[1].run.label, 3);
+  // The part ends here; lookups routed through it are still answered.
+  box.Close("r");
+  auto late = lookup(1, {0, 0, 3, false}, 0, 0);
+  ASSERT_TRUE(late.ok()) << late.status();
+  EXPECT_EQ(late->run, (balance::MatchRun{0, 0, 3, true}));
+  box.Open("r2", 6);
+  EXPECT_EQ(lookup(1, {0, 0, 3, false}, 0, 0).status().code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_EQ(box.AwaitPartners("r", all, env.Now()).status().code(), absl::StatusCode::kAborted)
+      << "a newer round ends the wait for partners";
+}
+
+// A lookup for a unit the other half holds says where to ask next: site 3
+// asks site 1 (its partner across dimension 1) for unit 3 of the lower
+// 1-subcube's list, which holds only site 0's units: site 1 sends it on to
+// site 0, level 0.
+TEST(MailboxTest, ALookupForTheOtherHalfSaysWhereToAskNext) {
+  FakeEnv env;
+  const std::vector<balance::MatchView> views = Views(2, {12, 0, 0, 0}, {1, 1, 1, 1});
+  Mailbox box(&env, 1, 2);
+  box.Open("r", 5);
+  box.PublishScan("r", {views[1], balance::LivePositions(2, {}), {}});
+  ExchangeMessage m{"r", 5, MessageKind::kLookup, 0, 0, 3, {}};
+  m.run = {1, 3, 6, false};
+  m.level = 1;
+  m.position = 3;
+  auto a = box.Lookup(m, absl::ZeroDuration());
+  ASSERT_TRUE(a.ok()) << a.status();
+  EXPECT_FALSE(a->found);
+  EXPECT_EQ(a->next_label, 0);
+  EXPECT_EQ(a->next_level, 0);
+  EXPECT_EQ(a->position, 6) << "site 0's units 0..2 go to site 1 at level 0: unit 3 at level 1 is its own unit 6";
+  auto all = [](const std::vector<Mailbox::Partner>&) { return true; };
+  auto partners = box.AwaitPartners("r", all, env.Now());
+  ASSERT_TRUE(partners.ok());
+  EXPECT_EQ(partners->size(), 0u);
+}
+
+// An answer to a lookup that does not answer what was asked (a run that
+// does not hold the unit, a next hop outside the sibling subcube) ends the
+// requester's part before it moves anything.
+TEST(RoundTest, ALyingAnswerToALookupEndsThePartBeforeAnyMove) {
+  const std::vector<balance::Load> w{12, 0, 0, 0};
+  const std::vector<double> p{1, 1, 1, 1};
+  const std::vector<std::function<void(LookupAnswer*)>> lies{
+      [](LookupAnswer* a) {
+        a->run.begin += 100;
+        a->run.end += 100;
+      },
+      [](LookupAnswer* a) {
+        a->found = false;
+        a->next_label = 1;  // in no sibling subcube of a run of site 0's
+        a->next_level = 0;
+      },
+  };
+  for (size_t i = 0; i < lies.size(); ++i) {
+    Outcome o = RunAll(2, {}, w, p, "exact", {}, absl::Milliseconds(300), /*prefix_scan=*/true, lies[i]);
+    EXPECT_EQ(o.final_loads, w) << "lie " << i << ": nothing moves";
+    for (const auto& [u, r] : o.reports) {
+      EXPECT_FALSE(r.ok) << "lie " << i << " " << Site(u);
+      EXPECT_EQ(r.moved_out, 0);
+    }
+    const char* why = i == 0 ? "answered a lookup with a run that does not hold" : "sent a lookup where it cannot go";
+    EXPECT_NE(o.reports[0].error.find(why), std::string::npos) << o.reports[0].error;
+  }
+}
+
+// The code chooses the scan, not an operator: mode exact, 64 live sites or
+// more, every live one of protocol 1.9 or newer (not heard yet: this
+// build's), and one MCWA component.
+TEST(UsePrefixScanTest, ExactAtSixtyFourLiveSitesAllOfProtocolOneNine) {
+  auto peers = [](int n, int up) {
+    std::vector<PeerInfo> v(n);
+    for (int i = 0; i < n; ++i) {
+      v[i].site = Site(i);
+      v[i].label = i;
+      v[i].up = i < up;
+      v[i].protocol = "1.9";
+    }
+    return v;
+  };
+  const balance::RoundShape full{7, {}};
+  EXPECT_TRUE(UsePrefixScan("exact", peers(64, 64), full));
+  EXPECT_FALSE(UsePrefixScan("mcwa", peers(64, 64), full));
+  EXPECT_FALSE(UsePrefixScan("exact", peers(64, 63), full)) << "63 live sites gather";
+  std::vector<PeerInfo> mixed = peers(100, 100);
+  mixed[70].protocol = "1.8";
+  EXPECT_FALSE(UsePrefixScan("exact", mixed, full)) << "a 1.8 site would gather";
+  mixed[70].up = false;
+  EXPECT_TRUE(UsePrefixScan("exact", mixed, full)) << "a down 1.8 site takes no part";
+  mixed[70].up = true;
+  mixed[70].protocol = "";
+  EXPECT_TRUE(UsePrefixScan("exact", mixed, full)) << "not heard yet: this build's";
+  mixed[70].protocol = "1.10";
+  EXPECT_TRUE(UsePrefixScan("exact", mixed, full));
+  // 2-cube faults 1 and 2 split the rest in two components: each balances apart.
+  EXPECT_FALSE(UsePrefixScan("exact", peers(64, 64), balance::RoundShape{2, {1, 2}}));
+  EXPECT_TRUE(UsePrefixScan("exact", peers(64, 64), balance::RoundShape{7, {3, 100}}));
 }
 
 }  // namespace

@@ -14,6 +14,7 @@
 #include "absl/time/clock.h"
 #include "absl/time/time.h"
 #include "daemon/federation/live_config.h"
+#include "daemon/server/convert.h"
 #include "gtest/gtest.h"
 #include "hyperfed/v1/hyperfed.grpc.pb.h"
 
@@ -114,6 +115,107 @@ TEST(GrpcPeersTest, OneTicksHeartbeatsGoToEveryPeerAtOnceAndAMutePeerHoldsUpNone
     for (const auto& p : peers) EXPECT_EQ(p->from, "site-0");
   }
   for (auto& s : servers) s->Shutdown(absl::ToChronoTime(absl::Now() + absl::Seconds(1)));
+}
+
+// Answers LOOKUPs (and takes SCANs) as told, and keeps what it was sent.
+class ScanPeer final : public v1::Peer::Service {
+ public:
+  grpc::Status Exchange(grpc::ServerContext*, const v1::ExchangeRequest* req, v1::ExchangeReply* reply) override {
+    std::lock_guard<std::mutex> l(mu);
+    got.push_back(*req);
+    if (req->kind() == v1::ExchangeRequest::LOOKUP) *reply->mutable_lookup() = answer;
+    return grpc::Status::OK;
+  }
+  std::mutex mu;
+  std::vector<v1::ExchangeRequest> got;  // guarded by mu
+  v1::LookupAnswer answer;               // guarded by mu
+};
+
+// Protocol 1.9 over real gRPC: a SCAN's totals (a weight past 64 bits) and a
+// LOOKUP's run, unit and row reach the callee as sent; its answer comes
+// back as said, and one that is not well formed is refused.
+TEST(GrpcPeersTest, ScanTotalsAndLookupsCrossTheWireAsSent) {
+  ScanPeer peer;
+  grpc::ServerBuilder b;
+  int port = 0;
+  b.AddListeningPort("127.0.0.1:0", grpc::InsecureServerCredentials(), &port);
+  b.RegisterService(&peer);
+  std::unique_ptr<grpc::Server> server = b.BuildAndStart();
+  ASSERT_TRUE(server);
+  config::Config c;
+  c.site.id = "site-0";
+  c.site.label = 0;
+  c.security.insecure = true;
+  c.roster.sites.push_back({"site-0", 0, "127.0.0.1:1"});
+  c.roster.sites.push_back({"site-1", 1, "127.0.0.1:" + std::to_string(port)});
+  federation::LiveConfig live(c);
+  GrpcPeers grpc_peers(c, &live, TlsFiles{});
+
+  federation::ExchangeMessage scan;
+  scan.round_id = "r";
+  scan.epoch = 5;
+  scan.kind = federation::MessageKind::kScan;
+  scan.dimension = 0;
+  scan.totals = {.load = 7,
+                 .weight = (static_cast<__int128>(3) << 64) + 9,
+                 .live = 2,
+                 .min_weight = 4,
+                 .max_weight = int64_t{1} << 62};
+  ASSERT_TRUE(grpc_peers.Exchange("site-1", scan, absl::Seconds(5)).ok());
+
+  federation::ExchangeMessage lookup;
+  lookup.round_id = "r";
+  lookup.epoch = 5;
+  lookup.kind = federation::MessageKind::kLookup;
+  lookup.run = {.level = 3, .begin = 10, .end = 25, .sends = false};
+  lookup.level = 2;
+  lookup.position = 17;
+  lookup.rows = {{0, 0, 0, balance::StartProfile{8, {{0, 4}, {60000, 8}}}}};
+  {
+    std::lock_guard<std::mutex> l(peer.mu);
+    peer.answer.set_found(true);
+    peer.answer.mutable_run()->set_level(3);
+    peer.answer.mutable_run()->set_begin(5);
+    peer.answer.mutable_run()->set_end(30);
+    peer.answer.mutable_run()->set_sends(true);
+    peer.answer.mutable_row()->set_label(1);
+  }
+  auto a = grpc_peers.Lookup("site-1", lookup, absl::Seconds(5));
+  ASSERT_TRUE(a.ok()) << a.status();
+  EXPECT_TRUE(a->found);
+  EXPECT_EQ(a->run, (balance::MatchRun{3, 5, 30, true}));
+  {
+    std::lock_guard<std::mutex> l(peer.mu);
+    ASSERT_EQ(peer.got.size(), 2u);
+    const federation::ExchangeMessage s = FromProto(peer.got[0]);
+    EXPECT_EQ(s.kind, federation::MessageKind::kScan);
+    EXPECT_TRUE(s.totals == scan.totals);
+    const federation::ExchangeMessage m = FromProto(peer.got[1]);
+    EXPECT_EQ(m.kind, federation::MessageKind::kLookup);
+    EXPECT_EQ(m.run, lookup.run);
+    EXPECT_EQ(m.level, 2);
+    EXPECT_EQ(m.position, 17);
+    ASSERT_EQ(m.rows.size(), 1u);
+    EXPECT_EQ(m.rows[0].profile.free, lookup.rows[0].profile.free);
+    // The next hop, then an answer that is not well formed.
+    peer.answer.Clear();
+    peer.answer.set_next_label(1);
+    peer.answer.set_next_level(1);
+    peer.answer.set_position(4);
+  }
+  a = grpc_peers.Lookup("site-1", lookup, absl::Seconds(5));
+  ASSERT_TRUE(a.ok()) << a.status();
+  EXPECT_FALSE(a->found);
+  EXPECT_EQ(a->next_label, 1);
+  EXPECT_EQ(a->next_level, 1);
+  EXPECT_EQ(a->position, 4);
+  {
+    std::lock_guard<std::mutex> l(peer.mu);
+    peer.answer.Clear();
+    peer.answer.set_found(true);  // with no run
+  }
+  EXPECT_EQ(grpc_peers.Lookup("site-1", lookup, absl::Seconds(5)).status().code(), absl::StatusCode::kInvalidArgument);
+  server->Shutdown(absl::ToChronoTime(absl::Now() + absl::Seconds(1)));
 }
 
 }  // namespace

@@ -6,12 +6,16 @@
 
 #include "daemon/server/peer_handlers.h"
 
+#include <chrono>
 #include <functional>
+#include <future>
 #include <limits>
 #include <memory>
 #include <mutex>
 #include <utility>
 
+#include "absl/strings/str_cat.h"
+#include "daemon/balance/quota.h"
 #include "daemon/migration/journal.h"
 #include "daemon/migration/migrator.h"
 #include "daemon/server/convert.h"
@@ -346,6 +350,122 @@ TEST_F(PeerHandlersTest, AnExchangeWithARowOutsideTheCubeIsInvalid) {
   EXPECT_EQ(st.code(), absl::StatusCode::kInvalidArgument) << st;
   EXPECT_EQ(st.message(), "row label 7 outside the 2-cube");
   EXPECT_EQ(reply.rows_size(), 0);
+}
+
+// Protocol 1.9, the exact round by prefix sums: scan totals no subcube of
+// their dimension can have are refused and stored nowhere (the well-formed
+// totals that follow are taken, once); so are totals from outside the
+// partner's subcube, and on other kinds.
+TEST_F(PeerHandlersTest, ScanTotalsNoSubcubeCanHaveAreRefusedAndChangeNothing) {
+  const int64_t w = balance::CapacityWeight(2);
+  auto scan = [&](int from, int dimension, auto edit) {
+    v1::ExchangeRequest ex = Up();
+    ex.set_from_label(from);
+    ex.set_kind(v1::ExchangeRequest::SCAN);
+    ex.set_dimension(dimension);
+    v1::ScanTotals* t = ex.mutable_totals();
+    t->set_load(5);
+    t->set_weight_low(w);
+    t->set_live(1);
+    t->set_min_weight(w);
+    t->set_max_weight(w);
+    edit(&ex);
+    v1::ExchangeReply reply;
+    return handlers_->Exchange(absl::StrCat("site-", from), ex, &reply);
+  };
+  using Edit = std::function<void(v1::ExchangeRequest*)>;
+  const std::vector<std::pair<std::string, Edit>> hostile{
+      {"two sites in a 0-subcube", [](v1::ExchangeRequest* ex) { ex->mutable_totals()->set_live(2); }},
+      {"a negative load", [](v1::ExchangeRequest* ex) { ex->mutable_totals()->set_load(-1); }},
+      {"a weight above live x max", [](v1::ExchangeRequest* ex) { ex->mutable_totals()->set_weight_high(1); }},
+      {"min above max", [&](v1::ExchangeRequest* ex) { ex->mutable_totals()->set_min_weight(w + 1); }},
+      {"a weight beyond any capacity",
+       [](v1::ExchangeRequest* ex) { ex->mutable_totals()->set_max_weight((int64_t{1} << 62) + 1); }},
+      {"a load beyond what one site may hold",
+       [](v1::ExchangeRequest* ex) { ex->mutable_totals()->set_load(config::kMaxReportedLoad + 1); }},
+      {"no live site but a load", [](v1::ExchangeRequest* ex) { ex->mutable_totals()->set_live(0); }},
+      {"no totals", [](v1::ExchangeRequest* ex) { ex->clear_totals(); }},
+      {"a dimension outside the cube", [](v1::ExchangeRequest* ex) { ex->set_dimension(2); }},
+      {"rows", [](v1::ExchangeRequest* ex) { ex->add_rows()->set_label(1); }},
+      {"a phase", [](v1::ExchangeRequest* ex) { ex->set_phase(1); }},
+  };
+  for (const auto& [what, edit] : hostile)
+    EXPECT_EQ(scan(1, 0, edit).code(), absl::StatusCode::kInvalidArgument) << what;
+  EXPECT_EQ(scan(2, 0, [](v1::ExchangeRequest*) {}).code(), absl::StatusCode::kPermissionDenied)
+      << "label 2 is not across dimension 0 from label 0";
+  EXPECT_EQ(scan(2, 0, [](v1::ExchangeRequest* ex) { ex->set_from_label(1); }).code(),
+            absl::StatusCode::kPermissionDenied)
+      << "site-2 claims label 1";
+  v1::ExchangeRequest up = Up();
+  *up.mutable_totals() = v1::ScanTotals();
+  v1::ExchangeReply reply;
+  EXPECT_EQ(handlers_->Exchange("site-1", up, &reply).code(), absl::StatusCode::kInvalidArgument)
+      << "only SCAN carries totals";
+  // Nothing of the above was stored: the well-formed totals are taken, once.
+  absl::Status st = scan(1, 0, [](v1::ExchangeRequest*) {});
+  EXPECT_TRUE(st.ok()) << st;
+  EXPECT_EQ(scan(1, 0, [](v1::ExchangeRequest*) {}).code(), absl::StatusCode::kAlreadyExists);
+  // Label 3 is in the subcube across dimension 1 (a stand-in's totals).
+  st = scan(3, 1, [&](v1::ExchangeRequest* ex) {
+    ex->mutable_totals()->set_live(2);
+    ex->mutable_totals()->set_weight_low(2 * w);
+  });
+  EXPECT_TRUE(st.ok()) << st;
+}
+
+// A LOOKUP's run, level and position are bounded before it reaches the
+// site: a run of a level outside the cube, an empty or reversed run, one
+// beyond the federation's load, a level above the run's, a negative
+// position, another site's row, and the fields on other kinds.
+TEST_F(PeerHandlersTest, LookupsOutOfBoundsAreRefused) {
+  auto lookup = [&](auto edit) {
+    v1::ExchangeRequest ex = Up();
+    ex.set_from_label(2);
+    ex.set_kind(v1::ExchangeRequest::LOOKUP);
+    ex.mutable_run()->set_level(1);
+    ex.mutable_run()->set_begin(0);
+    ex.mutable_run()->set_end(3);
+    ex.set_level(1);
+    ex.set_position(0);
+    edit(&ex);
+    v1::ExchangeReply reply;
+    // One that got through would wait for this site's scan, which never
+    // comes: the fake clock is moved past that wait, and the answer is
+    // not the refusal expected.
+    auto call = std::async(std::launch::async, [&] { return handlers_->Exchange("site-2", ex, &reply); });
+    if (call.wait_for(std::chrono::seconds(2)) != std::future_status::ready) env_.Advance(absl::Minutes(5));
+    absl::Status st = call.get();
+    EXPECT_FALSE(reply.has_lookup());
+    return st.code();
+  };
+  using Edit = std::function<void(v1::ExchangeRequest*)>;
+  const std::vector<std::pair<std::string, Edit>> hostile{
+      {"no run", [](v1::ExchangeRequest* ex) { ex->clear_run(); }},
+      {"a run level outside the cube", [](v1::ExchangeRequest* ex) { ex->mutable_run()->set_level(2); }},
+      {"a negative run level", [](v1::ExchangeRequest* ex) { ex->mutable_run()->set_level(-1); }},
+      {"an empty run", [](v1::ExchangeRequest* ex) { ex->mutable_run()->set_end(0); }},
+      {"a negative begin", [](v1::ExchangeRequest* ex) { ex->mutable_run()->set_begin(-1); }},
+      {"a run beyond any load",
+       [](v1::ExchangeRequest* ex) { ex->mutable_run()->set_end(std::numeric_limits<int64_t>::max()); }},
+      {"a level above the run's", [](v1::ExchangeRequest* ex) { ex->mutable_run()->set_level(0); }},
+      {"a negative position", [](v1::ExchangeRequest* ex) { ex->set_position(-1); }},
+      {"a position beyond any load",
+       [](v1::ExchangeRequest* ex) { ex->set_position(std::numeric_limits<int64_t>::max()); }},
+      {"a dimension", [](v1::ExchangeRequest* ex) { ex->set_dimension(1); }},
+      {"another site's row", [](v1::ExchangeRequest* ex) { ex->add_rows()->set_label(1); }},
+      {"two rows",
+       [](v1::ExchangeRequest* ex) {
+         ex->add_rows()->set_label(2);
+         ex->add_rows()->set_label(2);
+       }},
+      {"totals", [](v1::ExchangeRequest* ex) { ex->mutable_totals(); }},
+  };
+  for (const auto& [what, edit] : hostile) EXPECT_EQ(lookup(edit), absl::StatusCode::kInvalidArgument) << what;
+  v1::ExchangeRequest up = Up();
+  up.set_position(1);
+  v1::ExchangeReply reply;
+  EXPECT_EQ(handlers_->Exchange("site-1", up, &reply).code(), absl::StatusCode::kInvalidArgument)
+      << "only LOOKUP carries a position";
 }
 
 TEST_F(PeerHandlersTest, EpochsAreCheckedAgainstTheSitesClock) {
