@@ -144,6 +144,8 @@ class Site {
   std::optional<RoundView> FindRound(const std::string& round_id) const { return history_.Find(round_id); }
   // The round whose part runs here now ("" if none).
   std::string CurrentRound() const { return participant_.current_round(); }
+  // The highest round epoch this site took part in (its fence, §6.3).
+  int64_t HighestEpoch() const { return participant_.highest_epoch(); }
   // The rounds this site coordinated, newest first (RoundHistory::Recent).
   std::vector<RoundView> RecentRounds(size_t limit, bool dry_runs) const { return history_.Recent(limit, dry_runs); }
   void SetDrained(bool drained);
