@@ -510,15 +510,19 @@ TEST_F(SiteTest, StopEndsTheLoopsAndAWaitingPartWithoutTimePassing) {
 TEST_F(SiteTest, StartRunsTheRecoveryLoopEveryRecoveryInterval) {
   Make(2);
   sites_[0]->Start();
-  // Heartbeat, timer and recovery loops all wait.
-  ASSERT_TRUE(Eventually([&] { return env_.waiters() >= 3; }));
+  // Heartbeat, timer, recovery and placement loops all wait (placement is
+  // on by default; its loop starts with the first heartbeat). Three would
+  // not prove the recovery loop waits: on a loaded machine the other three
+  // can come first, and its interval would then start after the clock moved.
+  constexpr int kLoops = 4;
+  ASSERT_TRUE(Eventually([&] { return env_.waiters() >= kLoops; }));
   env_.Advance(kRecoveryInterval - absl::Milliseconds(1));
-  ASSERT_TRUE(Eventually([&] { return env_.waiters() >= 3; }));
+  ASSERT_TRUE(Eventually([&] { return env_.waiters() >= kLoops; }));
   EXPECT_EQ(movers_[0]->recovered.load(), 0);
   env_.Advance(absl::Milliseconds(1));
-  ASSERT_TRUE(Eventually([&] { return movers_[0]->recovered.load() == 1 && env_.waiters() >= 3; }));
+  ASSERT_TRUE(Eventually([&] { return movers_[0]->recovered.load() == 1 && env_.waiters() >= kLoops; }));
   env_.Advance(kRecoveryInterval);
-  ASSERT_TRUE(Eventually([&] { return movers_[0]->recovered.load() == 2 && env_.waiters() >= 3; }));
+  ASSERT_TRUE(Eventually([&] { return movers_[0]->recovered.load() == 2 && env_.waiters() >= kLoops; }));
   sites_[0]->Stop();
   env_.Advance(3 * kRecoveryInterval);
   EXPECT_EQ(movers_[0]->recovered.load(), 2);
