@@ -180,7 +180,17 @@ TEST_F(RosterTest, RefusesAWrongKeyAnOlderVersionAndACeilingASiteExceeds) {
   grpc::Status st = set(v1, ReadFile(other), 0);
   EXPECT_EQ(st.error_code(), grpc::StatusCode::INVALID_ARGUMENT) << st.error_message();
   EXPECT_NE(st.error_message().find("not the operators'"), std::string::npos) << st.error_message();
-  // A ceiling below what site-1 reports (4 sim slots).
+  // A ceiling below what site-1 reports (4 sim slots), once site-0 holds
+  // that row and site-1 up: the check is against what this site has heard.
+  auto heard_4 = [&] {
+    const v1::StatusReply r = Status(f, 0);
+    for (const auto& s : r.sites())
+      if (s.site() == "site-1") return s.state() == "up" && s.capacity() == 4;
+    return false;
+  };
+  const absl::Time heard_by = absl::Now() + absl::Seconds(10);
+  while (absl::Now() < heard_by && !heard_4()) std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  ASSERT_TRUE(heard_4()) << f.Log(0);
   config::Roster low = v1;
   low.sites[1].max_capacity = 2;
   st = set(low, key, 0);
