@@ -307,9 +307,10 @@ TEST(PrefixScanCostTest, AtMost2KiBPerSiteAt1024Sites) {
   ExpectAtMost2KiBPerSite(10, Roster(10, 563));
 }
 
-// 65,536 sites: about a second; run with --gtest_also_run_disabled_tests.
-// (The roster of 36,044 sites sends 2,180 bytes from its busiest site.)
-TEST(PrefixScanCostTest, DISABLED_AtMost2KiBPerSiteAt65536Sites) { ExpectAtMost2KiBPerSite(16, {}); }
+// 65,536 sites, a full cube (the other size). A roster of 36,044
+// sites in that cube sends 2,180 bytes from its busiest site, over the goal
+// (docs/algorithms.md), so only the full cube is held to it here.
+TEST(PrefixScanCostTest, AtMost2KiBPerSiteAt65536Sites) { ExpectAtMost2KiBPerSite(16, {}); }
 
 }  // namespace
 }  // namespace hyperfed::balance
