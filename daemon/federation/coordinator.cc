@@ -213,6 +213,11 @@ void Coordinator::Coordinate(RoundSpec spec) {
     std::lock_guard<std::mutex> l(mu_);
     live = running_->live;
     timeouts = running_->timeouts;
+    // A site that restarts from here on is known by its incarnation: news
+    // of it crosses the cube within log2 N intervals (docs/design.md
+    // §6.11), where its row, relayed in turn, may take far longer.
+    for (const std::string& site : live)
+      if (auto p = membership_->Find(site)) running_->incarnation[site] = p->incarnation;
   }
   // Start the round here, then at every other live site at once.
   std::vector<PeerClient::StartAnswer> answers(live.size());
@@ -287,7 +292,14 @@ void Coordinator::Coordinate(RoundSpec spec) {
       auto report = peers_->GetReport(site, spec.round_id, left);
       l.lock();
       if (gone()) return;
-      if (!report.ok()) continue;  // asked again at the next look
+      if (!report.ok()) {
+        // Asked again at the next look, unless it still runs its part (a
+        // refuted suspicion raised its incarnation): then once its row says
+        // it is out of the round.
+        if (absl::IsFailedPrecondition(report.status()))
+          if (auto p = membership_->Find(site)) running_->incarnation[site] = p->incarnation;
+        continue;
+      }
       if (report->site != site || report->round_id != spec.round_id) continue;
       if (auto st = TakeReportLocked(*report); !st.ok())
         LogWarning(absl::StrCat("report of round ", spec.round_id, " from ", site, " refused: ", st.message()));
@@ -378,9 +390,13 @@ std::vector<std::string> Coordinator::SilentLocked() const {
     for (const std::string& site : *sites) {
       if (site == self_ || running_->reports.count(site)) continue;
       auto p = membership_->Find(site);
+      if (!p || !p->up) continue;
       // Its row (its own probe's, or relayed: §6.11) said since the start
-      // that it is out of the round.
-      if (p && p->up && p->row_at > running_->started && p->round_id != id) out.push_back(site);
+      // that it is out of the round, or it restarted since.
+      const auto at_start = running_->incarnation.find(site);
+      if ((p->row_at > running_->started && p->round_id != id) ||
+          (at_start != running_->incarnation.end() && p->incarnation > at_start->second))
+        out.push_back(site);
     }
   return out;
 }

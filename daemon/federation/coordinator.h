@@ -124,6 +124,9 @@ class Coordinator {
     std::map<std::string, std::string> left;
     std::set<std::string> told;
     std::set<std::string> missed;
+    // The incarnation this site knew of each live site as the start went
+    // out, raised to the one it last asked about (SilentLocked).
+    std::map<std::string, int64_t> incarnation;
     RoundResult result;
   };
   // A dry run's rows: each live peer's as it is now (PeerClient::CurrentLoads),
@@ -135,8 +138,9 @@ class Coordinator {
   // OnReport's checks and record, under mu_.
   absl::Status TakeReportLocked(const RoundReport& report);
   // Sites that took part and have not reported, though a heartbeat since
-  // the round began says they are no longer in it: their report was lost,
-  // or they restarted. They are asked for it (Participant::ReportOf: the
+  // the round began says they are no longer in it, or news says they run
+  // a newer incarnation than at the start: their report was lost, or they
+  // restarted. They are asked for it (Participant::ReportOf: the
   // report made, else the transfers the journal committed).
   std::vector<std::string> SilentLocked() const;
   // The sites the round still waits for: those that took part and have not

@@ -217,9 +217,12 @@ bool Membership::Seen(const HeartbeatInfo& hb, const Gossip& gossip, ProbeAck* r
   if (OldPeer(*p)) {
     old_up_.try_emplace(p->label, false);
   } else if (hb.incarnation > p->incarnation) {
-    // Alive at a newer incarnation: a restart, or a refutation.
-    if (p->state == Liveness::kAlive) {
-      p->incarnation = hb.incarnation;  // news only where the state changes
+    // Alive at a newer incarnation: a restart, or a refutation. A restart
+    // of a site heard before is news even where its state stays alive: a
+    // round's coordinator asks it for its report by it (Coordinator::
+    // SilentLocked). The first word of a site is none.
+    if (p->state == Liveness::kAlive && p->incarnation == 0) {
+      p->incarnation = hb.incarnation;
     } else {
       SetStateLocked(*p, Liveness::kAlive, hb.incarnation, now);
     }
@@ -300,8 +303,8 @@ void Membership::Acked(const std::string& site, const ProbeAck& ack) {
   } else if (ack.incarnation > p.incarnation || (p.state == Liveness::kSuspect && ack.incarnation == p.incarnation)) {
     // It answered: a suspicion of this very incarnation was this site's
     // own mistake (a lost probe), so it ends here without a refutation.
-    if (p.state == Liveness::kAlive) {
-      p.incarnation = ack.incarnation;
+    if (p.state == Liveness::kAlive && p.incarnation == 0) {
+      p.incarnation = ack.incarnation;  // its first word (a restart is news, as in Seen)
     } else if (p.state == Liveness::kSuspect || ack.incarnation > p.incarnation) {
       SetStateLocked(p, Liveness::kAlive, std::max(ack.incarnation, p.incarnation), now);
     }

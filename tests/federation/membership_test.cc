@@ -2,6 +2,7 @@
 
 #include <cmath>
 #include <limits>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -109,6 +110,42 @@ TEST(MembershipTest, ASuspectedSiteRefutesWithAHigherIncarnation) {
   back.incarnation += 1;
   m.Seen(back);
   EXPECT_TRUE(m.Find("s4")->up);
+}
+
+// A neighbour heard before that probes at a newer incarnation restarted
+// (its crash went unnoticed): that is news, so that a round's coordinator
+// far off learns it within log2 N hops and asks it for its report
+// (Coordinator::SilentLocked). A site's first word is none.
+TEST(MembershipTest, ARestartOfASiteHeardBeforeIsNewsAndItsFirstWordIsNone) {
+  FakeEnv clock;
+  LiveConfig live(FiveSites());  // this site is s1
+  Membership m(&live, &clock);
+  auto news_of = [&](int label) -> std::optional<MemberNews> {
+    for (const MemberNews& n : m.GossipFor("s0").news)
+      if (n.label == label) return n;
+    return std::nullopt;
+  };
+  HeartbeatInfo three = Hb(3);
+  three.incarnation = 100;
+  ASSERT_TRUE(m.Seen(three));
+  EXPECT_EQ(m.Find("s3")->incarnation, 100);
+  EXPECT_FALSE(news_of(3)) << "a first word is no news";
+  clock.Advance(absl::Seconds(1));
+  three.incarnation = 200;  // restarted
+  ASSERT_TRUE(m.Seen(three));
+  auto n = news_of(3);
+  ASSERT_TRUE(n) << "a restart is news";
+  EXPECT_EQ(n->state, Liveness::kAlive);
+  EXPECT_EQ(n->incarnation, 200);
+  EXPECT_TRUE(m.Find("s3")->up);
+  // The same through the answer to this site's probe.
+  ProbeAck first{.protocol = "1.8", .incarnation = 300};
+  m.Acked("s2", first);
+  EXPECT_FALSE(news_of(2));
+  ProbeAck again{.protocol = "1.8", .incarnation = 400};
+  m.Acked("s2", again);
+  ASSERT_TRUE(news_of(2));
+  EXPECT_EQ(news_of(2)->incarnation, 400);
 }
 
 // News goes out on kNewsTicks ticks of probes, then stops; a site heard
