@@ -13,6 +13,7 @@
 #include <sstream>
 #include <utility>
 
+#include "absl/container/flat_hash_map.h"
 #include "absl/status/status.h"
 #include "absl/strings/ascii.h"
 #include "absl/strings/escaping.h"
@@ -519,7 +520,48 @@ int Roster::Dimension() const {
   return n;
 }
 
+struct RosterLookup {
+  size_t size = 0;
+  absl::flat_hash_map<std::string, size_t> by_id;
+  absl::flat_hash_map<int, size_t> by_label;
+};
+
+RosterIndex& RosterIndex::operator=(const RosterIndex&) {
+  delete table_.exchange(nullptr);
+  return *this;
+}
+
+RosterIndex::~RosterIndex() { delete table_.load(); }
+
+const RosterLookup* RosterIndex::Get(const std::vector<RosterEntry>& sites) const {
+  const RosterLookup* t = table_.load(std::memory_order_acquire);
+  if (!t) {
+    auto made = std::make_unique<RosterLookup>();
+    made->size = sites.size();
+    for (size_t i = 0; i < sites.size(); ++i) {
+      made->by_id.emplace(sites[i].id, i);
+      made->by_label.emplace(sites[i].label, i);
+    }
+    const RosterLookup* expected = nullptr;
+    if (table_.compare_exchange_strong(expected, made.get(), std::memory_order_acq_rel)) {
+      t = made.release();
+    } else {
+      t = expected;  // another thread's
+    }
+  }
+  return t->size == sites.size() ? t : nullptr;
+}
+
+// A small roster is scanned; a large one looked up, and a miss or an entry
+// that no longer matches (the vector was changed in place) scanned too.
+constexpr size_t kScanUpTo = 16;
+
 const RosterEntry* Roster::FindSite(const std::string& id) const {
+  if (sites.size() > kScanUpTo)
+    if (const RosterLookup* t = index_.Get(sites)) {
+      auto it = t->by_id.find(id);
+      if (it != t->by_id.end() && it->second < sites.size() && sites[it->second].id == id) return &sites[it->second];
+    }
   for (const RosterEntry& e : sites) {
     if (e.id == id) return &e;
   }
@@ -538,6 +580,12 @@ const RosterEntry* Roster::FindDeparted(const std::string& id) const {
 }
 
 const RosterEntry* Roster::FindLabel(int label) const {
+  if (sites.size() > kScanUpTo)
+    if (const RosterLookup* t = index_.Get(sites)) {
+      auto it = t->by_label.find(label);
+      if (it != t->by_label.end() && it->second < sites.size() && sites[it->second].label == label)
+        return &sites[it->second];
+    }
   for (const RosterEntry& e : sites) {
     if (e.label == label) return &e;
   }

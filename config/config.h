@@ -6,6 +6,7 @@
 // the key ("site-a.yaml:12: roster[2].endpoint: ..."), and the daemon does not
 // start. See config/examples/ and docs/operations.md for the format.
 
+#include <atomic>
 #include <cstdint>
 #include <map>
 #include <optional>
@@ -64,6 +65,27 @@ struct RosterEntry {
   bool operator==(const RosterEntry&) const = default;
 };
 
+// A lookup table of a roster's sites by id and label (positions in
+// `sites`), made at the first lookup, so that a site of a large federation
+// finds a peer's entry at every message without a scan
+// (docs/benchmarks.md, "Federation simulation"). A copy starts without one.
+// Thread-safe: a roster held const by several threads makes one table.
+struct RosterLookup;
+class RosterIndex {
+ public:
+  RosterIndex() = default;
+  RosterIndex(const RosterIndex&) {}
+  RosterIndex& operator=(const RosterIndex&);
+  ~RosterIndex();
+  // The table of `sites`, or nullptr when `sites` has changed size since it
+  // was made (callers then scan). An entry it names is checked by the
+  // caller; a miss is checked by a scan.
+  const RosterLookup* Get(const std::vector<RosterEntry>& sites) const;
+
+ private:
+  mutable std::atomic<const RosterLookup*> table_{nullptr};
+};
+
 // The sites of the federation. Version 0 is the one in a site's YAML; the
 // operators' signed rosters (docs/operations.md, "Join and leave") are
 // versions 1, 2, ... and replace it.
@@ -91,6 +113,9 @@ struct Roster {
   const RosterEntry* FindSite(const std::string& id) const;
   const RosterEntry* FindLabel(int label) const;
   const RosterEntry* FindDeparted(const std::string& id) const;
+
+ private:
+  RosterIndex index_;
 };
 
 // Every rule a roster's sites break, as (key, why) with keys like

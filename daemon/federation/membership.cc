@@ -52,6 +52,7 @@ void Membership::SyncLocked() const {
     by_label_[e.label] = std::move(p);
   }
   dimension_ = roster->Dimension();
+  digest_valid_ = false;
   synced_ = std::move(roster);
 }
 
@@ -106,6 +107,7 @@ void Membership::QueueLocked(const MemberNews& n) { news_[n.label] = {n, kNewsTi
 
 void Membership::SetStateLocked(PeerInfo& p, Liveness state, int64_t incarnation, absl::Time now, int by) {
   const bool was_up = p.state != Liveness::kDown;
+  digest_valid_ = false;
   p.incarnation = incarnation;
   if (state == Liveness::kSuspect) {
     if (p.state != Liveness::kSuspect) {
@@ -247,6 +249,9 @@ MemberNews Membership::RecordLocked(const PeerInfo& p) const {
 }
 
 uint64_t Membership::DigestLocked() const {
+  // Kept until a site's state or the rows change (every probe and answer
+  // carries it).
+  if (digest_valid_) return digest_;
   uint64_t h = 0;
   for (int label : down_) {
     auto it = by_label_.find(label);
@@ -258,6 +263,8 @@ uint64_t Membership::DigestLocked() const {
     x ^= x >> 33;
     h += x | 1;
   }
+  digest_ = h;
+  digest_valid_ = true;
   return h;
 }
 
@@ -586,10 +593,28 @@ std::vector<PeerInfo> Membership::View() const {
 }
 
 int64_t Membership::WidestElsewhere() const {
+  // (At every heartbeat: read in place, no copy of the view.)
+  std::lock_guard<std::mutex> l(mu_);
+  SyncLocked();
+  const absl::Time now = env_->Now();
   int64_t widest = 0;
-  for (const PeerInfo& p : View())
-    if (!p.self && p.up && !p.drained) widest = std::max(widest, p.widest);
+  for (const auto& [label, p] : by_label_)
+    if (!p.self && !p.drained && UpLocked(p, now)) widest = std::max(widest, p.widest);
   return widest;
+}
+
+std::vector<PeerInfo> Membership::ViewOf(const std::vector<int>& labels) const {
+  std::lock_guard<std::mutex> l(mu_);
+  SyncLocked();
+  const absl::Time now = env_->Now();
+  std::vector<PeerInfo> out;
+  for (int label : labels) {
+    auto it = by_label_.find(label);
+    if (it == by_label_.end()) continue;
+    out.push_back(it->second);
+    out.back().up = UpLocked(it->second, now);
+  }
+  return out;
 }
 
 std::optional<PeerInfo> Membership::Find(const std::string& site) const {
@@ -638,9 +663,12 @@ bool Membership::MayCoordinate(const std::string& site) const {
 }
 
 int64_t Membership::HighestEpoch() const {
+  std::lock_guard<std::mutex> l(mu_);
+  SyncLocked();
+  const absl::Time now = env_->Now();
   int64_t e = 0;
-  for (const PeerInfo& p : View())
-    if (p.up) e = std::max(e, p.epoch);
+  for (const auto& [label, p] : by_label_)
+    if (UpLocked(p, now)) e = std::max(e, p.epoch);
   return e;
 }
 
@@ -767,8 +795,7 @@ void Heartbeater::Tick(const HeartbeatInfo& self) {
   const std::vector<int> changes = membership_->TakeChanges();
   if (changes.empty()) return;
   const std::set<int> changed(changes.begin(), changes.end());
-  for (const PeerInfo& p : membership_->View())  // (changes are rare)
-    if (changed.count(p.label)) tell(p, !was_up_.count(p.site));
+  for (const PeerInfo& p : membership_->ViewOf({changed.begin(), changed.end()})) tell(p, !was_up_.count(p.site));
 }
 
 }  // namespace hyperfed::federation

@@ -252,6 +252,8 @@ class Membership {
   // Every roster site, by label, with `up` evaluated now.
   std::vector<PeerInfo> View() const;
   std::optional<PeerInfo> Find(const std::string& site) const;
+  // The roster sites of `labels` (in that order), with `up` evaluated now.
+  std::vector<PeerInfo> ViewOf(const std::vector<int>& labels) const;
 
   // Labels in [0, 2^dimension) that hold no live site: empty positions and
   // sites down in this site's view.
@@ -316,6 +318,8 @@ class Membership {
   std::set<int> sync_with_;            // labels whose last answer's digest differed: the next probe sends `state`
   std::map<int, int64_t> tell_;        // label -> an incarnation others hold it down at, which this site heard alive
   std::map<int, absl::Time> reached_;  // when a helper last reached each label for this site
+  mutable uint64_t digest_ = 0;        // DigestLocked's, while digest_valid_
+  mutable bool digest_valid_ = false;
   std::map<int, bool> old_up_;         // peers of protocol 1.7 or older: `up` as last told (TakeChanges)
 };
 

@@ -196,7 +196,8 @@ class Federation {
   // (Membership::KnownEverywhereWithin, for this cube).
   absl::Duration Known() const { return federation::Membership::KnownEverywhereWithin(dimension_, balancer_); }
   // Ends the wait for each crash that every live site now sees (CrashSeen).
-  void CheckKnown();
+  // `about`: only the crashes of that site (a site's view of it changed).
+  void CheckKnown(const std::string* about = nullptr);
   // The number of sites whose loops run changes by `delta` now.
   void CountServing(int delta);
 
@@ -648,7 +649,7 @@ void Federation::Observed(SimSite& seer, Incarnation* inc, const federation::Pee
       world_.Trace(inc->node, absl::StrCat("FALSE DOWN: ", p.site, " is seen down, and no fault explains it"));
     }
   }
-  CheckKnown();
+  CheckKnown(&p.site);
 }
 
 bool Federation::Explained(const SimSite& seer, const std::string& peer) {
@@ -676,26 +677,36 @@ bool Federation::Explained(const SimSite& seer, const std::string& peer) {
 // paused since (a stopped daemon learns nothing), says the crashed site is
 // down. Sites that crash meanwhile are not waited for; a site that restarts
 // is, from when it serves (its first tick says how it sees each peer).
-void Federation::CheckKnown() {
+void Federation::CheckKnown(const std::string* about) {
   if (unknown_crashes_.empty()) return;
-  // (Called at every down a site sees: no list of the up sites is made.)
+  // (Called at every down a site sees, with the site seen: no list of the
+  // up sites is made, and only that site's crashes are looked at.)
   std::erase_if(unknown_crashes_, [&](CrashSeen& c) {
-    const SimSite* crashed = Find(c.site);
-    bool all = true, neighbours = true;
-    for (const auto& site : sites_) {
-      const SimSite* s = site.get();
-      if (!s->inc || s->id() == c.site || !s->inc->serving || Meets(s->pause_spells, c.at, world_.now())) continue;
+    if (about && c.site != *about) return false;
+    // Whether `s` has it down, or is not waited for.
+    auto knows = [&](const SimSite* s) {
+      if (!s->inc || s->id() == c.site || !s->inc->serving || Meets(s->pause_spells, c.at, world_.now())) return true;
       auto it = s->inc->sees_up.find(c.site);
-      if (it != s->inc->sees_up.end() && !it->second) continue;
-      all = false;
-      // A cube neighbour: its label one bit from the crashed site's.
-      if (crashed && std::has_single_bit(static_cast<unsigned>(s->label ^ crashed->label))) neighbours = false;
+      return it != s->inc->sees_up.end() && !it->second;
+    };
+    const SimSite* crashed = Find(c.site);
+    if (crashed && !c.neighbours_know) {
+      // Its cube neighbours: labels one bit from the crashed site's (sites_
+      // is in label order).
+      bool neighbours = true;
+      for (int k = 0; k < dimension_ && neighbours; ++k) {
+        const int label = crashed->label ^ (1 << k);
+        auto it = std::lower_bound(sites_.begin(), sites_.end(), label,
+                                   [](const std::unique_ptr<SimSite>& a, int l) { return a->label < l; });
+        if (it != sites_.end() && (*it)->label == label) neighbours = knows(it->get());
+      }
+      if (neighbours) {
+        c.neighbours_know = true;
+        r_.neighbours_after.push_back(absl::ToDoubleSeconds(world_.now() - c.at));
+      }
     }
-    if (neighbours && !c.neighbours_know) {
-      c.neighbours_know = true;
-      r_.neighbours_after.push_back(absl::ToDoubleSeconds(world_.now() - c.at));
-    }
-    if (!all) return false;
+    for (const auto& site : sites_)
+      if (!knows(site.get())) return false;
     r_.known_after.push_back(absl::ToDoubleSeconds(world_.now() - c.at));
     return true;
   });

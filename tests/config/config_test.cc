@@ -185,6 +185,38 @@ TEST_F(ConfigTest, DefaultsAreThoseOfTheHeader) {
   EXPECT_EQ(defaults.balancer.interval, c->balancer.interval);
 }
 
+// A large roster is looked up through a table made at its first lookup; a
+// copy, an entry added and an entry changed in place are still found as a
+// scan finds them (the table is checked, and a miss scanned).
+TEST(RosterLookupTest, ALargeRosterFindsWhatAScanFinds) {
+  Roster r;
+  for (int i = 0; i < 100; ++i) r.sites.push_back({absl::StrCat("s", i), 2 * i, absl::StrCat("h", i, ":1")});
+  ASSERT_NE(r.FindLabel(42), nullptr);
+  EXPECT_EQ(r.FindLabel(42)->id, "s21");
+  EXPECT_EQ(r.FindSite("s99")->label, 198);
+  EXPECT_EQ(r.FindLabel(43), nullptr);
+  EXPECT_EQ(r.FindSite("nope"), nullptr);
+  // Changed in place after the table was made: the new label and id are
+  // found, the old ones are not.
+  r.sites[21].label = 43;
+  r.sites[21].id = "moved";
+  EXPECT_EQ(r.FindLabel(42), nullptr);
+  ASSERT_NE(r.FindLabel(43), nullptr);
+  EXPECT_EQ(r.FindLabel(43)->id, "moved");
+  EXPECT_EQ(r.FindSite("s21"), nullptr);
+  EXPECT_EQ(r.FindSite("moved")->label, 43);
+  // A copy, then one more site: found.
+  Roster copy = r;
+  copy.sites.push_back({"late", 1000, "h:1"});
+  ASSERT_NE(copy.FindSite("late"), nullptr);
+  EXPECT_EQ(copy.FindLabel(1000)->id, "late");
+  EXPECT_EQ(&*copy.FindLabel(0), &copy.sites[0]) << "the copy's own entry, not the original's";
+  // Removed: not found.
+  copy.sites.erase(copy.sites.begin());
+  EXPECT_EQ(copy.FindLabel(0), nullptr);
+  EXPECT_EQ(copy.FindSite("s0"), nullptr);
+}
+
 TEST(ConfigDimensionTest, SmallestCubeHoldingEveryLabel) {
   auto dimension = [](std::vector<int> labels) {
     Config c;
