@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <set>
+#include <stdexcept>
 
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
@@ -34,12 +35,37 @@ bool ProbesAlongTheCube(const std::string& protocol) {
 Membership::Membership(const LiveConfig* live, const Env* env)
     : live_(live), env_(env), self_(live->self()), incarnation_(std::max<int64_t>(1, absl::ToUnixMillis(env->Now()))) {}
 
+void PeerTable::Assign(std::map<int, PeerInfo>&& rows) {
+  labels_.clear();
+  rows_.clear();
+  for (auto& [label, p] : rows) {
+    labels_.push_back(label);
+    rows_.emplace_back(label, std::move(p));
+  }
+}
+
+PeerTable::iterator PeerTable::find(int label) {
+  auto it = std::lower_bound(labels_.begin(), labels_.end(), label);
+  if (it == labels_.end() || *it != label) return rows_.end();
+  return rows_.begin() + (it - labels_.begin());
+}
+
+PeerTable::iterator PeerTable::upper_bound(int label) {
+  return rows_.begin() + (std::upper_bound(labels_.begin(), labels_.end(), label) - labels_.begin());
+}
+
+PeerInfo& PeerTable::at(int label) {
+  auto it = find(label);
+  if (it == rows_.end()) throw std::out_of_range("PeerTable::at: no row of that label");
+  return it->second;
+}
+
 void Membership::SyncLocked() const {
   std::shared_ptr<const config::Roster> roster = live_->roster();
   if (roster == synced_) return;
   std::map<std::string, PeerInfo> old;
   for (auto& [label, p] : by_label_) old.emplace(p.site, std::move(p));
-  by_label_.clear();
+  std::map<int, PeerInfo> rows;
   label_of_.clear();
   for (const config::RosterEntry& e : roster->sites) {
     PeerInfo p;  // a new site: presumed alive until a probe of it fails (§6.11)
@@ -49,8 +75,9 @@ void Membership::SyncLocked() const {
     p.endpoint = e.endpoint;
     p.self = e.id == self_;
     label_of_[e.id] = e.label;
-    by_label_[e.label] = std::move(p);
+    rows[e.label] = std::move(p);
   }
+  by_label_.Assign(std::move(rows));
   dimension_ = roster->Dimension();
   digest_valid_ = false;
   synced_ = std::move(roster);

@@ -21,6 +21,7 @@
 #include <string_view>
 #include <vector>
 
+#include "absl/container/flat_hash_map.h"
 #include "absl/status/status.h"
 #include "absl/time/time.h"
 #include "config/config.h"
@@ -148,6 +149,29 @@ struct PeerInfo {
   balance::StartProfile profile;                // its last heartbeat's (widest and free cores)
   absl::Time profile_at = absl::InfinitePast();     // when that heartbeat came
   absl::Time profile_taken = absl::InfinitePast();  // profile_at less the age it said
+};
+
+// The rows of a roster's sites in label order, found by label in a
+// contiguous array of labels (binary search) rather than a tree: every
+// probe and answer looks up a few of them (docs/benchmarks.md, "Federation
+// simulation"). A map's interface where Membership uses one.
+class PeerTable {
+ public:
+  using Row = std::pair<int, PeerInfo>;
+  using iterator = std::vector<Row>::iterator;
+  // Replaces the rows (ordered by label).
+  void Assign(std::map<int, PeerInfo>&& rows);
+  iterator begin() { return rows_.begin(); }
+  iterator end() { return rows_.end(); }
+  size_t size() const { return rows_.size(); }
+  iterator find(int label);
+  // The first row above `label`.
+  iterator upper_bound(int label);
+  PeerInfo& at(int label);
+
+ private:
+  std::vector<int> labels_;  // rows_'s, in order
+  std::vector<Row> rows_;
 };
 
 class Membership {
@@ -300,8 +324,8 @@ class Membership {
   mutable std::mutex mu_;
   mutable std::shared_ptr<const config::Roster> synced_;  // guarded by mu_; the rows' roster
   mutable int dimension_ = 0;                 // guarded by mu_
-  mutable std::map<int, PeerInfo> by_label_;  // guarded by mu_
-  mutable std::map<std::string, int> label_of_;  // guarded by mu_: site -> label
+  mutable PeerTable by_label_;                // guarded by mu_
+  mutable absl::flat_hash_map<std::string, int> label_of_;  // guarded by mu_: site -> label
   // The rest guarded by mu_.
   int64_t incarnation_ = 0;  // this site's
   struct Spreading {

@@ -37,6 +37,33 @@ struct Task {
   int64_t spins = 0;
 };
 
+// A task's stack is taken from those of finished tasks when there is one:
+// a task runs for every message a site handles, and a stack mapped fresh
+// each time costs its mmap, its page faults and its munmap.
+class StackPool {
+ public:
+  ~StackPool() {
+    for (ctx::stack_context& s : free_) ctx::protected_fixedsize_stack(kStackBytes).deallocate(s);
+  }
+  ctx::stack_context Take() {
+    if (free_.empty()) return ctx::protected_fixedsize_stack(kStackBytes).allocate();
+    ctx::stack_context s = free_.back();
+    free_.pop_back();
+    return s;
+  }
+  void Give(const ctx::stack_context& s) { free_.push_back(s); }
+
+ private:
+  std::vector<ctx::stack_context> free_;
+};
+
+// boost.context's StackAllocator over the pool.
+struct PooledStack {
+  StackPool* pool;
+  ctx::stack_context allocate() { return pool->Take(); }
+  void deallocate(ctx::stack_context& s) noexcept { pool->Give(s); }
+};
+
 struct Waiter {
   Task* task;
   std::mutex* mu;
@@ -44,7 +71,7 @@ struct Waiter {
   uint64_t id;
 };
 
-World::World(uint64_t seed, absl::Time start) : rng_(seed), now_(start) {}
+World::World(uint64_t seed, absl::Time start) : rng_(seed), now_(start), stacks_(std::make_unique<StackPool>()) {}
 
 World::~World() {
   // Tasks still waiting (the sites' loops and workers, the tasks of dead
@@ -140,19 +167,18 @@ void World::RunTask(Task* t) {
   current_node_ = t->node;
   if (!t->started) {
     t->started = true;
-    t->fiber = ctx::fiber(std::allocator_arg, ctx::protected_fixedsize_stack(kStackBytes),
-                          [this, t](ctx::fiber&& back) {
-                            t->back = std::move(back);
-                            try {
-                              t->fn();
-                            } catch (const std::exception& e) {
-                              Fatal(absl::StrCat("task ", t->name, " of ", nodes_[t->node].name, " threw: ", e.what()));
-                            }
-                            t->fn = nullptr;
-                            t->done = true;
-                            if (t->done_flag) *t->done_flag = true;
-                            return std::move(t->back);
-                          });
+    t->fiber = ctx::fiber(std::allocator_arg, PooledStack{stacks_.get()}, [this, t](ctx::fiber&& back) {
+      t->back = std::move(back);
+      try {
+        t->fn();
+      } catch (const std::exception& e) {
+        Fatal(absl::StrCat("task ", t->name, " of ", nodes_[t->node].name, " threw: ", e.what()));
+      }
+      t->fn = nullptr;
+      t->done = true;
+      if (t->done_flag) *t->done_flag = true;
+      return std::move(t->back);
+    });
   }
   t->fiber = std::move(t->fiber).resume();
   current_ = nullptr;

@@ -42,6 +42,7 @@ namespace hyperfed::fedsim {
 
 struct Task;
 struct Waiter;
+class StackPool;
 
 class World {
  public:
@@ -151,6 +152,9 @@ class World {
 
   std::mt19937_64 rng_;
   absl::Time now_;
+  // Stacks of finished tasks, for the next ones (before tasks_: it outlives
+  // their fibers).
+  std::unique_ptr<StackPool> stacks_;
   std::vector<Node> nodes_;
   std::vector<std::unique_ptr<Task>> tasks_;  // every task, finished ones freed
   std::vector<size_t> free_slots_;            // of tasks_
