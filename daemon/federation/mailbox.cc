@@ -185,17 +185,27 @@ std::optional<std::string> Mailbox::WhyLeft(const std::string& round_id, int lab
   return it->second;
 }
 
-absl::StatusOr<Mailbox::Entry> Mailbox::AwaitEntry(const Key& key, absl::Time deadline) {
+std::optional<std::pair<int, std::string>> Mailbox::AnyLeft(const std::string& round_id) {
+  std::lock_guard<std::mutex> l(mu_);
+  if (round_id != fence_round_ || left_.empty()) return std::nullopt;
+  return *left_.begin();
+}
+
+absl::StatusOr<Mailbox::Entry> Mailbox::AwaitEntry(const Key& key, absl::Time deadline, bool any_left) {
   std::unique_lock<std::mutex> l(mu_);
   const std::string& round_id = std::get<0>(key);
   const int from_label = std::get<4>(key);
   auto replaced = [&] { return fence_round_ != round_id; };
-  auto left = [&] { return left_.count(from_label) > 0; };
+  auto left = [&] { return any_left ? !left_.empty() : left_.count(from_label) > 0; };
   env_->WaitUntil(l, cv_, deadline, [&] { return inbox_.count(key) > 0 || replaced() || left(); });
   if (replaced()) return absl::AbortedError("the round was replaced by a newer one");
   auto it = inbox_.find(key);
-  if (it == inbox_.end() && left())
-    return absl::UnavailableError(absl::StrCat("it left the round (", left_.at(from_label), ")"));
+  if (it == inbox_.end() && left()) {
+    if (left_.count(from_label))
+      return absl::UnavailableError(absl::StrCat("it left the round (", left_.at(from_label), ")"));
+    const auto& [label, why] = *left_.begin();
+    return absl::UnavailableError(absl::StrCat("label ", label, " left the round mid-scan (", why, ")"));
+  }
   if (it == inbox_.end()) return absl::DeadlineExceededError("no message in time");
   Entry e = std::move(it->second);
   inbox_.erase(it);
@@ -211,7 +221,8 @@ absl::StatusOr<balance::LoadTable> Mailbox::Await(const std::string& round_id, M
 
 absl::StatusOr<balance::ScanTotals> Mailbox::AwaitTotals(const std::string& round_id, int dimension, int from_label,
                                                          absl::Time deadline) {
-  auto e = AwaitEntry(Key{round_id, static_cast<int>(MessageKind::kScan), dimension, 0, from_label}, deadline);
+  auto e = AwaitEntry(Key{round_id, static_cast<int>(MessageKind::kScan), dimension, 0, from_label}, deadline,
+                      /*any_left=*/true);
   if (!e.ok()) return e.status();
   return e->totals;
 }

@@ -54,6 +54,8 @@ class Mailbox {
   void Left(const std::string& round_id, int label, const std::string& why);
   // Why the site at `label` has left `round_id`, if it has (Left).
   std::optional<std::string> WhyLeft(const std::string& round_id, int label);
+  // A site that has left `round_id` and why, if any has: the lowest label.
+  std::optional<std::pair<int, std::string>> AnyLeft(const std::string& round_id);
 
   // Handler side. kExchange waits until this site has published its own
   // rows for that dimension (it has reached the step), stores the caller's
@@ -78,7 +80,11 @@ class Mailbox {
   absl::StatusOr<balance::LoadTable> Await(const std::string& round_id, MessageKind kind, int dimension, int phase,
                                            int from_label, absl::Time deadline);
   // Runner side, the exact round by prefix sums: the totals `from_label`
-  // sent in dimension `dimension` (a kScan), as Await.
+  // sent in dimension `dimension` (a kScan), as Await, but Unavailable once
+  // any site has left the round and the totals have not come: every
+  // site's totals need every live site's load, so a site gone mid-scan
+  // ends every part still scanning (docs/algorithms.md, "`exact` by prefix
+  // sums"), not each after its own wait.
   absl::StatusOr<balance::ScanTotals> AwaitTotals(const std::string& round_id, int dimension, int from_label,
                                                   absl::Time deadline);
 
@@ -120,7 +126,9 @@ class Mailbox {
     absl::Time at;
     balance::ScanTotals totals;  // kScan
   };
-  absl::StatusOr<Entry> AwaitEntry(const Key& key, absl::Time deadline);
+  // Waits for `key`'s message: ends when its sender (or, `any_left`, any site)
+  // has left the round.
+  absl::StatusOr<Entry> AwaitEntry(const Key& key, absl::Time deadline, bool any_left = false);
   bool StaleLocked(const std::string& round_id, int64_t epoch) const;
   void ExpireLocked();
   absl::Status ExpectedLocked(const ExchangeMessage& m) const;

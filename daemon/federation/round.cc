@@ -111,7 +111,9 @@ class Runner {
     return std::min(ctx_.timeouts.step, left);
   }
 
-  absl::StatusOr<balance::LoadTable> Call(int label, ExchangeMessage m) {
+  // `any_left`: a call of the scan, given up once any site has left (the
+  // scan cannot end without it: Mailbox::AwaitTotals).
+  absl::StatusOr<balance::LoadTable> Call(int label, ExchangeMessage m, bool any_left = false) {
     auto timeout = CallTimeout();
     if (!timeout.ok()) return timeout.status();
     m.round_id = spec_.round_id;
@@ -119,11 +121,18 @@ class Runner {
     m.from_label = ctx_.self_label;
     // A callee that has left the round is given up when the coordinator
     // says so (Peer.LeftRound), not when its own wait ends.
-    auto r = ctx_.peers->ExchangeUnless(SiteOf(label), m, *timeout,
-                                        [&] { return ctx_.mailbox->WhyLeft(spec_.round_id, label).has_value(); });
-    if (absl::IsCancelled(r.status()))
+    auto gone = [&] {
+      return any_left ? ctx_.mailbox->AnyLeft(spec_.round_id).has_value()
+                      : ctx_.mailbox->WhyLeft(spec_.round_id, label).has_value();
+    };
+    auto r = ctx_.peers->ExchangeUnless(SiteOf(label), m, *timeout, gone);
+    if (absl::IsCancelled(r.status())) {
       if (auto why = ctx_.mailbox->WhyLeft(spec_.round_id, label))
         return absl::UnavailableError(absl::StrCat("it left the round (", *why, ")"));
+      if (auto other = any_left ? ctx_.mailbox->AnyLeft(spec_.round_id) : std::nullopt)
+        return absl::UnavailableError(
+            absl::StrCat("label ", other->first, " left the round mid-scan (", other->second, ")"));
+    }
     return r;
   }
 
@@ -417,7 +426,7 @@ class Runner {
         m.kind = MessageKind::kScan;
         m.dimension = k;
         m.totals = balance::ScanMessage(scan);
-        if (auto r = Call(to, std::move(m)); !r.ok())
+        if (auto r = Call(to, std::move(m), /*any_left=*/true); !r.ok())
           return absl::UnavailableError(absl::StrCat("peer ", SiteOf(to), " (label ", to,
                                                      ") failed at the scan in dimension ", k, ": ",
                                                      r.status().message()));

@@ -384,6 +384,33 @@ TEST(MailboxTest, WaitsForASiteThatLeftEndAndAnEndedPartTakesNothingMore) {
   EXPECT_EQ(box.Deliver(up, absl::ZeroDuration()).status().code(), absl::StatusCode::kFailedPrecondition);
 }
 
+// In the scan every site's totals need every live site's load: a site
+// gone mid-scan ends every part still waiting for totals, whoever it waits
+// for, when the coordinator says so, not each after its own step timeout
+// in a cascade (a 256-site round so lasted 96 s).
+TEST(MailboxTest, AWaitForTotalsEndsOnceAnySiteHasLeft) {
+  FakeEnv env;
+  Mailbox box(&env, 6, 3);
+  box.Open("r", 5);
+  std::thread teller([&] {
+    while (env.waiters() == 0) std::this_thread::yield();
+    box.Left("r", 2, "site-2 went down");
+    // (Were the wait blind to it, it would end at its deadline, not hang.)
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    env.Advance(absl::Hours(2));
+  });
+  auto t = box.AwaitTotals("r", 1, 4, env.Now() + absl::Hours(1));  // from label 4, not the one that left
+  teller.join();
+  EXPECT_EQ(t.status().code(), absl::StatusCode::kUnavailable);
+  EXPECT_EQ(t.status().message(), "label 2 left the round mid-scan (site-2 went down)");
+  ASSERT_TRUE(box.AnyLeft("r"));
+  EXPECT_EQ(box.AnyLeft("r")->first, 2);
+  EXPECT_FALSE(box.AnyLeft("other"));
+  // Other waits still wait for their own sender only.
+  EXPECT_EQ(box.Await("r", MessageKind::kExchange, 0, 0, 7, env.Now()).status().code(),
+            absl::StatusCode::kDeadlineExceeded);
+}
+
 TEST(MailboxTest, ANewerRoundFencesOffTheOlderOne) {
   FakeEnv env;
   Mailbox box(&env, 0, 2);  // labels 1 and 2 are its neighbours
