@@ -286,6 +286,8 @@ void Coordinator::Coordinate(RoundSpec spec) {
     // and a report can be lost: a site done with the round is asked for it.
     // One at a time, each call within the step timeout and the round's.
     for (const std::string& site : SilentLocked()) {
+      // Its own report may have come while this site asked another.
+      if (running_->reports.count(site)) continue;
       const absl::Duration left = std::min(timeouts.step, give_up - env_->Now());
       if (stopping_ || left <= absl::ZeroDuration()) break;
       l.unlock();

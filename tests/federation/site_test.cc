@@ -72,8 +72,19 @@ class InProcessPeers : public PeerClient {
     }
     return out;
   }
+  // Called as each GetReport begins, with the site asked.
+  std::function<void(const std::string&)> on_get_report;
+  std::vector<std::string> AskedForReport() {
+    std::lock_guard<std::mutex> l(mu_);
+    return asked_for_report_;
+  }
   // Asked by the round's coordinator, which the round id names.
   absl::StatusOr<RoundReport> GetReport(const std::string& s, const std::string& round_id, absl::Duration) override {
+    {
+      std::lock_guard<std::mutex> l(mu_);
+      asked_for_report_.push_back(s);
+    }
+    if (on_get_report) on_get_report(s);
     Site* to = To(s);
     if (!to) return absl::UnavailableError("cut");
     auto coordinator = RoundCoordinator(round_id);
@@ -146,6 +157,7 @@ class InProcessPeers : public PeerClient {
 
  private:
   std::mutex mu_;
+  std::vector<std::string> asked_for_report_;  // guarded by mu_
 };
 
 // Moves pending jobs between the sites' in-memory schedulers.
@@ -663,6 +675,44 @@ TEST_F(SiteTest, NewsOfANewerIncarnationHasTheCoordinatorAskForTheReport) {
   env_.Advance(absl::Seconds(1));
   ASSERT_TRUE(Eventually([&] { return RoundDone(0); })) << Events(0);
   EXPECT_EQ(sites_[0]->LastRound()->moved, peers_.ReportOf(*id, Id(3))->moved_out) << Events(0);
+}
+
+// The coordinator asks its silent sites one at a time; a report that comes
+// by itself meanwhile is not asked for again.
+TEST_F(SiteTest, ASiteWhoseReportCameWhileAnotherWasAskedIsNotAsked) {
+  Make(8, [](config::Config& c) { c.balancer.step_timeout = absl::Hours(1); });
+  AddJobs(3, 40);
+  HeartbeatAll();
+  // Sites 3, 5 and 6 are no neighbours of site 0; their reports are lost,
+  // and site 6's keeps the round open throughout.
+  peers_.drop_reports_of = {Id(3), Id(5), Id(6)};
+  auto id = sites_[0]->Balance(false, "test");
+  ASSERT_TRUE(id.ok()) << id.status();
+  ASSERT_TRUE(Eventually(
+      [&] { return peers_.ReportOf(*id, Id(3)) && peers_.ReportOf(*id, Id(5)) && peers_.ReportOf(*id, Id(6)); }));
+  ASSERT_TRUE(Eventually([&] { return sites_[0]->CurrentRound().empty(); }));
+  env_.Advance(absl::Seconds(1));
+  ASSERT_TRUE(Eventually([&] { return env_.waiters() > 0; }));
+  // Sites 3 and 5 restarted, as news from site 1 says; site 5's report
+  // gets through while the coordinator asks site 3.
+  peers_.on_get_report = [&](const std::string& s) {
+    if (s == Id(3)) (void)sites_[0]->OnReport(*peers_.ReportOf(*id, Id(5)));
+  };
+  HeartbeatInfo one;
+  one.site = Id(1);
+  one.label = 1;
+  one.capacity = 2;
+  one.protocol = "1.8";
+  one.incarnation = sites_[0]->membership().Find(Id(1))->incarnation;
+  Gossip g;
+  g.news.push_back({3, sites_[3]->membership().incarnation() + 1, Liveness::kAlive, 1});
+  g.news.push_back({5, sites_[5]->membership().incarnation() + 1, Liveness::kAlive, 1});
+  ASSERT_TRUE(sites_[0]->OnHeartbeat(one, g));
+  env_.Advance(absl::Seconds(1));
+  // Asked site 3, then waits again (for site 6).
+  ASSERT_TRUE(Eventually([&] { return !peers_.AskedForReport().empty() && env_.waiters() > 0; })) << Events(0);
+  EXPECT_EQ(peers_.AskedForReport(), std::vector<std::string>{Id(3)}) << Events(0);
+  EXPECT_FALSE(RoundDone(0)) << Events(0);
 }
 
 TEST_F(SiteTest, ReportsAreTakenOnlyFromTheRoundsSitesOnceEach) {
