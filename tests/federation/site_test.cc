@@ -323,6 +323,19 @@ class SiteTest : public ::testing::Test {
     auto r = sites_[site]->LastRound();
     return r && r->done;
   }
+  // Site 1's probe brings site 0 news that each of `sites` runs a newer
+  // incarnation (it restarted); no row of theirs comes with it.
+  bool NewsOfRestartsFromSite1(const std::vector<int>& sites) {
+    HeartbeatInfo one;
+    one.site = Id(1);
+    one.label = 1;
+    one.capacity = 2;
+    one.protocol = "1.8";
+    one.incarnation = sites_[0]->membership().Find(Id(1))->incarnation;
+    Gossip g;
+    for (int i : sites) g.news.push_back({i, sites_[i]->membership().incarnation() + 1, Liveness::kAlive, 1});
+    return sites_[0]->OnHeartbeat(one, g);
+  }
 
   // Eight sites with a 10 s step, site 0 loaded; site 1 is cut off (the
   // others still see it up) as site 0 starts a round.
@@ -662,15 +675,7 @@ TEST_F(SiteTest, NewsOfANewerIncarnationHasTheCoordinatorAskForTheReport) {
   EXPECT_FALSE(RoundDone(0)) << "the round waits for site 3\n" << Events(0);
   // Site 1, its neighbour, passes on news of its newer incarnation; no row
   // of site 3 reaches site 0.
-  HeartbeatInfo one;
-  one.site = Id(1);
-  one.label = 1;
-  one.capacity = 2;
-  one.protocol = "1.8";
-  one.incarnation = sites_[0]->membership().Find(Id(1))->incarnation;
-  Gossip g;
-  g.news.push_back({3, sites_[3]->membership().incarnation() + 1, Liveness::kAlive, 1});
-  ASSERT_TRUE(sites_[0]->OnHeartbeat(one, g));
+  ASSERT_TRUE(NewsOfRestartsFromSite1({3}));
   ASSERT_LE(sites_[0]->membership().Find(Id(3))->row_at, env_.Now() - absl::Seconds(1));
   env_.Advance(absl::Seconds(1));
   ASSERT_TRUE(Eventually([&] { return RoundDone(0); })) << Events(0);
@@ -698,16 +703,7 @@ TEST_F(SiteTest, ASiteWhoseReportCameWhileAnotherWasAskedIsNotAsked) {
   peers_.on_get_report = [&](const std::string& s) {
     if (s == Id(3)) (void)sites_[0]->OnReport(*peers_.ReportOf(*id, Id(5)));
   };
-  HeartbeatInfo one;
-  one.site = Id(1);
-  one.label = 1;
-  one.capacity = 2;
-  one.protocol = "1.8";
-  one.incarnation = sites_[0]->membership().Find(Id(1))->incarnation;
-  Gossip g;
-  g.news.push_back({3, sites_[3]->membership().incarnation() + 1, Liveness::kAlive, 1});
-  g.news.push_back({5, sites_[5]->membership().incarnation() + 1, Liveness::kAlive, 1});
-  ASSERT_TRUE(sites_[0]->OnHeartbeat(one, g));
+  ASSERT_TRUE(NewsOfRestartsFromSite1({3, 5}));
   env_.Advance(absl::Seconds(1));
   // Asked site 3, then waits again (for site 6).
   ASSERT_TRUE(Eventually([&] { return !peers_.AskedForReport().empty() && env_.waiters() > 0; })) << Events(0);
