@@ -177,18 +177,24 @@ void Mailbox::Left(const std::string& round_id, int label, const std::string& wh
   cv_.notify_all();
 }
 
-std::optional<std::string> Mailbox::WhyLeft(const std::string& round_id, int label) {
-  std::lock_guard<std::mutex> l(mu_);
-  if (round_id != fence_round_) return std::nullopt;
-  auto it = left_.find(label);
-  if (it == left_.end()) return std::nullopt;
-  return it->second;
-}
-
 std::optional<std::pair<int, std::string>> Mailbox::AnyLeft(const std::string& round_id) {
   std::lock_guard<std::mutex> l(mu_);
   if (round_id != fence_round_ || left_.empty()) return std::nullopt;
   return *left_.begin();
+}
+
+std::optional<absl::Status> Mailbox::GoneLocked(int label, bool any_left) const {
+  if (auto it = left_.find(label); it != left_.end())
+    return absl::UnavailableError(absl::StrCat("it left the round (", it->second, ")"));
+  if (!any_left || left_.empty()) return std::nullopt;
+  const auto& [other, why] = *left_.begin();
+  return absl::UnavailableError(absl::StrCat("label ", other, " left the round mid-scan (", why, ")"));
+}
+
+std::optional<absl::Status> Mailbox::Gone(const std::string& round_id, int label, bool any_left) {
+  std::lock_guard<std::mutex> l(mu_);
+  if (round_id != fence_round_) return std::nullopt;
+  return GoneLocked(label, any_left);
 }
 
 absl::StatusOr<Mailbox::Entry> Mailbox::AwaitEntry(const Key& key, absl::Time deadline, bool any_left) {
@@ -196,16 +202,12 @@ absl::StatusOr<Mailbox::Entry> Mailbox::AwaitEntry(const Key& key, absl::Time de
   const std::string& round_id = std::get<0>(key);
   const int from_label = std::get<4>(key);
   auto replaced = [&] { return fence_round_ != round_id; };
-  auto left = [&] { return any_left ? !left_.empty() : left_.count(from_label) > 0; };
+  auto left = [&] { return GoneLocked(from_label, any_left).has_value(); };
   env_->WaitUntil(l, cv_, deadline, [&] { return inbox_.count(key) > 0 || replaced() || left(); });
   if (replaced()) return absl::AbortedError("the round was replaced by a newer one");
   auto it = inbox_.find(key);
-  if (it == inbox_.end() && left()) {
-    if (left_.count(from_label))
-      return absl::UnavailableError(absl::StrCat("it left the round (", left_.at(from_label), ")"));
-    const auto& [label, why] = *left_.begin();
-    return absl::UnavailableError(absl::StrCat("label ", label, " left the round mid-scan (", why, ")"));
-  }
+  if (it == inbox_.end())
+    if (auto gone = GoneLocked(from_label, any_left)) return *gone;
   if (it == inbox_.end()) return absl::DeadlineExceededError("no message in time");
   Entry e = std::move(it->second);
   inbox_.erase(it);

@@ -52,10 +52,12 @@ class Mailbox {
   // Peer.LeftRound): a wait for its message ends at once, Unavailable with
   // `why`. Ignored unless `round_id` is the open round.
   void Left(const std::string& round_id, int label, const std::string& why);
-  // Why the site at `label` has left `round_id`, if it has (Left).
-  std::optional<std::string> WhyLeft(const std::string& round_id, int label);
   // A site that has left `round_id` and why, if any has: the lowest label.
   std::optional<std::pair<int, std::string>> AnyLeft(const std::string& round_id);
+  // Unavailable, saying who and why, once the site at `label` (or, with
+  // `any_left`, any site) has left `round_id`: what a wait or a call for
+  // its message ends with (Await, AwaitTotals, the runner's calls).
+  std::optional<absl::Status> Gone(const std::string& round_id, int label, bool any_left);
 
   // Handler side. kExchange waits until this site has published its own
   // rows for that dimension (it has reached the step), stores the caller's
@@ -129,6 +131,7 @@ class Mailbox {
   // Waits for `key`'s message: ends when its sender (or, `any_left`, any site)
   // has left the round.
   absl::StatusOr<Entry> AwaitEntry(const Key& key, absl::Time deadline, bool any_left = false);
+  std::optional<absl::Status> GoneLocked(int label, bool any_left) const;
   bool StaleLocked(const std::string& round_id, int64_t epoch) const;
   void ExpireLocked();
   absl::Status ExpectedLocked(const ExchangeMessage& m) const;

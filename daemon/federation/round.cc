@@ -121,18 +121,10 @@ class Runner {
     m.from_label = ctx_.self_label;
     // A callee that has left the round is given up when the coordinator
     // says so (Peer.LeftRound), not when its own wait ends.
-    auto gone = [&] {
-      return any_left ? ctx_.mailbox->AnyLeft(spec_.round_id).has_value()
-                      : ctx_.mailbox->WhyLeft(spec_.round_id, label).has_value();
-    };
-    auto r = ctx_.peers->ExchangeUnless(SiteOf(label), m, *timeout, gone);
-    if (absl::IsCancelled(r.status())) {
-      if (auto why = ctx_.mailbox->WhyLeft(spec_.round_id, label))
-        return absl::UnavailableError(absl::StrCat("it left the round (", *why, ")"));
-      if (auto other = any_left ? ctx_.mailbox->AnyLeft(spec_.round_id) : std::nullopt)
-        return absl::UnavailableError(
-            absl::StrCat("label ", other->first, " left the round mid-scan (", other->second, ")"));
-    }
+    auto r = ctx_.peers->ExchangeUnless(
+        SiteOf(label), m, *timeout, [&] { return ctx_.mailbox->Gone(spec_.round_id, label, any_left).has_value(); });
+    if (absl::IsCancelled(r.status()))
+      if (auto gone = ctx_.mailbox->Gone(spec_.round_id, label, any_left)) return *gone;
     return r;
   }
 
@@ -140,8 +132,7 @@ class Runner {
   absl::StatusOr<LookupAnswer> Lookup(int label, ExchangeMessage m) {
     auto timeout = CallTimeout();
     if (!timeout.ok()) return timeout.status();
-    if (auto why = ctx_.mailbox->WhyLeft(spec_.round_id, label))
-      return absl::UnavailableError(absl::StrCat("it left the round (", *why, ")"));
+    if (auto gone = ctx_.mailbox->Gone(spec_.round_id, label, /*any_left=*/false)) return *gone;
     m.round_id = spec_.round_id;
     m.epoch = spec_.epoch;
     m.from_label = ctx_.self_label;

@@ -691,15 +691,11 @@ void Federation::CheckKnown(const std::string* about) {
     };
     const SimSite* crashed = Find(c.site);
     if (crashed && !c.neighbours_know) {
-      // Its cube neighbours: labels one bit from the crashed site's (sites_
-      // is in label order).
+      // Its cube neighbours: labels one bit from the crashed site's.
       bool neighbours = true;
-      for (int k = 0; k < dimension_ && neighbours; ++k) {
-        const int label = crashed->label ^ (1 << k);
-        auto it = std::lower_bound(sites_.begin(), sites_.end(), label,
-                                   [](const std::unique_ptr<SimSite>& a, int l) { return a->label < l; });
-        if (it != sites_.end() && (*it)->label == label) neighbours = knows(it->get());
-      }
+      for (int k = 0; k < dimension_ && neighbours; ++k)
+        if (const config::RosterEntry* e = crashed->config.roster.FindLabel(crashed->label ^ (1 << k)))
+          if (const SimSite* n = Find(e->id)) neighbours = knows(n);
       if (neighbours) {
         c.neighbours_know = true;
         r_.neighbours_after.push_back(absl::ToDoubleSeconds(world_.now() - c.at));
